@@ -1,0 +1,200 @@
+#!/usr/bin/env bash
+# The one test command of gpucluster.bringup (README: `make test`).
+#
+# Runs on a fresh Debian 12 machine as root and installs what it needs:
+# Debian packages through apt, Python tools pinned in requirements-dev.txt
+# into .venv. Stages run in order, each timed; the last line is the plain
+# summary `N passed, N failed`. Exit status is non-zero if anything failed.
+#
+#   scripts/test.sh                 # every stage
+#   scripts/test.sh unit lint       # only these stages
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 2
+# shellcheck source=scripts/lib/tooling.sh
+. "$ROOT/scripts/lib/tooling.sh"
+export PATH="$VENV/bin:$PATH" NO_COLOR=1 ANSIBLE_NOCOLOR=1 PY_COLORS=0
+
+ALL_STAGES=(deps unit sanity lint yamllint shellcheck package molecule)
+STAGES=("$@")
+[ ${#STAGES[@]} -gt 0 ] || STAGES=("${ALL_STAGES[@]}")
+
+PASSED=0
+FAILED=0
+# pip's progress lines inside ansible-test's own virtualenvs (kept in the log).
+PIP_NOISE='^( *(Looking in|Collecting|Downloading|Installing collected|Successfully|Attempting|Found existing|Uninstalling|Using cached|Requirement already)|.*━|WARNING: Location)'
+shopt -s nullglob
+FAILED_STAGES=()
+REPORT=()
+OUTDIR="$ROOT/.build/test"
+mkdir -p "$OUTDIR"
+
+# A gate stage counts as one test; pytest stages add their own test counts.
+count_gate() {  # stage rc
+    if [ "$2" -eq 0 ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
+}
+
+count_junit() {  # junit.xml -> adds its passed/failed test counts
+    local counts
+    counts=$("$VENV/bin/python" - "$1" <<'PY'
+import sys
+import xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except (OSError, ET.ParseError):
+    print("0 1")
+    raise SystemExit
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+total = sum(int(s.get("tests", 0)) for s in suites)
+bad = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+skipped = sum(int(s.get("skipped", 0)) for s in suites)
+print(total - bad - skipped, bad)
+PY
+)
+    PASSED=$((PASSED + ${counts% *}))
+    FAILED=$((FAILED + ${counts#* }))
+}
+
+stage_deps() {
+    ensure_apt_packages git shellcheck rsync
+    ensure_venv
+}
+
+stage_unit() {
+    local junit="$OUTDIR/unit.xml" rc
+    rm -f "$junit"
+    "$VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$junit" tests/unit nvml_sim/tests
+    rc=$?
+    # pytest exits 5 when it collected nothing: that is a failure here.
+    count_junit "$junit"
+    return "$rc"
+}
+
+# The collection content as shipped: tracked and new files, minus build_ignore.
+collection_files() {
+    git ls-files -co --exclude-standard | "$VENV/bin/python" -c '
+import fnmatch, sys, yaml
+ignore = yaml.safe_load(open("galaxy.yml"))["build_ignore"]
+for line in sys.stdin:
+    path = line.rstrip("\n")
+    parts = path.split("/")
+    prefixes = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    if not any(fnmatch.fnmatch(p, pat) for p in prefixes for pat in ignore):
+        print(path)'
+}
+
+stage_sanity() {
+    local tree="$ROOT/.build/sanity/ansible_collections/gpucluster/bringup" rc
+    rm -rf "$ROOT/.build/sanity"
+    mkdir -p "$tree"
+    collection_files | rsync -a --files-from=- "$ROOT/" "$tree/"
+    # ansible-test bootstraps pip in its per-test virtualenvs with a script it
+    # downloads from a host this machine cannot reach: give it the stand-in.
+    local pip_version cache
+    pip_version=$("$VENV/bin/python" -c 'import re, ansible_test._internal.python_requirements as m, inspect
+print(re.search(r"pip=.([0-9.]+).", inspect.getsource(m)).group(1))') || return 1
+    cache="$HOME/.ansible/test/cache/get_pip_${pip_version//./_}.py"
+    mkdir -p "$(dirname "$cache")"
+    cmp -s "$ROOT/scripts/lib/get-pip-standin.py" "$cache" 2>/dev/null || cp "$ROOT/scripts/lib/get-pip-standin.py" "$cache"
+    # ansible-test lists a collection's files through git.
+    (cd "$tree" && git init -q && git add -A) || return 1
+    (cd "$tree" && "$VENV/bin/ansible-test" sanity --color no --python 3.11 --requirements \
+        2>&1 | tee "$OUTDIR/sanity.log" | grep -vE "$PIP_NOISE") ; rc=${PIPESTATUS[0]}
+    return "$rc"
+}
+
+stage_lint() {
+    ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections" "$VENV/bin/ansible-lint" --strict --offline --nocolor
+}
+
+stage_yamllint() {
+    "$VENV/bin/yamllint" --strict .
+}
+
+stage_shellcheck() {
+    local files=()
+    mapfile -t files < <(git ls-files -co --exclude-standard | while read -r f; do
+        [ -f "$f" ] || continue
+        case "$f" in
+            *.sh) echo "$f" ;;
+            *) head -n1 "$f" 2>/dev/null | grep -Eq '^#!.*\b(ba)?sh\b' && echo "$f" ;;
+        esac
+    done)
+    echo "shellcheck: ${#files[@]} scripts"
+    shellcheck -x "${files[@]}"
+}
+
+stage_package() {
+    # Build the tarball, install it offline into an empty collections path,
+    # then every module must have docs and every playbook must parse.
+    local dist="$ROOT/.build/dist" colls="$ROOT/.build/pkgtest" tarball m p rc=0
+    rm -rf "$dist" "$colls"
+    mkdir -p "$dist" "$colls"
+    "$VENV/bin/ansible-galaxy" collection build --force --output-path "$dist" . || return 1
+    tarball=$(ls "$dist"/gpucluster-bringup-*.tar.gz)
+    "$VENV/bin/ansible-galaxy" collection install --offline --no-deps -p "$colls" "$tarball" || return 1
+    for m in plugins/modules/*.py; do
+        m=$(basename "$m" .py)
+        if ANSIBLE_COLLECTIONS_PATH="$colls" "$VENV/bin/ansible-doc" "gpucluster.bringup.$m" >/dev/null; then
+            echo "ansible-doc gpucluster.bringup.$m: ok"
+        else
+            echo "ansible-doc gpucluster.bringup.$m: FAILED"; rc=1
+        fi
+    done
+    for p in playbooks/*.yml; do
+        p=$(basename "$p" .yml)
+        if (cd "$colls" && ANSIBLE_COLLECTIONS_PATH="$colls" "$VENV/bin/ansible-playbook" -i localhost, \
+                "gpucluster.bringup.$p" --syntax-check >/dev/null); then
+            echo "syntax-check gpucluster.bringup.$p: ok"
+        else
+            echo "syntax-check gpucluster.bringup.$p: FAILED"; rc=1
+        fi
+    done
+    return "$rc"
+}
+
+stage_molecule() {
+    if ! compgen -G "molecule/*/molecule.yml" >/dev/null; then
+        echo "no molecule scenario yet"
+        return 0
+    fi
+    bash "$ROOT/scripts/molecule.sh"
+}
+
+for stage in "${STAGES[@]}"; do
+    if ! declare -F "stage_$stage" >/dev/null; then
+        echo "unknown stage '$stage'; valid stages: ${ALL_STAGES[*]}" >&2
+        exit 2
+    fi
+done
+
+link_collection
+for stage in "${STAGES[@]}"; do
+    echo "=== stage $stage"
+    start=$(date +%s)
+    failed_before=$FAILED
+    "stage_$stage"
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    case "$stage" in
+        unit)  # counted per test; a run that broke without a failing test counts once
+            [ "$rc" -eq 0 ] || [ "$FAILED" -gt "$failed_before" ] || FAILED=$((FAILED + 1)) ;;
+        deps) [ "$rc" -eq 0 ] || count_gate "$stage" "$rc" ;;
+        *) count_gate "$stage" "$rc" ;;
+    esac
+    if [ "$rc" -eq 0 ]; then status=ok; else status=FAILED; FAILED_STAGES+=("$stage"); fi
+    REPORT+=("$(printf '%-11s %-7s %5ss' "$stage" "$status" "$secs")")
+    echo "=== stage $stage: $status in ${secs}s"
+    if [ "$stage" = deps ] && [ "$rc" -ne 0 ]; then
+        echo "dependencies could not be installed; stopping" >&2
+        break
+    fi
+done
+
+echo
+echo "stage       result   time"
+printf '%s\n' "${REPORT[@]}"
+[ ${#FAILED_STAGES[@]} -eq 0 ] || echo "failed stages: ${FAILED_STAGES[*]}"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ] && [ ${#FAILED_STAGES[@]} -eq 0 ]
