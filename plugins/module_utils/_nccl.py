@@ -1,0 +1,829 @@
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2025, gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Parse and gate the output of nccl-tests ``all_reduce_perf`` (pure logic, standard library only).
+
+Formats understood (see ``tests/unit/fixtures/nccl/README.md`` for the recorded samples):
+
+* the text report of nccl-tests v2.13 to v2.19 and later: the older layout with no
+  ``# nccl-tests version`` line, a ``[0x18]`` bus id and a 5-wide ``#wrong`` column, and the
+  newer one with ``# nccl-tests version ...``, ``# Collective test starting: ...``, ``unalign:``,
+  a ``[0000:18:00]`` bus id and a 6-wide ``#wrong`` column; optional ``cputime`` (``-C``),
+  per-iteration columns (``-I 1``) and a trailing timestamp (``-S 1``); ``#wrong`` reading
+  ``N/A`` with ``-c 0``; lines prefixed by ``srun --label`` or ``mpirun --tag-output``;
+  ``NCCL_DEBUG=INFO`` lines interleaved anywhere, even inside a data row;
+* the ``-J FILE`` JSON report (``JSON_FILE_VERSION`` 2 of nccl-tests' ``src/util.cu``).
+
+``parse_all_reduce(text)`` and ``parse_json(text)`` return the same dictionary shape;
+``evaluate(result, expect)`` turns it into pass/fail/skip checks.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import math
+import re
+
+GIB = 1024 ** 3
+
+# Reported all_reduce busbw (GB/s) from public NVIDIA/nccl and NVIDIA/nccl-tests threads, as
+# collected in the project's domain facts. The gate uses a fraction of it: a healthy system
+# lands within a few percent of these figures, a broken link or a socket fallback lands far
+# below (2x to 10x), so 80 % separates the two without flagging normal run-to-run noise.
+BUSBW_FRACTION = 0.8
+REPORTED_BUSBW_GBPS = {
+    # 8 GPUs in one node over NVLink/NVSwitch, Ring (NVLink SHARP is faster, so Ring is the floor).
+    "a100-nvlink-8": (230.0, "DGX A100, 8 GPUs, one node"),
+    "h100-nvlink-8": (370.0, "H100 SXM, 8 GPUs, one node, Ring"),
+    "h200-nvlink-8": (475.0, "H200 SXM, 8 GPUs, one node"),
+    # Per InfiniBand NIC and node, across nodes (multiply by the NICs per node).
+    "ib-hdr-200": (24.0, "per 200G HDR NIC (sjeaugey, NVIDIA/nccl-tests#119; ~190 GB/s for 8xHDR)"),
+    "ib-ndr-400": (47.0, "per 400G NDR NIC (AddyLaddy, NVIDIA/nccl-tests#290: 46-48 GB/s)"),
+}
+DEFAULT_BUSBW_GBPS = dict((key, round(value[0] * BUSBW_FRACTION, 1)) for key, value in REPORTED_BUSBW_GBPS.items())
+PER_NIC_PREFIX = "ib-"
+
+TRANSPORT_ORDER = ("NVLS", "P2P", "SHM", "CollNet", "NET/IB", "NET/Socket")
+CHECKS = ("complete", "single_run", "test_errors", "wrong", "out_of_bounds", "busbw", "transport")
+EXPECT_KEYS = ("topology", "min_busbw_gbps", "thresholds", "nics", "large_size_bytes", "top_rows", "expect_transport")
+EXPECT_TRANSPORTS = ("ib",)
+
+_LABEL_RE = re.compile(r"^(?:\s*\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?)")
+_DEBUG_RE = re.compile(r"(?:[A-Za-z][\w.-]*:\d+:\d+ \[\d+\] )?NCCL (?:INFO|WARN|TRACE|ABORT)\b")
+_DEBUG_LEVEL_RE = re.compile(r"NCCL (INFO|WARN|TRACE|ABORT) ?(.*)$")
+_VIA_RE = re.compile(r"\bvia (.+?)\s*$")
+_NETWORK_RE = re.compile(r"\bUsing network (.+?)\s*$")
+_NCCL_VERSION_RE = re.compile(r"\bNCCL version (\S+)")
+_TESTS_VERSION_RE = re.compile(r"^#\s*nccl-tests version (\S+)(?: \(([^)]*)\))?(?: nccl-headers=(\d+))?(?: nccl-library=(\d+))?")
+_STARTING_RE = re.compile(r"^#\s*Collective test starting: (\S+)")
+_CONCLUDED_RE = re.compile(r"^#\s*Collective test concluded: (\S+)")
+_PARAMS_RE = re.compile(r"^#\s*nThread\s+(\d+)\s+nGpus\s+(\d+)\s+minBytes\s+(\d+)\s+maxBytes\s+(\d+)\s+step:\s*(\d+)\((factor|bytes)\)(.*)$")
+_PARAM_KV_RE = re.compile(r"([A-Za-z][A-Za-z_ ]*?)\s*:\s*(-?\d+)")
+_RANK_RE = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*?)\s*$")
+_REDUCED_RE = re.compile(r"^#\s*Reducing maxBytes to (\d+) due to memory limitation")
+_OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(OK|FAILED)?")
+_AVG_RE = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(\S+)\s*(OK|FAILED)?")
+_JSON_PATH_RE = re.compile(r"^#\s*Writing JSON output to (.+?)\s*$")
+_HASH_ERROR_RE = re.compile(r"^#\s*error: (.+?)\s*$")
+_TEST_FAILURE_RE = re.compile(r"\bTest (?:CUDA |NCCL )?failure\b|\bTest timeout\b")
+_INT_RE = re.compile(r"^\d+$")
+
+
+class NcclParseError(ValueError):
+    """Raised when a text is not nccl-tests output; the message names the line and its content."""
+
+
+def _clip(text, limit=160):
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _empty_result(fmt):
+    return {
+        "format": fmt,
+        "version": None,
+        "version_commit": None,
+        "nccl_headers": None,
+        "nccl_library": None,
+        "nccl_version": None,
+        "collective": None,
+        "concluded": False,
+        "runs": 0,
+        "params": {},
+        "flags": [],
+        "ranks": [],
+        "hosts": [],
+        "columns": None,
+        "rows": [],
+        "avg_busbw": None,
+        "avg_busbw_status": None,
+        "out_of_bounds": None,
+        "warnings": [],
+        "errors": [],
+        "nccl_warnings": [],
+        "transports": [],
+        "networks": [],
+        "json_path": None,
+        "truncated": False,
+        "truncated_reason": None,
+    }
+
+
+def _normalise_transport(via):
+    """Map the text after ``via`` in an NCCL ``Channel`` line to a transport name."""
+    if via.startswith("NET/"):
+        parts = via.split("/")
+        return "NET/" + parts[1] if len(parts) > 1 and parts[1] else "NET"
+    for prefix, name in (("P2P", "P2P"), ("SHM", "SHM"), ("direct shared memory", "SHM"), ("NVLS", "NVLS"), ("CollNet", "CollNet")):
+        if via.startswith(prefix):
+            return name
+    return via.split("/")[0].split()[0] if via.split() else None
+
+
+def _sorted_transports(names):
+    def key(name):
+        return (TRANSPORT_ORDER.index(name), name) if name in TRANSPORT_ORDER else (len(TRANSPORT_ORDER), name)
+    return sorted(set(names), key=key)
+
+
+def _parse_column_header(tokens, lineno, line):
+    """Return the table layout from the tokens of the ``# size count type ...`` line."""
+    time_names = ("time", "cputime")
+    starts = [i for i, tok in enumerate(tokens) if tok in time_names]
+    if len(starts) != 2 or starts[0] == 0:
+        raise NcclParseError(
+            "line %d: column header has %d time columns, expected 2 (out-of-place and in-place): %r" % (lineno, len(starts), _clip(line)))
+    keys = tokens[:starts[0]]
+    first = tokens[starts[0]:starts[1]]
+    second = tokens[starts[1]:]
+    timestamp = False
+    if second and second[-1] == "timestamp":
+        timestamp = True
+        second = second[:-1]
+    names = {"#wrong": "wrong", "error": "wrong", "cputime": "time"}
+    first = [names.get(tok, tok) for tok in first]
+    second = [names.get(tok, tok) for tok in second]
+    for group in (first, second):
+        if group[:3] != ["time", "algbw", "busbw"]:
+            raise NcclParseError("line %d: column header group %s lacks time/algbw/busbw: %r" % (lineno, " ".join(group), _clip(line)))
+    return {
+        "keys": keys,
+        "out_of_place": first,
+        "in_place": second,
+        "time_label": tokens[starts[0]],
+        "per_iteration": "i_min" in first,
+        "timestamp": timestamp,
+        "fields": len(keys) + len(first) + len(second) + (2 if timestamp else 0),
+    }
+
+
+def _to_float(token):
+    """float(token), or None when it does not convert."""
+    try:
+        return float(token)
+    except (TypeError, ValueError):
+        return None
+
+
+def _number(token):
+    if token == "N/A":
+        return None
+    return float(token)
+
+
+def _parse_row(tokens, columns):
+    """Build one result row from its tokens; raise ValueError when a field does not convert."""
+    row = {}
+    keys = columns["keys"]
+    for name, token in zip(keys, tokens):
+        if name in ("size", "count"):
+            row[name] = int(token)
+        elif name == "root":
+            row[name] = int(token)
+        else:
+            row[name] = token
+    if "size" not in row or row["size"] < 0:
+        raise ValueError("no size")
+    pos = len(keys)
+    for place in ("out_of_place", "in_place"):
+        group = {}
+        for name in columns[place]:
+            token = tokens[pos]
+            pos += 1
+            if name == "wrong":
+                group[name] = None if token == "N/A" else int(float(token))
+            else:
+                value = _number(token)
+                if value is None and name in ("time", "algbw", "busbw"):
+                    raise ValueError("N/A in %s" % name)
+                group[name] = value
+        row[place] = group
+    if columns["timestamp"]:
+        row["timestamp"] = " ".join(tokens[pos:pos + 2])
+    return row
+
+
+def _strip_label(line):
+    match = _LABEL_RE.match(line)
+    return line[match.end():] if match else line
+
+
+def _handle_debug(result, fragment):
+    """Record what an NCCL debug line says about transports, networks, versions and warnings."""
+    level = _DEBUG_LEVEL_RE.search(fragment)
+    message = level.group(2) if level else fragment
+    via = _VIA_RE.search(message)
+    if via and message.lstrip().startswith("Channel"):
+        name = _normalise_transport(via.group(1))
+        if name:
+            result["transports"].append(name)
+    network = _NETWORK_RE.search(message)
+    if network:
+        result["networks"].append(network.group(1))
+    version = _NCCL_VERSION_RE.search(message)
+    if version and result["nccl_version"] is None:
+        result["nccl_version"] = version.group(1)
+    if level and level.group(1) in ("WARN", "ABORT") and len(result["nccl_warnings"]) < 20:
+        result["nccl_warnings"].append(_clip(message))
+
+
+def _handle_comment(result, state, line, lineno):
+    """Handle one ``#`` line. Return True when it was recognised."""
+    match = _TESTS_VERSION_RE.match(line)
+    if match:
+        result["version"] = match.group(1)
+        result["version_commit"] = match.group(2)
+        result["nccl_headers"] = int(match.group(3)) if match.group(3) else None
+        result["nccl_library"] = int(match.group(4)) if match.group(4) else None
+        return True
+    match = _STARTING_RE.match(line)
+    if match:
+        result["collective"] = match.group(1)
+        return True
+    match = _CONCLUDED_RE.match(line)
+    if match:
+        result["concluded"] = True
+        result["collective"] = result["collective"] or match.group(1)
+        return True
+    match = _PARAMS_RE.match(line)
+    if match:
+        result["runs"] += 1
+        if result["runs"] == 1:
+            params = {
+                "nThread": int(match.group(1)),
+                "nGpus": int(match.group(2)),
+                "minBytes": int(match.group(3)),
+                "maxBytes": int(match.group(4)),
+                "step": int(match.group(5)),
+                "step_kind": match.group(6),
+            }
+            for key, value in _PARAM_KV_RE.findall(match.group(7)):
+                params[key.strip().replace(" ", "_")] = int(value)
+            result["params"] = params
+        return True
+    match = _RANK_RE.match(line)
+    if match:
+        result["ranks"].append({
+            "rank": int(match.group(1)),
+            "group": int(match.group(2)) if match.group(2) is not None else None,
+            "pid": int(match.group(3)),
+            "host": match.group(4),
+            "device": int(match.group(5)),
+            "bus_id": match.group(6),
+            "name": match.group(7),
+        })
+        if match.group(4) not in result["hosts"]:
+            result["hosts"].append(match.group(4))
+        return True
+    match = _REDUCED_RE.match(line)
+    if match:
+        result["warnings"].append({"kind": "reduced_max_bytes", "max_bytes": int(match.group(1)), "message": line.lstrip("# ").strip()})
+        return True
+    match = _OOB_RE.match(line)
+    if match:
+        if result["out_of_bounds"] is None:
+            count = int(match.group(1))
+            result["out_of_bounds"] = {"count": count, "ok": count == 0}
+        return True
+    match = _AVG_RE.match(line)
+    if match:
+        state["footers"] += 1
+        if result["avg_busbw"] is None:
+            value = _to_float(match.group(1))
+            if value is None:
+                raise NcclParseError("line %d: average bus bandwidth %r is not a number: %r" % (lineno, match.group(1), _clip(line)))
+            result["avg_busbw"] = value
+            result["avg_busbw_status"] = match.group(2)
+        return True
+    match = _JSON_PATH_RE.match(line)
+    if match:
+        result["json_path"] = match.group(1)
+        return True
+    match = _HASH_ERROR_RE.match(line)
+    if match:
+        result["errors"].append(match.group(1))
+        return True
+    tokens = line.lstrip("#").split()
+    if "size" in tokens and "count" in tokens and "busbw" in tokens:
+        columns = _parse_column_header(tokens, lineno, line)
+        if result["columns"] is None:
+            result["columns"] = columns
+        elif columns != result["columns"]:
+            raise NcclParseError("line %d: a second column header differs from the first: %r" % (lineno, _clip(line)))
+        return True
+    if "Per-Iteration Report" in line:
+        result["flags"].append("per_iteration")
+    elif "Blocking Enabled" in line:
+        result["flags"].append("blocking")
+    elif "Parallel Init Enabled" in line:
+        result["flags"].append("parallel_init")
+    return False
+
+
+def _split_debug(line):
+    """Split a line into (content before an NCCL debug message, the debug message or None)."""
+    match = _DEBUG_RE.search(line)
+    if not match:
+        return line, None
+    return line[:match.start()], line[match.start():]
+
+
+def parse_all_reduce(text):
+    """Parse the text report of ``all_reduce_perf`` (or any nccl-tests ``*_perf`` binary).
+
+    Returns a dictionary (see ``_empty_result``) with one entry per data row in ``rows``:
+    ``{size, count, type, redop, root, out_of_place: {time, algbw, busbw, wrong}, in_place: {...}}``
+    where ``wrong`` is ``None`` when the binary printed ``N/A`` (``-c 0``). Output that stops
+    early (a killed job, a failing rank) is not an error: ``truncated`` is then True and
+    ``truncated_reason`` says where it stopped. Text that is not nccl-tests output raises
+    ``NcclParseError`` naming the offending line.
+    """
+    if not isinstance(text, str):
+        raise NcclParseError("nccl-tests output must be text, got %s" % type(text).__name__)
+    result = _empty_result("text")
+    state = {"footers": 0}
+    pending = None          # (lineno, tokens) of a data row whose first part was cut by a debug line
+    partial = None          # (lineno, line) of a data row that does not parse; an error unless it is the last one
+    first_content = None
+    last_content = None
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = _strip_label(raw.rstrip("\r\n"))
+        content, debug = _split_debug(line)
+        if debug is not None:
+            _handle_debug(result, debug)
+        if not content.strip():
+            continue
+        if first_content is None:
+            first_content = (lineno, content)
+        last_content = (lineno, content)
+        stripped = content.strip()
+        if stripped.startswith("#"):
+            if _handle_comment(result, state, stripped, lineno) and pending is not None:
+                partial, pending = (pending[0], " ".join(pending[1])), None
+            continue
+        version = _NCCL_VERSION_RE.search(stripped)
+        if version and stripped.startswith("NCCL version"):
+            result["nccl_version"] = result["nccl_version"] or version.group(1)
+            continue
+        if _TEST_FAILURE_RE.search(stripped):
+            result["errors"].append(_clip(stripped))
+            continue
+        tokens = stripped.split()
+        columns = result["columns"] or {}
+        if not columns or not _INT_RE.match(tokens[0] if pending is None else pending[1][0]):
+            continue
+        if partial is not None:
+            raise NcclParseError("line %d: data row does not match the %d columns of the header (%s): %r" % (
+                partial[0], columns["fields"], " ".join(columns["keys"]), _clip(partial[1])))
+        row_lineno = lineno
+        if pending is not None:
+            row_lineno, head = pending
+            tokens = head + tokens
+            pending = None
+        if len(tokens) == len(columns["keys"]) and debug is not None:
+            pending = (row_lineno, tokens)
+            continue
+        if len(tokens) != columns["fields"]:
+            partial = (row_lineno, " ".join(tokens))
+            continue
+        try:
+            result["rows"].append(_parse_row(tokens, columns))
+        except (ValueError, IndexError):
+            partial = (row_lineno, " ".join(tokens))
+    if first_content is None:
+        raise NcclParseError("nccl-tests output is empty: no line to parse")
+    if result["runs"] == 0 and not result["ranks"] and result["columns"] is None:
+        raise NcclParseError(
+            "line %d: not nccl-tests output: no '# nThread N nGpus N minBytes N maxBytes N ...' header found; first line: %r" % (
+                first_content[0], _clip(first_content[1])))
+    if pending is not None:
+        partial = (pending[0], " ".join(pending[1]))
+    result["transports"] = _sorted_transports(result["transports"])
+    result["networks"] = sorted(set(result["networks"]))
+    _set_truncation(result, state, partial, last_content)
+    return result
+
+
+def _set_truncation(result, state, partial, last_content):
+    reason = None
+    if partial is not None:
+        reason = "data row at line %d is incomplete: %r" % (partial[0], _clip(partial[1]))
+    elif state["footers"] < max(result["runs"], 1):
+        if result["columns"] is None:
+            reason = "output ends before the results table (last line %d: %r)" % (last_content[0], _clip(last_content[1]))
+        elif not result["rows"]:
+            reason = "output ends after the column header, before any result row"
+        else:
+            reason = "output ends after %d result rows (last size %d B) without the '# Avg bus bandwidth' footer" % (
+                len(result["rows"]), result["rows"][-1]["size"])
+    if reason is not None:
+        if result["errors"]:
+            reason += "; the binary reported: %s" % result["errors"][0]
+        result["truncated"] = True
+        result["truncated_reason"] = reason
+
+
+def _json_fail(message):
+    raise NcclParseError("nccl-tests JSON: " + message)
+
+
+def _json_number(value, where):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        _json_fail("%s is %r, expected a number" % (where, value))
+    number = _to_float(value)
+    if number is None:
+        _json_fail("%s is %r, expected a number" % (where, value))
+    return number
+
+
+def _json_bool(value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value in ("true", "false"):
+        return value == "true"
+    return None
+
+
+def _json_place(entry, place, index):
+    group = entry.get(place)
+    if group is None:
+        return None
+    if not isinstance(group, dict):
+        _json_fail("results[%d].%s is %r, expected an object" % (index, place, group))
+    out = {}
+    for key, name in (("time", "time"), ("cpu_time", "time"), ("alg_bw", "algbw"), ("bus_bw", "busbw")):
+        if key in group:
+            out[name] = _json_number(group[key], "results[%d].%s.%s" % (index, place, key))
+    for name in ("time", "algbw", "busbw"):
+        if out.get(name) is None:
+            _json_fail("results[%d].%s has no %s" % (index, place, {"algbw": "alg_bw", "busbw": "bus_bw"}.get(name, name)))
+    wrong = _json_number(group.get("nwrong"), "results[%d].%s.nwrong" % (index, place))
+    out["wrong"] = None if wrong is None or math.isnan(wrong) else int(wrong)
+    return out
+
+
+def _json_int(value, where):
+    text = str(value).strip()
+    if isinstance(value, bool) or not re.match(r"^-?\d+$", text):
+        _json_fail("%s is %r, expected an integer" % (where, value))
+    return int(text)
+
+
+def _json_devices(result, devices):
+    if not isinstance(devices, list):
+        _json_fail("devices is %r, expected a list" % (devices,))
+    for index, dev in enumerate(devices):
+        if not isinstance(dev, dict) or "hostname" not in dev:
+            _json_fail("devices[%d] is %r, expected an object with a hostname" % (index, dev))
+        result["ranks"].append({
+            "rank": dev.get("rank"),
+            "group": dev.get("group"),
+            "pid": dev.get("pid"),
+            "host": dev["hostname"],
+            "device": dev.get("device"),
+            "bus_id": dev.get("device_hex"),
+            "name": dev.get("device_info"),
+        })
+        if dev["hostname"] not in result["hosts"]:
+            result["hosts"].append(dev["hostname"])
+
+
+def _load_json(text):
+    """(document, None) or (None, a sentence naming where the text stops being JSON)."""
+    try:
+        return json.loads(text), None
+    except ValueError as exc:
+        msg = getattr(exc, "msg", str(exc))
+        lineno = getattr(exc, "lineno", 0)
+        colno = getattr(exc, "colno", 0)
+        pos = getattr(exc, "pos", 0)
+    ends_early = pos >= len(text.rstrip()) or msg.startswith("Unterminated string")
+    hint = " (the file ends early: the run was probably killed while writing it)" if ends_early else ""
+    return None, "nccl-tests JSON is not valid JSON at line %d column %d: %s%s" % (lineno, colno, msg, hint)
+
+
+def parse_json(text):
+    """Parse the ``-J FILE`` report of nccl-tests into the same shape as ``parse_all_reduce``."""
+    if not isinstance(text, str):
+        raise NcclParseError("nccl-tests JSON must be text, got %s" % type(text).__name__)
+    doc, problem = _load_json(text)
+    if problem is not None:
+        raise NcclParseError(problem)
+    if not isinstance(doc, dict):
+        _json_fail("top level is a %s, expected an object with 'config' and 'results'" % type(doc).__name__)
+    if "results" not in doc and "config" not in doc:
+        _json_fail("no 'config' and no 'results' key; keys found: %s" % (", ".join(sorted(doc)) or "none"))
+    result = _empty_result("json")
+    result["runs"] = 1
+    result["json_version"] = doc.get("version")
+    if isinstance(doc.get("nccl_version"), int):
+        result["nccl_library"] = doc["nccl_version"]
+    config = doc.get("config") or {}
+    if not isinstance(config, dict):
+        _json_fail("config is %r, expected an object" % (config,))
+    names = (("nthreads", "nThread"), ("ngpus", "nGpus"), ("minimum_bytes", "minBytes"), ("maximum_bytes", "maxBytes"),
+             ("warmup_iters", "warmup_iters"), ("iterations", "iters"), ("aggregated_iterations", "agg_iters"),
+             ("validation", "validation"), ("graph", "graph"))
+    for key, name in names:
+        if key in config:
+            result["params"][name] = _json_int(config[key], "config.%s" % key)
+    if "step_factor" in config:
+        result["params"].update(step=_json_int(config["step_factor"], "config.step_factor"), step_kind="factor")
+    elif "step_bytes" in config:
+        result["params"].update(step=_json_int(config["step_bytes"], "config.step_bytes"), step_kind="bytes")
+    for flag in ("blocking_collectives", "per_iter_timing", "parallel_init"):
+        if _json_bool(config.get(flag)):
+            result["flags"].append(flag)
+    devices = config.get("devices", doc.get("devices"))
+    if devices is not None:
+        _json_devices(result, devices)
+    results = doc.get("results")
+    if results is None:
+        results = []
+    if not isinstance(results, list):
+        _json_fail("results is %r, expected a list" % (results,))
+    for index, entry in enumerate(results):
+        if not isinstance(entry, dict) or "size" not in entry:
+            _json_fail("results[%d] is %r, expected an object with a size" % (index, entry))
+        row = {
+            "size": _json_int(entry["size"], "results[%d].size" % index),
+            "count": _json_int(entry.get("count", 0), "results[%d].count" % index),
+            "type": entry.get("type"),
+            "redop": entry.get("redop"),
+            "root": _json_int(entry.get("root", -1), "results[%d].root" % index),
+        }
+        for place in ("out_of_place", "in_place"):
+            group = _json_place(entry, place, index)
+            if group is not None:
+                row[place] = group
+        if "in_place" not in row and "out_of_place" not in row:
+            _json_fail("results[%d] has neither out_of_place nor in_place" % index)
+        result["rows"].append(row)
+    oob = doc.get("out_of_bounds")
+    if isinstance(oob, dict) and "count" in oob:
+        count = _json_int(oob["count"], "out_of_bounds.count")
+        result["out_of_bounds"] = {"count": count, "ok": count == 0}
+    avg = doc.get("average_bus_bandwidth")
+    if isinstance(avg, dict) and "bandwidth" in avg:
+        result["avg_busbw"] = _json_number(avg["bandwidth"], "average_bus_bandwidth.bandwidth")
+        okay = _json_bool(avg.get("okay"))
+        result["avg_busbw_status"] = None if okay is None else ("OK" if okay else "FAILED")
+        result["concluded"] = True
+    else:
+        result["truncated"] = True
+        result["truncated_reason"] = "JSON report has no 'average_bus_bandwidth': the run ended before its footer (%d result rows)" % len(result["rows"])
+    errors = doc.get("errors") or []
+    result["errors"] = [str(err) for err in errors if str(err).strip()] if isinstance(errors, list) else [str(errors)]
+    return result
+
+
+def parse_run(stdout, json_text=None):
+    """Parse one run: the JSON report when there is one (numbers), the stdout for the rest.
+
+    nccl-tests writes ``Reducing maxBytes``, NCCL debug lines and test failures only to stdout,
+    so transports, networks, warnings and errors always come from ``stdout``.
+    """
+    if json_text is None or not json_text.strip():
+        return parse_all_reduce(stdout)
+    result = parse_json(json_text)
+    if stdout is not None and stdout.strip():
+        text = parse_all_reduce(stdout)
+        for key in ("version", "version_commit", "nccl_headers", "nccl_version", "collective", "transports", "networks",
+                    "warnings", "nccl_warnings", "json_path"):
+            result[key] = text[key]
+        result["errors"] = text["errors"] + [err for err in result["errors"] if err not in text["errors"]]
+        result["runs"] = max(text["runs"], 1)
+        if not result["hosts"]:
+            result["ranks"], result["hosts"] = text["ranks"], text["hosts"]
+    return result
+
+
+def _row_busbw(row):
+    values = []
+    for place in ("out_of_place", "in_place"):
+        group = row.get(place)
+        if group and group.get("busbw") is not None and not math.isnan(group["busbw"]):
+            values.append(group["busbw"])
+    return values
+
+
+def busbw_series(result):
+    """[[size, busbw]] sorted by size: busbw is the mean of out-of-place and in-place over the rows of that size."""
+    by_size = {}
+    for row in result["rows"]:
+        by_size.setdefault(row["size"], []).extend(_row_busbw(row))
+    return [[size, round(sum(vals) / len(vals), 3)] for size, vals in sorted(by_size.items()) if vals]
+
+
+def size_label(size):
+    """``8589934592`` -> ``8 GiB``; ``1536`` -> ``1.5 KiB``."""
+    for unit, scale in (("GiB", GIB), ("MiB", 1024 ** 2), ("KiB", 1024)):
+        if size >= scale:
+            value = size / scale
+            return ("%d %s" % (value, unit)) if value == int(value) else ("%.1f %s" % (value, unit))
+    return "%d B" % size
+
+
+def _check(name, status, reason, **extra):
+    item = {"check": name, "status": status, "reason": reason}
+    item.update(extra)
+    return item
+
+
+def _validate_expect(expect):
+    if expect is None:
+        expect = {}
+    if not isinstance(expect, dict):
+        raise ValueError("expect must be a dict with keys %s, got %r" % (", ".join(EXPECT_KEYS), expect))
+    unknown = sorted(set(expect) - set(EXPECT_KEYS))
+    if unknown:
+        raise ValueError("unknown expect key(s) %s; valid keys: %s" % (", ".join(unknown), ", ".join(EXPECT_KEYS)))
+    out = {
+        "topology": expect.get("topology"),
+        "min_busbw_gbps": expect.get("min_busbw_gbps"),
+        "thresholds": dict(DEFAULT_BUSBW_GBPS),
+        "nics": expect.get("nics", 1),
+        "large_size_bytes": expect.get("large_size_bytes", GIB),
+        "top_rows": expect.get("top_rows", 3),
+        "expect_transport": expect.get("expect_transport"),
+    }
+    overrides = expect.get("thresholds") or {}
+    if not isinstance(overrides, dict):
+        raise ValueError("thresholds must be a dict of topology -> GB/s, got %r" % (overrides,))
+    for key, value in overrides.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ValueError("thresholds[%r] is %r, expected a number of GB/s above 0" % (key, value))
+        out["thresholds"][key] = float(value)
+    for key in ("nics", "large_size_bytes", "top_rows"):
+        value = out[key]
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError("%s is %r, expected an integer of at least 1" % (key, value))
+    value = out["min_busbw_gbps"]
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+        raise ValueError("min_busbw_gbps is %r, expected a number of GB/s above 0" % (value,))
+    topology = out["topology"]
+    if topology is not None and topology not in out["thresholds"]:
+        raise ValueError("unknown topology %r; valid topologies: %s" % (topology, ", ".join(sorted(out["thresholds"]))))
+    if out["expect_transport"] is not None and out["expect_transport"] not in EXPECT_TRANSPORTS:
+        raise ValueError("expect_transport is %r; valid values: %s (or leave it unset)" % (out["expect_transport"], ", ".join(EXPECT_TRANSPORTS)))
+    return out
+
+
+def threshold_for(expect):
+    """(GB/s, description) of the busbw gate for ``expect``, or (None, None) when no threshold is set."""
+    opts = _validate_expect(expect)
+    if opts["min_busbw_gbps"] is not None:
+        return float(opts["min_busbw_gbps"]), "min_busbw_gbps"
+    topology = opts["topology"]
+    if topology is None:
+        return None, None
+    value = opts["thresholds"][topology]
+    if topology.startswith(PER_NIC_PREFIX):
+        return round(value * opts["nics"], 1), "%s x %d NIC(s)" % (topology, opts["nics"])
+    return value, topology
+
+
+def _check_complete(result):
+    if result["truncated"]:
+        return _check("complete", "fail", "output is incomplete: %s" % result["truncated_reason"])
+    return _check("complete", "pass", "output complete: %d result rows and the footer" % len(result["rows"]))
+
+
+def _check_single_run(result):
+    if result["runs"] > 1:
+        return _check("single_run", "fail",
+                      "output holds %d separate runs (one '# nThread' header each): the tasks did not form one job; "
+                      "was nccl-tests built without MPI=1 or launched without --mpi?" % result["runs"])
+    return _check("single_run", "pass", "one run of %d rank(s)" % len(result["ranks"]))
+
+
+def _check_test_errors(result):
+    problems = list(result["errors"])
+    if result["avg_busbw_status"] == "FAILED":
+        problems.append("nccl-tests marked 'Avg bus bandwidth' FAILED (below its NCCL_TESTS_MIN_BW)")
+    if problems:
+        more = " (and %d more)" % (len(problems) - 1) if len(problems) > 1 else ""
+        return _check("test_errors", "fail", "the binary reported an error: %s%s" % (problems[0], more))
+    return _check("test_errors", "pass", "no test failure reported")
+
+
+def _check_wrong(result):
+    checked = 0
+    bad = []
+    for row in result["rows"]:
+        for place, label in (("out_of_place", "out-of-place"), ("in_place", "in-place")):
+            group = row.get(place)
+            if not group or group.get("wrong") is None:
+                continue
+            checked += 1
+            if group["wrong"] != 0:
+                bad.append("%d B %s %s: %d" % (row["size"], row.get("type") or "", label, group["wrong"]))
+    if not result["rows"]:
+        return _check("wrong", "skip", "not checked: no result rows")
+    if checked == 0:
+        return _check("wrong", "skip", "not checked: #wrong reads N/A (the run used -c 0, no data validation)")
+    if bad:
+        more = ", ..." if len(bad) > 5 else ""
+        return _check("wrong", "fail", "#wrong > 0 in %d of %d results: %s%s" % (len(bad), checked, ", ".join(bad[:5]), more), value=len(bad))
+    return _check("wrong", "pass", "#wrong is 0 in all %d results" % checked, value=0)
+
+
+def _check_out_of_bounds(result):
+    oob = result["out_of_bounds"]
+    if oob is None:
+        return _check("out_of_bounds", "skip", "not checked: no '# Out of bounds values' footer")
+    if oob["count"]:
+        return _check("out_of_bounds", "fail", "Out of bounds values: %d FAILED" % oob["count"], value=oob["count"])
+    return _check("out_of_bounds", "pass", "Out of bounds values: 0 OK", value=0)
+
+
+def _check_busbw(result, opts, threshold, source):
+    if threshold is None:
+        return _check("busbw", "skip", "not checked: no busbw threshold (set topology or min_busbw_gbps)")
+    rows = [row for row in result["rows"] if _row_busbw(row)]
+    if not rows:
+        return _check("busbw", "fail", "no result rows to measure busbw against %.1f GB/s (%s)" % (threshold, source), threshold=threshold)
+    large = [row for row in rows if row["size"] >= opts["large_size_bytes"]]
+    if large:
+        scope = "rows >= %s" % size_label(opts["large_size_bytes"])
+    else:
+        sizes = sorted(set(row["size"] for row in rows), reverse=True)[:opts["top_rows"]]
+        large = [row for row in rows if row["size"] in sizes]
+        scope = "the %d largest sizes (no row reached %s)" % (len(sizes), size_label(opts["large_size_bytes"]))
+    values = []
+    for row in large:
+        values.extend(_row_busbw(row))
+    mean = sum(values) / len(values)
+    low, high = min(row["size"] for row in large), max(row["size"] for row in large)
+    span = size_label(low) if low == high else "%s..%s" % (size_label(low), size_label(high))
+    note = ""
+    for warning in result["warnings"]:
+        if warning["kind"] == "reduced_max_bytes":
+            note = "; nccl-tests reduced maxBytes to %d (memory limitation)" % warning["max_bytes"]
+    if mean >= threshold:
+        return _check("busbw", "pass", "mean busbw %.1f GB/s over %s (%s) reaches %.1f GB/s (%s)%s" % (
+            mean, scope, span, threshold, source, note), value=round(mean, 2), threshold=threshold)
+    return _check("busbw", "fail", "mean busbw %.1f GB/s over %s (%s) is below %.1f GB/s (%s)%s" % (
+        mean, scope, span, threshold, source, note), value=round(mean, 2), threshold=threshold)
+
+
+def _check_transport(result, opts):
+    if opts["expect_transport"] is None:
+        return _check("transport", "skip", "not checked: no transport expected")
+    transports = result["transports"]
+    networks = result["networks"]
+    if "NET/Socket" in transports or "Socket" in networks:
+        return _check("transport", "fail", "NCCL fell back to NET/Socket (TCP) while InfiniBand was expected (transports: %s; network: %s)" % (
+            ", ".join(transports) or "none", ", ".join(networks) or "none"))
+    if "NET/IB" in transports or "IB" in networks:
+        return _check("transport", "pass", "NCCL used InfiniBand (transports: %s; network: %s)" % (
+            ", ".join(transports) or "none", ", ".join(networks) or "none"))
+    if not transports and not networks:
+        return _check("transport", "skip", "not checked: no NCCL_DEBUG=INFO transport lines in the output")
+    return _check("transport", "fail", "NCCL used no InfiniBand transport while InfiniBand was expected (transports: %s; network: %s)" % (
+        ", ".join(transports) or "none", ", ".join(networks) or "none"))
+
+
+def evaluate(result, expect=None):
+    """Gate a parsed run. Returns one ``{check, status, reason[, value, threshold]}`` per name in ``CHECKS``.
+
+    ``expect`` keys: ``topology`` (a key of ``DEFAULT_BUSBW_GBPS``), ``min_busbw_gbps`` (overrides
+    the topology), ``thresholds`` (topology -> GB/s, added to or replacing the defaults), ``nics``
+    (NICs per node, multiplies the per-NIC ``ib-*`` thresholds), ``large_size_bytes`` (rows at or
+    above it are gated, default 1 GiB; when none reaches it, the ``top_rows`` largest sizes are),
+    ``expect_transport`` (``"ib"``: a run over ``NET/Socket`` fails).
+    """
+    opts = _validate_expect(expect)
+    threshold, source = threshold_for(expect)
+    return [
+        _check_complete(result),
+        _check_single_run(result),
+        _check_test_errors(result),
+        _check_wrong(result),
+        _check_out_of_bounds(result),
+        _check_busbw(result, opts, threshold, source),
+        _check_transport(result, opts),
+    ]
+
+
+def summarize(result):
+    """A small, JSON-friendly digest of a parsed run for reports."""
+    series = busbw_series(result)
+    return {
+        "version": result["version"],
+        "nccl_version": result["nccl_version"],
+        "collective": result["collective"],
+        "hosts": list(result["hosts"]),
+        "ranks": len(result["ranks"]),
+        "rows": len(result["rows"]),
+        "avg_busbw": result["avg_busbw"],
+        "largest_size": series[-1][0] if series else None,
+        "largest_busbw": series[-1][1] if series else None,
+        "transports": list(result["transports"]),
+        "truncated": result["truncated"],
+        "series": series,
+    }
