@@ -56,14 +56,33 @@ PY
     FAILED=$((FAILED + ${counts#* }))
 }
 
+# The real nvidia-ml-py, pinned: the simulator's tests compare its API with it
+# (names, signatures, constants, structs). Only its pynvml.py is extracted;
+# it is never importable as `pynvml` in the test environment.
+NVML_REF_VERSION=13.615.71
+NVML_REF="$ROOT/.build/nvml-ref/nvidia-ml-py-$NVML_REF_VERSION/pynvml.py"
+
+ensure_nvml_reference() {
+    [ -f "$NVML_REF" ] && return 0
+    local dir
+    dir=$(dirname "$NVML_REF")
+    mkdir -p "$dir"
+    "$VENV/bin/pip" download -q --no-deps --only-binary=:all: -d "$dir" "nvidia-ml-py==$NVML_REF_VERSION" 2>&1 \
+        | grep -v '^WARNING: Location'
+    "$VENV/bin/python" -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); open(sys.argv[2], "wb").write(z.read("pynvml.py"))' \
+        "$dir"/nvidia_ml_py-*.whl "$NVML_REF"
+}
+
 stage_deps() {
     ensure_apt_packages git shellcheck rsync
-    ensure_venv
+    ensure_venv || return 1
+    ensure_nvml_reference
 }
 
 stage_unit() {
     local junit="$OUTDIR/unit.xml" rc
     rm -f "$junit"
+    [ -f "$NVML_REF" ] && export NVMLSIM_REAL_PYNVML="$NVML_REF"
     "$VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$junit" tests/unit nvml_sim/tests
     rc=$?
     # pytest exits 5 when it collected nothing: that is a failure here.

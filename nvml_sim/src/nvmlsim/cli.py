@@ -1,0 +1,243 @@
+"""``nvmlsim``: create and drive a simulated GPU node.
+
+    nvmlsim create --preset NAME [--mig-minors PATH] [--auto-reset] [--force]
+    nvmlsim presets
+    nvmlsim show [--json]
+    nvmlsim process add --gpu N --pid P --name NAME [--used-mib M] [--gi ID --ci ID]
+    nvmlsim process remove --pid P [--gpu N]
+    nvmlsim reset --gpu N
+    nvmlsim reboot
+    nvmlsim boot
+    nvmlsim inject --call NAME --error NVML_ERROR_X [--after N] [--count K]
+    nvmlsim inject --clear
+
+The node lives in ``$NVMLSIM_STATE`` (default /var/lib/nvmlsim/state.json);
+device files go under ``$NVMLSIM_ROOT`` (default /).  Exit status: 0 on
+success, 1 when the simulated driver refuses (GPU in use ...) or there is no
+node, 2 on bad input (unknown preset, GPU, pid, call or error name).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import List, Optional
+
+from . import devfiles, node, presets, store
+from .errors import INVALID_ARGUMENT, NAMES, NOT_FOUND, SimError, StateError, code_from_text
+
+
+class UsageError(Exception):
+    """Bad command-line input (exit status 2)."""
+
+
+def _mig_text(gpu: dict) -> str:
+    current, pending = gpu.get("mig_current"), gpu.get("mig_pending")
+    if current is None:
+        return "MIG N/A"
+    names = {0: "Disabled", 1: "Enabled"}
+    text = "MIG " + names[current]
+    if pending != current:
+        text += " (pending %s until reset)" % names[pending]
+    return text
+
+
+def annotated(state: dict) -> dict:
+    """The state plus what the driver derives from it (capability minors, names)."""
+    out = json.loads(json.dumps(state))
+    out["state_path"] = store.state_path()
+    out["root"] = devfiles.root_dir()
+    for gpu in out["gpus"]:
+        model = node.model_of(gpu)
+        gpu["name"] = model.name
+        gpu["device_file"] = "/dev/nvidia%d" % gpu["minor"]
+        for gi in gpu["gpu_instances"]:
+            gi["profile"] = model.profile_by_id(gi["profile_id"]).name
+            gi["cap_minor"] = devfiles.gi_minor(gpu["minor"], gi["id"])
+            for ci in gi["compute_instances"]:
+                ci["profile"] = node.ci_profile_of(gpu, gi, ci).name[4:]
+                ci["cap_minor"] = devfiles.ci_minor(gpu["minor"], gi["id"], ci["id"])
+    return out
+
+
+def render(state: dict) -> str:
+    """Human-readable node summary."""
+    lines = ["node %s: %s" % (state["preset"], state.get("description", "")),
+             "driver %s, NVML %s, state %s" % (state["driver_version"], state["nvml_version"], store.state_path())]
+    files = state.get("device_files") or {}
+    lines.append("device files under %s: %s%s; mig-minors: %s" % (
+        devfiles.root_dir(), files.get("kind", "?"), (" -- " + files["note"]) if files.get("note") else "",
+        state.get("mig_minors_path")))
+    for gpu in node.gpus(state):
+        model = node.model_of(gpu)
+        lines.append("GPU %d  %s  %s  %s  minor %d  NUMA %d  CPUs %s  %s" % (
+            gpu["index"], model.name, gpu["pci_bus_id"], gpu["uuid"], gpu["minor"], gpu["numa_node"],
+            gpu["cpus"], _mig_text(gpu)))
+        for gi in gpu["gpu_instances"]:
+            prof = model.profile_by_id(gi["profile_id"])
+            lines.append("    GI %2d  %-10s profile %2d  placement %d:%d  cap %d" % (
+                gi["id"], prof.name, gi["profile_id"], gi["start"], gi["size"], devfiles.gi_minor(gpu["minor"], gi["id"])))
+            for ci in gi["compute_instances"]:
+                lines.append("      CI %d  %-14s profile %d  placement %d:%d  cap %d  %s" % (
+                    ci["id"], node.ci_profile_of(gpu, gi, ci).name[4:], ci["profile_id"], ci["start"], ci["size"],
+                    devfiles.ci_minor(gpu["minor"], gi["id"], ci["id"]), ci["uuid"]))
+        for proc in gpu["processes"]:
+            where = "" if proc.get("gi") is None else "  gi %d ci %d" % (proc["gi"], proc["ci"])
+            lines.append("    process %d %s %d MiB%s" % (proc["pid"], proc["name"], proc["used_mib"], where))
+    for fault in state.get("faults", []):
+        lines.append("fault: %s -> NVML_ERROR_%s after %d call(s), %s" % (
+            fault["call"], NAMES.get(fault["error"], fault["error"]), fault.get("after", 0),
+            "every call" if fault.get("count", 1) == 0 else "%d time(s)" % fault.get("count", 1)))
+    return "\n".join(lines)
+
+
+def _nonneg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("%r is not a whole number" % text) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("%d is negative; give 0 or more" % value)
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="nvmlsim", description="Simulated NVIDIA GPU node for pynvml.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    create = sub.add_parser("create", help="create the node from a preset")
+    create.add_argument("--preset", required=True, help="one of: " + ", ".join(sorted(presets.PRESETS)))
+    create.add_argument("--mig-minors", help="where to write the mig-minors table "
+                        "(default $NVMLSIM_ROOT/var/lib/nvmlsim/mig-minors)")
+    create.add_argument("--auto-reset", action="store_true",
+                        help="nvmlDeviceSetMigMode resets an idle GPU at once (bare-metal behaviour)")
+    create.add_argument("--force", action="store_true", help="replace an existing node")
+
+    sub.add_parser("presets", help="list presets")
+
+    show = sub.add_parser("show", help="show the node")
+    show.add_argument("--json", action="store_true", help="print the state (with capability minors) as JSON")
+
+    process = sub.add_parser("process", help="add or remove a process using a GPU")
+    psub = process.add_subparsers(dest="action", required=True)
+    add = psub.add_parser("add")
+    add.add_argument("--gpu", type=_nonneg, required=True)
+    add.add_argument("--pid", type=_nonneg, required=True)
+    add.add_argument("--name", required=True)
+    add.add_argument("--used-mib", type=_nonneg, default=0)
+    add.add_argument("--gi", type=_nonneg)
+    add.add_argument("--ci", type=_nonneg)
+    remove = psub.add_parser("remove")
+    remove.add_argument("--pid", type=_nonneg, required=True)
+    remove.add_argument("--gpu", type=_nonneg)
+
+    reset = sub.add_parser("reset", help="simulate nvidia-smi --gpu-reset (applies pending MIG mode)")
+    reset.add_argument("--gpu", type=_nonneg, required=True)
+
+    sub.add_parser("reboot", help="simulate a reboot: processes end, MIG instances vanish, pending modes apply")
+    sub.add_parser("boot", help="recreate device files and mig-minors from the state (run at container start)")
+
+    inject = sub.add_parser("inject", help="make an NVML call fail")
+    inject.add_argument("--call", help="pynvml function name, e.g. nvmlGpuInstanceCreateComputeInstance")
+    inject.add_argument("--error", help="NVML_ERROR_* name or number")
+    inject.add_argument("--after", type=_nonneg, default=0, help="let this many calls succeed first")
+    inject.add_argument("--count", type=_nonneg, default=1, help="fail this many calls (0: every call)")
+    inject.add_argument("--clear", action="store_true", help="remove all injected faults")
+    return parser
+
+
+def _create(args) -> str:
+    if args.preset not in presets.PRESETS:
+        raise UsageError("unknown preset %r; valid presets: %s" % (args.preset, ", ".join(sorted(presets.PRESETS))))
+    mig_minors = os.path.abspath(args.mig_minors) if args.mig_minors else os.path.join(
+        devfiles.root_dir(), "var/lib/nvmlsim/mig-minors")
+    with store.locked() as path:
+        if store.exists(path) and not args.force:
+            raise UsageError("a simulated node already exists at %s; use --force to replace it" % path)
+        state = presets.build(args.preset, mig_minors, auto_reset=args.auto_reset)
+        store.save(state, path)
+    return "created %s at %s" % (args.preset, path)
+
+
+def _process(args) -> str:
+    with store.transaction() as state:
+        if args.action == "add":
+            node.add_process(state, args.gpu, args.pid, args.name, args.used_mib, args.gi, args.ci)
+            return "pid %d now uses GPU %d" % (args.pid, args.gpu)
+        count = node.remove_process(state, args.pid, args.gpu)
+        return "pid %d removed (%d GPU%s)" % (args.pid, count, "" if count == 1 else "s")
+
+
+def _reset(args) -> str:
+    with store.transaction() as state:
+        gpu = node.gpu_by_index(state, args.gpu)
+        try:
+            node.reset_gpu(gpu)
+        except SimError as exc:
+            pids = " ".join(str(p["pid"]) for p in gpu["processes"])
+            raise SimError(exc.code, "cannot reset GPU %d: %s; stop it first (nvmlsim process remove --pid %s)" % (
+                args.gpu, exc.message, pids)) from None
+        return "GPU %d reset; %s" % (args.gpu, _mig_text(gpu))
+
+
+def _inject(args) -> str:
+    import pynvml  # pylint: disable=import-outside-toplevel
+    if args.clear:
+        with store.transaction() as state:
+            state["faults"] = []
+        return "faults cleared"
+    if not args.call or not args.error:
+        raise UsageError("inject needs --call NAME and --error NVML_ERROR_X (or --clear)")
+    if args.call not in pynvml.SIMULATED_CALLS:
+        raise UsageError("unknown call %r; valid calls: %s" % (args.call, ", ".join(pynvml.SIMULATED_CALLS)))
+    try:
+        code = code_from_text(args.error)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    call = pynvml.canonical_call(args.call)
+    with store.transaction() as state:
+        state.setdefault("faults", []).append({"call": call, "error": code, "after": args.after, "count": args.count})
+    return "%s will fail with NVML_ERROR_%s" % (call, NAMES[code])
+
+
+def run(argv: Optional[List[str]] = None) -> str:  # pylint: disable=too-many-return-statements
+    """Execute one command; returns what to print.  Raises on failure."""
+    args = _parser().parse_args(argv)
+    if args.command == "create":
+        return _create(args)
+    if args.command == "presets":
+        return "\n".join("%-18s %s" % (name, p.description) for name, p in sorted(presets.PRESETS.items()))
+    if args.command == "show":
+        state = store.load()
+        return json.dumps(annotated(state), indent=1, sort_keys=True) if args.json else render(state)
+    if args.command == "process":
+        return _process(args)
+    if args.command == "reset":
+        return _reset(args)
+    if args.command == "reboot":
+        with store.transaction() as state:
+            node.reboot(state)
+        return "rebooted: processes ended, MIG instances gone, pending MIG modes applied"
+    if args.command == "boot":
+        with store.transaction() as state:
+            pass
+        return "device files and mig-minors recreated (%s)" % state["device_files"]["kind"]
+    return _inject(args)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """CLI entry point."""
+    try:
+        output = run(argv)
+    except UsageError as exc:
+        sys.stderr.write("nvmlsim: error: %s\n" % exc)
+        return 2
+    except SimError as exc:
+        sys.stderr.write("nvmlsim: error: %s\n" % exc)
+        return 2 if exc.code in (INVALID_ARGUMENT, NOT_FOUND) else 1
+    except StateError as exc:
+        sys.stderr.write("nvmlsim: error: %s\n" % exc)
+        return 1
+    print(output)
+    return 0

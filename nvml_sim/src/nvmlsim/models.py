@@ -1,0 +1,317 @@
+"""GPU models and their MIG profile tables.
+
+Every MIG table below comes from the NVIDIA Multi-Instance GPU User Guide
+(https://docs.nvidia.com/datacenter/tesla/mig-user-guide/, version for
+driver R580), chapter "Supported MIG Profiles"
+(https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html):
+
+* profile names, number of instances, fraction of memory (-> memory slices),
+  fraction of SMs (-> compute slices), NVDEC/JPEG/OFA and copy engines: the
+  table of each product ("GPU Instance Profiles on A100", "... on H100",
+  "... on H200");
+* profile ids and placements: chapter "Getting Started with MIG", sections
+  "List GPU Instance Profiles" (``nvidia-smi mig -lgip``) and the placement
+  listing (``nvidia-smi mig -lgipp``), which prints for every 8-memory-slice
+  GPU (A100, H100, H200)::
+
+      GPU  0 Profile ID 19 Placements: {0,1,2,3,4,5,6}:1
+      GPU  0 Profile ID 20 Placements: {0,1,2,3,4,5,6}:1
+      GPU  0 Profile ID 15 Placements: {0,2,4,6}:2
+      GPU  0 Profile ID 14 Placements: {0,2,4}:2
+      GPU  0 Profile ID  9 Placements: {0,4}:4
+      GPU  0 Profile ID  5 Placement : {0}:4
+      GPU  0 Profile ID  0 Placement : {0}:8
+
+  (start indices on the memory-slice axis, then the size in memory slices).
+
+The guide gives memory as a fraction; the MiB figures (``memorySizeMB``) and
+SM counts are the ``Memory GiB`` and ``SM`` columns of real
+``nvidia-smi mig -lgip`` transcripts (GiB x 1024): A100-SXM4-40GB from the
+guide's own examples, A100 80GB from public transcripts (9.50 GiB for
+1g.10gb matches the 9728MiB MIG devices in seed ``003_...``), H100 80GB HBM3
+from the guide (R580 example) and public transcripts, H200 from a public
+transcript for 1g.18gb, 2g.35gb and 7g.141gb.  Two H200 figures have no
+public transcript and are ESTIMATED: 1g.35gb (taken equal to 2g.35gb, as
+1g.20gb equals 2g.20gb on A100/H100) and 3g.71gb/4g.71gb (2 x 2g + 256 MiB,
+the relation seen on A100 80GB and H100).  They are marked ``estimated``.
+
+Compute-instance profiles inside a GPU instance follow the guide's
+``nvidia-smi mig -lcip`` listings: a GI of N compute slices offers CIs of
+1, 2, 3, 4 and 7 slices that fit in N (3g: 1c x3, 2c x1, 3c x1; 4g: 1c x4,
+2c x2, 4c x1; 7g: 1c x7, 2c x3, 3c x2, 4c x1, 7c x1).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+# NVML enum values (nvml.h, "Multi Instance GPU Management").
+GI_PROFILE_1_SLICE = 0x0
+GI_PROFILE_2_SLICE = 0x1
+GI_PROFILE_3_SLICE = 0x2
+GI_PROFILE_4_SLICE = 0x3
+GI_PROFILE_7_SLICE = 0x4
+GI_PROFILE_8_SLICE = 0x5
+GI_PROFILE_6_SLICE = 0x6
+GI_PROFILE_1_SLICE_REV1 = 0x7
+GI_PROFILE_2_SLICE_REV1 = 0x8
+GI_PROFILE_1_SLICE_REV2 = 0x9
+
+CI_PROFILE_1_SLICE = 0x0
+CI_PROFILE_2_SLICE = 0x1
+CI_PROFILE_3_SLICE = 0x2
+CI_PROFILE_4_SLICE = 0x3
+CI_PROFILE_7_SLICE = 0x4
+
+ARCH_AMPERE = 7
+ARCH_ADA = 8
+ARCH_HOPPER = 9
+
+MEMORY_SLICES = 8   # memory-slice axis of A100 / H100 / H200
+COMPUTE_SLICES = 7  # compute slices of A100 / H100 / H200
+MAX_GI_ID = 14      # mig-minors lists gi0..gi14
+MAX_CI_ID = 7       # and ci0..ci7
+
+GUIDE = "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html"
+
+
+@dataclass(frozen=True)
+class GpuInstanceProfile:  # pylint: disable=too-many-instance-attributes
+    """One row of a model's GPU-instance profile table."""
+
+    name: str            # "1g.10gb"
+    enum: int            # NVML_GPU_INSTANCE_PROFILE_* accepted by nvmlDeviceGetGpuInstanceProfileInfo
+    profile_id: int      # the id nvidia-smi -lgip prints and -cgi takes
+    slices: int          # compute slices (sliceCount)
+    mem_slices: int      # memory slices = placement size
+    instances: int       # instanceCount
+    sms: int             # multiprocessorCount
+    copy_engines: int
+    decoders: int
+    encoders: int
+    jpegs: int
+    ofas: int
+    memory_mib: int      # memorySizeMB
+    starts: Tuple[int, ...]  # valid placement starts on the memory-slice axis
+    estimated: bool = False  # memory figure not taken from a transcript
+
+    @property
+    def nvml_name(self) -> str:
+        """The name NVML reports in the v2 profile structures."""
+        return "MIG " + self.name
+
+
+@dataclass(frozen=True)
+class ComputeInstanceProfile:
+    """A compute-instance profile inside a GPU instance of a given profile."""
+
+    enum: int
+    slices: int
+    instances: int
+    sms: int
+    starts: Tuple[int, ...]
+    size: int            # placement size on the GI's compute-slice axis
+    name: str
+
+    @property
+    def profile_id(self) -> int:
+        """CI profile ids equal their enum value (``-cci 0`` creates a 1c CI)."""
+        return self.enum
+
+
+@dataclass(frozen=True)
+class GpuModel:  # pylint: disable=too-many-instance-attributes
+    """A GPU product as NVML reports it."""
+
+    key: str
+    name: str                 # nvmlDeviceGetName
+    memory_mib: int           # nvmlDeviceGetMemoryInfo total
+    pci_device_id: int        # combined device/vendor id
+    pci_subsystem_id: int
+    architecture: int         # NVML_DEVICE_ARCH_*
+    cuda_cc: Tuple[int, int]
+    sms: int
+    profiles: Tuple[GpuInstanceProfile, ...] = field(default_factory=tuple)
+    source: str = ""
+
+    @property
+    def mig_capable(self) -> bool:
+        """True when the model has a MIG table."""
+        return bool(self.profiles)
+
+    def profile_by_id(self, profile_id: int) -> Optional[GpuInstanceProfile]:
+        """The profile with this GPU-instance profile id, if any."""
+        for prof in self.profiles:
+            if prof.profile_id == profile_id:
+                return prof
+        return None
+
+    def profile_by_enum(self, enum: int) -> Optional[GpuInstanceProfile]:
+        """The profile NVML returns for NVML_GPU_INSTANCE_PROFILE_<enum>."""
+        for prof in self.profiles:
+            if prof.enum == enum:
+                return prof
+        return None
+
+    def profile_by_name(self, name: str) -> Optional[GpuInstanceProfile]:
+        """The profile called ``name`` (``1g.10gb`` or ``MIG 1g.10gb``)."""
+        wanted = name[4:] if name.startswith("MIG ") else name
+        for prof in self.profiles:
+            if prof.name == wanted:
+                return prof
+        return None
+
+
+def _row(name, enum, profile_id, slices, mem_slices, instances, sms, engines, memory_mib,  # pylint: disable=too-many-arguments,too-many-positional-arguments
+         estimated=False):
+    """Build a profile row; ``engines`` is (CE, NVDEC, NVENC, JPEG, OFA)."""
+    copy_engines, decoders, encoders, jpegs, ofas = engines
+    return GpuInstanceProfile(
+        name=name, enum=enum, profile_id=profile_id, slices=slices, mem_slices=mem_slices,
+        instances=instances, sms=sms, copy_engines=copy_engines, decoders=decoders,
+        encoders=encoders, jpegs=jpegs, ofas=ofas, memory_mib=memory_mib,
+        starts=PLACEMENT_STARTS[profile_id], estimated=estimated)
+
+
+# ``nvidia-smi mig -lgipp`` (MIG User Guide, "Getting Started with MIG"),
+# identical for A100 40GB/80GB, H100 80GB and H200 141GB: profile id -> starts.
+PLACEMENT_STARTS: Dict[int, Tuple[int, ...]] = {
+    19: (0, 1, 2, 3, 4, 5, 6),
+    20: (0, 1, 2, 3, 4, 5, 6),
+    15: (0, 2, 4, 6),
+    14: (0, 2, 4),
+    9: (0, 4),
+    5: (0,),
+    0: (0,),
+}
+
+# A100-SXM4-40GB -- MIG User Guide, "A100 MIG Profiles", Table "GPU Instance
+# Profiles on A100" (A100-SXM4-40GB): 1g.5gb 1/8 mem 1/7 SM 0 NVDEC CE1 x7;
+# 1g.5gb+me 1 NVDEC/1 JPEG/1 OFA x1; 1g.10gb 1 NVDEC x4; 2g.10gb 1 NVDEC CE2 x3;
+# 3g.20gb 2 NVDEC CE3 x2; 4g.20gb 2 NVDEC CE4 x1; 7g.40gb 5 NVDEC/1 JPEG/1 OFA CE7 x1.
+# Ids, GiB and SMs: the guide's ``nvidia-smi mig -lgip`` example for A100-SXM4-40GB.
+A100_40GB_PROFILES = (
+    _row("1g.5gb", GI_PROFILE_1_SLICE, 19, 1, 1, 7, 14, (1, 0, 0, 0, 0), 4864),
+    _row("1g.5gb+me", GI_PROFILE_1_SLICE_REV1, 20, 1, 1, 1, 14, (1, 1, 0, 1, 1), 4864),
+    _row("1g.10gb", GI_PROFILE_1_SLICE_REV2, 15, 1, 2, 4, 14, (1, 1, 0, 0, 0), 9856),
+    _row("2g.10gb", GI_PROFILE_2_SLICE, 14, 2, 2, 3, 28, (2, 1, 0, 0, 0), 9856),
+    _row("3g.20gb", GI_PROFILE_3_SLICE, 9, 3, 4, 2, 42, (3, 2, 0, 0, 0), 20096),
+    _row("4g.20gb", GI_PROFILE_4_SLICE, 5, 4, 4, 1, 56, (4, 2, 0, 0, 0), 20096),
+    _row("7g.40gb", GI_PROFILE_7_SLICE, 0, 7, 8, 1, 98, (7, 5, 0, 1, 1), 40448),
+)
+
+# A100 80GB (SXM4 and PCIe) -- same guide table: "For A100-SXM4-80GB, the
+# profile names will change according to the memory proportion - 1g.10gb,
+# 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb".  GiB column of
+# ``nvidia-smi mig -lgip`` on A100 80GB: 9.50 / 9.50 / 19.50 / 19.50 / 39.25 /
+# 39.25 / 79.00 (seed 003 shows 9728MiB MIG devices).
+A100_80GB_PROFILES = (
+    _row("1g.10gb", GI_PROFILE_1_SLICE, 19, 1, 1, 7, 14, (1, 0, 0, 0, 0), 9728),
+    _row("1g.10gb+me", GI_PROFILE_1_SLICE_REV1, 20, 1, 1, 1, 14, (1, 1, 0, 1, 1), 9728),
+    _row("1g.20gb", GI_PROFILE_1_SLICE_REV2, 15, 1, 2, 4, 14, (1, 1, 0, 0, 0), 19968),
+    _row("2g.20gb", GI_PROFILE_2_SLICE, 14, 2, 2, 3, 28, (2, 1, 0, 0, 0), 19968),
+    _row("3g.40gb", GI_PROFILE_3_SLICE, 9, 3, 4, 2, 42, (3, 2, 0, 0, 0), 40192),
+    _row("4g.40gb", GI_PROFILE_4_SLICE, 5, 4, 4, 1, 56, (4, 2, 0, 0, 0), 40192),
+    _row("7g.80gb", GI_PROFILE_7_SLICE, 0, 7, 8, 1, 98, (7, 5, 0, 1, 1), 80896),
+)
+
+# H100 80GB HBM3 (SXM5) -- MIG User Guide, "H100 MIG Profiles", Table "GPU
+# Instance Profiles on H100": 1g.10gb 1 NVDEC/1 JPEG x7; 1g.10gb+me +1 OFA x1;
+# 1g.20gb 1/4 mem x4; 2g.20gb 2 NVDEC/2 JPEG CE2 x3; 3g.40gb 3/3 CE3 x2;
+# 4g.40gb 4/4 CE4 x1; 7g.80gb 7 NVDEC/7 JPEG/1 OFA CE8 x1.  GiB and SMs:
+# ``nvidia-smi mig -lgip`` on H100 80GB HBM3 (9.75, 9.75, 19.62, 19.62, 39.50,
+# 39.50, 79.25 GiB; 16, 16, 26, 32, 60, 64, 132 SMs); the guide's R580 MPS
+# example shows 3g.40gb MIG devices of 40448MiB with 60 SMs.
+H100_80GB_PROFILES = (
+    _row("1g.10gb", GI_PROFILE_1_SLICE, 19, 1, 1, 7, 16, (1, 1, 0, 1, 0), 9984),
+    _row("1g.10gb+me", GI_PROFILE_1_SLICE_REV1, 20, 1, 1, 1, 16, (1, 1, 0, 1, 1), 9984),
+    _row("1g.20gb", GI_PROFILE_1_SLICE_REV2, 15, 1, 2, 4, 26, (1, 1, 0, 1, 0), 20096),
+    _row("2g.20gb", GI_PROFILE_2_SLICE, 14, 2, 2, 3, 32, (2, 2, 0, 2, 0), 20096),
+    _row("3g.40gb", GI_PROFILE_3_SLICE, 9, 3, 4, 2, 60, (3, 3, 0, 3, 0), 40448),
+    _row("4g.40gb", GI_PROFILE_4_SLICE, 5, 4, 4, 1, 64, (4, 4, 0, 4, 0), 40448),
+    _row("7g.80gb", GI_PROFILE_7_SLICE, 0, 7, 8, 1, 132, (8, 7, 0, 7, 1), 81152),
+)
+
+# H200 141GB -- MIG User Guide, "H200 MIG Profiles", Table "GPU Instance
+# Profiles on H200": 1g.18gb x7; 1g.18gb+me x1; 1g.35gb 1/4 mem x4; 2g.35gb x3;
+# 3g.71gb x2; 4g.71gb x1; 7g.141gb CE8 x1; engines as on H100.  GiB from a
+# public ``nvidia-smi mig -lgip`` transcript: 1g.18gb 16.00, 2g.35gb 32.50,
+# 7g.141gb 140.00 (SMs 16, 32, 132).  1g.35gb, 3g.71gb and 4g.71gb memory and
+# SMs are ESTIMATED (see the module docstring).
+H200_PROFILES = (
+    _row("1g.18gb", GI_PROFILE_1_SLICE, 19, 1, 1, 7, 16, (1, 1, 0, 1, 0), 16384),
+    _row("1g.18gb+me", GI_PROFILE_1_SLICE_REV1, 20, 1, 1, 1, 16, (1, 1, 0, 1, 1), 16384),
+    _row("1g.35gb", GI_PROFILE_1_SLICE_REV2, 15, 1, 2, 4, 26, (1, 1, 0, 1, 0), 33280, estimated=True),
+    _row("2g.35gb", GI_PROFILE_2_SLICE, 14, 2, 2, 3, 32, (2, 2, 0, 2, 0), 33280),
+    _row("3g.71gb", GI_PROFILE_3_SLICE, 9, 3, 4, 2, 60, (3, 3, 0, 3, 0), 66816, estimated=True),
+    _row("4g.71gb", GI_PROFILE_4_SLICE, 5, 4, 4, 1, 64, (4, 4, 0, 4, 0), 66816, estimated=True),
+    _row("7g.141gb", GI_PROFILE_7_SLICE, 0, 7, 8, 1, 132, (8, 7, 0, 7, 1), 143360),
+)
+
+MODELS: Dict[str, GpuModel] = {
+    model.key: model for model in (
+        GpuModel("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", 40960, 0x20B010DE, 0x134F10DE,
+                 ARCH_AMPERE, (8, 0), 108, A100_40GB_PROFILES, GUIDE + "#a100-mig-profiles"),
+        GpuModel("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB", 81920, 0x20B210DE, 0x147F10DE,
+                 ARCH_AMPERE, (8, 0), 108, A100_80GB_PROFILES, GUIDE + "#a100-mig-profiles"),
+        GpuModel("a100-pcie-80gb", "NVIDIA A100 80GB PCIe", 81920, 0x20B510DE, 0x153310DE,
+                 ARCH_AMPERE, (8, 0), 108, A100_80GB_PROFILES, GUIDE + "#a100-mig-profiles"),
+        GpuModel("h100-sxm5-80gb", "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 0x16C110DE,
+                 ARCH_HOPPER, (9, 0), 132, H100_80GB_PROFILES, GUIDE + "#h100-mig-profiles"),
+        GpuModel("h200-sxm5-141gb", "NVIDIA H200", 143771, 0x233510DE, 0x18BE10DE,
+                 ARCH_HOPPER, (9, 0), 132, H200_PROFILES, GUIDE + "#h200-mig-profiles"),
+        # L40S: Ada, no MIG (not in the guide's "Supported GPUs" table).
+        GpuModel("l40s", "NVIDIA L40S", 46068, 0x26B910DE, 0x185110DE,
+                 ARCH_ADA, (8, 9), 142, (), "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-gpus.html"),
+    )
+}
+
+# Compute-instance profiles offered by a GI of N compute slices:
+# N -> ((CI slices, instance count, placement starts), ...)
+_CI_LAYOUT: Dict[int, Tuple[Tuple[int, int, Tuple[int, ...]], ...]] = {
+    1: ((1, 1, (0,)),),
+    2: ((1, 2, (0, 1)), (2, 1, (0,))),
+    3: ((1, 3, (0, 1, 2)), (2, 1, (0,)), (3, 1, (0,))),
+    4: ((1, 4, (0, 1, 2, 3)), (2, 2, (0, 2)), (4, 1, (0,))),
+    7: ((1, 7, (0, 1, 2, 3, 4, 5, 6)), (2, 3, (0, 2, 4)), (3, 2, (0, 4)), (4, 1, (0,)), (7, 1, (0,))),
+}
+_CI_ENUM_BY_SLICES = {1: CI_PROFILE_1_SLICE, 2: CI_PROFILE_2_SLICE, 3: CI_PROFILE_3_SLICE,
+                      4: CI_PROFILE_4_SLICE, 7: CI_PROFILE_7_SLICE}
+
+
+def ci_profiles(model: GpuModel, gi_profile: GpuInstanceProfile) -> List[ComputeInstanceProfile]:
+    """Compute-instance profiles available in a GI of ``gi_profile``."""
+    base_sms = {prof.slices: prof.sms for prof in model.profiles if prof.enum in (
+        GI_PROFILE_1_SLICE, GI_PROFILE_2_SLICE, GI_PROFILE_3_SLICE, GI_PROFILE_4_SLICE, GI_PROFILE_7_SLICE)}
+    result = []
+    for slices, count, starts in _CI_LAYOUT[gi_profile.slices]:
+        full = slices == gi_profile.slices
+        # A CI that spans the whole GI gets its SMs (and, for 7g, the 8-wide
+        # placement the hardware reports); a smaller CI gets the SMs of the
+        # GI profile with that many slices.
+        sms = gi_profile.sms if full else base_sms[slices]
+        size = gi_profile.mem_slices if full and gi_profile.slices == 7 else slices
+        name = "MIG " + gi_profile.name if full else "MIG %dc.%s" % (slices, gi_profile.name)
+        result.append(ComputeInstanceProfile(_CI_ENUM_BY_SLICES[slices], slices, count, sms, starts, size, name))
+    return result
+
+
+def ci_profile(model: GpuModel, gi_profile: GpuInstanceProfile, enum: int) -> Optional[ComputeInstanceProfile]:
+    """The CI profile with enum/id ``enum`` inside a GI of ``gi_profile``."""
+    for prof in ci_profiles(model, gi_profile):
+        if prof.enum == enum:
+            return prof
+    return None
+
+
+def gi_id_for_placement(start: int, size: int) -> int:
+    """GPU-instance id the driver gives a GI at ``start:size``.
+
+    The ids form a tree over the 8 memory slices (what ``nvidia-smi mig -lgi``
+    shows in the guide's examples): 0 = the whole GPU, 1-2 = halves, 3-6 =
+    quarters, 7-14 = single slices (1g at 0:1 is GI 7, at 6:1 GI 13).
+    Some boards number differently (seed 003's GPU 3 has GI 14 for a 1g
+    instance), so presets may pin ids.
+    """
+    base = {8: 0, 4: 1, 2: 3, 1: 7}[size]
+    return base + start // size

@@ -1,0 +1,491 @@
+"""The simulated driver: operations on a node's state (a plain dict).
+
+Every function takes the state dict (as read from the state file), checks
+the request the way the NVIDIA driver does, and either changes the dict or
+raises :class:`SimError` with the NVML return code the real library gives.
+Nothing here touches files; :mod:`nvmlsim.store` persists the dict and
+:mod:`nvmlsim.devfiles` mirrors it into device files.
+
+State layout (JSON)::
+
+    {"format": "nvmlsim/1", "preset": ..., "driver_version": ..., "nvml_version": ...,
+     "cuda_driver_version": 12020, "mig_minors_path": ..., "caps_major": 238,
+     "auto_reset": false, "device_files": {...}, "faults": [...],
+     "gpus": [{"index": 0, "minor": 0, "model": "a100-pcie-80gb", "uuid": "GPU-...",
+               "serial": ..., "pci_bus_id": "00000000:17:00.0", "numa_node": 0,
+               "cpus": "0-15,32-47", "mig_current": 0, "mig_pending": 0,
+               "gpu_instances": [{"id": 7, "profile_id": 19, "start": 0, "size": 1,
+                                  "compute_instances": [{"id": 0, "profile_id": 0, "start": 0,
+                                                         "size": 1, "uuid": "MIG-..."}]}],
+               "processes": [{"pid": 4242, "name": "python3", "used_mib": 1024,
+                              "gi": 7, "ci": 0}]}]}
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Dict, List, Optional, Tuple
+
+from . import errors as E
+from .errors import SimError
+from .models import (COMPUTE_SLICES, MAX_CI_ID, MAX_GI_ID, MODELS, ComputeInstanceProfile, GpuInstanceProfile,
+                     GpuModel, ci_profile, ci_profiles, gi_id_for_placement)
+
+STATE_FORMAT = "nvmlsim/1"
+MIG_DISABLE = 0
+MIG_ENABLE = 1
+# Memory the driver keeps on a GPU with nobody using it, as nvidia-smi shows
+# in seed 003: 4MiB on a full GPU, 87MiB on a GPU in MIG mode, 12MiB per MIG device.
+BASE_USED_MIB = 4
+BASE_USED_MIG_MIB = 87
+BASE_USED_MIG_DEVICE_MIB = 12
+_UUID_NS = uuid.UUID("6f1c8a52-3b0e-4b8e-9a51-6e766d6c7369")
+
+
+def gpu_uuid_for(preset: str, index: int) -> str:
+    """Deterministic GPU UUID of GPU ``index`` of a node made from ``preset``."""
+    return "GPU-%s" % uuid.uuid5(_UUID_NS, "gpu/%s/%d" % (preset, index))
+
+
+def mig_uuid_for(gpu_uuid: str, gi_id: int, ci_id: int) -> str:
+    """Deterministic MIG device UUID (current driver form ``MIG-<uuid>``)."""
+    return "MIG-%s" % uuid.uuid5(_UUID_NS, "mig/%s/%d/%d" % (gpu_uuid, gi_id, ci_id))
+
+
+def parse_cpulist(text: str) -> List[int]:
+    """Parse a Linux cpulist (``0-15,32-47``) into sorted CPU numbers."""
+    cpus = set()
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        if "-" in part:
+            low, high = part.split("-", 1)
+            cpus.update(range(int(low), int(high) + 1))
+        else:
+            cpus.add(int(part))
+    return sorted(cpus)
+
+
+# ---------------------------------------------------------------- lookups
+
+def model_of(gpu: dict) -> GpuModel:
+    """The :class:`GpuModel` of a GPU entry."""
+    return MODELS[gpu["model"]]
+
+
+def gpus(state: dict) -> List[dict]:
+    """GPUs in NVML index order."""
+    return sorted(state["gpus"], key=lambda g: g["index"])
+
+
+def gpu_by_index(state: dict, index: int) -> dict:
+    """The GPU with NVML index ``index``."""
+    for gpu in state["gpus"]:
+        if gpu["index"] == index:
+            return gpu
+    raise SimError(E.INVALID_ARGUMENT, "no GPU with index %s; this node has indices %s"
+                   % (index, ", ".join(str(g["index"]) for g in gpus(state)) or "none"))
+
+
+def gpu_by_uuid(state: dict, gpu_uuid: str) -> Optional[dict]:
+    """The GPU with this UUID, or None."""
+    for gpu in state["gpus"]:
+        if gpu["uuid"] == gpu_uuid:
+            return gpu
+    return None
+
+
+def gpu_instance(gpu: dict, gi_id: int) -> Optional[dict]:
+    """GI ``gi_id`` of ``gpu``, or None."""
+    for gi in gpu["gpu_instances"]:
+        if gi["id"] == gi_id:
+            return gi
+    return None
+
+
+def compute_instance(gi: dict, ci_id: int) -> Optional[dict]:
+    """CI ``ci_id`` of ``gi``, or None."""
+    for ci in gi["compute_instances"]:
+        if ci["id"] == ci_id:
+            return ci
+    return None
+
+
+def gi_profile_of(gpu: dict, gi: dict) -> GpuInstanceProfile:
+    """The profile a GI was created with."""
+    return model_of(gpu).profile_by_id(gi["profile_id"])
+
+
+def ci_profile_of(gpu: dict, gi: dict, ci: dict) -> ComputeInstanceProfile:
+    """The profile a CI was created with."""
+    return ci_profile(model_of(gpu), gi_profile_of(gpu, gi), ci["profile_id"])
+
+
+def mig_devices(gpu: dict) -> List[Tuple[dict, dict]]:
+    """(GI, CI) pairs in MIG device index order (by GI id, then CI id)."""
+    pairs = []
+    for gi in sorted(gpu["gpu_instances"], key=lambda g: g["id"]):
+        for ci in sorted(gi["compute_instances"], key=lambda c: c["id"]):
+            pairs.append((gi, ci))
+    return pairs
+
+
+def mig_enabled(gpu: dict) -> bool:
+    """True when the GPU is currently in MIG mode."""
+    return gpu.get("mig_current") == MIG_ENABLE
+
+
+def require_mig_capable(gpu: dict) -> GpuModel:
+    """NOT_SUPPORTED unless the GPU's model supports MIG."""
+    model = model_of(gpu)
+    if not model.mig_capable:
+        raise SimError(E.NOT_SUPPORTED, "GPU %d (%s) does not support MIG" % (gpu["index"], model.name))
+    return model
+
+
+def require_mig_enabled(gpu: dict) -> GpuModel:
+    """NOT_SUPPORTED unless MIG mode is currently enabled."""
+    model = require_mig_capable(gpu)
+    if not mig_enabled(gpu):
+        raise SimError(E.NOT_SUPPORTED, "MIG mode is not enabled on GPU %d" % gpu["index"])
+    return model
+
+
+def gi_profile_by_id(gpu: dict, profile_id: int) -> GpuInstanceProfile:
+    """Profile ``profile_id`` of an MIG-enabled GPU (INVALID_ARGUMENT if unknown)."""
+    model = require_mig_enabled(gpu)
+    prof = model.profile_by_id(profile_id)
+    if prof is None:
+        raise SimError(E.INVALID_ARGUMENT, "GPU instance profile id %s is not valid on %s; valid ids: %s" % (
+            profile_id, model.name, ", ".join(str(p.profile_id) for p in model.profiles)))
+    return prof
+
+
+# ---------------------------------------------------------------- MIG mode, reset, reboot
+
+def busy_reason(gpu: dict) -> Optional[str]:
+    """Why the GPU cannot be reset now (a process holds it), or None."""
+    procs = gpu["processes"]
+    if not procs:
+        return None
+    return "in use by another client (pid %s)" % ", ".join(str(p["pid"]) for p in procs)
+
+
+def _clear_instances(gpu: dict) -> None:
+    gpu["gpu_instances"] = []
+
+
+def reset_gpu(gpu: dict) -> None:
+    """Simulated ``nvidia-smi --gpu-reset``: applies the pending MIG mode.
+
+    MIG instances do not survive a reset.  Fails with IN_USE while any
+    process holds the GPU.
+    """
+    reason = busy_reason(gpu)
+    if reason:
+        raise SimError(E.IN_USE, "GPU %s: %s" % (gpu["pci_bus_id"], reason))
+    if model_of(gpu).mig_capable:
+        gpu["mig_current"] = gpu["mig_pending"]
+    _clear_instances(gpu)
+
+
+def reboot(state: dict) -> None:
+    """Simulated reboot: processes end, pending MIG modes apply, instances vanish."""
+    for gpu in state["gpus"]:
+        gpu["processes"] = []
+        if model_of(gpu).mig_capable:
+            gpu["mig_current"] = gpu["mig_pending"]
+        _clear_instances(gpu)
+
+
+def set_mig_mode(state: dict, gpu: dict, mode: int) -> int:
+    """nvmlDeviceSetMigMode: record ``mode`` as pending; return activationStatus.
+
+    The mode takes effect at the next GPU reset or reboot.  With the node's
+    ``auto_reset`` on, the driver resets an idle GPU at once (what bare-metal
+    hosts do) and the status is SUCCESS; otherwise the status is
+    RESET_REQUIRED (the pass-through / reset-not-exposed case nvml.h
+    documents), or IN_USE while a process holds the GPU.
+    """
+    require_mig_capable(gpu)
+    if mode not in (MIG_DISABLE, MIG_ENABLE):
+        raise SimError(E.INVALID_ARGUMENT, "MIG mode %r is not valid; use 0 (disable) or 1 (enable)" % (mode,))
+    gpu["mig_pending"] = mode
+    if gpu["mig_current"] == mode:
+        return E.SUCCESS
+    if busy_reason(gpu):
+        return E.IN_USE
+    if state.get("auto_reset"):
+        reset_gpu(gpu)
+        return E.SUCCESS
+    return E.RESET_REQUIRED
+
+
+# ---------------------------------------------------------------- GPU instances
+
+def _span(start: int, size: int) -> set:
+    return set(range(start, start + size))
+
+
+def occupied_memory(gpu: dict) -> set:
+    """Memory slices used by the GPU's instances."""
+    used = set()
+    for gi in gpu["gpu_instances"]:
+        used |= _span(gi["start"], gi["size"])
+    return used
+
+
+def used_compute_slices(gpu: dict) -> int:
+    """Compute slices used by the GPU's instances."""
+    return sum(gi_profile_of(gpu, gi).slices for gi in gpu["gpu_instances"])
+
+
+def free_starts(gpu: dict, prof: GpuInstanceProfile) -> List[int]:
+    """Placement starts of ``prof`` that do not overlap existing instances."""
+    used = occupied_memory(gpu)
+    return [s for s in prof.starts if not _span(s, prof.mem_slices) & used]
+
+
+def _placements_blocked(model: GpuModel, used: set, start: int, size: int) -> int:
+    """How many still-possible placements (of any profile) ``start:size`` would take away."""
+    span = _span(start, size)
+    count = 0
+    for prof in model.profiles:
+        for other in prof.starts:
+            other_span = _span(other, prof.mem_slices)
+            if not other_span & used and other_span & span:
+                count += 1
+    return count
+
+
+def choose_placement(gpu: dict, prof: GpuInstanceProfile) -> Optional[int]:
+    """The start the driver picks when no placement is given, or None if none fits.
+
+    The driver keeps room for larger profiles: it takes the free placement
+    that removes the fewest other possible placements, the lowest start on a
+    tie.  This reproduces every sequence in the MIG User Guide and public
+    transcripts: 7 x 1g on an empty GPU gives GI 13, 11, 12, 7, 8, 9, 10;
+    ``-cgi 9,3g.20gb`` gives GI 2 then 1; ``-cgi 14,19,19,19,19,19`` gives 5,
+    13, 7, 8, 9, 10; and ``-cgi 19,19,14,9`` fails on the 3g with
+    INSUFFICIENT_RESOURCES (the guide's "known issue").
+    """
+    model = model_of(gpu)
+    used = occupied_memory(gpu)
+    candidates = free_starts(gpu, prof)
+    if not candidates:
+        return None
+    return min(candidates, key=lambda s: (_placements_blocked(model, used, s, prof.mem_slices), s))
+
+
+def _next_gi_id(gpu: dict, start: int, size: int) -> int:
+    """The placement's id; if a pinned GI holds it, the lowest free id (at most 7 GIs, 15 ids)."""
+    taken = {gi["id"] for gi in gpu["gpu_instances"]}
+    natural = gi_id_for_placement(start, size)
+    if natural not in taken:
+        return natural
+    return min(i for i in range(1, MAX_GI_ID + 1) if i not in taken)
+
+
+def create_gpu_instance(gpu: dict, profile_id: int, start: Optional[int] = None, size: Optional[int] = None,
+                        gi_id: Optional[int] = None) -> dict:
+    """nvmlDeviceCreateGpuInstance(WithPlacement); ``gi_id`` pins the id (presets only)."""
+    prof = gi_profile_by_id(gpu, profile_id)
+    existing = sum(1 for gi in gpu["gpu_instances"] if gi["profile_id"] == profile_id)
+    if start is not None:
+        if size is not None and size != prof.mem_slices or start not in prof.starts:
+            raise SimError(E.INVALID_ARGUMENT, "placement %s:%s is not valid for profile %s (%d); valid: %s" % (
+                start, prof.mem_slices if size is None else size, prof.name, profile_id,
+                ", ".join("%d:%d" % (s, prof.mem_slices) for s in prof.starts)))
+    if existing >= prof.instances:
+        raise SimError(E.INSUFFICIENT_RESOURCES, "GPU %d already has %d of at most %d %s instances" % (
+            gpu["index"], existing, prof.instances, prof.name))
+    if used_compute_slices(gpu) + prof.slices > COMPUTE_SLICES:
+        raise SimError(E.INSUFFICIENT_RESOURCES, "GPU %d has %d free compute slices; %s needs %d" % (
+            gpu["index"], COMPUTE_SLICES - used_compute_slices(gpu), prof.name, prof.slices))
+    if start is None:
+        start = choose_placement(gpu, prof)
+        if start is None:
+            raise SimError(E.INSUFFICIENT_RESOURCES, "no free placement for %s on GPU %d (memory slices in use: %s)" % (
+                prof.name, gpu["index"], sorted(occupied_memory(gpu))))
+    elif start not in free_starts(gpu, prof):
+        raise SimError(E.INSUFFICIENT_RESOURCES, "placement %d:%d of %s overlaps an existing GPU instance on GPU %d" % (
+            start, prof.mem_slices, prof.name, gpu["index"]))
+    if gi_id is None:
+        gi_id = _next_gi_id(gpu, start, prof.mem_slices)
+    elif gpu_instance(gpu, gi_id) is not None or not 0 <= gi_id <= MAX_GI_ID:
+        raise SimError(E.INVALID_ARGUMENT, "GPU instance id %s is taken or outside 0-%d on GPU %d" % (
+            gi_id, MAX_GI_ID, gpu["index"]))
+    gi = {"id": gi_id, "profile_id": profile_id, "start": start, "size": prof.mem_slices, "compute_instances": []}
+    gpu["gpu_instances"].append(gi)
+    gpu["gpu_instances"].sort(key=lambda g: g["id"])
+    return gi
+
+
+def remaining_gi_capacity(gpu: dict, prof: GpuInstanceProfile) -> int:
+    """How many more ``prof`` instances fit now (nvidia-smi's "Free" count)."""
+    room = prof.instances - sum(1 for gi in gpu["gpu_instances"] if gi["profile_id"] == prof.profile_id)
+    room = min(room, (COMPUTE_SLICES - used_compute_slices(gpu)) // prof.slices)
+    used = set(occupied_memory(gpu))
+    fits = 0
+    for start in prof.starts:
+        span = _span(start, prof.mem_slices)
+        if not span & used:
+            used |= span
+            fits += 1
+    return max(0, min(room, fits))
+
+
+def destroy_gpu_instance(gpu: dict, gi_id: int) -> None:
+    """nvmlGpuInstanceDestroy: IN_USE while it has compute instances or processes."""
+    require_mig_enabled(gpu)
+    gi = gpu_instance(gpu, gi_id)
+    if gi is None:
+        raise SimError(E.INVALID_ARGUMENT, "GPU %d has no GPU instance %s" % (gpu["index"], gi_id))
+    users = [p["pid"] for p in gpu["processes"] if p.get("gi") == gi_id]
+    if users:
+        raise SimError(E.IN_USE, "GPU instance %d on GPU %d is in use by pid %s" % (
+            gi_id, gpu["index"], ", ".join(map(str, users))))
+    if gi["compute_instances"]:
+        raise SimError(E.IN_USE, "GPU instance %d on GPU %d still has compute instances %s" % (
+            gi_id, gpu["index"], ", ".join(str(ci["id"]) for ci in gi["compute_instances"])))
+    gpu["gpu_instances"].remove(gi)
+
+
+# ---------------------------------------------------------------- compute instances
+
+def ci_profile_in(gpu: dict, gi: dict, profile_id: int) -> ComputeInstanceProfile:
+    """CI profile ``profile_id`` of GI ``gi`` (NOT_SUPPORTED if the GI does not offer it)."""
+    gi_prof = gi_profile_of(gpu, gi)
+    if not isinstance(profile_id, int) or not 0 <= profile_id < 9:
+        raise SimError(E.INVALID_ARGUMENT, "compute instance profile %r is not valid (0-8)" % (profile_id,))
+    prof = ci_profile(model_of(gpu), gi_prof, profile_id)
+    if prof is None:
+        raise SimError(E.NOT_SUPPORTED, "GPU instance %d (%s) offers no compute instance profile %d; offered: %s" % (
+            gi["id"], gi_prof.name, profile_id,
+            ", ".join("%d" % p.profile_id for p in ci_profiles(model_of(gpu), gi_prof))))
+    return prof
+
+
+def _ci_used_slices(gi: dict) -> set:
+    used = set()
+    for ci in gi["compute_instances"]:
+        used |= _span(ci["start"], ci["size"])
+    return used
+
+
+def create_compute_instance(gpu: dict, gi_id: int, profile_id: int, start: Optional[int] = None,
+                            ci_id: Optional[int] = None) -> dict:
+    """nvmlGpuInstanceCreateComputeInstance(WithPlacement)."""
+    require_mig_enabled(gpu)
+    gi = gpu_instance(gpu, gi_id)
+    if gi is None:
+        raise SimError(E.INVALID_ARGUMENT, "GPU %d has no GPU instance %s" % (gpu["index"], gi_id))
+    prof = ci_profile_in(gpu, gi, profile_id)
+    if start is not None and start not in prof.starts:
+        raise SimError(E.INVALID_ARGUMENT, "compute placement %s is not valid for %s; valid starts: %s" % (
+            start, prof.name, ", ".join(map(str, prof.starts))))
+    same = sum(1 for ci in gi["compute_instances"] if ci["profile_id"] == profile_id)
+    used = _ci_used_slices(gi)
+    total = sum(ci_profile_of(gpu, gi, ci).slices for ci in gi["compute_instances"])
+    free = [s for s in prof.starts if not _span(s, prof.size) & used]
+    if same >= prof.instances or total + prof.slices > gi_profile_of(gpu, gi).slices or not free:
+        raise SimError(E.INSUFFICIENT_RESOURCES, "no room for compute instance %s in GPU instance %d on GPU %d" % (
+            prof.name, gi_id, gpu["index"]))
+    if start is None:
+        start = free[0]
+    elif start not in free:
+        raise SimError(E.INSUFFICIENT_RESOURCES, "compute placement %d:%d overlaps a compute instance in GPU instance %d" % (
+            start, prof.size, gi_id))
+    taken = {ci["id"] for ci in gi["compute_instances"]}
+    if ci_id is None:
+        ci_id = min(i for i in range(MAX_CI_ID + 1) if i not in taken)
+    elif ci_id in taken or not 0 <= ci_id <= MAX_CI_ID:
+        raise SimError(E.INVALID_ARGUMENT, "compute instance id %s is taken or outside 0-%d" % (ci_id, MAX_CI_ID))
+    ci = {"id": ci_id, "profile_id": profile_id, "start": start, "size": prof.size,
+          "uuid": mig_uuid_for(gpu["uuid"], gi_id, ci_id)}
+    gi["compute_instances"].append(ci)
+    gi["compute_instances"].sort(key=lambda c: c["id"])
+    return ci
+
+
+def remaining_ci_capacity(gpu: dict, gi: dict, prof: ComputeInstanceProfile) -> int:
+    """How many more CIs of ``prof`` fit in ``gi``."""
+    room = prof.instances - sum(1 for ci in gi["compute_instances"] if ci["profile_id"] == prof.profile_id)
+    total = sum(ci_profile_of(gpu, gi, ci).slices for ci in gi["compute_instances"])
+    room = min(room, (gi_profile_of(gpu, gi).slices - total) // prof.slices)
+    used = set(_ci_used_slices(gi))
+    fits = 0
+    for start in prof.starts:
+        span = _span(start, prof.size)
+        if not span & used:
+            used |= span
+            fits += 1
+    return max(0, min(room, fits))
+
+
+def destroy_compute_instance(gpu: dict, gi_id: int, ci_id: int) -> None:
+    """nvmlComputeInstanceDestroy: IN_USE while a process runs on it."""
+    gi = gpu_instance(gpu, gi_id)
+    ci = compute_instance(gi, ci_id) if gi else None
+    if ci is None:
+        raise SimError(E.INVALID_ARGUMENT, "GPU %d has no compute instance %s/%s" % (gpu["index"], gi_id, ci_id))
+    users = [p["pid"] for p in gpu["processes"] if p.get("gi") == gi_id and p.get("ci") == ci_id]
+    if users:
+        raise SimError(E.IN_USE, "compute instance %d/%d on GPU %d is in use by pid %s" % (
+            gi_id, ci_id, gpu["index"], ", ".join(map(str, users))))
+    gi["compute_instances"].remove(ci)
+
+
+# ---------------------------------------------------------------- processes
+
+def add_process(state: dict, index: int, pid: int, name: str, used_mib: int = 0,  # pylint: disable=too-many-arguments,too-many-positional-arguments
+                gi_id: Optional[int] = None, ci_id: Optional[int] = None) -> dict:
+    """Record process ``pid`` using GPU ``index`` (optionally MIG device gi/ci)."""
+    gpu = gpu_by_index(state, index)
+    if pid <= 0:
+        raise SimError(E.INVALID_ARGUMENT, "pid %s is not valid; give a positive process id" % pid)
+    if used_mib < 0:
+        raise SimError(E.INVALID_ARGUMENT, "used memory %s MiB is not valid; give 0 or more" % used_mib)
+    if (gi_id is None) != (ci_id is None):
+        raise SimError(E.INVALID_ARGUMENT, "give both --gi and --ci (MIG device) or neither (whole GPU)")
+    if gi_id is not None:
+        if not mig_enabled(gpu):
+            raise SimError(E.INVALID_ARGUMENT, "GPU %d is not in MIG mode; --gi/--ci are only valid on a MIG GPU" % index)
+        gi = gpu_instance(gpu, gi_id)
+        if gi is None or compute_instance(gi, ci_id) is None:
+            raise SimError(E.INVALID_ARGUMENT, "GPU %d has no MIG device gi %s ci %s; it has: %s" % (
+                index, gi_id, ci_id, ", ".join("%d/%d" % (g["id"], c["id"]) for g, c in mig_devices(gpu)) or "none"))
+    if any(p["pid"] == pid for p in gpu["processes"]):
+        raise SimError(E.INVALID_ARGUMENT, "pid %d is already recorded on GPU %d" % (pid, index))
+    proc = {"pid": pid, "name": name, "used_mib": used_mib, "gi": gi_id, "ci": ci_id}
+    gpu["processes"].append(proc)
+    return proc
+
+
+def remove_process(state: dict, pid: int, index: Optional[int] = None) -> int:
+    """Forget process ``pid`` (on every GPU, or only on GPU ``index``); returns how many entries went."""
+    removed = 0
+    for gpu in state["gpus"]:
+        if index is not None and gpu["index"] != index:
+            continue
+        before = len(gpu["processes"])
+        gpu["processes"] = [p for p in gpu["processes"] if p["pid"] != pid]
+        removed += before - len(gpu["processes"])
+    if not removed:
+        raise SimError(E.NOT_FOUND, "pid %s is not recorded on %s" % (
+            pid, "any GPU" if index is None else "GPU %d" % index))
+    return removed
+
+
+# ---------------------------------------------------------------- memory
+
+def memory_mib(gpu: dict, gi_id: Optional[int] = None) -> Dict[str, int]:
+    """total / used / free / reserved in MiB for a GPU or one of its GIs."""
+    if gi_id is None:
+        total = model_of(gpu).memory_mib
+        base = BASE_USED_MIG_MIB if mig_enabled(gpu) else BASE_USED_MIB
+        used = base + sum(p["used_mib"] for p in gpu["processes"])
+    else:
+        gi = gpu_instance(gpu, gi_id)
+        total = gi_profile_of(gpu, gi).memory_mib
+        base = BASE_USED_MIG_DEVICE_MIB
+        used = base + sum(p["used_mib"] for p in gpu["processes"] if p.get("gi") == gi_id)
+    used = min(used, total)
+    return {"total": total, "used": used, "free": total - used, "reserved": base}
