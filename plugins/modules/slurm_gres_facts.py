@@ -1,0 +1,549 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: slurm_gres_facts
+short_description: Exact Slurm GPU GRES configuration of a node, from NVML
+version_added: 0.1.0
+description:
+  - Reads the GPUs of the node through NVML (C(pynvml)), their MIG instances, the capability minors of those
+    instances from the driver's mig-minors table, the device files and the NUMA-local CPU cores, and returns the
+    Slurm configuration that describes them as facts under C(ansible_facts.slurm_gres).
+  - The facts hold the GRES entries, the C(gres.conf) lines, the C(Gres=) value of this node's C(NodeName) line in
+    C(slurm.conf), C(GresTypes), and a map of GRES index to device UUID for a TaskProlog.
+  - Whole GPUs get a short type from their model name (O(type_map)); MIG instances are typed by profile
+    (C(1g.10gb)) from the slice count and memory of their GPU-instance profile, memory in GB rounded half up as
+    Slurm's NVML autodetection does (so C(1g.10gb+me) is typed C(1g.10gb), like Slurm types it).
+  - For Debian's and many vendor builds of Slurm, which lack the gpu/nvml plugin, this replaces C(AutoDetect=nvml);
+    the C(gres.conf) lines it returns are for this node only and carry no C(NodeName=).
+  - 'GRES index order: without AutoDetect, Slurm 22.05 numbers the gpu GRES of a node type by type in the order of
+    the C(Gres=) value, and within a type in C(gres.conf) line order. The facts list types in order of first
+    appearance (GPUs by NVML index, MIG instances by MIG device index) and give C(node_gres) and the lines in that
+    order, so RV(ansible_facts.slurm_gres.entries[].index) is the index Slurm assigns (the numbers in
+    E(SLURM_JOB_GPUS)) as long as C(slurm.conf) uses RV(ansible_facts.slurm_gres.node_gres) verbatim.'
+  - Nothing on the node is changed.
+author:
+  - gpucluster.bringup maintainers (@gpucluster-bringup)
+requirements:
+  - nvidia-ml-py (the C(pynvml) module) on the managed node
+  - the NVIDIA driver (C(libnvidia-ml.so.1)) on the managed node
+extends_documentation_fragment: []
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+  facts:
+    description: Action returns an C(ansible_facts) dictionary that will update existing host facts.
+    support: full
+options:
+  mig_minors_path:
+    description:
+      - The driver's table of MIG capability minors (lines such as C(gpu2/gi7/ci0/access 337)).
+      - Read only when a GPU is in MIG mode. An unreadable or malformed table fails the module, naming the line.
+    type: path
+    default: /proc/driver/nvidia-caps/mig-minors
+  type_map:
+    description:
+      - GRES type of whole GPUs, as a mapping of a substring of the NVML product name to the type.
+      - Added to, and overriding, the built-in map C(A10=a10), C(A100=a100), C(A30=a30), C(A40=a40), C(B200=b200),
+        C(GH200=gh200), C(H100=h100), C(H200=h200), C(L4=l4), C(L40=l40), C(L40S=l40s), C(T4=t4), C(V100=v100).
+      - Matching ignores case; the longest matching key wins, and of keys of equal length an entry of O(type_map)
+        beats a built-in one. A GPU that matches no key fails the module.
+      - Types must be the same across the cluster, since C(slurm.conf) and jobs use them.
+    type: dict
+    default: {}
+  mig_device_files:
+    description:
+      - How a MIG instance's device files are written.
+      - V(multiple) writes one C(MultipleFiles=) line per instance with the parent C(/dev/nvidiaN), the GPU-instance
+        capability and the compute-instance capability, which is what Slurm's NVML autodetection uses. Needs Slurm
+        22.05 or later. With C(ConstrainDevices=yes) a job can open its parent GPU device and its own instance.
+      - V(ci_only) is the workaround of seed 003 (C(File=) with the compute-instance capabilities only, as a hostlist
+        such as C(/dev/nvidia-caps/nvidia-cap[337,346])). With C(ConstrainDevices=yes) a job then cannot open the
+        parent C(/dev/nvidia<N>), which CUDA needs, so use it only without device constraining or where the parent
+        device is allowed by other means. It is the only style that works together with O(sharing).
+    type: str
+    choices: [multiple, ci_only]
+    default: multiple
+  sharing:
+    description:
+      - Sharing GRES to add on every GPU that is not in MIG mode.
+      - V(mps) adds C(Name=mps Count=<mps_count> File=/dev/nvidiaN) lines (needs C(SelectType=select/cons_tres); the
+        MPS control daemon must be started by a prolog); V(shard) adds C(Name=shard Count=<shard_count>) lines.
+      - Slurm 22.05 splits C(MultipleFiles=) records into one GPU per file once mps or shard is configured, so
+        sharing with MIG instances on the node needs O(mig_device_files=ci_only).
+    type: str
+    choices: [none, mps, shard]
+    default: none
+  mps_count:
+    description: C(Count=) of each C(Name=mps) line (shares of one GPU).
+    type: int
+    default: 100
+  shard_count:
+    description: C(Count=) of each C(Name=shard) line. Required when O(sharing=shard).
+    type: int
+  autodetect:
+    description:
+      - V(nvml) returns C(AutoDetect=nvml) instead of GPU lines, for a Slurm that has the gpu/nvml plugin. The plugin
+        (C(gpu_nvml.so)) is looked for in O(slurm_plugin_dirs); when it is missing the module fails naming the
+        directories searched.
+      - With V(nvml) Slurm sets E(CUDA_VISIBLE_DEVICES) to device UUIDs itself and orders the GRES itself, so
+        RV(ansible_facts.slurm_gres.uuid_map) is empty and the entries carry no index.
+    type: str
+    choices: ['off', nvml]
+    default: 'off'
+  slurm_plugin_dirs:
+    description: Directories searched for the Slurm gpu/nvml plugin C(gpu_nvml.so).
+    type: list
+    elements: path
+    default: [/usr/lib/x86_64-linux-gnu/slurm-wlm, /usr/lib/aarch64-linux-gnu/slurm-wlm, /usr/lib64/slurm, /usr/lib/slurm,
+              /usr/local/lib/slurm]
+  cores:
+    description:
+      - Write C(Cores=) from the CPUs NVML reports as local to each GPU, turned into Slurm's logical core numbers
+        (cores counted socket by socket, hyperthreads folded) with the CPU topology in C(/sys/devices/system/cpu).
+      - When NVML reports no affinity for a GPU its lines carry no C(Cores=). A CPU missing from the topology
+        fails the module.
+    type: bool
+    default: true
+  device_root:
+    description:
+      - Directory under which C(/dev) and C(/sys) are read, for a chroot or for tests. The paths in the facts are
+        always the paths on the node (C(/dev/...)).
+    type: path
+    default: /
+notes:
+  - Slurm needs every device file named in C(gres.conf) to exist; the module fails when one is missing.
+  - MIG instances do not survive a reboot; run this after they are re-created, and keep C(slurm.conf) in step, or
+    the node registers fewer GRES than configured and drains.
+  - The GPU lines were checked with Debian 12's C(slurmd -G) (Slurm 22.05.8).
+seealso:
+  - name: Slurm gres.conf
+    description: The C(gres.conf) manual page.
+    link: https://slurm.schedmd.com/gres.conf.html
+  - name: Slurm MIG management
+    description: GRES scheduling with MIG.
+    link: https://slurm.schedmd.com/gres.html#MIG_Management
+'''
+
+EXAMPLES = r'''
+- name: Read the GPU GRES of the node
+  gpucluster.bringup.slurm_gres_facts:
+
+- name: Show the gres.conf lines
+  ansible.builtin.debug:
+    var: ansible_facts.slurm_gres.gres_conf_lines
+
+- name: Seed 003 style (compute-instance capabilities only) with MPS on the whole GPUs
+  gpucluster.bringup.slurm_gres_facts:
+    mig_device_files: ci_only
+    sharing: mps
+    mps_count: 100
+
+- name: Name an unlisted model
+  gpucluster.bringup.slurm_gres_facts:
+    type_map:
+      RTX 6000 Ada: rtx6000ada
+
+- name: Write the TaskProlog map of GRES index to UUID
+  ansible.builtin.copy:
+    content: "{{ ansible_facts.slurm_gres.uuid_map_content }}"
+    dest: /etc/slurm/gres-uuid.map
+    mode: "0644"
+'''
+
+RETURN = r'''
+ansible_facts:
+  description: Facts added to the host.
+  returned: always
+  type: dict
+  contains:
+    slurm_gres:
+      description: The Slurm GPU GRES of the node.
+      returned: always
+      type: dict
+      contains:
+        entries:
+          description:
+            - One entry per GRES device, gpu entries first (in GRES index order), then mps or shard entries.
+          returned: always
+          type: list
+          elements: dict
+          contains:
+            name:
+              description: GRES name, V(gpu), V(mps) or V(shard).
+              type: str
+              returned: always
+              sample: gpu
+            type:
+              description: GRES type (short model name, or MIG profile); null for mps and shard.
+              type: str
+              returned: always
+              sample: 1g.10gb
+            files:
+              description: Device files, parent GPU first for a MIG instance written as C(MultipleFiles=).
+              type: list
+              elements: str
+              returned: always
+              sample: [/dev/nvidia2, /dev/nvidia-caps/nvidia-cap336, /dev/nvidia-caps/nvidia-cap337]
+            cores:
+              description: Slurm logical core list local to the GPU, or null.
+              type: str
+              returned: always
+              sample: 16-31
+            count:
+              description: Count of the GRES (1 for gpu entries).
+              type: int
+              returned: always
+              sample: 1
+            unique_id:
+              description: Device UUID (C(MIG-...) for an instance, C(GPU-...) for a whole GPU); null for mps and shard.
+              type: str
+              returned: always
+              sample: MIG-2d2b4a0c-5c4e-5f6a-9d2b-3c1e0f7a8b9c
+            index:
+              description: Slurm GRES index of a gpu entry; null for mps and shard entries and with O(autodetect=nvml).
+              type: int
+              returned: always
+              sample: 2
+            gpu_index:
+              description: NVML index of the physical GPU.
+              type: int
+              returned: always
+              sample: 2
+            gpu_minor:
+              description: Minor number of the physical GPU (N of C(/dev/nvidiaN)).
+              type: int
+              returned: always
+              sample: 2
+            model:
+              description: NVML product name of the physical GPU.
+              type: str
+              returned: always
+              sample: NVIDIA A100 80GB PCIe
+            mig:
+              description:
+                - For a MIG instance, C(mig_index), C(gi_id), C(ci_id), C(gi_minor), C(ci_minor) and C(profile); null
+                  otherwise.
+              type: dict
+              returned: always
+              sample: {mig_index: 0, gi_id: 7, ci_id: 0, gi_minor: 336, ci_minor: 337, profile: 1g.10gb}
+        gres_conf_lines:
+          description: The lines of this node's C(gres.conf).
+          returned: always
+          type: list
+          elements: str
+          sample:
+            - Name=gpu Type=a100 File=/dev/nvidia0 Cores=0-15
+            - Name=gpu Type=1g.10gb MultipleFiles=/dev/nvidia2,/dev/nvidia-caps/nvidia-cap336,/dev/nvidia-caps/nvidia-cap337 Cores=16-31
+        node_gres:
+          description: Value for C(Gres=) on this node's C(NodeName) line in C(slurm.conf), counts per type.
+          returned: always
+          type: str
+          sample: gpu:a100:2,gpu:1g.10gb:14
+        gres_types:
+          description: Value for C(GresTypes=) in C(slurm.conf) (for this node; merge across nodes).
+          returned: always
+          type: str
+          sample: gpu
+        uuid_map:
+          description:
+            - GRES index (as a string) to device UUID, for every gpu entry. Empty with O(autodetect=nvml).
+          returned: always
+          type: dict
+          sample: {"0": GPU-6f1c8a52-3b0e-4b8e-9a51-6e766d6c7369, "2": MIG-2d2b4a0c-5c4e-5f6a-9d2b-3c1e0f7a8b9c}
+        uuid_map_content:
+          description:
+            - The same map as a file for a TaskProlog (for instance C(/etc/slurm/gres-uuid.map)), empty with
+              O(autodetect=nvml).
+            - Lines starting with C(#) are comments; every other line is C(<gres index> <type> <unique id>) separated
+              by single spaces, one per gpu entry, in index order. The index is the one in E(SLURM_JOB_GPUS) and
+              E(SLURM_STEP_GPUS); the id is what E(CUDA_VISIBLE_DEVICES) accepts.
+          returned: always
+          type: str
+          sample: "# GRES index -> device UUID ...\n0 a100 GPU-6f1c8a52-3b0e-4b8e-9a51-6e766d6c7369\n"
+        autodetect:
+          description: The O(autodetect) used.
+          returned: always
+          type: str
+          sample: 'off'
+        nvml_plugin:
+          description: Path of the Slurm gpu/nvml plugin found in O(slurm_plugin_dirs), or null.
+          returned: always
+          type: str
+          sample: null
+        mig_device_files:
+          description: The O(mig_device_files) used.
+          returned: always
+          type: str
+          sample: multiple
+'''
+
+import glob
+import os
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._gres import (
+    build_gres,
+    cpu_list_from_mask,
+)
+from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_minors import parse_mig_minors
+
+try:
+    import pynvml
+except ImportError:
+    HAS_PYNVML = False
+    PYNVML_IMPORT_ERROR = traceback.format_exc()
+else:
+    HAS_PYNVML = True
+    PYNVML_IMPORT_ERROR = None
+
+NVML_PLUGIN = 'gpu_nvml.so'
+# Words of 64 CPUs asked of nvmlDeviceGetCpuAffinity (4096 CPUs).
+CPU_SET_WORDS = 64
+
+
+class CollectError(Exception):
+    """Reading the node failed; the message is the module's failure message."""
+
+
+def _text(value):
+    return value.decode('utf-8', 'replace') if isinstance(value, bytes) else str(value)
+
+
+class _Reader:
+    """NVML calls for one GPU or MIG device, turning a lost device into one clear error."""
+
+    def __init__(self, index, count, subject=None):
+        self.index = index
+        self.count = count
+        self.subject = subject or 'GPU at NVML index %d' % index
+
+    def error(self, name, exc):
+        """The CollectError for NVML call ``name`` failing with ``exc``."""
+        if isinstance(exc, (pynvml.NVMLError_GpuIsLost, pynvml.NVMLError_NotFound, pynvml.NVMLError_InvalidArgument)):
+            return CollectError(
+                '%s vanished while it was being read: %s failed with "%s" after NVML counted %d GPUs; '
+                'check nvidia-smi and the kernel log (Xid 79), then run again' % (self.subject, name, exc, self.count))
+        return CollectError('NVML %s failed for the %s: %s' % (name, self.subject, exc))
+
+    def call(self, name, *args):
+        try:
+            return getattr(pynvml, name)(*args)
+        except pynvml.NVMLError as exc:
+            raise self.error(name, exc)
+
+    def optional(self, name, *args):
+        """Like call(), but None where the GPU does not support the query."""
+        try:
+            return getattr(pynvml, name)(*args)
+        except pynvml.NVMLError_NotSupported:
+            return None
+        except pynvml.NVMLError as exc:
+            raise self.error(name, exc)
+
+
+def _gi_profiles(reader, handle):
+    """``{profile id: (slice count, memory MB)}`` of the GPU-instance profiles this GPU offers."""
+    profiles = {}
+    for enum in range(getattr(pynvml, 'NVML_GPU_INSTANCE_PROFILE_COUNT', 32)):
+        try:
+            info = pynvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, enum)
+        except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_InvalidArgument):
+            continue  # this GPU or driver has no such profile
+        except pynvml.NVMLError as exc:
+            raise reader.error('nvmlDeviceGetGpuInstanceProfileInfo', exc)
+        profiles[int(info.id)] = (int(info.sliceCount), int(info.memorySizeMB))
+    return profiles
+
+
+def _mig_devices(reader, handle):
+    devices = []
+    profiles = None
+    for mig_index in range(reader.call('nvmlDeviceGetMaxMigDeviceCount', handle)):
+        mig_reader = _Reader(reader.index, reader.count, 'MIG device %d of the GPU at NVML index %d' % (mig_index, reader.index))
+        try:
+            mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, mig_index)
+        except pynvml.NVMLError_NotFound:
+            continue  # no MIG device at this index
+        except pynvml.NVMLError as exc:
+            raise mig_reader.error('nvmlDeviceGetMigDeviceHandleByIndex', exc)
+        gi_id = int(mig_reader.call('nvmlDeviceGetGpuInstanceId', mig))
+        gi_info = mig_reader.call('nvmlGpuInstanceGetInfo', mig_reader.call('nvmlDeviceGetGpuInstanceById', handle, gi_id))
+        profile_id = int(gi_info.profileId)
+        if profiles is None:
+            profiles = _gi_profiles(reader, handle)
+        if profile_id not in profiles:
+            raise CollectError('GPU instance %d of the GPU at NVML index %d has profile id %d, which is not among the GPU-instance '
+                               'profiles NVML lists for this GPU (%s)'
+                               % (gi_id, reader.index, profile_id, ', '.join(str(p) for p in sorted(profiles)) or 'none'))
+        devices.append({
+            'index': mig_index,
+            'uuid': _text(mig_reader.call('nvmlDeviceGetUUID', mig)),
+            'gi_id': gi_id,
+            'ci_id': int(mig_reader.call('nvmlDeviceGetComputeInstanceId', mig)),
+            'slice_count': profiles[profile_id][0],
+            'memory_mb': profiles[profile_id][1],
+        })
+    return devices
+
+
+def _read_gpu(index, count, with_cpus):
+    reader = _Reader(index, count)
+    handle = reader.call('nvmlDeviceGetHandleByIndex', index)
+    gpu = {
+        'index': index,
+        'name': _text(reader.call('nvmlDeviceGetName', handle)),
+        'uuid': _text(reader.call('nvmlDeviceGetUUID', handle)),
+        'minor': int(reader.call('nvmlDeviceGetMinorNumber', handle)),
+        'cpus': None,
+        'mig_current': False,
+        'mig_pending': False,
+        'mig_devices': [],
+    }
+    if with_cpus:
+        mask = reader.optional('nvmlDeviceGetCpuAffinity', handle, CPU_SET_WORDS)
+        if mask is not None:
+            gpu['cpus'] = cpu_list_from_mask(list(mask)) or None
+    mode = reader.optional('nvmlDeviceGetMigMode', handle)  # [current, pending]; not supported without MIG
+    if mode is not None:
+        gpu['mig_current'] = mode[0] == pynvml.NVML_DEVICE_MIG_ENABLE
+        gpu['mig_pending'] = mode[1] == pynvml.NVML_DEVICE_MIG_ENABLE
+    if gpu['mig_current']:
+        gpu['mig_devices'] = _mig_devices(reader, handle)
+    return gpu
+
+
+def read_gpus(with_cpus):
+    """All GPUs through NVML, as plain dicts."""
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        raise CollectError('NVML could not be initialized: %s; is the NVIDIA driver loaded (nvidia-smi)?' % exc)
+    try:
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+        except pynvml.NVMLError as exc:
+            raise CollectError('NVML nvmlDeviceGetCount failed: %s' % exc)
+        return [_read_gpu(index, count, with_cpus) for index in range(count)]
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+
+def _read_int(path):
+    with open(path) as handle:
+        return int(handle.read().strip())
+
+
+def read_cpu_topology(device_root):
+    """``{cpu: (physical_package_id, core_id)}`` from sysfs, or None when unreadable."""
+    topology = {}
+    for directory in glob.glob(os.path.join(device_root, 'sys/devices/system/cpu/cpu[0-9]*')):
+        name = os.path.basename(directory)
+        try:
+            package = _read_int(os.path.join(directory, 'topology', 'physical_package_id'))
+            core = _read_int(os.path.join(directory, 'topology', 'core_id'))
+        except (IOError, OSError, ValueError):
+            continue  # offline CPUs have no topology
+        topology[int(name[3:])] = (package, core)
+    return topology or None
+
+
+def read_mig_minors(path):
+    try:
+        with open(path) as handle:
+            text = handle.read()
+    except (IOError, OSError) as exc:
+        raise CollectError('cannot read the MIG capability table %s: %s' % (path, exc.strerror or exc))
+    try:
+        return parse_mig_minors(text, source=path)
+    except ValueError as exc:
+        raise CollectError(str(exc))
+
+
+def find_nvml_plugin(dirs):
+    for directory in dirs:
+        path = os.path.join(directory, NVML_PLUGIN)
+        if os.path.exists(path):
+            return path
+    return None
+
+
+def collect(params):
+    """Everything build_gres() needs, read from the node."""
+    node = {'gpus': read_gpus(params['cores']), 'mig_minors': None, 'cpu_topology': None}
+    if any(gpu['mig_current'] for gpu in node['gpus']):
+        node['mig_minors'] = read_mig_minors(params['mig_minors_path'])
+    if params['cores'] and any(gpu['cpus'] for gpu in node['gpus']):
+        node['cpu_topology'] = read_cpu_topology(params['device_root'])
+    return node
+
+
+def run_module(module):
+    params = module.params
+    root = params['device_root']
+    try:
+        node = collect(params)
+        facts, warnings = build_gres(
+            node,
+            type_map=params['type_map'],
+            mig_device_files=params['mig_device_files'],
+            sharing=params['sharing'],
+            mps_count=params['mps_count'],
+            shard_count=params['shard_count'],
+            autodetect=params['autodetect'],
+            nvml_plugin=find_nvml_plugin(params['slurm_plugin_dirs']),
+            plugin_dirs=params['slurm_plugin_dirs'],
+            cores=params['cores'],
+            mig_minors_source=params['mig_minors_path'],
+            file_exists=lambda path: os.path.lexists(os.path.join(root, path.lstrip('/'))),
+        )
+    except (CollectError, ValueError) as exc:
+        module.fail_json(msg=str(exc))
+    for warning in warnings:
+        module.warn(warning)
+    module.exit_json(changed=False, ansible_facts={'slurm_gres': facts})
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            mig_minors_path=dict(type='path', default='/proc/driver/nvidia-caps/mig-minors'),
+            type_map=dict(type='dict', default={}),
+            mig_device_files=dict(type='str', choices=['multiple', 'ci_only'], default='multiple'),
+            sharing=dict(type='str', choices=['none', 'mps', 'shard'], default='none'),
+            mps_count=dict(type='int', default=100),
+            shard_count=dict(type='int'),
+            autodetect=dict(type='str', choices=['off', 'nvml'], default='off'),
+            slurm_plugin_dirs=dict(type='list', elements='path', default=[
+                '/usr/lib/x86_64-linux-gnu/slurm-wlm', '/usr/lib/aarch64-linux-gnu/slurm-wlm', '/usr/lib64/slurm',
+                '/usr/lib/slurm', '/usr/local/lib/slurm']),
+            cores=dict(type='bool', default=True),
+            device_root=dict(type='path', default='/'),
+        ),
+        required_if=[('sharing', 'shard', ['shard_count'])],
+        supports_check_mode=True,
+    )
+    if not HAS_PYNVML:
+        module.fail_json(msg=missing_required_lib('nvidia-ml-py'), exception=PYNVML_IMPORT_ERROR)
+    run_module(module)
+
+
+if __name__ == '__main__':
+    main()
