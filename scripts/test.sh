@@ -145,32 +145,38 @@ stage_shellcheck() {
 }
 
 stage_package() {
-    # Build the tarball, install it offline into an empty collections path,
-    # then every module must have docs and every playbook must parse.
+    # Build the tarball, install it offline into an empty collections path that
+    # is the only one Ansible looks at, then every module must have docs and
+    # every playbook must parse.
     local dist="$ROOT/.build/dist" colls="$ROOT/.build/pkgtest" tarball m p rc=0
     rm -rf "$dist" "$colls"
     mkdir -p "$dist" "$colls"
     "$VENV/bin/ansible-galaxy" collection build --force --output-path "$dist" . || return 1
     tarball=$(ls "$dist"/gpucluster-bringup-*.tar.gz)
-    "$VENV/bin/ansible-galaxy" collection install --offline --no-deps -p "$colls" "$tarball" || return 1
-    for m in plugins/modules/*.py; do
-        m=$(basename "$m" .py)
-        if ANSIBLE_COLLECTIONS_PATH="$colls" "$VENV/bin/ansible-doc" "gpucluster.bringup.$m" >/dev/null; then
-            echo "ansible-doc gpucluster.bringup.$m: ok"
-        else
-            echo "ansible-doc gpucluster.bringup.$m: FAILED"; rc=1
-        fi
-    done
-    for p in playbooks/*.yml; do
-        p=$(basename "$p" .yml)
-        if (cd "$colls" && ANSIBLE_COLLECTIONS_PATH="$colls" "$VENV/bin/ansible-playbook" -i localhost, \
-                "gpucluster.bringup.$p" --syntax-check >/dev/null); then
-            echo "syntax-check gpucluster.bringup.$p: ok"
-        else
-            echo "syntax-check gpucluster.bringup.$p: FAILED"; rc=1
-        fi
-    done
-    return "$rc"
+    (
+        export ANSIBLE_COLLECTIONS_PATH="$colls" ANSIBLE_COLLECTIONS_SCAN_SYS_PATH=False
+        cd "$colls" || exit 1
+        "$VENV/bin/ansible-galaxy" collection install --offline --no-deps --force -p "$colls" "$tarball" >/dev/null || exit 1
+        [ -f "$colls/ansible_collections/gpucluster/bringup/MANIFEST.json" ] || { echo "tarball did not install"; exit 1; }
+        for m in "$ROOT"/plugins/modules/*.py; do
+            m=$(basename "$m" .py)
+            if "$VENV/bin/ansible-doc" --json "gpucluster.bringup.$m" 2>&1 \
+                    | "$VENV/bin/python" -c 'import json, sys; d = json.load(sys.stdin); sys.exit(0 if any(v.get("doc") for v in d.values()) else 1)'; then
+                echo "ansible-doc gpucluster.bringup.$m: ok"
+            else
+                echo "ansible-doc gpucluster.bringup.$m: FAILED"; rc=1
+            fi
+        done
+        for p in "$ROOT"/playbooks/*.yml; do
+            p=$(basename "$p" .yml)
+            if "$VENV/bin/ansible-playbook" -i localhost, "gpucluster.bringup.$p" --syntax-check >/dev/null; then
+                echo "syntax-check gpucluster.bringup.$p: ok"
+            else
+                echo "syntax-check gpucluster.bringup.$p: FAILED"; rc=1
+            fi
+        done
+        exit "$rc"
+    )
 }
 
 stage_molecule() {
