@@ -1,0 +1,368 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""GPU node health check: what is wrong, and what to do about the node.
+
+The program ``gpucluster-healthcheck`` (role ``gpucluster.bringup.slurm_healthcheck``,
+run by slurmd as ``HealthCheckProgram``) collects what NVML, the device files
+and ``scontrol`` say and asks this module:
+
+* :func:`load_config` validates the expectations the role wrote
+  (``/etc/gpucluster/healthcheck.json``);
+* :func:`find_failures` compares the observed GPUs with them: NVML answers,
+  GPU count and models, errors (lost GPU, uncorrected ECC, pending page
+  retirement or row remapping), MIG mode and layout (which NHC's GPU check
+  does not understand), and the device files jobs need (``/dev/nvidiactl``,
+  ``/dev/nvidia<minor>``, and each MIG instance's capability devices from
+  the driver's mig-minors table);
+* :func:`parse_scontrol_node` reads ``scontrol -o show node``;
+* :func:`decide` says whether to drain, to leave the node alone, or (only
+  when asked, and only for a drain this check made) to resume it.  A node
+  drained by anybody else is never resumed and its reason never replaced.
+
+Standard library only (the role copies this file and ``_mig_minors.py`` next
+to the program); bad input raises ``ValueError`` naming the bad value.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_minors import cap_device, parse_mig_minors
+
+CHECKS = ('nvml', 'gpu-count', 'gpu-model', 'gpu-error', 'ecc', 'mig', 'device-files')
+MAX_REASON = 200
+
+DEFAULTS = {
+    'node_name': '',
+    'gpu_count': None,
+    'gpu_models': [],
+    'mig_layout': None,
+    'check_device_files': True,
+    'dev_root': '/',
+    'mig_minors_path': '/proc/driver/nvidia-caps/mig-minors',
+    'ecc_uncorrected_max': 0,
+    'reason_prefix': 'healthcheck',
+    'auto_resume': False,
+    'scontrol': 'scontrol',
+    'status_file': '/run/gpucluster-healthcheck.json',
+}
+
+_PROFILE = re.compile(r'^\d+g\.\d+gb(\+[a-z]+)?$')
+_PREFIX = re.compile(r'^[A-Za-z][A-Za-z0-9_-]*$')
+
+
+class Failure(object):
+    """One failed check: its name (one of :data:`CHECKS`), the GPU index or ``None``, and what was found."""
+
+    def __init__(self, check, gpu, detail):
+        self.check = check
+        self.gpu = gpu
+        self.detail = detail
+
+    def text(self):
+        return '%s: %s' % (self.check, self.detail)
+
+    def as_dict(self):
+        return {'check': self.check, 'gpu': self.gpu, 'detail': self.detail}
+
+    def __repr__(self):
+        return 'Failure(%r)' % self.text()
+
+
+# ------------------------------------------------------------------ config
+
+def _mig_layout(value):
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ValueError('mig_layout %r must be a mapping of GPU index to a list of MIG profiles, e.g. {"0": ["3g.40gb", "1g.10gb"]}'
+                         % (value,))
+    layout = {}
+    for key, profiles in value.items():
+        if not re.match(r'^\d+$', str(key)):
+            raise ValueError('mig_layout key %r is not a GPU index (0, 1, ...)' % (key,))
+        if not isinstance(profiles, list):
+            raise ValueError('mig_layout["%s"] = %r must be a list of MIG profiles such as ["1g.10gb", "1g.10gb"]' % (key, profiles))
+        for profile in profiles:
+            if not isinstance(profile, str) or not _PROFILE.match(profile):
+                raise ValueError('mig_layout["%s"] has %r, which is not a MIG profile name such as "1g.10gb" or "1g.10gb+me"'
+                                 % (key, profile))
+        layout[int(key)] = sorted(profiles)
+    return layout
+
+
+def load_config(data):
+    """Expectations with defaults filled in; raises ``ValueError`` naming a bad key or value."""
+    if not isinstance(data, dict):
+        raise ValueError('the health check configuration must be a JSON object, got %r' % (data,))
+    unknown = sorted(set(data) - set(DEFAULTS))
+    if unknown:
+        raise ValueError('unknown health check setting(s) %s; valid settings: %s' % (', '.join(unknown), ', '.join(sorted(DEFAULTS))))
+    config = dict(DEFAULTS)
+    config.update(data)
+    count = config['gpu_count']
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+        raise ValueError('gpu_count %r must be a whole number of GPUs (0 or more), or null not to check it' % (count,))
+    models = config['gpu_models']
+    if not isinstance(models, list) or not all(isinstance(m, str) and m.strip() for m in models):
+        raise ValueError('gpu_models %r must be a list of model-name substrings such as ["H100", "A100-SXM4-40GB"]' % (models,))
+    config['mig_layout'] = _mig_layout(config['mig_layout'])
+    ecc = config['ecc_uncorrected_max']
+    if ecc is not None and (isinstance(ecc, bool) or not isinstance(ecc, int) or ecc < 0):
+        raise ValueError('ecc_uncorrected_max %r must be a whole number (0 or more), or null not to check ECC' % (ecc,))
+    if not isinstance(config['reason_prefix'], str) or not _PREFIX.match(config['reason_prefix']):
+        raise ValueError('reason_prefix %r must be a word such as "healthcheck" (letters, digits, "-", "_")' % (config['reason_prefix'],))
+    for key in ('check_device_files', 'auto_resume'):
+        if not isinstance(config[key], bool):
+            raise ValueError('%s %r must be true or false' % (key, config[key]))
+    for key in ('node_name', 'dev_root', 'mig_minors_path', 'scontrol', 'status_file'):
+        if not isinstance(config[key], str):
+            raise ValueError('%s %r must be a string' % (key, config[key]))
+    return config
+
+
+# ------------------------------------------------------------------ checks
+
+def mig_profile(mig_device_name):
+    """``"NVIDIA A100-SXM4-40GB MIG 1g.5gb"`` -> ``"1g.5gb"`` (NVML's name of a MIG device)."""
+    head, sep, profile = str(mig_device_name).rpartition(' MIG ')
+    if not sep or not _PROFILE.match(profile.strip()):
+        raise ValueError('MIG device name %r does not end in " MIG <profile>" (e.g. "NVIDIA A100-SXM4-40GB MIG 1g.5gb")'
+                         % (mig_device_name,))
+    return profile.strip()
+
+
+def _label(gpu):
+    bus = gpu.get('pci_bus_id')
+    return 'GPU %d (%s)' % (gpu['index'], bus) if bus else 'GPU %d' % gpu['index']
+
+
+def _gpu_errors(gpu, config):
+    failures = []
+    if gpu.get('error'):
+        failures.append(Failure('gpu-error', gpu['index'], '%s: %s' % (_label(gpu), gpu['error'])))
+        return failures
+    if gpu.get('retired_pages_pending'):
+        failures.append(Failure('gpu-error', gpu['index'], '%s has retired memory pages pending a GPU reset' % _label(gpu)))
+    if gpu.get('remap_failure'):
+        failures.append(Failure('gpu-error', gpu['index'], '%s has a failed memory row remapping' % _label(gpu)))
+    elif gpu.get('remap_pending'):
+        failures.append(Failure('gpu-error', gpu['index'], '%s has memory row remapping pending a GPU reset' % _label(gpu)))
+    ecc = gpu.get('ecc_uncorrected')
+    if config['ecc_uncorrected_max'] is not None and ecc is not None and ecc > config['ecc_uncorrected_max']:
+        failures.append(Failure('ecc', gpu['index'], '%s has %d uncorrected ECC errors since the driver loaded (at most %d allowed)'
+                                % (_label(gpu), ecc, config['ecc_uncorrected_max'])))
+    return failures
+
+
+def _mig_failures(gpu, config):
+    layout = config['mig_layout']
+    if layout is None or gpu.get('error'):
+        return []
+    wanted = layout.get(gpu['index'])
+    current = gpu.get('mig_current')
+    pending = gpu.get('mig_pending')
+    if current is not None and pending is not None and current != pending:
+        return [Failure('mig', gpu['index'], '%s has MIG mode %s pending until a GPU reset'
+                        % (_label(gpu), 'enable' if pending else 'disable'))]
+    if wanted is None:
+        if current:
+            return [Failure('mig', gpu['index'], '%s is in MIG mode, expected a whole GPU' % _label(gpu))]
+        return []
+    if not current:
+        return [Failure('mig', gpu['index'], '%s is not in MIG mode, expected %s' % (_label(gpu), ','.join(wanted)))]
+    have = sorted(d['profile'] for d in gpu.get('mig_devices') or [])
+    if have != wanted:
+        return [Failure('mig', gpu['index'], '%s has MIG instances %s, expected %s'
+                        % (_label(gpu), ','.join(have) or 'none', ','.join(wanted) or 'none'))]
+    return []
+
+
+def required_files(gpus, minors_text=None, minors_source=DEFAULTS['mig_minors_path']):
+    """``[(gpu index or None, device path)]`` a job on this node needs.
+
+    ``/dev/nvidiactl``; ``/dev/nvidia<minor>`` per GPU; for each MIG device
+    its GPU-instance and compute-instance capability devices, looked up in
+    the driver's mig-minors table (``minors_text``, needed only with MIG).
+    """
+    files = [(None, '/dev/nvidiactl')]
+    minors = None
+    for gpu in gpus:
+        if gpu.get('error') or gpu.get('minor') is None:
+            continue
+        files.append((gpu['index'], '/dev/nvidia%d' % gpu['minor']))
+        for device in gpu.get('mig_devices') or []:
+            if minors is None:
+                if minors_text is None:
+                    raise ValueError('GPU %d has MIG devices but the mig-minors table (%s) could not be read' % (gpu['index'], minors_source))
+                minors = parse_mig_minors(minors_text, minors_source)
+            gi_key = (gpu['minor'], device['gi'])
+            ci_key = (gpu['minor'], device['gi'], device['ci'])
+            for key, table in ((gi_key, 'gi'), (ci_key, 'ci')):
+                if key not in minors[table]:
+                    raise ValueError('%s has no line for %s in %s' % (
+                        _label(gpu), 'gpu%d/gi%d%s/access' % (gpu['minor'], device['gi'], '/ci%d' % device['ci'] if table == 'ci' else ''),
+                        minors_source))
+                files.append((gpu['index'], cap_device(minors[table][key])))
+    return files
+
+
+def find_failures(config, observed, present_files=None, minors_text=None):
+    """Every failed check, in the order of :data:`CHECKS`.
+
+    ``observed``: ``{'nvml_error': text or None, 'gpus': [{index, name, pci_bus_id, minor,
+    error, mig_current, mig_pending, mig_devices: [{profile, gi, ci}], ecc_uncorrected,
+    retired_pages_pending, remap_pending, remap_failure}]}``;
+    ``present_files``: the set of device paths that exist (see :func:`required_files`).
+    """
+    if observed.get('nvml_error'):
+        return [Failure('nvml', None, 'NVML does not answer: %s' % observed['nvml_error'])]
+    gpus = sorted(observed.get('gpus') or [], key=lambda g: g['index'])
+    failures = []
+    if config['gpu_count'] is not None and len(gpus) != config['gpu_count']:
+        failures.append(Failure('gpu-count', None, 'NVML sees %d GPUs, expected %d' % (len(gpus), config['gpu_count'])))
+    models = config['gpu_models']
+    if models:
+        for gpu in gpus:
+            if gpu.get('error'):
+                continue
+            if not any(m.lower() in str(gpu.get('name', '')).lower() for m in models):
+                failures.append(Failure('gpu-model', gpu['index'], '%s is a %s, expected %s'
+                                        % (_label(gpu), gpu.get('name'), ' or '.join(models))))
+    for gpu in gpus:
+        failures.extend(_gpu_errors(gpu, config))
+    for gpu in gpus:
+        failures.extend(_mig_failures(gpu, config))
+    if config['check_device_files']:
+        try:
+            needed = required_files(gpus, minors_text, config['mig_minors_path'])
+        except ValueError as exc:
+            failures.append(Failure('device-files', None, str(exc)))
+        else:
+            present = set(present_files or ())
+            for index, path in needed:
+                if path not in present:
+                    owner = _label(next(g for g in gpus if g['index'] == index)) + ' ' if index is not None else ''
+                    failures.append(Failure('device-files', index, '%s%s missing' % (owner, path)))
+    return sorted(failures, key=lambda f: CHECKS.index(f.check))
+
+
+def baseline(observed):
+    """Expectations from what a node has now: ``{'gpu_count', 'gpu_models', 'mig_layout'}``.
+
+    What the role records when the inventory leaves an expectation unset.
+    A node NVML cannot read, or with a GPU in error, has no baseline.
+    """
+    if observed.get('nvml_error'):
+        raise ValueError('cannot record the GPUs of this node: %s' % observed['nvml_error'])
+    gpus = sorted(observed.get('gpus') or [], key=lambda g: g['index'])
+    broken = [g for g in gpus if g.get('error')]
+    if broken:
+        raise ValueError('cannot record the GPUs of this node: %s: %s' % (_label(broken[0]), broken[0]['error']))
+    return {
+        'gpu_count': len(gpus),
+        'gpu_models': sorted(set(g['name'] for g in gpus)),
+        'mig_layout': dict((str(g['index']), sorted(d['profile'] for d in g.get('mig_devices') or []))
+                           for g in gpus if g.get('mig_current')),
+    }
+
+
+# ------------------------------------------------------------------ Slurm side
+
+def reason_text(prefix, failures, limit=MAX_REASON):
+    """``"<prefix>: <check>: <detail>"`` of the first failure, ``(+N more)`` when there are others."""
+    if not failures:
+        raise ValueError('a drain reason needs at least one failure')
+    more = len(failures) - 1
+    suffix = ' (+%d more)' % more if more else ''
+    text = '%s: %s' % (prefix, failures[0].text())
+    text = text.replace('\n', ' ').replace('"', "'")
+    if len(text) + len(suffix) > limit:
+        text = text[:limit - len(suffix) - 3] + '...'
+    return text + suffix
+
+
+_REASON = re.compile(r'\sReason=(.*?)(?:\s\[([^\]@\s]+)@([^\]]+)\])?\s*$')
+
+
+def parse_scontrol_node(text):
+    """``scontrol -o show node NAME`` as ``{'name', 'state', 'flags', 'reason', 'reason_user'}``.
+
+    ``state`` is the base state (``IDLE``), ``flags`` the set of ``+`` flags
+    (``DRAIN``, ``NOT_RESPONDING``), ``reason`` the text without its
+    ``[user@time]`` suffix.
+    """
+    line = next((l for l in (text or '').splitlines() if l.startswith('NodeName=')), None)
+    if line is None:
+        raise ValueError('scontrol printed no "NodeName=" line: %r' % ((text or '').strip()[:200],))
+    name = re.match(r'^NodeName=(\S+)', line).group(1)
+    state = re.search(r'\sState=(\S+)', line)
+    if not state:
+        raise ValueError('scontrol line for %s has no State=: %r' % (name, line[:200]))
+    parts = state.group(1).split('+')
+    reason = _REASON.search(line)
+    return {
+        'name': name,
+        'state': parts[0],
+        'flags': set(parts[1:]),
+        'reason': reason.group(1).strip() if reason else '',
+        'reason_user': (reason.group(2) or '') if reason else '',
+    }
+
+
+def drained(node):
+    """Whether the node is drained or draining (``DRAIN`` flag, or a ``DRAINED``/``DRAINING`` state)."""
+    return 'DRAIN' in node['flags'] or node['state'] in ('DRAIN', 'DRAINED', 'DRAINING')
+
+
+def is_ours(node, prefix):
+    return node['reason'].startswith(prefix + ':')
+
+
+class Decision(object):
+    """``action`` is ``drain``, ``resume`` or ``none``; ``reason`` the drain reason; ``message`` says why."""
+
+    def __init__(self, action, message, reason=None):
+        self.action = action
+        self.message = message
+        self.reason = reason
+
+    def argv(self, scontrol, node_name):
+        """The scontrol command that carries it out (``None`` for ``none``)."""
+        if self.action == 'drain':
+            return [scontrol, 'update', 'nodename=' + node_name, 'state=drain', 'reason=' + self.reason]
+        if self.action == 'resume':
+            return [scontrol, 'update', 'nodename=' + node_name, 'state=resume']
+        return None
+
+
+def decide(failures, node, prefix, auto_resume=False, resume=False):
+    """What to do with ``node`` (a :func:`parse_scontrol_node` result) given the ``failures``.
+
+    * failing, not drained: drain with ``<prefix>: <check>: <detail>``;
+    * failing, drained by this check for another reason: drain again (the reason is updated);
+    * failing, drained by someone else: leave it, their reason stays;
+    * passing, drained by this check: resume only with ``auto_resume`` or ``resume``;
+    * passing, drained by someone else: never resume.
+    """
+    if failures:
+        reason = reason_text(prefix, failures)
+        if drained(node):
+            if not is_ours(node, prefix):
+                return Decision('none', 'failing (%s); %s is already drained by someone else ("%s"), left as it is'
+                                % (reason, node['name'], node['reason']))
+            if node['reason'] == reason:
+                return Decision('none', 'failing (%s); %s is already drained for it' % (reason, node['name']))
+        return Decision('drain', 'failing: draining %s: %s' % (node['name'], reason), reason)
+    if drained(node) and is_ours(node, prefix):
+        if auto_resume or resume:
+            return Decision('resume', 'healthy: resuming %s, drained by this check ("%s")' % (node['name'], node['reason']))
+        return Decision('none', 'healthy; %s stays drained ("%s") until it is resumed (resume playbook or --resume)'
+                        % (node['name'], node['reason']))
+    if drained(node):
+        return Decision('none', 'healthy; %s is drained by someone else ("%s"), not resumed' % (node['name'], node['reason']))
+    return Decision('none', 'healthy')

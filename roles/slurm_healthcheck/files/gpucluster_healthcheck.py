@@ -1,0 +1,258 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""gpucluster-healthcheck: GPU node health check for Slurm's HealthCheckProgram.
+
+The role installs this file as the program, with a "#!" line naming the
+node's Python 3 (slurm_healthcheck_python) put in front.
+
+Installed by the role gpucluster.bringup.slurm_healthcheck.  slurmd runs it
+every HealthCheckInterval seconds.  It reads the GPUs through NVML (pynvml),
+checks them and their device files against /etc/gpucluster/healthcheck.json
+and, when a check fails, drains the node with the reason
+"healthcheck: <check>: <detail>".  It never resumes a node drained by
+someone else; it resumes its own drain only with --resume (the resume
+playbook) or auto_resume in the configuration.
+
+    gpucluster-healthcheck              check; drain on failure
+    gpucluster-healthcheck --dry-run    check and print, change nothing
+    gpucluster-healthcheck --resume     check; resume this check's drain if healthy
+    gpucluster-healthcheck --observe    print what NVML sees as JSON
+    gpucluster-healthcheck --baseline   print the expectations this node meets now as JSON (for the role)
+
+Exit status: 0 healthy, 1 a check failed, 2 the check could not run (bad
+configuration, pynvml missing, scontrol failing): the node is not drained
+for a problem of the check itself.
+The decisions live in _healthcheck.py, which the role installs next to this
+program under LIB_DIR (GPUCLUSTER_HEALTHCHECK_LIB overrides it).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+
+LIB_DIR = os.environ.get('GPUCLUSTER_HEALTHCHECK_LIB', '/usr/local/lib/gpucluster-healthcheck')
+if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
+    sys.path.insert(0, LIB_DIR)
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _healthcheck as hc  # noqa: E402
+
+DEFAULT_CONFIG = '/etc/gpucluster/healthcheck.json'
+# Optional NVML queries that a GPU may not support; these errors mean "not available", not "broken".
+_NOT_AVAILABLE = ('NVMLError_NotSupported', 'NVMLError_NoPermission', 'NVMLError_FunctionNotFound')
+
+
+def _text(value):
+    return value.decode('utf-8', 'replace') if isinstance(value, bytes) else str(value)
+
+
+class GpuBroken(Exception):
+    """An NVML query for a GPU failed."""
+
+
+def _call(pynvml, name, *args):
+    try:
+        return getattr(pynvml, name)(*args)
+    except pynvml.NVMLError as exc:
+        raise GpuBroken('%s failed: %s' % (name, exc))
+
+
+def _optional(pynvml, name, *args):
+    func = getattr(pynvml, name, None)
+    if func is None:
+        return None
+    try:
+        return func(*args)
+    except pynvml.NVMLError as exc:
+        if type(exc).__name__ in _NOT_AVAILABLE:
+            return None
+        raise GpuBroken('%s failed: %s' % (name, exc))
+
+
+def _mig_devices(pynvml, handle):
+    devices = []
+    for index in range(int(_call(pynvml, 'nvmlDeviceGetMaxMigDeviceCount', handle))):
+        try:
+            mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, index)
+        except pynvml.NVMLError_NotFound:
+            continue
+        except pynvml.NVMLError as exc:
+            raise GpuBroken('nvmlDeviceGetMigDeviceHandleByIndex(%d) failed: %s' % (index, exc))
+        try:
+            profile = hc.mig_profile(_text(_call(pynvml, 'nvmlDeviceGetName', mig)))
+        except ValueError as exc:
+            raise GpuBroken(str(exc))
+        devices.append({'profile': profile, 'gi': int(_call(pynvml, 'nvmlDeviceGetGpuInstanceId', mig)),
+                        'ci': int(_call(pynvml, 'nvmlDeviceGetComputeInstanceId', mig))})
+    return devices
+
+
+def read_gpu(pynvml, index):
+    """One GPU as the dictionary _healthcheck.find_failures takes; ``error`` set when NVML fails for it."""
+    gpu = {'index': index}
+    try:
+        handle = _call(pynvml, 'nvmlDeviceGetHandleByIndex', index)
+        gpu['name'] = _text(_call(pynvml, 'nvmlDeviceGetName', handle))
+        gpu['pci_bus_id'] = _text(_call(pynvml, 'nvmlDeviceGetPciInfo', handle).busId)
+        gpu['minor'] = int(_call(pynvml, 'nvmlDeviceGetMinorNumber', handle))
+        mode = _optional(pynvml, 'nvmlDeviceGetMigMode', handle)
+        gpu['mig_current'] = None if mode is None else mode[0] == pynvml.NVML_DEVICE_MIG_ENABLE
+        gpu['mig_pending'] = None if mode is None else mode[1] == pynvml.NVML_DEVICE_MIG_ENABLE
+        gpu['mig_devices'] = _mig_devices(pynvml, handle) if gpu['mig_current'] else []
+        if hasattr(pynvml, 'NVML_MEMORY_ERROR_TYPE_UNCORRECTED'):
+            gpu['ecc_uncorrected'] = _optional(pynvml, 'nvmlDeviceGetTotalEccErrors', handle,
+                                               pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC)
+        pending = _optional(pynvml, 'nvmlDeviceGetRetiredPagesPendingStatus', handle)
+        gpu['retired_pages_pending'] = None if pending is None else pending == getattr(pynvml, 'NVML_FEATURE_ENABLED', 1)
+        rows = _optional(pynvml, 'nvmlDeviceGetRemappedRows', handle)
+        if rows is not None:
+            gpu['remap_pending'] = bool(rows[2])
+            gpu['remap_failure'] = bool(rows[3])
+    except GpuBroken as exc:
+        gpu['error'] = str(exc)
+    return gpu
+
+
+def observe(pynvml):
+    """What NVML says about the node: ``{'nvml_error': text or None, 'gpus': [...]}``."""
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return {'nvml_error': 'nvmlInit failed: %s' % exc, 'gpus': []}
+    try:
+        try:
+            count = int(pynvml.nvmlDeviceGetCount())
+        except pynvml.NVMLError as exc:
+            return {'nvml_error': 'nvmlDeviceGetCount failed: %s' % exc, 'gpus': []}
+        return {'nvml_error': None, 'gpus': [read_gpu(pynvml, index) for index in range(count)]}
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+
+def _import_pynvml():
+    try:
+        import pynvml
+    except ImportError as exc:
+        return None, 'the Python NVML bindings are missing (%s); install nvidia-ml-py' % exc
+    return pynvml, None
+
+
+def check(config, pynvml):
+    """``(observed, failures)`` for this node."""
+    observed = observe(pynvml)
+    minors_text = None
+    if any(g.get('mig_devices') for g in observed['gpus']):
+        try:
+            with open(config['mig_minors_path']) as handle:
+                minors_text = handle.read()
+        except (IOError, OSError):
+            minors_text = None
+    present = set()
+    if config['check_device_files']:
+        try:
+            needed = hc.required_files(observed['gpus'], minors_text, config['mig_minors_path'])
+        except ValueError:
+            needed = []
+        root = config['dev_root']
+        for _index, path in needed:
+            if os.path.exists(os.path.join(root, path.lstrip('/'))):
+                present.add(path)
+    return observed, hc.find_failures(config, observed, present, minors_text)
+
+
+def _scontrol(config, argv):
+    try:
+        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise RuntimeError('%s failed: %s' % (' '.join(argv), exc))
+    if result.returncode != 0:
+        raise RuntimeError('%s failed (rc=%d): %s' % (' '.join(argv), result.returncode, (result.stderr or result.stdout).strip()))
+    return result.stdout
+
+
+def _write_status(config, status):
+    path = config['status_file']
+    if not path:
+        return
+    try:
+        tmp = path + '.tmp'
+        with open(tmp, 'w') as handle:
+            json.dump(status, handle, indent=1, sort_keys=True)
+        os.rename(tmp, path)
+    except (IOError, OSError):
+        pass
+
+
+def main(argv=None, pynvml=None):
+    parser = argparse.ArgumentParser(prog='gpucluster-healthcheck', description='GPU node health check for Slurm.')
+    parser.add_argument('--config', default=DEFAULT_CONFIG, help='expectations (JSON), default %(default)s')
+    parser.add_argument('--node', help='Slurm node name (default: node_name of the configuration, else the short host name)')
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument('--dry-run', action='store_true', help='check and print; never run scontrol update')
+    mode.add_argument('--resume', action='store_true', help="resume the node if healthy and drained by this check")
+    mode.add_argument('--observe', action='store_true', help='print what NVML sees as JSON and exit')
+    mode.add_argument('--baseline', action='store_true', help='print the expectations this node meets now as JSON and exit')
+    args = parser.parse_args(argv)
+
+    if pynvml is None:
+        pynvml, missing = _import_pynvml()
+        if pynvml is None:
+            print('gpucluster-healthcheck: %s' % missing, file=sys.stderr)
+            return 2
+    if args.observe or args.baseline:
+        observed = observe(pynvml)
+        if args.observe:
+            print(json.dumps(observed, indent=1, sort_keys=True))
+            return 0 if not observed['nvml_error'] else 1
+        try:
+            print(json.dumps(hc.baseline(observed), indent=1, sort_keys=True))
+        except ValueError as exc:
+            print('gpucluster-healthcheck: %s' % exc, file=sys.stderr)
+            return 2
+        return 0
+
+    try:
+        with open(args.config) as handle:
+            config = hc.load_config(json.load(handle))
+    except (IOError, OSError, ValueError) as exc:
+        print('gpucluster-healthcheck: cannot use the configuration %s: %s' % (args.config, exc), file=sys.stderr)
+        return 2
+
+    observed, failures = check(config, pynvml)
+    for failure in failures:
+        print('FAIL %s' % failure.text())
+    status = {'failures': [f.as_dict() for f in failures], 'gpus': len(observed['gpus']), 'action': 'none'}
+    if args.dry_run:
+        print('gpucluster-healthcheck: %s (dry run)' % ('failing' if failures else 'healthy'))
+        return 1 if failures else 0
+
+    node_name = args.node or config['node_name'] or socket.gethostname().split('.')[0]
+    try:
+        node = hc.parse_scontrol_node(_scontrol(config, [config['scontrol'], '-o', 'show', 'node', node_name]))
+        decision = hc.decide(failures, node, config['reason_prefix'], config['auto_resume'], args.resume)
+        command = decision.argv(config['scontrol'], node_name)
+        if command:
+            _scontrol(config, command)
+    except (RuntimeError, ValueError) as exc:
+        print('gpucluster-healthcheck: %s' % exc, file=sys.stderr)
+        status['error'] = str(exc)
+        _write_status(config, status)
+        return 2
+    print('gpucluster-healthcheck: %s' % decision.message)
+    status['action'] = decision.action
+    status['message'] = decision.message
+    _write_status(config, status)
+    return 1 if failures else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,259 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tables for _healthcheck: configuration, checks, scontrol parsing, drain/resume decisions."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _healthcheck as hc
+
+# scontrol -o show node, Slurm 22.05.8 (Debian 12), drained by hand with a reason.
+SCONTROL_DRAINED = (
+    'NodeName=gpu-01 CoresPerSocket=1  CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=N/A AvailableFeatures=(null) '
+    'ActiveFeatures=(null) Gres=gpu:h100:8 NodeAddr=gpu-01 NodeHostName=gpu-01  RealMemory=1 AllocMem=0 FreeMem=N/A '
+    'Sockets=2 Boards=1 State=IDLE+DRAIN ThreadsPerCore=1 TmpDisk=0 Weight=1 Owner=N/A MCS_label=N/A Partitions=batch  '
+    'BootTime=None SlurmdStartTime=None LastBusyTime=Unknown CfgTRES=cpu=2,mem=1M,billing=2 AllocTRES= CapWatts=n/a '
+    'CurrentWatts=0 AveWatts=0 ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s '
+    'Reason=healthcheck: gpu-count: 7 GPUs, expected 8 (missing index 3) [root@2026-11-21T06:10:36]\n')
+SCONTROL_IDLE = ('NodeName=gpu-02 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 State=IDLE ThreadsPerCore=1 TmpDisk=0 Weight=1 '
+                 'Partitions=batch BootTime=None CfgTRES=cpu=2 AllocTRES= CapWatts=n/a CurrentWatts=0 AveWatts=0\n')
+
+CONFIG = hc.load_config({'gpu_count': 2, 'gpu_models': ['H100'], 'mig_layout': {'1': ['1g.10gb', '1g.10gb']}})
+
+
+def gpu(index, **extra):
+    base = {'index': index, 'name': 'NVIDIA H100 80GB HBM3', 'pci_bus_id': '00000000:%02X:00.0' % (0x1B + index), 'minor': index,
+            'mig_current': False, 'mig_pending': False, 'mig_devices': []}
+    base.update(extra)
+    return base
+
+
+MIG_GPU = dict(mig_current=True, mig_pending=True, mig_devices=[{'profile': '1g.10gb', 'gi': 9, 'ci': 0}, {'profile': '1g.10gb', 'gi': 10, 'ci': 0}])
+MINORS = 'config 1\nmonitor 2\ngpu1/gi9/access 219\ngpu1/gi9/ci0/access 220\ngpu1/gi10/access 228\ngpu1/gi10/ci0/access 229\n'
+ALL_FILES = ['/dev/nvidiactl', '/dev/nvidia0', '/dev/nvidia1', '/dev/nvidia-caps/nvidia-cap219', '/dev/nvidia-caps/nvidia-cap220',
+             '/dev/nvidia-caps/nvidia-cap228', '/dev/nvidia-caps/nvidia-cap229']
+HEALTHY = {'nvml_error': None, 'gpus': [gpu(0), gpu(1, **MIG_GPU)]}
+
+
+def texts(failures):
+    return [f.text() for f in failures]
+
+
+# ------------------------------------------------------------------ config
+
+def test_load_config_fills_defaults():
+    config = hc.load_config({})
+    assert config['gpu_count'] is None and config['mig_layout'] is None and config['reason_prefix'] == 'healthcheck'
+    assert CONFIG['mig_layout'] == {1: ['1g.10gb', '1g.10gb']}
+
+
+@pytest.mark.parametrize('data,message', [
+    ([], r'the health check configuration must be a JSON object, got \[\]'),
+    ({'gpus': 8}, r'unknown health check setting\(s\) gpus; valid settings: auto_resume, check_device_files, '),
+    ({'gpu_count': -1}, r'gpu_count -1 must be a whole number of GPUs \(0 or more\), or null not to check it'),
+    ({'gpu_count': True}, r'gpu_count True must be a whole number'),
+    ({'gpu_models': 'H100'}, r"gpu_models 'H100' must be a list of model-name substrings such as \[\"H100\", \"A100-SXM4-40GB\"\]"),
+    ({'gpu_models': ['']}, r"gpu_models \[''\] must be a list"),
+    ({'mig_layout': ['1g.10gb']}, r"mig_layout \['1g.10gb'\] must be a mapping of GPU index to a list of MIG profiles"),
+    ({'mig_layout': {'gpu0': []}}, r"mig_layout key 'gpu0' is not a GPU index \(0, 1, ...\)"),
+    ({'mig_layout': {'0': '1g.10gb'}}, r"mig_layout\[\"0\"\] = '1g.10gb' must be a list of MIG profiles"),
+    ({'mig_layout': {'0': ['1g.10GB']}}, r"mig_layout\[\"0\"\] has '1g.10GB', which is not a MIG profile name such as \"1g.10gb\""),
+    ({'ecc_uncorrected_max': -2}, r'ecc_uncorrected_max -2 must be a whole number \(0 or more\), or null not to check ECC'),
+    ({'reason_prefix': 'health check'}, r"reason_prefix 'health check' must be a word such as \"healthcheck\""),
+    ({'auto_resume': 'yes'}, r"auto_resume 'yes' must be true or false"),
+    ({'scontrol': None}, r'scontrol None must be a string'),
+])
+def test_load_config_errors(data, message):
+    with pytest.raises(ValueError, match=message):
+        hc.load_config(data)
+
+
+@pytest.mark.parametrize('name,profile', [
+    ('NVIDIA A100-SXM4-40GB MIG 1g.5gb', '1g.5gb'),
+    ('NVIDIA H100 80GB HBM3 MIG 1g.10gb+me', '1g.10gb+me'),
+    ('NVIDIA A100 80GB PCIe MIG 3g.40gb', '3g.40gb'),
+])
+def test_mig_profile(name, profile):
+    assert hc.mig_profile(name) == profile
+
+
+def test_mig_profile_error():
+    with pytest.raises(ValueError, match=r"MIG device name 'NVIDIA A100' does not end in \" MIG <profile>\""):
+        hc.mig_profile('NVIDIA A100')
+
+
+# ------------------------------------------------------------------ checks
+
+def test_required_files():
+    assert [p for _i, p in hc.required_files(HEALTHY['gpus'], MINORS)] == ALL_FILES
+
+
+@pytest.mark.parametrize('minors,message', [
+    (None, r'GPU 1 has MIG devices but the mig-minors table \(/m\) could not be read'),
+    ('gpu1/gi9/access 219\n', r'GPU 1 \(00000000:1C:00.0\) has no line for gpu1/gi9/ci0/access in /m'),
+    ('gpu1/gi9/ci0/access 220\n', r'GPU 1 \(00000000:1C:00.0\) has no line for gpu1/gi9/access in /m'),
+])
+def test_required_files_errors(minors, message):
+    with pytest.raises(ValueError, match=message):
+        hc.required_files(HEALTHY['gpus'], minors, '/m')
+
+
+def test_healthy_node_has_no_failures():
+    assert hc.find_failures(CONFIG, HEALTHY, ALL_FILES, MINORS) == []
+
+
+@pytest.mark.parametrize('observed,files,expected', [
+    ({'nvml_error': 'nvmlInit failed: Driver Not Loaded', 'gpus': []}, [],
+     ['nvml: NVML does not answer: nvmlInit failed: Driver Not Loaded']),
+    ({'gpus': [gpu(0)]}, ALL_FILES[:2],
+     ['gpu-count: NVML sees 1 GPUs, expected 2']),
+    ({'gpus': [gpu(0, name='NVIDIA A100-SXM4-40GB'), gpu(1, **MIG_GPU)]}, ALL_FILES,
+     ['gpu-model: GPU 0 (00000000:1B:00.0) is a NVIDIA A100-SXM4-40GB, expected H100']),
+    ({'gpus': [gpu(0, error='nvmlDeviceGetName failed: GPU is lost'), gpu(1, **MIG_GPU)]}, ALL_FILES,
+     ['gpu-error: GPU 0 (00000000:1B:00.0): nvmlDeviceGetName failed: GPU is lost']),
+    ({'gpus': [{'index': 0, 'error': 'nvmlDeviceGetHandleByIndex failed: GPU is lost'}, gpu(1, **MIG_GPU)]}, ALL_FILES,
+     ['gpu-error: GPU 0: nvmlDeviceGetHandleByIndex failed: GPU is lost']),
+    ({'gpus': [gpu(0, retired_pages_pending=True, remap_pending=True), gpu(1, remap_failure=True, remap_pending=True, **MIG_GPU)]},
+     ALL_FILES,
+     ['gpu-error: GPU 0 (00000000:1B:00.0) has retired memory pages pending a GPU reset',
+      'gpu-error: GPU 0 (00000000:1B:00.0) has memory row remapping pending a GPU reset',
+      'gpu-error: GPU 1 (00000000:1C:00.0) has a failed memory row remapping']),
+    ({'gpus': [gpu(0, ecc_uncorrected=3), gpu(1, ecc_uncorrected=0, **MIG_GPU)]}, ALL_FILES,
+     ['ecc: GPU 0 (00000000:1B:00.0) has 3 uncorrected ECC errors since the driver loaded (at most 0 allowed)']),
+    ({'gpus': [gpu(0), gpu(1)]}, ALL_FILES[:3],
+     ['mig: GPU 1 (00000000:1C:00.0) is not in MIG mode, expected 1g.10gb,1g.10gb']),
+    ({'gpus': [gpu(0, mig_current=True, mig_pending=True), gpu(1, **MIG_GPU)]}, ALL_FILES,
+     ['mig: GPU 0 (00000000:1B:00.0) is in MIG mode, expected a whole GPU']),
+    ({'gpus': [gpu(0, mig_pending=True), gpu(1, **MIG_GPU)]}, ALL_FILES,
+     ['mig: GPU 0 (00000000:1B:00.0) has MIG mode enable pending until a GPU reset']),
+    ({'gpus': [gpu(0), gpu(1, mig_current=True, mig_pending=True, mig_devices=[{'profile': '2g.20gb', 'gi': 9, 'ci': 0}])]},
+     ALL_FILES[:5], ['mig: GPU 1 (00000000:1C:00.0) has MIG instances 2g.20gb, expected 1g.10gb,1g.10gb']),
+    ({'gpus': [gpu(0), gpu(1, mig_current=True, mig_pending=True, mig_devices=[])]}, ALL_FILES[:3],
+     ['mig: GPU 1 (00000000:1C:00.0) has MIG instances none, expected 1g.10gb,1g.10gb']),
+    (HEALTHY, [f for f in ALL_FILES if f != '/dev/nvidia1'],
+     ['device-files: GPU 1 (00000000:1C:00.0) /dev/nvidia1 missing']),
+    (HEALTHY, [f for f in ALL_FILES if f != '/dev/nvidia-caps/nvidia-cap229'],
+     ['device-files: GPU 1 (00000000:1C:00.0) /dev/nvidia-caps/nvidia-cap229 missing']),
+    (HEALTHY, ALL_FILES[1:], ['device-files: /dev/nvidiactl missing']),
+])
+def test_failures(observed, files, expected):
+    assert texts(hc.find_failures(CONFIG, observed, files, MINORS)) == expected
+
+
+def test_device_file_check_reports_an_unreadable_minors_table():
+    assert texts(hc.find_failures(CONFIG, HEALTHY, ALL_FILES, None)) == [
+        'device-files: GPU 1 has MIG devices but the mig-minors table (/proc/driver/nvidia-caps/mig-minors) could not be read']
+
+
+def test_checks_that_are_not_configured_are_skipped():
+    config = hc.load_config({'check_device_files': False, 'ecc_uncorrected_max': None})
+    observed = {'gpus': [gpu(0, name='Tesla T4', ecc_uncorrected=9, mig_current=True, mig_pending=True)]}
+    assert hc.find_failures(config, observed, [], None) == []
+
+
+def test_failures_come_in_check_order():
+    observed = {'gpus': [gpu(0, ecc_uncorrected=1, mig_pending=True)]}
+    assert [f.check for f in hc.find_failures(CONFIG, observed, [], MINORS)] == ['gpu-count', 'ecc', 'mig', 'device-files', 'device-files']
+
+
+# ------------------------------------------------------------------ scontrol and decisions
+
+def test_parse_scontrol_drained():
+    node = hc.parse_scontrol_node(SCONTROL_DRAINED)
+    assert node == {'name': 'gpu-01', 'state': 'IDLE', 'flags': set(['DRAIN']),
+                    'reason': 'healthcheck: gpu-count: 7 GPUs, expected 8 (missing index 3)', 'reason_user': 'root'}
+
+
+def test_parse_scontrol_idle():
+    assert hc.parse_scontrol_node(SCONTROL_IDLE) == {'name': 'gpu-02', 'state': 'IDLE', 'flags': set(), 'reason': '', 'reason_user': ''}
+
+
+@pytest.mark.parametrize('text,message', [
+    ('Node gpu-09 not found\n', r"scontrol printed no \"NodeName=\" line: 'Node gpu-09 not found'"),
+    ('NodeName=gpu-01 Arch=x86_64\n', r"scontrol line for gpu-01 has no State=: 'NodeName=gpu-01 Arch=x86_64'"),
+])
+def test_parse_scontrol_errors(text, message):
+    with pytest.raises(ValueError, match=message):
+        hc.parse_scontrol_node(text)
+
+
+def node(state='IDLE', flags=(), reason=''):
+    return {'name': 'gpu-01', 'state': state, 'flags': set(flags), 'reason': reason, 'reason_user': 'root'}
+
+
+MISSING = [hc.Failure('device-files', 3, 'GPU 3 (00000000:61:00.0) /dev/nvidia3 missing')]
+OURS = 'healthcheck: device-files: GPU 3 (00000000:61:00.0) /dev/nvidia3 missing'
+
+
+@pytest.mark.parametrize('failures,current,auto,resume,action,message', [
+    (MISSING, node(), False, False, 'drain', 'failing: draining gpu-01: ' + OURS),
+    (MISSING, node('MIXED'), False, False, 'drain', 'failing: draining gpu-01: ' + OURS),
+    (MISSING, node('DOWN', ['NOT_RESPONDING']), False, False, 'drain', 'failing: draining gpu-01: ' + OURS),
+    (MISSING, node('IDLE', ['DRAIN'], OURS), False, False, 'none', 'failing (%s); gpu-01 is already drained for it' % OURS),
+    (MISSING, node('IDLE', ['DRAIN'], 'healthcheck: gpu-count: NVML sees 7 GPUs, expected 8'), False, False, 'drain',
+     'failing: draining gpu-01: ' + OURS),
+    (MISSING, node('IDLE', ['DRAIN'], 'bad fan, ticket 123'), False, False, 'none',
+     'failing (%s); gpu-01 is already drained by someone else ("bad fan, ticket 123"), left as it is' % OURS),
+    (MISSING, node('ALLOCATED', ['DRAIN'], 'maintenance'), True, True, 'none',
+     'failing (%s); gpu-01 is already drained by someone else ("maintenance"), left as it is' % OURS),
+    ([], node(), True, True, 'none', 'healthy'),
+    ([], node('IDLE', ['DRAIN'], OURS), False, False, 'none',
+     'healthy; gpu-01 stays drained ("%s") until it is resumed (resume playbook or --resume)' % OURS),
+    ([], node('IDLE', ['DRAIN'], OURS), True, False, 'resume', 'healthy: resuming gpu-01, drained by this check ("%s")' % OURS),
+    ([], node('IDLE', ['DRAIN'], OURS), False, True, 'resume', 'healthy: resuming gpu-01, drained by this check ("%s")' % OURS),
+    ([], node('DRAINED', [], OURS), False, True, 'resume', 'healthy: resuming gpu-01, drained by this check ("%s")' % OURS),
+    ([], node('IDLE', ['DRAIN'], 'bad fan, ticket 123'), True, True, 'none',
+     'healthy; gpu-01 is drained by someone else ("bad fan, ticket 123"), not resumed'),
+    ([], node('IDLE', ['DRAIN'], 'healthcheckers meeting'), True, True, 'none',
+     'healthy; gpu-01 is drained by someone else ("healthcheckers meeting"), not resumed'),
+])
+def test_decide(failures, current, auto, resume, action, message):
+    decision = hc.decide(failures, current, 'healthcheck', auto, resume)
+    assert (decision.action, decision.message) == (action, message)
+
+
+def test_decision_commands():
+    drain = hc.decide(MISSING, node(), 'healthcheck')
+    assert drain.argv('scontrol', 'gpu-01') == ['scontrol', 'update', 'nodename=gpu-01', 'state=drain', 'reason=' + OURS]
+    resume = hc.decide([], node('IDLE', ['DRAIN'], OURS), 'healthcheck', resume=True)
+    assert resume.argv('/usr/bin/scontrol', 'gpu-01') == ['/usr/bin/scontrol', 'update', 'nodename=gpu-01', 'state=resume']
+    assert hc.decide([], node(), 'healthcheck').argv('scontrol', 'gpu-01') is None
+
+
+@pytest.mark.parametrize('failures,limit,expected', [
+    (MISSING, 200, OURS),
+    (MISSING * 3, 200, OURS + ' (+2 more)'),
+    ([hc.Failure('gpu-error', 0, 'GPU 0: "lost"\nreally')], 200, "healthcheck: gpu-error: GPU 0: 'lost' really"),
+    (MISSING * 2, 40, 'healthcheck: device-files: ... (+1 more)'),
+])
+def test_reason_text(failures, limit, expected):
+    text = hc.reason_text('healthcheck', failures, limit)
+    assert text == expected
+    assert len(text) <= limit
+
+
+def test_reason_text_needs_a_failure():
+    with pytest.raises(ValueError, match='a drain reason needs at least one failure'):
+        hc.reason_text('healthcheck', [])
+
+
+# ------------------------------------------------------------------ baseline
+
+def test_baseline_records_what_the_node_has():
+    assert hc.baseline(HEALTHY) == {'gpu_count': 2, 'gpu_models': ['NVIDIA H100 80GB HBM3'], 'mig_layout': {'1': ['1g.10gb', '1g.10gb']}}
+    assert hc.load_config(hc.baseline(HEALTHY))['mig_layout'] == {1: ['1g.10gb', '1g.10gb']}
+
+
+@pytest.mark.parametrize('observed,message', [
+    ({'nvml_error': 'nvmlInit failed: Driver Not Loaded'}, r'cannot record the GPUs of this node: nvmlInit failed: Driver Not Loaded'),
+    ({'gpus': [gpu(0), {'index': 1, 'error': 'nvmlDeviceGetHandleByIndex failed: GPU is lost'}]},
+     r'cannot record the GPUs of this node: GPU 1: nvmlDeviceGetHandleByIndex failed: GPU is lost'),
+])
+def test_baseline_errors(observed, message):
+    with pytest.raises(ValueError, match=message):
+        hc.baseline(observed)

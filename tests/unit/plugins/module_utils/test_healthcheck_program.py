@@ -1,0 +1,297 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The program gpucluster-healthcheck against the project's NVML simulator.
+
+Each test makes a simulated node (``nvmlsim create``) in a temporary
+``NVMLSIM_STATE``/``NVMLSIM_ROOT`` -- its device files live under that root --
+and runs the program's ``main()`` with the simulator's ``pynvml``.  Breaking
+the node is done the way it happens: a device file removed, an NVML call
+failing (``nvmlsim inject``), a MIG instance missing.
+
+``scontrol`` is a STAND-IN written by the test (it is not Slurm): it keeps one
+node's State and Reason in a JSON file, prints ``scontrol -o show node`` in
+the format of Slurm 22.05.8 and logs each ``update``.  The real scontrol is
+exercised in molecule/accounting.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import pynvml
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+PROGRAM = os.path.join(ROOT, 'roles', 'slurm_healthcheck', 'files', 'gpucluster_healthcheck.py')
+NVMLSIM = os.path.join(ROOT, 'nvml_sim', 'bin', 'nvmlsim')
+
+_loader = importlib.machinery.SourceFileLoader('gpucluster_healthcheck', PROGRAM)
+_spec = importlib.util.spec_from_loader('gpucluster_healthcheck', _loader)
+program = importlib.util.module_from_spec(_spec)
+_loader.exec_module(program)
+
+SCONTROL_STANDIN = r'''#!%s
+"""STAND-IN for scontrol (not Slurm): one node's State/Reason in $SCONTROL_STANDIN_STATE."""
+import json, os, sys
+path = os.environ['SCONTROL_STANDIN_STATE']
+with open(path) as handle:
+    node = json.load(handle)
+args = sys.argv[1:]
+with open(path + '.log', 'a') as log:
+    log.write(json.dumps(args) + '\n')
+if args[:3] == ['-o', 'show', 'node']:
+    if args[3] != node['name']:
+        print('Node %%s not found' %% args[3])
+        sys.exit(1)
+    state = '+'.join([node['state']] + node['flags'])
+    line = ('NodeName=%%s Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUEfctv=2 CPUTot=2 Gres=gpu:h100:8 NodeAddr=%%s '
+            'State=%%s ThreadsPerCore=1 TmpDisk=0 Weight=1 Partitions=batch CfgTRES=cpu=2 AllocTRES= CapWatts=n/a '
+            'CurrentWatts=0 AveWatts=0 ExtSensorsJoules=n/s ExtSensorsWatts=0 ExtSensorsTemp=n/s' %% (node['name'], node['name'], state))
+    if node['reason']:
+        line += ' Reason=%%s [%%s@2026-11-21T06:10:36]' %% (node['reason'], node['by'])
+    print(line)
+elif args[0] == 'update':
+    settings = dict(a.split('=', 1) for a in args[1:])
+    if settings['state'] == 'drain':
+        node['flags'] = sorted(set(node['flags']) | set(['DRAIN']))
+        node['reason'], node['by'] = settings['reason'], 'root'
+    elif settings['state'] == 'resume':
+        node['flags'] = [f for f in node['flags'] if f != 'DRAIN']
+        node['reason'] = ''
+    with open(path, 'w') as handle:
+        json.dump(node, handle)
+''' % sys.executable
+
+
+class Node(object):
+    """A simulated GPU node plus a stand-in Slurm view of it."""
+
+    def __init__(self, tmp_path, monkeypatch):
+        self.tmp = tmp_path
+        self.root = str(tmp_path / 'root')
+        self.state = str(tmp_path / 'state.json')
+        self.minors = str(tmp_path / 'mig-minors')
+        self.slurm = str(tmp_path / 'slurm-node.json')
+        self.config_path = str(tmp_path / 'healthcheck.json')
+        monkeypatch.setenv('NVMLSIM_STATE', self.state)
+        monkeypatch.setenv('NVMLSIM_ROOT', self.root)
+        monkeypatch.setenv('SCONTROL_STANDIN_STATE', self.slurm)
+        self.scontrol = str(tmp_path / 'scontrol-standin')
+        with open(self.scontrol, 'w') as handle:
+            handle.write(SCONTROL_STANDIN)
+        os.chmod(self.scontrol, 0o755)
+        self.set_slurm('IDLE')
+
+    def sim(self, *args):
+        env = dict(os.environ, NVMLSIM_STATE=self.state, NVMLSIM_ROOT=self.root)
+        result = subprocess.run([NVMLSIM] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                universal_newlines=True, env=env, check=False)
+        assert result.returncode == 0, result.stdout
+        return result.stdout
+
+    def create(self, preset, **config):
+        self.sim('create', '--preset', preset, '--mig-minors', self.minors)
+        return self.configure(**config)
+
+    def configure(self, **config):
+        settings = {'node_name': 'gpu-01', 'dev_root': self.root, 'mig_minors_path': self.minors, 'scontrol': self.scontrol,
+                    'status_file': str(self.tmp / 'status.json')}
+        settings.update(config)
+        with open(self.config_path, 'w') as handle:
+            json.dump(settings, handle)
+        return self
+
+    def set_slurm(self, state, flags=(), reason='', by='root'):
+        with open(self.slurm, 'w') as handle:
+            json.dump({'name': 'gpu-01', 'state': state, 'flags': list(flags), 'reason': reason, 'by': by}, handle)
+
+    def slurm_node(self):
+        with open(self.slurm) as handle:
+            return json.load(handle)
+
+    def updates(self):
+        if not os.path.exists(self.slurm + '.log'):
+            return []
+        with open(self.slurm + '.log') as handle:
+            return [json.loads(l) for l in handle if json.loads(l)[0] == 'update']
+
+    def run(self, capsys, *args):
+        rc = program.main(['--config', self.config_path] + list(args), pynvml=pynvml)
+        captured = capsys.readouterr()
+        return rc, captured.out, captured.err
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch):
+    return Node(tmp_path, monkeypatch)
+
+
+H100 = {'gpu_count': 8, 'gpu_models': ['H100'], 'mig_layout': {}}
+MISSING_3 = 'healthcheck: device-files: GPU 3 (00000000:61:00.0) /dev/nvidia3 missing'
+
+
+def test_healthy_h100_node_is_left_alone(node, capsys):
+    node.create('h100-80gb-x8', **H100)
+    rc, out, _err = node.run(capsys)
+    assert rc == 0
+    assert out.strip() == 'gpucluster-healthcheck: healthy'
+    assert node.updates() == []
+    with open(str(node.tmp / 'status.json')) as handle:
+        assert json.load(handle) == {'action': 'none', 'failures': [], 'gpus': 8, 'message': 'healthy'}
+
+
+def test_a_missing_device_file_drains_naming_the_gpu_and_resume_needs_asking(node, capsys):
+    node.create('h100-80gb-x8', **H100)
+    os.remove(os.path.join(node.root, 'dev', 'nvidia3'))
+    rc, out, _err = node.run(capsys)
+    assert rc == 1
+    assert 'FAIL device-files: GPU 3 (00000000:61:00.0) /dev/nvidia3 missing' in out
+    assert node.updates() == [['update', 'nodename=gpu-01', 'state=drain', 'reason=' + MISSING_3]]
+    assert node.slurm_node()['reason'] == MISSING_3
+    # failing again: already drained for it, nothing more
+    rc, out, _err = node.run(capsys)
+    assert rc == 1 and len(node.updates()) == 1
+    assert 'is already drained for it' in out
+    # restored (the simulator recreates the device files, as the driver does at boot)
+    node.sim('boot')
+    rc, out, _err = node.run(capsys)
+    assert rc == 0 and len(node.updates()) == 1
+    assert 'gpu-01 stays drained' in out
+    rc, out, _err = node.run(capsys, '--resume')
+    assert rc == 0
+    assert node.updates()[-1] == ['update', 'nodename=gpu-01', 'state=resume']
+    assert 'DRAIN' not in node.slurm_node()['flags']
+
+
+def test_auto_resume_resumes_its_own_drain(node, capsys):
+    node.create('h100-80gb-x8', auto_resume=True, **H100)
+    node.set_slurm('IDLE', ['DRAIN'], MISSING_3)
+    rc, out, _err = node.run(capsys)
+    assert rc == 0
+    assert node.updates() == [['update', 'nodename=gpu-01', 'state=resume']]
+
+
+def test_an_admin_drain_is_never_touched(node, capsys):
+    node.create('h100-80gb-x8', auto_resume=True, **H100)
+    node.set_slurm('IDLE', ['DRAIN'], 'replacing PSU, ticket 4711', by='alice')
+    rc, out, _err = node.run(capsys, '--resume')
+    assert rc == 0
+    assert 'drained by someone else ("replacing PSU, ticket 4711"), not resumed' in out
+    os.remove(os.path.join(node.root, 'dev', 'nvidia0'))
+    rc, out, _err = node.run(capsys)
+    assert rc == 1
+    assert 'left as it is' in out
+    assert node.updates() == []
+    assert node.slurm_node()['reason'] == 'replacing PSU, ticket 4711'
+
+
+def test_a_lost_gpu_is_named(node, capsys):
+    node.create('h100-80gb-x8', **H100)
+    node.sim('inject', '--call', 'nvmlDeviceGetHandleByIndex', '--error', 'NVML_ERROR_GPU_IS_LOST', '--after', '5', '--count', '0')
+    rc, out, _err = node.run(capsys, '--dry-run')
+    assert rc == 1
+    assert out.splitlines()[0].startswith('FAIL gpu-error: GPU 5: nvmlDeviceGetHandleByIndex failed: ')
+    assert out.splitlines()[-1] == 'gpucluster-healthcheck: failing (dry run)'
+    assert node.updates() == []
+
+
+def test_nvml_down_is_one_failure(node, capsys):
+    node.create('h100-80gb-x8', **H100)
+    node.sim('inject', '--call', 'nvmlInit', '--error', 'NVML_ERROR_DRIVER_NOT_LOADED', '--count', '0')
+    rc, out, _err = node.run(capsys)
+    assert rc == 1
+    reason = node.updates()[0][-1]
+    assert reason.startswith('reason=healthcheck: nvml: NVML does not answer: nvmlInit failed: ')
+
+
+def test_wrong_model_and_count(node, capsys):
+    node.create('a100-40gb-x8', gpu_count=4, gpu_models=['H100'], mig_layout=None, check_device_files=False)
+    rc, out, _err = node.run(capsys, '--dry-run')
+    assert rc == 1
+    lines = [l for l in out.splitlines() if l.startswith('FAIL')]
+    assert lines[0] == 'FAIL gpu-count: NVML sees 8 GPUs, expected 4'
+    assert lines[1].startswith('FAIL gpu-model: GPU 0 (00000000:07:00.0) is a NVIDIA A100-SXM4-40GB, expected H100')
+    assert len(lines) == 9
+
+
+SEED_003_MIG = {'2': ['1g.10gb'] * 7, '3': ['1g.10gb'] * 7}
+
+
+def test_mig_layout_and_capability_devices(node, capsys):
+    node.create('seed-003', gpu_count=4, gpu_models=['A100'], mig_layout=SEED_003_MIG)
+    rc, out, _err = node.run(capsys, '--dry-run')
+    assert (rc, out.strip()) == (0, 'gpucluster-healthcheck: healthy (dry run)')
+    os.remove(os.path.join(node.root, 'dev', 'nvidia-caps', 'nvidia-cap337'))
+    rc, out, _err = node.run(capsys)
+    assert rc == 1
+    assert node.updates() == [['update', 'nodename=gpu-01', 'state=drain',
+                               'reason=healthcheck: device-files: GPU 2 (00000000:CA:00.0) /dev/nvidia-caps/nvidia-cap337 missing']]
+
+
+def test_mig_layout_differs(node, capsys):
+    node.create('seed-003', mig_layout={'2': ['1g.10gb'] * 7, '3': ['3g.40gb', '3g.40gb']})
+    rc, out, _err = node.run(capsys, '--dry-run')
+    assert rc == 1
+    assert 'FAIL mig: GPU 3 (00000000:E3:00.0) has MIG instances 1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb, ' \
+           'expected 3g.40gb,3g.40gb' in out
+
+
+def test_observe_prints_the_node(node, capsys):
+    node.create('seed-003')
+    rc = program.main(['--observe'], pynvml=pynvml)
+    observed = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert [g['name'] for g in observed['gpus']] == ['NVIDIA A100 80GB PCIe'] * 4
+    assert [len(g['mig_devices']) for g in observed['gpus']] == [0, 0, 7, 7]
+    assert observed['gpus'][2]['mig_devices'][0] == {'profile': '1g.10gb', 'gi': 7, 'ci': 0}
+
+
+def test_bad_configuration(node, capsys):
+    node.create('h100-80gb-x8', gpus=8)
+    rc, _out, err = node.run(capsys)
+    assert rc == 2
+    assert err.strip().startswith('gpucluster-healthcheck: cannot use the configuration %s: unknown health check setting(s) gpus; '
+                                  % node.config_path)
+
+
+def test_scontrol_failure_is_reported(node, capsys):
+    node.create('h100-80gb-x8', node_name='gpu-99', **H100)
+    rc, _out, err = node.run(capsys)
+    assert rc == 2
+    assert err.strip() == 'gpucluster-healthcheck: %s -o show node gpu-99 failed (rc=1): Node gpu-99 not found' % node.scontrol
+
+
+def test_baseline_is_met_by_the_node_it_was_taken_on(node, capsys):
+    node.create('seed-003')
+    assert program.main(['--baseline'], pynvml=pynvml) == 0
+    recorded = json.loads(capsys.readouterr().out)
+    assert recorded == {'gpu_count': 4, 'gpu_models': ['NVIDIA A100 80GB PCIe'], 'mig_layout': SEED_003_MIG}
+    node.configure(**recorded)
+    assert node.run(capsys, '--dry-run')[0] == 0
+
+
+def test_baseline_of_a_broken_node_is_refused(node, capsys):
+    node.create('h100-80gb-x8')
+    node.sim('inject', '--call', 'nvmlDeviceGetName', '--error', 'NVML_ERROR_GPU_IS_LOST', '--after', '2', '--count', '0')
+    assert program.main(['--baseline'], pynvml=pynvml) == 2
+    assert capsys.readouterr().err.startswith('gpucluster-healthcheck: cannot record the GPUs of this node: GPU 2: nvmlDeviceGetName failed: ')
+
+
+def test_missing_pynvml_is_not_a_node_failure(node, capsys, monkeypatch):
+    node.create('h100-80gb-x8', **H100)
+    monkeypatch.setattr(program, '_import_pynvml', lambda: (None, 'the Python NVML bindings are missing (No module named pynvml); '
+                                                                  'install nvidia-ml-py'))
+    assert program.main(['--config', node.config_path]) == 2
+    assert capsys.readouterr().err.strip() == ('gpucluster-healthcheck: the Python NVML bindings are missing (No module named pynvml); '
+                                               'install nvidia-ml-py')
+    assert node.updates() == []
