@@ -1,0 +1,99 @@
+"""site.yml refuses an inventory that does not describe one Slurm cluster.
+
+Runs the real playbook with ansible-playbook against small inventories (the
+preflight play runs on the controller only, so no node is contacted), and
+against a container that does not boot with systemd. Each failure message
+the playbook can print is asserted here.
+"""
+import os
+import pathlib
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+PLAYBOOK = ROOT / "playbooks" / "site.yml"
+ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
+PODMAN = [str(ROOT / "scripts" / "lib" / "podman")]
+IMAGE = os.environ.get("GPUCLUSTER_SIM_IMAGE") or "localhost/gpucluster-sim-node:latest"
+
+
+def run_site(tmp_path, children, hostvars=None):
+    inventory = {"all": {"children": children}}
+    if hostvars:
+        inventory["all"]["hosts"] = hostvars
+    path = tmp_path / "hosts.yml"
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    # A plain ansible-playbook run: none of molecule's ANSIBLE_* settings.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
+               CONTAINERS_CONF=str(ROOT / "scripts" / "lib" / "containers.conf"))
+    result = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(path), str(PLAYBOOK)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(tmp_path), check=False)
+    return result.returncode, result.stdout
+
+
+def hosts(*names):
+    return {"hosts": {n: None for n in names}}
+
+
+CASES = [
+    pytest.param(
+        {"slurm_controller": hosts("c1", "c2"), "slurm_compute": hosts("n1")},
+        'inventory group slurm_controller must hold exactly one host (the slurmctld host), it holds 2: ["c1", "c2"]',
+        id="two-controllers"),
+    pytest.param(
+        {"slurm_compute": hosts("n1")},
+        "inventory group slurm_controller must hold exactly one host (the slurmctld host), it holds 0: []",
+        id="no-controller"),
+    pytest.param(
+        {"slurm_controller": hosts("c1")},
+        "inventory group slurm_compute must hold at least one host (the slurmd hosts), it is missing",
+        id="no-compute-group"),
+    pytest.param(
+        {"slurm_controller": hosts("c1"), "slurm_compute": {"hosts": {}}, "gpu_nodes": hosts("g1")},
+        "inventory group slurm_compute must hold at least one host (the slurmd hosts), it is empty",
+        id="empty-compute-group"),
+    pytest.param(
+        {"slurm_controller": hosts("c1"), "slurm_compute": hosts("n1"), "gpu_nodes": hosts("n1", "g3")},
+        "hosts in inventory group gpu_nodes must also be in slurm_compute (GPUs are scheduled as GRES of compute nodes),"
+        ' these are not: ["g3"]',
+        id="gpu-node-not-compute"),
+    pytest.param(
+        {"slurm_controller": hosts("c1"), "slurm_compute": hosts("gpu_01", "gpu-02", "-n3")},
+        'invalid Slurm node name(s) ["gpu_01", "-n3"]: a node name is a host name'
+        " (letters, digits and '-', labels joined with '.', no '_', ',', '[', ']', '=' or spaces)",
+        id="bad-node-names"),
+]
+
+
+@pytest.mark.parametrize("children, message", CASES)
+def test_preflight_rejects(tmp_path, children, message):
+    rc, output = run_site(tmp_path, children)
+    assert rc != 0
+    assert message in output, output[-3000:]
+    # The preflight play stops the run: no node was contacted.
+    assert "Gathering Facts" not in output
+
+
+@pytest.fixture(name="container_without_systemd")
+def fixture_container_without_systemd():
+    name = "gcsim-preflight-%d" % os.getpid()
+    subprocess.run(PODMAN + ["run", "-d", "--name", name, "--label", "io.gpucluster.sim=molecule", "--network", "none",
+                             IMAGE, "sleep", "infinity"], check=True, capture_output=True)
+    try:
+        yield name
+    finally:
+        subprocess.run(PODMAN + ["rm", "-f", "-t", "0", name], check=False, capture_output=True)
+
+
+def test_nodes_must_boot_with_systemd(tmp_path, container_without_systemd):
+    rc, output = run_site(tmp_path, {"slurm_controller": hosts("ctl"), "slurm_compute": hosts("ctl")},
+                      {"ctl": {"ansible_connection": "containers.podman.podman", "ansible_host": container_without_systemd,
+                               "ansible_python_interpreter": "/usr/bin/python3"}})
+    assert rc != 0
+    assert "ctl runs the service manager '" in output, output[-3000:]
+    assert "'; the bring-up manages munge and Slurm as systemd services, so nodes must boot with systemd" in output, output[-3000:]
+    assert "runs the service manager 'systemd'" not in output
