@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _sacctmgr as acct
@@ -57,6 +58,14 @@ SPEC = {
         {'name': 'carol', 'accounts': ['ml'], 'admin_level': 'operator'},
     ],
 }
+
+
+def spec_with(**changes):
+    """A copy of SPEC with some keys replaced."""
+    spec = copy.deepcopy(SPEC)
+    spec.update(changes)
+    return spec
+
 
 EMPTY = {'cluster': '', 'tres': 'cpu|\nmem|\nnode|\nbilling|\ngres|gpu\n', 'qos': 'normal|Normal QOS default||00:00:00||cluster|1.000000|||||||||||||||||||0\n',
          'account': 'root|default root account|root\n', 'user': 'root|root|Administrator\n', 'assoc': ''}
@@ -354,10 +363,10 @@ def test_the_inventory_that_made_real_plans_nothing():
 
 def test_an_empty_database_gets_everything_in_order():
     current = state(EMPTY)
-    spec = dict(SPEC, qos=[{'name': 'gpu8', 'MaxTRESPerUser': 'gres/gpu=8'}],
-                accounts=[{'name': 'ml', 'parent': 'research', 'GrpTRES': 'gres/gpu=16'},
-                          {'name': 'research', 'description': 'Research groups', 'Fairshare': 10, 'QOS': ['normal', 'gpu8']}],
-                users=[{'name': 'alice', 'accounts': ['research', 'ml'], 'default_account': 'ml', 'QOS': ['normal', 'gpu8']}])
+    spec = spec_with(qos=[{'name': 'gpu8', 'MaxTRESPerUser': 'gres/gpu=8'}],
+                     accounts=[{'name': 'ml', 'parent': 'research', 'GrpTRES': 'gres/gpu=16'},
+                               {'name': 'research', 'description': 'Research groups', 'Fairshare': 10, 'QOS': ['normal', 'gpu8']}],
+                     users=[{'name': 'alice', 'accounts': ['research', 'ml'], 'default_account': 'ml', 'QOS': ['normal', 'gpu8']}])
     assert commands(acct.plan(desired(**spec), current)) == [
         'add cluster probe',
         'add qos gpu8 MaxTRESPerUser=gres/gpu=8',
@@ -412,7 +421,7 @@ def test_nothing_unlisted_is_removed_without_purge():
 
 
 def test_purge_removes_the_unlisted_children_first():
-    spec = dict(SPEC, users=[{'name': 'alice', 'accounts': ['ml'], 'QOS': ['normal', 'gpu8'], 'DefaultQOS': 'normal'}])
+    spec = spec_with(users=[{'name': 'alice', 'accounts': ['ml'], 'QOS': ['normal', 'gpu8'], 'DefaultQOS': 'normal'}])
     assert commands(acct.plan(desired(**spec), state(), purge=True)) == [
         'delete user where name=carol cluster=probe',
         'delete user where name=alice account=research cluster=probe',
@@ -436,8 +445,8 @@ def test_purge_of_a_parent_and_child_deletes_the_child_first():
 
 
 def test_second_plan_after_expected_state_is_empty():
-    spec = dict(SPEC, qos=SPEC['qos'] + [{'name': 'new', 'MaxTRESPerUser': 'gres/gpu=1'}],
-                users=SPEC['users'] + [{'name': 'erin', 'accounts': ['research'], 'admin_level': 'operator'}])
+    spec = spec_with(qos=SPEC['qos'] + [{'name': 'new', 'MaxTRESPerUser': 'gres/gpu=1'}],
+                     users=SPEC['users'] + [{'name': 'erin', 'accounts': ['research'], 'admin_level': 'operator'}])
     want = desired(**spec)
     after = acct.expected_state(want, state())
     assert commands(acct.plan(want, after)) == []

@@ -26,7 +26,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _sacctmgr as acct
 from ansible_collections.gpucluster.bringup.plugins.modules import slurm_assoc
 
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.test_sacctmgr import REAL, SPEC
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.test_sacctmgr import REAL, SPEC, spec_with
 
 SACCTMGR = '/usr/bin/sacctmgr'
 READS = dict((tuple(argv), name) for name, argv in acct.read_commands('probe').items())
@@ -60,7 +60,10 @@ class Transcript(object):
 
 
 def run(monkeypatch, capsys, transcript, check_mode=False, diff=False, **args):
-    monkeypatch.setattr(AnsibleModule, 'run_command', lambda module, command, **kwargs: transcript(module, command, **kwargs))
+    def run_command(module, command, **kwargs):
+        return transcript(module, command, **kwargs)
+
+    monkeypatch.setattr(AnsibleModule, 'run_command', run_command)
     args.setdefault('cluster', 'probe')
     args.setdefault('executable', SACCTMGR)
     if check_mode:
@@ -88,7 +91,7 @@ def test_a_changed_limit_is_applied_then_read_back(monkeypatch, capsys):
                                     'gpu8|eight gpus per user||00:00:00||cluster|1.000000||gres/gpu=8|')
     transcript = Transcript(writes=[('modify qos where name=gpu8 set MaxTRESPerUser=gres/gpu=8', 0, ' Modified qos...\n  gpu8\n', '')],
                             after={'qos': after_qos})
-    spec = dict(SPEC, qos=[{'name': 'gpu8', 'MaxTRESPerUser': 'gres/gpu=8', 'Priority': 10}])
+    spec = spec_with(qos=[{'name': 'gpu8', 'MaxTRESPerUser': 'gres/gpu=8', 'Priority': 10}])
     result = run(monkeypatch, capsys, transcript, diff=True, **spec)
     assert result.get('failed') is not True, result
     assert result['changed'] is True
