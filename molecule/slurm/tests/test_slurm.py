@@ -1,0 +1,388 @@
+"""Issue 7 on the simulated cluster: munge, Slurm, GRES, MIG, hooks, restarts.
+
+Run by molecule's verify of the "slurm" scenario (containers named after the
+nodes) and usable against `bash scripts/cluster.sh up` (set
+GPUCLUSTER_SIM_CONTAINER_PREFIX=gcsim-). Everything is checked on the real
+daemons: sinfo/srun/scontrol output, file modes, systemd start timestamps, the
+output of a real ansible-playbook run.
+"""
+import base64
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+import testinfra
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+PREFIX = os.environ.get("GPUCLUSTER_SIM_CONTAINER_PREFIX", "")
+ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
+HOOKS_DIR = "/usr/local/lib/gpucluster-slurm"
+
+
+def _groups():
+    inventory = yaml.safe_load((ROOT / "inventory" / "hosts.yml").read_text())
+    children = inventory["all"]["children"]
+    return {name: sorted((group or {}).get("hosts") or {}) for name, group in children.items()}
+
+
+GROUPS = _groups()
+CONTROLLER = GROUPS["slurm_controller"][0]
+COMPUTE = GROUPS["slurm_compute"]
+GPU_NODES = GROUPS["gpu_nodes"]
+NODES = sorted(set(sum(GROUPS.values(), [])))
+
+
+def node(name):
+    return testinfra.get_host("podman://%s%s" % (PREFIX, name))
+
+
+def ctl(command, check=True):
+    result = node(CONTROLLER).run(command)
+    if check:
+        assert result.rc == 0, "%s: rc=%s\n%s\n%s" % (command, result.rc, result.stdout, result.stderr)
+    return result
+
+
+def wait_idle(names, timeout=90):
+    """Wait until every node in names is idle (no * not responding); return sinfo's last answer."""
+    deadline = time.time() + timeout
+    states = {}
+    while time.time() < deadline:
+        out = ctl("sinfo -N -h -o '%N %t'", check=False).stdout
+        states = dict(line.split() for line in out.splitlines() if line.strip())
+        if all(states.get(n) == "idle" for n in names):
+            return states
+        time.sleep(2)
+    raise AssertionError("nodes not idle after %ss: %s" % (timeout, states))
+
+
+def node_gres_from_conf():
+    """Gres= of every node as slurm.conf on the controller declares it."""
+    conf = node(CONTROLLER).file("/etc/slurm/slurm.conf").content_string
+    result = {}
+    for line in conf.splitlines():
+        if not line.startswith("NodeName="):
+            continue
+        fields = dict(token.split("=", 1) for token in line.split())
+        names = ctl("scontrol show hostnames '%s'" % fields["NodeName"]).stdout.split()
+        for name in names:
+            result[name] = fields.get("Gres", "")
+    return result
+
+
+def mig_node():
+    for name, gres in sorted(node_gres_from_conf().items()):
+        if "gpu:1g.10gb:" in gres:
+            return name
+    pytest.fail("no node declares gpu:1g.10gb GRES in slurm.conf: %s" % node_gres_from_conf())
+    return None
+
+
+# --- files -----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", NODES)
+def test_munge_key_is_0400_munge_and_the_same_everywhere(name):
+    key = node(name).file("/etc/munge/munge.key")
+    assert key.exists
+    assert key.mode == 0o400, oct(key.mode)
+    assert key.user == "munge" and key.group == "munge"
+    reference = node(CONTROLLER).run("sha256sum /etc/munge/munge.key").stdout.split()[0]
+    assert node(name).run("sha256sum /etc/munge/munge.key").stdout.split()[0] == reference
+
+
+@pytest.mark.parametrize("name", NODES)
+def test_munge_works_across_nodes(name):
+    # A credential made on this node decodes on the controller: same key.
+    result = node(name).run("munge -n")
+    assert result.rc == 0, result.stderr
+    decoded = node(CONTROLLER).run("echo '%s' | unmunge" % result.stdout.strip())
+    assert decoded.rc == 0 and "STATUS:          Success" in decoded.stdout, decoded.stdout + decoded.stderr
+
+
+@pytest.mark.parametrize("name", NODES)
+def test_slurm_conf_is_0644_root(name):
+    conf = node(name).file("/etc/slurm/slurm.conf")
+    assert conf.mode == 0o644 and conf.user == "root" and conf.group == "root"
+
+
+@pytest.mark.parametrize("name", COMPUTE)
+def test_gres_and_cgroup_conf_are_0644_root(name):
+    for path in ("/etc/slurm/gres.conf", "/etc/slurm/cgroup.conf"):
+        conf = node(name).file(path)
+        assert conf.mode == 0o644 and conf.user == "root" and conf.group == "root", path
+
+
+@pytest.mark.parametrize("name", COMPUTE)
+def test_hooks_are_root_owned_and_not_writable_by_others(name):
+    paths = node(name).run("find %s /etc/slurm/prolog.d /etc/slurm/epilog.d -xdev" % HOOKS_DIR).stdout.split()
+    assert any(p.endswith("/prolog.d/50-all-enroot-dirs") for p in paths), paths
+    assert any(p.endswith("/hook_runner.py") for p in paths), paths
+    for path in paths:
+        f = node(name).file(path)
+        if f.is_symlink:
+            continue
+        assert f.user == "root", path
+        assert f.mode & 0o022 == 0, "%s is writable by group or others: %s" % (path, oct(f.mode))
+
+
+def test_identical_nodes_share_one_line_and_gres_types_are_declared():
+    conf = node(CONTROLLER).file("/etc/slurm/slurm.conf").content_string
+    assert "SelectType=select/cons_tres" in conf
+    assert re.search(r"^GresTypes=gpu", conf, re.M), conf
+    lines = [line for line in conf.splitlines() if line.startswith("NodeName=")]
+    assert len(lines) >= 1
+    # every node appears exactly once across the (possibly merged) lines
+    gres = node_gres_from_conf()
+    assert sorted(gres) == sorted(COMPUTE)
+
+
+# --- the cluster works -------------------------------------------------------
+
+def test_sinfo_every_node_idle_with_its_gres():
+    wait_idle(COMPUTE)
+    out = ctl("sinfo -N -h -o '%N|%t|%G'").stdout
+    rows = dict((r.split("|")[0], r.split("|")[1:]) for r in out.splitlines() if r.strip())
+    declared = node_gres_from_conf()
+    for name in COMPUTE:
+        state, gres = rows[name]
+        assert state == "idle", rows
+        if name in GPU_NODES:
+            assert gres.startswith("gpu:"), rows
+            # sinfo prints the same types and counts as slurm.conf declares
+            for item in declared[name].split(","):
+                assert item in gres, (name, item, gres)
+
+
+def test_slurmd_registered_the_gres_of_gres_conf():
+    for name in GPU_NODES:
+        out = ctl("scontrol show node %s" % name).stdout
+        assert "Gres=%s" % node_gres_from_conf()[name] in out, out
+
+
+def test_srun_runs_on_both_gpu_nodes():
+    wait_idle(GPU_NODES)
+    out = ctl("timeout 60 srun -N%d -w %s hostname" % (len(GPU_NODES), ",".join(GPU_NODES))).stdout
+    assert sorted(out.split()) == sorted(GPU_NODES)
+
+
+def test_mig_job_gets_its_mig_uuid():
+    name = mig_node()
+    wait_idle([name])
+    out = ctl("timeout 60 srun -w %s --gres=gpu:1g.10gb:1 env" % name).stdout
+    env = dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+    visible = env.get("CUDA_VISIBLE_DEVICES", "")
+    assert re.match(r"^MIG-[0-9a-f-]+$", visible), out
+    index = int(env.get("SLURM_STEP_GPUS") or env["SLURM_JOB_GPUS"])
+    # the UUID is the one of the allocated GRES index in the facts' map...
+    uuid_map = node(name).file("/etc/slurm/gres-uuid.map").content_string
+    mapped = dict((int(f[0]), f[2]) for f in (line.split() for line in uuid_map.splitlines()) if f and f[0].isdigit())
+    assert visible == mapped[index], (index, visible, mapped)
+    # ...and a MIG device the (simulated) driver really has
+    assert visible in mig_uuids(name)
+
+
+LIST_MIG_UUIDS = """python3 - <<'EOF'
+import pynvml as n
+n.nvmlInit()
+for g in range(n.nvmlDeviceGetCount()):
+    h = n.nvmlDeviceGetHandleByIndex(g)
+    try:
+        count = n.nvmlDeviceGetMaxMigDeviceCount(h)
+    except n.NVMLError:
+        continue
+    for i in range(count):
+        try:
+            print(n.nvmlDeviceGetUUID(n.nvmlDeviceGetMigDeviceHandleByIndex(h, i)))
+        except n.NVMLError:
+            pass
+EOF"""
+
+
+def mig_uuids(name):
+    result = node(name).run(LIST_MIG_UUIDS)
+    assert result.rc == 0, result.stderr
+    return result.stdout.split()
+
+
+def test_two_mig_instances_get_two_uuids():
+    name = mig_node()
+    wait_idle([name])
+    out = ctl("timeout 60 srun -w %s --gres=gpu:1g.10gb:2 printenv CUDA_VISIBLE_DEVICES" % name).stdout.strip()
+    uuids = out.split(",")
+    assert len(uuids) == 2 and all(u.startswith("MIG-") for u in uuids) and uuids[0] != uuids[1], out
+
+
+def test_whole_gpu_job_keeps_slurms_index():
+    for name in GPU_NODES:
+        types = [item.split(":")[1] for item in node_gres_from_conf()[name].split(",") if not item.split(":")[1].startswith("1g.")]
+        if not types:
+            continue
+        out = ctl("timeout 60 srun -w %s --gres=gpu:%s:1 printenv CUDA_VISIBLE_DEVICES" % (name, types[0])).stdout.strip()
+        assert re.match(r"^\d+$", out), (name, out)
+
+
+# --- prolog / epilog hooks -----------------------------------------------------
+
+def _with_hook(target, hook_name, body):
+    host = node(target)
+    path = "/etc/slurm/prolog.d/%s" % hook_name
+    host.run("printf '%%s\\n' %s > %s && chmod 0755 %s" % (" ".join("'%s'" % line for line in body), path, path))
+    return path
+
+
+def _resume(target):
+    ctl("scontrol update nodename=%s state=resume" % target, check=False)
+    wait_idle([target])
+
+
+def test_failing_hook_drains_the_node_naming_the_hook():
+    target = GPU_NODES[-1]
+    wait_idle([target])
+    path = _with_hook(target, "99-all-molecule-fails", ["#!/bin/sh", "echo molecule test hook failing on purpose", "exit 1"])
+    try:
+        result = ctl("timeout 60 srun -w %s true" % target, check=False)
+        assert result.rc != 0
+        reason = ctl("sinfo -h -n %s -o '%%E'" % target).stdout.strip()
+        state = ctl("sinfo -h -n %s -o '%%t'" % target).stdout.strip()
+        assert "99-all-molecule-fails" in reason, reason
+        assert reason == "prolog hook 99-all-molecule-fails failed (exit 1)", reason
+        assert state.startswith("drain"), state
+        log = node(target).run("journalctl -t slurm-hooks --no-pager -n 50").stdout
+        assert re.search(r"hook=99-all-molecule-fails rc=1 duration=[0-9.]+s status=failed", log), log
+    finally:
+        node(target).run("rm -f %s" % path)
+        _resume(target)
+
+
+def test_hook_whose_tool_is_missing_is_skipped_not_drained():
+    target = GPU_NODES[-1]
+    wait_idle([target])
+    path = _with_hook(target, "90-all-rootless", ["#!/bin/sh", "# requires: singularity", "exit 1"])
+    try:
+        result = ctl("timeout 60 srun -w %s true" % target, check=False)
+        assert result.rc == 0, result.stderr
+        assert ctl("sinfo -h -n %s -o '%%t'" % target).stdout.strip() == "idle"
+        log = node(target).run("journalctl -t slurm-hooks --no-pager -n 50").stdout
+        assert "hook=90-all-rootless rc=- duration=0.000s status=skipped: requires singularity, not found" in log, log
+    finally:
+        node(target).run("rm -f %s" % path)
+        _resume(target)
+
+
+def test_every_hook_is_logged_with_exit_code_and_duration():
+    target = GPU_NODES[0]
+    wait_idle([target])
+    job = ctl("timeout 60 srun -w %s printenv SLURM_JOB_ID" % target).stdout.strip()
+    log = ""
+    for _attempt in range(20):  # the epilog runs after srun returns
+        log = node(target).run("journalctl -t slurm-hooks --no-pager -n 100").stdout
+        if "epilog job=%s " % job in log:
+            break
+        time.sleep(1)
+    for phase, hook in (("prolog", "10-all-gpu-healthcheck"), ("prolog", "50-all-enroot-dirs"),
+                        ("epilog", "95-lastuserjob-enroot-cleanup")):
+        assert re.search(r"%s job=%s hook=%s rc=\S+ duration=[0-9.]+s status=" % (phase, job, hook), log), log
+
+
+# --- a second run changes and restarts nothing; the key never shows ----------------
+
+DAEMONS = {"munge": NODES, "slurmctld": [CONTROLLER], "slurmd": COMPUTE}
+
+
+def _start_times():
+    times = {}
+    for unit, names in DAEMONS.items():
+        for name in names:
+            out = node(name).run("systemctl show -p MainPID -p ExecMainStartTimestampMonotonic %s" % unit).stdout
+            times[(unit, name)] = out.strip()
+            assert "MainPID=0" not in out, (unit, name, out)
+    return times
+
+
+def _playbook_run(extra=()):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
+               CONTAINERS_CONF=str(ROOT / "scripts" / "lib" / "containers.conf"))
+    inventory_file = os.environ.get("MOLECULE_INVENTORY_FILE")
+    if inventory_file:
+        inventories = ["-i", str(pathlib.Path(inventory_file).parent)]
+    else:
+        inventories = ["-i", str(ROOT / "inventory" / "hosts.yml"), "-i", str(ROOT / "inventory" / "simulated" / "hosts.yml")]
+    playbook = ROOT / "molecule" / "slurm" / "converge.yml"
+    result = subprocess.run([str(ANSIBLE_PLAYBOOK)] + inventories + [str(playbook)] + list(extra),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(ROOT), check=False)
+    return result.returncode, result.stdout
+
+
+def _recap(output):
+    recap = {}
+    for line in output.split("PLAY RECAP")[-1].splitlines():
+        match = re.match(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", line)
+        if match:
+            recap[match.group(1)] = dict(changed=int(match.group(3)), unreachable=int(match.group(4)), failed=int(match.group(5)))
+    return recap
+
+
+def test_second_run_changes_and_restarts_nothing_and_never_shows_the_key():
+    wait_idle(COMPUTE)
+    key = base64.b64decode(node(CONTROLLER).run("base64 -w0 /etc/munge/munge.key").stdout.strip())
+    assert len(key) >= 32
+    before = _start_times()
+    rc, output = _playbook_run(["-vvv", "--diff"])
+    after = _start_times()
+    assert rc == 0, output[-5000:]
+    recap = _recap(output)
+    assert set(NODES) <= set(recap), recap  # (site.yml's preflight play adds localhost)
+    assert all(r == dict(changed=0, unreachable=0, failed=0) for r in recap.values()), recap
+    assert before == after, "a daemon was restarted: %s -> %s" % (before, after)
+    raw = output.encode("utf-8", "surrogateescape")
+    for form, needle in (("raw bytes", key[:24]), ("base64", base64.b64encode(key)[:24]),
+                         ("hex", key[:24].hex().encode()), ("base64 of the middle", base64.b64encode(key[30:54])[:16])):
+        found = needle in raw  # (not inside the assert: pytest would print the key's bytes)
+        assert not found, "the munge key appears (%s) in the -vvv --diff output" % form
+
+
+def test_reconfigure_is_enough_for_a_timeout_change():
+    """A slurm.conf change that scontrol reconfigure applies restarts no daemon."""
+    wait_idle(COMPUTE)
+    before = _start_times()
+    try:
+        rc, output = _playbook_run(["-e", '{"slurm_conf_overrides": {"KillWait": 29}}'])
+        assert rc == 0, output[-5000:]
+        assert "RUNNING HANDLER [gpucluster.bringup.slurm : Reconfigure Slurm]" in output, output[-5000:]
+        assert "Restart slurmctld]" not in output and "Restart slurmd]" not in output
+        assert re.search(r"^KillWait\s+=\s+29 sec", ctl("scontrol show config").stdout, re.M)
+        assert _start_times() == before
+    finally:
+        rc, output = _playbook_run()
+        assert rc == 0, output[-5000:]
+        wait_idle(COMPUTE)
+
+
+def test_node_change_restarts_slurmctld_then_slurmd():
+    """A changed node definition restarts slurmctld first, then every slurmd."""
+    wait_idle(COMPUTE)
+    target = COMPUTE[0]
+    before = _start_times()
+    try:
+        rc, output = _playbook_run(["-e", '{"slurm_node_params": {"Weight": 7}}'])
+        assert rc == 0, output[-5000:]
+        ctld = output.index("RUNNING HANDLER [gpucluster.bringup.slurm : Restart slurmctld]")
+        slurmd = output.index("RUNNING HANDLER [gpucluster.bringup.slurm : Restart slurmd]")
+        assert ctld < slurmd
+        after = _start_times()
+        assert after[("slurmctld", CONTROLLER)] != before[("slurmctld", CONTROLLER)]
+        assert after[("slurmd", target)] != before[("slurmd", target)]
+        assert after[("munge", CONTROLLER)] == before[("munge", CONTROLLER)]
+        wait_idle(COMPUTE)
+        assert "Weight=7" in ctl("scontrol show node %s" % target).stdout
+    finally:
+        rc, output = _playbook_run()
+        assert rc == 0, output[-5000:]
+        wait_idle(COMPUTE)

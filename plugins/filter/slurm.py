@@ -1,0 +1,107 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters that expose the slurm.conf model of module_utils to the slurm and munge roles."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _slurm_conf as conf
+from ansible_collections.gpucluster.bringup.plugins.module_utils._slurm_munge import munge_key_errors
+
+
+def _wrap(func):
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except ValueError as exc:
+            raise AnsibleFilterError(str(exc))
+    wrapper.__name__ = func.__name__
+    wrapper.__doc__ = func.__doc__
+    return wrapper
+
+
+def slurm_parse_slurmd_c(text):
+    """``slurmd -C`` output -> ``{'NodeName': ..., 'CPUs': ..., ...}``."""
+    return conf.parse_slurmd_c(text)
+
+
+def _node_entries(nodes):
+    if not isinstance(nodes, list):
+        raise ValueError('nodes %r must be a list of {name, hardware, gres, params, memory_reserve_mb}' % (nodes,))
+    entries = []
+    for node in nodes:
+        if not isinstance(node, dict) or 'name' not in node or 'hardware' not in node:
+            raise ValueError('node entry %r needs "name" and "hardware" (the slurmd -C facts)' % (node,))
+        params = conf.node_params(node['hardware'], node.get('gres') or None, node.get('params') or {},
+                                  int(node.get('memory_reserve_mb') or 0))
+        entries.append({'name': node['name'], 'params': params})
+    return entries
+
+
+def slurm_conf_lines(nodes, settings, overrides=None, partitions=None, extra_gres_types=()):
+    """Every line of slurm.conf after the header: settings, node lines, partition lines.
+
+    ``GresTypes`` is computed from the nodes' ``Gres=`` values unless the
+    settings or overrides set it.
+    """
+    entries = _node_entries(nodes)
+    settings = dict(settings or {})
+    types = conf.gres_types([n.get('gres') or '' for n in nodes], extra_gres_types)
+    if types and not any(key.lower() == 'grestypes' for key in settings):
+        settings['GresTypes'] = types
+    lines = conf.render_pairs(conf.merge_settings(settings, overrides or {}))
+    lines.append('')
+    lines.extend(conf.node_lines(entries))
+    lines.append('')
+    lines.extend(conf.partition_lines(partitions or [{'name': 'batch', 'nodes': 'ALL', 'default': True}],
+                                      [e['name'] for e in entries]))
+    return lines
+
+
+def slurm_settings_lines(settings, overrides=None):
+    """``KEY=value`` lines of a flat Slurm config file (cgroup.conf): settings updated with overrides."""
+    return conf.render_pairs(conf.merge_settings(settings, overrides or {}))
+
+
+def slurm_preflight_errors(controllers, compute, node_names=None):
+    """Inventory problems (controller count, node names) as a list of messages."""
+    return conf.preflight_errors(controllers, compute, node_names)
+
+
+def slurm_gres_errors(nodes):
+    """For ``[{name, gres, params, gres_conf_lines}]``: GRES in slurm.conf missing from the node's gres.conf.
+
+    A ``Gres`` key in ``params`` (the node's ``slurm_node_params``) replaces ``gres``, as it does in slurm.conf.
+    """
+    errors = []
+    for node in nodes or []:
+        gres = node.get('gres') or ''
+        for key, value in (node.get('params') or {}).items():
+            if key.lower() == 'gres':
+                gres = value or ''
+        errors.extend(conf.check_gres_consistency(node['name'], gres, node.get('gres_conf_lines') or []))
+    return errors
+
+
+def slurm_change_actions(old_text, new_text):
+    """Which daemons a slurm.conf change restarts, and whether scontrol reconfigure is needed."""
+    return conf.change_actions(old_text, new_text)
+
+
+def slurm_munge_key_errors(key_b64):
+    """Problems with a base64 munge key (messages never contain the key)."""
+    return munge_key_errors(key_b64)
+
+
+class FilterModule(object):
+    """gpucluster.bringup slurm filters."""
+
+    def filters(self):
+        return dict((func.__name__, _wrap(func)) for func in (
+            slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_preflight_errors, slurm_gres_errors,
+            slurm_change_actions, slurm_munge_key_errors))

@@ -1,0 +1,256 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Prolog / epilog hook runner and TaskProlog logic (pure functions).
+
+The role ``gpucluster.bringup.slurm`` installs this file next to the runner
+script ``gpucluster-slurm-hooks`` on every compute node; the runner does the
+I/O (listing ``prolog.d``/``epilog.d``, running hooks, syslog, scontrol) and
+asks this module what to do.  Standard library only, no other collection
+imports: the file is copied to the nodes as it is.
+
+Hook names follow DeepOps: ``<NN>-<class>-<name>`` where class is
+
+* ``all``: every job;
+* ``exclusive``: only jobs that own the node (``--exclusive``,
+  ``OverSubscribe=NO`` in ``scontrol show job``);
+* ``lastuserjob``: epilog only, when the job is the user's last job on the
+  node (``squeue -w NODE -u USER`` lists no other job).
+
+A hook may declare, in a comment among its first lines,
+``# requires: enroot nvidia-smi`` (skipped, not failed, when a tool is
+missing) and ``# timeout: 30`` (seconds, overrides the runner default).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+HOOK_CLASSES = ('all', 'exclusive', 'lastuserjob')
+PHASES = ('prolog', 'epilog')
+IGNORED_SUFFIXES = ('~', '.bak', '.orig', '.swp', '.rpmnew', '.rpmsave', '.rpmorig', '.dpkg-old', '.dpkg-new',
+                    '.dpkg-dist', '.dpkg-tmp', '.ucf-old', '.ucf-new', '.ucf-dist', '.disabled')
+HEADER_LINES = 30
+
+_HOOK_NAME = re.compile(r'^(?P<order>\d+)-(?P<class>[a-z]+)-(?P<label>[A-Za-z0-9][A-Za-z0-9._-]*)$')
+_HEADER = re.compile(r'^#\s*(?P<key>requires|timeout)\s*:\s*(?P<value>.*?)\s*$', re.IGNORECASE)
+_TOOL = re.compile(r'^[A-Za-z0-9._/+-]+$')
+_JOB_FIELD = re.compile(r'(?:^|\s)([A-Za-z][A-Za-z0-9:/_]*)=(\S*)')
+
+
+def parse_hook_name(name):
+    """``'50-all-enroot-dirs'`` -> ``{'order': 50, 'class': 'all', 'label': 'enroot-dirs'}``.
+
+    Raises ``ValueError`` for a name that does not follow ``NN-class-name``
+    or uses an unknown class.
+    """
+    match = _HOOK_NAME.match(name or '')
+    if not match:
+        raise ValueError('hook "%s" is not named <NN>-<class>-<name> (e.g. "50-all-enroot-dirs"); classes: %s'
+                         % (name, ', '.join(HOOK_CLASSES)))
+    if match.group('class') not in HOOK_CLASSES:
+        raise ValueError('hook "%s" has class "%s"; valid classes: %s' % (name, match.group('class'), ', '.join(HOOK_CLASSES)))
+    return {'order': int(match.group('order')), 'class': match.group('class'), 'label': match.group('label')}
+
+
+def is_ignored(name):
+    """Files the runner never considers: hidden files and package-manager or editor leftovers."""
+    return name.startswith('.') or name.endswith(IGNORED_SUFFIXES)
+
+
+def parse_header(text, lines=HEADER_LINES):
+    """``{'requires': [tools], 'timeout': seconds or None}`` from a hook's first lines."""
+    requires = []
+    timeout = None
+    for raw in (text or '').splitlines()[:lines]:
+        match = _HEADER.match(raw.strip())
+        if not match:
+            continue
+        key, value = match.group('key').lower(), match.group('value')
+        if key == 'requires':
+            for tool in re.split(r'[\s,]+', value):
+                if not tool:
+                    continue
+                if not _TOOL.match(tool):
+                    raise ValueError('"# requires:" names "%s", which is not a command name or path' % tool)
+                if tool not in requires:
+                    requires.append(tool)
+        else:
+            if not re.match(r'^\d+$', value) or int(value) < 1:
+                raise ValueError('"# timeout: %s" must be a whole number of seconds, at least 1' % value)
+            timeout = int(value)
+    return {'requires': requires, 'timeout': timeout}
+
+
+def needed_job_facts(names, phase):
+    """Which job facts the plan needs: a subset of ``{'exclusive', 'last_user_job'}``.
+
+    The runner asks slurmctld (``scontrol``/``squeue``) only for these, so
+    a directory of ``-all-`` hooks costs no RPC.
+    """
+    needed = set()
+    for name in names:
+        try:
+            klass = parse_hook_name(name)['class']
+        except ValueError:
+            continue
+        if klass == 'exclusive':
+            needed.add('exclusive')
+        elif klass == 'lastuserjob' and phase == 'epilog':
+            needed.add('last_user_job')
+    return needed
+
+
+def plan(hooks, phase, job, tool_present, default_timeout):
+    """Decide, in name order, which hooks run.
+
+    ``hooks``: ``[{'name': str, 'executable': bool, 'header': parse_header() result}]``;
+    ``job``: ``{'exclusive': bool or None, 'last_user_job': bool or None}``
+    (``None`` when unknown); ``tool_present``: ``{tool: bool}`` for every
+    required tool.  Returns ``[{'name', 'run', 'reason', 'timeout'}]``;
+    ignored files (see :func:`is_ignored`) are left out entirely.
+    """
+    if phase not in PHASES:
+        raise ValueError('phase "%s" is not one of: %s' % (phase, ', '.join(PHASES)))
+    if not isinstance(default_timeout, int) or default_timeout < 1:
+        raise ValueError('default hook timeout %r must be a whole number of seconds, at least 1' % (default_timeout,))
+    result = []
+    for hook in sorted(hooks, key=lambda h: h['name']):
+        name = hook['name']
+        if is_ignored(name):
+            continue
+        header = hook.get('header') or {'requires': [], 'timeout': None}
+        timeout = header.get('timeout') or default_timeout
+        entry = {'name': name, 'run': False, 'reason': '', 'timeout': timeout}
+        result.append(entry)
+        try:
+            klass = parse_hook_name(name)['class']
+        except ValueError as exc:
+            entry['reason'] = 'skipped: %s' % exc
+            continue
+        if not hook.get('executable'):
+            entry['reason'] = 'skipped: not executable'
+            continue
+        if klass == 'exclusive' and job.get('exclusive') is not True:
+            entry['reason'] = 'skipped: job does not own the node' if job.get('exclusive') is False else \
+                'skipped: could not tell whether the job owns the node'
+            continue
+        if klass == 'lastuserjob':
+            if phase != 'epilog':
+                entry['reason'] = 'skipped: lastuserjob hooks run only in the epilog'
+                continue
+            if job.get('last_user_job') is not True:
+                entry['reason'] = 'skipped: the user has other jobs on this node' if job.get('last_user_job') is False else \
+                    'skipped: could not tell whether this is the user\'s last job on this node'
+                continue
+        missing = [tool for tool in header.get('requires', []) if not tool_present.get(tool)]
+        if missing:
+            entry['reason'] = 'skipped: requires %s, not found' % ', '.join(missing)
+            continue
+        entry['run'] = True
+        entry['reason'] = 'run'
+    return result
+
+
+def parse_scontrol_job(text):
+    """Fields of ``scontrol show job -o JOBID`` (one line) as a dict."""
+    return dict(_JOB_FIELD.findall((text or '').strip()))
+
+
+def is_exclusive(fields):
+    """True when the job owns its nodes (``OverSubscribe=NO``); None if the field is absent."""
+    value = fields.get('OverSubscribe', fields.get('Shared'))
+    if value is None:
+        return None
+    return value.upper() in ('NO', '0')
+
+
+def is_last_user_job(squeue_output, job_id):
+    """True when ``squeue -h -o %A -w NODE -u USER`` lists no job but ``job_id``."""
+    others = [line.strip() for line in (squeue_output or '').splitlines() if line.strip() and line.strip() != str(job_id)]
+    return not others
+
+
+def drain_reason(phase, name, rc, timed_out, limit=None):
+    """The node's drain reason: names the hook, e.g. ``prolog hook 50-all-x failed (exit 1)``."""
+    if timed_out:
+        return '%s hook %s timed out after %ss' % (phase, name, limit)
+    if rc is not None and rc < 0:
+        return '%s hook %s killed by signal %d' % (phase, name, -rc)
+    return '%s hook %s failed (exit %s)' % (phase, name, rc)
+
+
+def log_line(phase, job_id, name, rc, seconds, status):
+    """One syslog line per hook: name, exit code and duration."""
+    return '%s job=%s hook=%s rc=%s duration=%.3fs status=%s' % (
+        phase, job_id or '-', name, '-' if rc is None else rc, seconds, status)
+
+
+def phase_from_program(program):
+    """``prolog`` or ``epilog`` from the runner's name or first argument."""
+    base = program.rsplit('/', 1)[-1].lower()
+    for phase in PHASES:
+        if phase in base:
+            return phase
+    raise ValueError('cannot tell prolog from epilog by the name "%s"; call the runner as "... prolog" or "... epilog"' % program)
+
+
+# --- TaskProlog: the allocated MIG instances' UUIDs ------------------------
+
+def parse_uuid_map(text):
+    """``{index: uuid}`` from the GRES UUID map (``<index> <type> <uuid>`` lines, ``#`` comments)."""
+    result = {}
+    for number, raw in enumerate((text or '').splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith('#'):
+            continue
+        fields = line.split()
+        if len(fields) != 3 or not fields[0].isdigit():
+            raise ValueError('GRES UUID map line %d: "%s" is not "<index> <type> <uuid>"' % (number, line))
+        result[int(fields[0])] = fields[2]
+    return result
+
+
+def _indices(value):
+    indices = []
+    for part in (value or '').split(','):
+        part = part.strip()
+        if not part:
+            continue
+        match = re.match(r'^(\d+)(?:-(\d+))?$', part)
+        if not match:
+            return None
+        low = int(match.group(1))
+        high = int(match.group(2)) if match.group(2) else low
+        indices.extend(range(low, high + 1))
+    return indices
+
+
+def task_prolog_lines(env, uuid_text, mode='mig'):
+    """TaskProlog stdout lines that point CUDA at the allocated devices by UUID.
+
+    The allocated GRES indices come from ``SLURM_STEP_GPUS`` (a step),
+    else ``SLURM_JOB_GPUS`` (a batch script).  With ``mode='mig'`` the
+    variable is set only when one of them is a MIG instance (with several
+    MIG devices in ``CUDA_VISIBLE_DEVICES`` as indices, CUDA uses only the
+    first); ``'all'`` also maps full GPUs.  Returns ``[]`` when there is
+    nothing to change.
+    """
+    if mode not in ('mig', 'all'):
+        raise ValueError('TaskProlog mode "%s" is not one of: mig, all' % mode)
+    raw = env.get('SLURM_STEP_GPUS') or env.get('SLURM_JOB_GPUS') or ''
+    indices = _indices(raw)
+    if not indices:
+        return []
+    mapping = parse_uuid_map(uuid_text)
+    uuids = []
+    for index in indices:
+        if index not in mapping:
+            return ['print GRES index %d is not in the GRES UUID map; CUDA_VISIBLE_DEVICES left as Slurm set it' % index]
+        uuids.append(mapping[index])
+    if mode == 'mig' and not any(uuid.startswith('MIG-') for uuid in uuids):
+        return []
+    return ['export CUDA_VISIBLE_DEVICES=%s' % ','.join(uuids)]

@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Slurm TaskProlog installed by gpucluster.bringup.slurm.
+
+Runs as the job's user before each task and prints "export NAME=value" lines
+that slurmstepd applies to the task.  It turns the allocated GRES indices
+(SLURM_STEP_GPUS, else SLURM_JOB_GPUS) into device UUIDs from the map that
+gpucluster.bringup.slurm_gres_facts wrote, and exports them as
+CUDA_VISIBLE_DEVICES, so that a job on MIG instances sees exactly its own
+instances.  Never fails the task: on any problem it leaves the variable alone.
+"""
+
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+sys.path.insert(0, HERE)
+
+import _slurm_hooks as logic  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def main():
+    try:
+        with open(os.path.join(HERE, 'hooks.json')) as handle:
+            conf = json.load(handle)
+        mode = conf.get('task_prolog_uuids', 'mig')
+        if mode == 'off':
+            return 0
+        with open(conf['uuid_map']) as handle:
+            text = handle.read()
+        for line in logic.task_prolog_lines(os.environ, text, mode):
+            sys.stdout.write(line + '\n')
+    except (OSError, ValueError, KeyError) as exc:
+        sys.stdout.write('print gpucluster task-prolog: CUDA_VISIBLE_DEVICES left as Slurm set it (%s)\n' % exc)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,91 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpucluster.bringup.plugins.filter.slurm import FilterModule
+
+FILTERS = FilterModule().filters()
+
+HW = {'NodeName': 'gpu-01', 'CPUs': 2, 'Boards': 1, 'SocketsPerBoard': 1, 'CoresPerSocket': 2, 'ThreadsPerCore': 1, 'RealMemory': 24000}
+
+
+def test_filter_names():
+    assert sorted(FILTERS) == ['slurm_change_actions', 'slurm_conf_lines', 'slurm_gres_errors', 'slurm_munge_key_errors',
+                               'slurm_parse_slurmd_c', 'slurm_preflight_errors', 'slurm_settings_lines']
+
+
+def test_conf_lines_merges_nodes_and_computes_gres_types():
+    nodes = [
+        {'name': 'gpu-01', 'hardware': HW, 'gres': 'gpu:1g.10gb:14,gpu:h100:6', 'memory_reserve_mb': 1000},
+        {'name': 'gpu-02', 'hardware': HW, 'gres': 'gpu:a100:8'},
+        {'name': 'gpu-03', 'hardware': HW, 'gres': 'gpu:a100:8', 'params': {'Features': 'a100'}},
+        {'name': 'gpu-04', 'hardware': HW, 'gres': 'gpu:a100:8'},
+    ]
+    lines = FILTERS['slurm_conf_lines'](nodes, {'ClusterName': 'sim', 'SelectType': 'select/cons_tres'}, {'ReturnToService': 2})
+    assert lines == [
+        'ClusterName=sim', 'SelectType=select/cons_tres', 'GresTypes=gpu', 'ReturnToService=2', '',
+        'NodeName=gpu-01 CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=23000 Gres=gpu:1g.10gb:14,gpu:h100:6',
+        'NodeName=gpu-[02,04] CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24000 Gres=gpu:a100:8',
+        'NodeName=gpu-03 CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24000 Gres=gpu:a100:8 Features=a100',
+        '',
+        'PartitionName=batch Nodes=ALL Default=YES',
+    ]
+
+
+def test_conf_lines_gres_types_override():
+    lines = FILTERS['slurm_conf_lines']([{'name': 'n1', 'hardware': HW, 'gres': 'gpu:a100:1'}], {'GresTypes': 'gpu,mps'}, {},
+                                        [{'name': 'p', 'nodes': ['n1']}])
+    assert lines[0] == 'GresTypes=gpu,mps'
+    assert lines[-1] == 'PartitionName=p Nodes=n1'
+
+
+@pytest.mark.parametrize('nodes, message', [
+    ('x', "nodes 'x' must be a list of {name, hardware, gres, params, memory_reserve_mb}"),
+    ([{'name': 'a'}], "node entry {'name': 'a'} needs \"name\" and \"hardware\" (the slurmd -C facts)"),
+    ([{'name': 'a b', 'hardware': HW}], "node name 'a b' is not one Slurm accepts"),
+])
+def test_conf_lines_errors(nodes, message):
+    with pytest.raises(AnsibleFilterError) as err:
+        FILTERS['slurm_conf_lines'](nodes, {})
+    assert message in str(err.value)
+
+
+def test_parse_slurmd_c_filter():
+    assert FILTERS['slurm_parse_slurmd_c']('NodeName=a CPUs=1 RealMemory=5\nUpTime=0\n') == {'NodeName': 'a', 'CPUs': 1, 'RealMemory': 5}
+    with pytest.raises(AnsibleFilterError) as err:
+        FILTERS['slurm_parse_slurmd_c']('')
+    assert 'slurmd -C printed nothing' in str(err.value)
+
+
+def test_gres_errors_filter():
+    nodes = [{'name': 'gpu-01', 'gres': 'gpu:1g.10gb:2', 'gres_conf_lines': ['Name=gpu Type=1g.10gb File=/dev/nvidia-caps/nvidia-cap[13,22]']},
+             {'name': 'gpu-02', 'gres': 'gpu:a100:1', 'gres_conf_lines': []},
+             {'name': 'gpu-03', 'gres': 'gpu:a100:1', 'params': {'gres': 'gpu:h100:1'},
+              'gres_conf_lines': ['Name=gpu Type=a100 File=/dev/nvidia0']}]
+    assert FILTERS['slurm_gres_errors'](nodes) == [
+        'node gpu-02: slurm.conf declares Gres=gpu:a100 but its gres.conf has no Name=gpu Type=a100 line (types there: none)',
+        'node gpu-03: slurm.conf declares Gres=gpu:h100 but its gres.conf has no Name=gpu Type=h100 line (types there: a100)']
+
+
+def test_preflight_and_change_filters():
+    assert FILTERS['slurm_preflight_errors'](['a', 'b'], ['n1']) == [
+        'the controller group has 2 hosts (a, b): exactly one is supported until slurmctld HA is']
+    assert FILTERS['slurm_change_actions']('A=1\n', 'A=2\n')['reconfigure'] is True
+    assert FILTERS['slurm_munge_key_errors']('!') == [
+        'munge_key_b64 is not valid base64 (1 characters); create one with "base64 -w0 /etc/munge/munge.key"']
+
+
+def test_settings_lines_filter():
+    lines = FILTERS['slurm_settings_lines']({'CgroupPlugin': 'autodetect', 'ConstrainCores': True, 'ConstrainDevices': False},
+                                            {'constraindevices': True, 'AllowedRAMSpace': 95})
+    assert lines == ['CgroupPlugin=autodetect', 'ConstrainCores=YES', 'constraindevices=YES', 'AllowedRAMSpace=95']
+    with pytest.raises(AnsibleFilterError) as err:
+        FILTERS['slurm_settings_lines']({'A': 'x y'})
+    assert "slurm.conf setting A='x y' contains spaces" in str(err.value)

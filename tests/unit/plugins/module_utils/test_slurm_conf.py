@@ -1,0 +1,293 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._slurm_conf import (
+    change_actions,
+    check_gres_consistency,
+    gres_types,
+    merge_settings,
+    node_lines,
+    node_params,
+    parse_conf,
+    parse_gres_value,
+    parse_slurmd_c,
+    partition_lines,
+    preflight_errors,
+    render_pairs,
+    validate_node_name,
+)
+
+SLURMD_C = ('NodeName=gpu-01 CPUs=64 Boards=1 SocketsPerBoard=2 CoresPerSocket=16 ThreadsPerCore=2 RealMemory=515000\n'
+            'UpTime=12-03:04:05\n')
+HW = {'NodeName': 'gpu-01', 'CPUs': 64, 'Boards': 1, 'SocketsPerBoard': 2, 'CoresPerSocket': 16, 'ThreadsPerCore': 2,
+      'RealMemory': 515000}
+
+
+@pytest.mark.parametrize('text, expected', [
+    (SLURMD_C, HW),
+    ('NodeName=ctl CPUs=2 RealMemory=24000', {'NodeName': 'ctl', 'CPUs': 2, 'RealMemory': 24000}),
+    ('slurmd: debug: x\nNodeName=n1 CPUs=4 Boards=1 SocketsPerBoard=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=100 MemSpecLimit=5\n',
+     {'NodeName': 'n1', 'CPUs': 4, 'Boards': 1, 'SocketsPerBoard': 1, 'CoresPerSocket': 4, 'ThreadsPerCore': 1, 'RealMemory': 100}),
+])
+def test_parse_slurmd_c(text, expected):
+    assert parse_slurmd_c(text) == expected
+
+
+@pytest.mark.parametrize('text, message', [
+    ('', 'slurmd -C printed nothing; expected a line like "NodeName=gpu-01 CPUs=64 ... RealMemory=515000"'),
+    (None, 'slurmd -C printed nothing'),
+    ('slurmd: fatal: bad', 'slurmd -C output has no "NodeName=" line: \'slurmd: fatal: bad\''),
+    ('NodeName=a CPUs=x RealMemory=1', 'slurmd -C reports CPUs=x; expected a whole number'),
+    ('NodeName=a CPUs=2 junk RealMemory=1', 'slurmd -C line has "junk", which is not KEY=VALUE'),
+    ('NodeName=a CPUs=2', 'slurmd -C line lacks RealMemory=: \'NodeName=a CPUs=2\''),
+])
+def test_parse_slurmd_c_errors(text, message):
+    with pytest.raises(ValueError) as err:
+        parse_slurmd_c(text)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize('name', ['gpu-01', 'n1', 'dgx.a100', 'gpu-01.cluster.example', 'A'])
+def test_valid_node_names(name):
+    assert validate_node_name(name) == name
+
+
+@pytest.mark.parametrize('name, message', [
+    ('gpu 01', "node name 'gpu 01' is not one Slurm accepts"),
+    ('gpu[01]', "node name 'gpu[01]' is not one Slurm accepts"),
+    ('a,b', "node name 'a,b' is not one Slurm accepts"),
+    ('-gpu', "node name '-gpu' is not one Slurm accepts"),
+    ('gpu-', "node name 'gpu-' is not one Slurm accepts"),
+    ('node_7', "node name 'node_7' is not one Slurm accepts"),
+    ('a..b', "node name 'a..b' is not one Slurm accepts"),
+    ('', "node name '' is not one Slurm accepts: a host name of letters, digits and \"-\""),
+    (None, 'node name None is not one Slurm accepts'),
+    ('ALL', 'node name "ALL" is reserved by Slurm (ALL and DEFAULT cannot be node names)'),
+    ('default', 'node name "default" is reserved by Slurm'),
+])
+def test_invalid_node_names(name, message):
+    with pytest.raises(ValueError) as err:
+        validate_node_name(name)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize('controllers, compute, names, expected', [
+    (['ctl'], ['gpu-01'], None, []),
+    ([], ['gpu-01'], None, ['the controller group is empty: put exactly one host in it (slurmctld runs there)']),
+    (['c1', 'c2'], ['gpu-01'], None,
+     ['the controller group has 2 hosts (c1, c2): exactly one is supported until slurmctld HA is']),
+    (['ctl'], [], None, ['the compute group is empty: put at least one host in it (slurmd runs there)']),
+    (['ctl'], ['gpu-01', 'bad host'], None, ["node name 'bad host' is not one Slurm accepts: a host name of letters, digits and \"-\" (not first or last in a label), "
+                                             "labels joined with \".\", no \"_\", spaces, brackets, commas, \"=\" or \"#\" (e.g. \"gpu-01\")"]),
+    (['ctl'], ['h1'], ['ALL'], ['node name "ALL" is reserved by Slurm (ALL and DEFAULT cannot be node names)']),
+])
+def test_preflight_errors(controllers, compute, names, expected):
+    assert preflight_errors(controllers, compute, names) == expected
+
+
+@pytest.mark.parametrize('hardware, gres, extra, reserve, expected', [
+    (HW, None, None, 0, [('CPUs', '64'), ('Boards', '1'), ('SocketsPerBoard', '2'), ('CoresPerSocket', '16'),
+                         ('ThreadsPerCore', '2'), ('RealMemory', '515000')]),
+    ({'CPUs': 2, 'RealMemory': 1000}, 'gpu:h100:8', {'Features': 'h100'}, 100,
+     [('CPUs', '2'), ('RealMemory', '900'), ('Gres', 'gpu:h100:8'), ('Features', 'h100')]),
+    ({'CPUs': 2, 'RealMemory': 1000}, None, {'realmemory': 500, 'Weight': 10}, 0,
+     [('CPUs', '2'), ('realmemory', '500'), ('Weight', '10')]),
+    ({'CPUs': 2, 'RealMemory': 1000}, None, {'CPUs': None}, 0, [('RealMemory', '1000')]),
+])
+def test_node_params(hardware, gres, extra, reserve, expected):
+    assert node_params(hardware, gres, extra, reserve) == expected
+
+
+@pytest.mark.parametrize('reserve, extra, message', [
+    (2000, None, 'memory reserve 2000 MB leaves no memory on a node with RealMemory=1000'),
+    (-1, None, 'memory reserve -1 must be a non-negative number of MB'),
+    (0, {'Bad Key': 1}, "node parameter key 'Bad Key' is not a slurm.conf key"),
+    (0, {'Features': 'a b'}, "node parameter Features='a b' contains spaces"),
+    (0, {'Features': ''}, "node parameter Features='': the value must be non-empty, on one line and without \"#\""),
+    (0, ['x'], "node parameter overrides ['x'] must be a dictionary of KEY: value"),
+])
+def test_node_params_errors(reserve, extra, message):
+    with pytest.raises(ValueError) as err:
+        node_params({'CPUs': 2, 'RealMemory': 1000}, None, extra, reserve)
+    assert message in str(err.value)
+
+
+def _node(name, cpus=2, gres=None):
+    return {'name': name, 'params': node_params({'CPUs': cpus, 'RealMemory': 1000}, gres)}
+
+
+@pytest.mark.parametrize('nodes, expected', [
+    ([_node('gpu-01'), _node('gpu-02')], ['NodeName=gpu-[01-02] CPUs=2 RealMemory=1000']),
+    ([_node('gpu-%02d' % i, gres='gpu:h100:8') for i in range(1, 65)],
+     ['NodeName=gpu-[01-64] CPUs=2 RealMemory=1000 Gres=gpu:h100:8']),
+    ([_node('gpu-01', gres='gpu:h100:8'), _node('gpu-02', gres='gpu:1g.10gb:14,gpu:a100:6'), _node('gpu-03', gres='gpu:h100:8')],
+     ['NodeName=gpu-[01,03] CPUs=2 RealMemory=1000 Gres=gpu:h100:8',
+      'NodeName=gpu-02 CPUs=2 RealMemory=1000 Gres=gpu:1g.10gb:14,gpu:a100:6']),
+    ([_node('a1', cpus=4), _node('b1'), _node('a2', cpus=4)], ['NodeName=a[1-2] CPUs=4 RealMemory=1000', 'NodeName=b1 CPUs=2 RealMemory=1000']),
+    ([{'name': 'x'}], ['NodeName=x']),
+])
+def test_node_lines(nodes, expected):
+    assert node_lines(nodes) == expected
+
+
+@pytest.mark.parametrize('nodes, message', [
+    ([_node('a'), _node('a')], 'node "a" is listed twice; each node needs exactly one NodeName entry'),
+    ([_node('a b')], "node name 'a b' is not one Slurm accepts"),
+])
+def test_node_lines_errors(nodes, message):
+    with pytest.raises(ValueError) as err:
+        node_lines(nodes)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize('defaults, overrides, expected', [
+    ({'SelectType': 'select/cons_tres', 'ReturnToService': 2}, None, ['SelectType=select/cons_tres', 'ReturnToService=2']),
+    ({'SelectType': 'select/cons_tres', 'ReturnToService': 2}, {'selecttype': 'select/linear'},
+     ['selecttype=select/linear', 'ReturnToService=2']),
+    ({'A': 1, 'B': 2}, {'A': None, 'C': 'x'}, ['B=2', 'C=x']),
+    ({'AllowSpecResourcesUsage': True, 'X': False}, {}, ['AllowSpecResourcesUsage=YES', 'X=NO']),
+    ({'PrologFlags': ['Alloc', 'Contain']}, {}, ['PrologFlags=Alloc,Contain']),
+    ({'Reason': '"two words"'}, {}, ['Reason="two words"']),
+])
+def test_merge_settings(defaults, overrides, expected):
+    assert render_pairs(merge_settings(defaults, overrides)) == expected
+
+
+@pytest.mark.parametrize('defaults, overrides, message', [
+    ('x', None, "slurm.conf defaults 'x' must be a dictionary of KEY: value"),
+    ({'A': 1}, {'B': 'a\nb'}, "slurm.conf setting B='a\\nb': the value must be non-empty, on one line and without \"#\""),
+    ({'A': 1}, {'B': 'x#y'}, 'the value must be non-empty, on one line and without "#"'),
+    ({'A': 1}, {'1x': 'y'}, "slurm.conf setting key '1x' is not a slurm.conf key (letters and digits, e.g. \"SchedulerType\")"),
+])
+def test_merge_settings_errors(defaults, overrides, message):
+    with pytest.raises(ValueError) as err:
+        merge_settings(defaults, overrides)
+    assert message in str(err.value)
+
+
+NAMES = ['gpu-01', 'gpu-02', 'cpu-1']
+
+
+@pytest.mark.parametrize('partitions, expected', [
+    ([{'name': 'batch', 'nodes': 'ALL', 'default': True}], ['PartitionName=batch Nodes=ALL Default=YES']),
+    ([{'name': 'gpu', 'nodes': ['gpu-01', 'gpu-02'], 'options': {'MaxTime': 'INFINITE', 'State': 'UP'}},
+      {'name': 'cpu', 'nodes': 'cpu-1'}],
+     ['PartitionName=gpu Nodes=gpu-[01-02] MaxTime=INFINITE State=UP', 'PartitionName=cpu Nodes=cpu-1']),
+    ([{'name': 'g', 'nodes': 'gpu-[01-02]', 'default': True, 'options': {'Default': None}}], ['PartitionName=g Nodes=gpu-[01-02]']),
+])
+def test_partition_lines(partitions, expected):
+    assert partition_lines(partitions, NAMES) == expected
+
+
+@pytest.mark.parametrize('partitions, message', [
+    ([], 'slurm partitions [] must be a non-empty list of {name: ..., nodes: ...}'),
+    ([{'nodes': 'ALL'}], "partition {'nodes': 'ALL'} needs at least a \"name\" key"),
+    ([{'name': 'a b'}], "partition name 'a b' is not valid"),
+    ([{'name': 'DEFAULT'}], "partition name 'DEFAULT' is not valid"),
+    ([{'name': 'a'}, {'name': 'a'}], 'partition "a" is defined twice'),
+    ([{'name': 'a', 'nodes': ['gpu-09']}], 'partition "a" names nodes that are not configured: gpu-09 (configured: cpu-1, gpu-01, gpu-02)'),
+    ([{'name': 'a', 'nodes': []}], 'partition "a" has no nodes'),
+    ([{'name': 'a', 'default': True}, {'name': 'b', 'default': True}], '2 partitions are marked default; at most one may be'),
+])
+def test_partition_lines_errors(partitions, message):
+    with pytest.raises(ValueError) as err:
+        partition_lines(partitions, NAMES)
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize('values, extra, expected', [
+    (['gpu:h100:8', 'gpu:1g.10gb:14,gpu:a100:2,mps:200', ''], (), 'gpu,mps'),
+    (['', ''], (), ''),
+    (['gpu:a100:1'], ('shard',), 'gpu,shard'),
+])
+def test_gres_types(values, extra, expected):
+    assert gres_types(values, extra) == expected
+
+
+def test_parse_gres_value():
+    assert parse_gres_value('gpu:1g.10gb:7,gpu:a100:2,mps:200,bandwidth') == [
+        ('gpu', '1g.10gb', 7), ('gpu', 'a100', 2), ('mps', None, 200), ('bandwidth', None, 1)]
+    with pytest.raises(ValueError) as err:
+        parse_gres_value('gpu:a:b:c')
+    assert 'Gres item "gpu:a:b:c" is not NAME[:TYPE]:COUNT (e.g. "gpu:a100:2")' in str(err.value)
+
+
+GRES_CONF = [
+    'Name=gpu Type=1g.10gb MultipleFiles=/dev/nvidia0,/dev/nvidia-caps/nvidia-cap12,/dev/nvidia-caps/nvidia-cap13',
+    'Name=gpu Type=a100 File=/dev/nvidia1 Cores=0-15',
+    'Name=mps Count=100 File=/dev/nvidia1',
+]
+
+
+@pytest.mark.parametrize('gres, lines, expected', [
+    ('gpu:1g.10gb:1,gpu:a100:1,mps:100', GRES_CONF, []),
+    ('gpu:2g.20gb:1', GRES_CONF,
+     ['node gpu-01: slurm.conf declares Gres=gpu:2g.20gb but its gres.conf has no Name=gpu Type=2g.20gb line (types there: 1g.10gb, a100)']),
+    ('shard:8', GRES_CONF, ['node gpu-01: slurm.conf declares Gres=shard but its gres.conf has no Name=shard line']),
+    ('gpu:h100:8', [], ['node gpu-01: slurm.conf declares Gres=gpu:h100 but its gres.conf has no Name=gpu Type=h100 line (types there: none)']),
+    ('gpu:h100:8', ['AutoDetect=nvml'], []),
+    ('', [], []),
+])
+def test_check_gres_consistency(gres, lines, expected):
+    assert check_gres_consistency('gpu-01', gres, lines) == expected
+
+
+OLD = """# header
+ClusterName=sim
+SlurmctldHost=ctl
+SelectType=select/cons_tres
+SchedulerType=sched/backfill
+Prolog=/usr/lib/x/prolog
+NodeName=gpu-[01-02] CPUs=2 RealMemory=1000 Gres=gpu:h100:8
+PartitionName=batch Nodes=ALL Default=YES
+"""
+
+
+def _edit(old, new):
+    return OLD.replace(old, new)
+
+
+@pytest.mark.parametrize('new, expected, reason', [
+    (OLD, (False, False, False), None),
+    (_edit('# header', '# other header'), (False, False, False), 'only comments or layout changed: nothing to do'),
+    (_edit('Prolog=/usr/lib/x/prolog', 'Prolog=/usr/lib/y/prolog'), (False, False, True), 'prolog changed: scontrol reconfigure'),
+    (_edit('Default=YES', 'Default=YES MaxTime=10'), (False, False, True), 'partitions or other lines changed: scontrol reconfigure'),
+    (_edit('sched/backfill', 'sched/builtin'), (True, False, False), 'schedulertype changed: restart slurmctld'),
+    (_edit('sched/backfill\nProlog=/usr/lib/x/prolog', 'sched/builtin\nProlog=/p'), (True, False, True), 'prolog changed: scontrol reconfigure'),
+    (_edit('select/cons_tres', 'select/linear'), (True, True, False), 'selecttype changed: restart slurmctld and slurmd'),
+    (_edit('gpu:h100:8', 'gpu:h100:7'), (True, True, False),
+     'node definitions changed (changed gpu-[01-02]): restart slurmctld and slurmd'),
+    (_edit('gpu-[01-02]', 'gpu-[01-03]'), (True, True, False), 'node definitions changed (added gpu-03): restart slurmctld and slurmd'),
+    (_edit('gpu-[01-02]', 'gpu-01'), (True, True, False), 'node definitions changed (removed gpu-02): restart slurmctld and slurmd'),
+    (_edit('ClusterName=sim\n', 'ClusterName=sim\nGresTypes=gpu\n'), (True, True, False), 'grestypes changed: restart slurmctld and slurmd'),
+])
+def test_change_actions(new, expected, reason):
+    result = change_actions(OLD, new)
+    assert (result['restart_slurmctld'], result['restart_slurmd'], result['reconfigure']) == expected
+    if reason:
+        assert reason in result['reasons']
+    else:
+        assert result['reasons'] == []
+
+
+@pytest.mark.parametrize('old', ['', None, '\n'])
+def test_change_actions_first_install(old):
+    assert change_actions(old, OLD) == {'restart_slurmctld': True, 'restart_slurmd': True, 'reconfigure': False,
+                                        'reasons': ['no previous slurm.conf']}
+
+
+def test_parse_conf():
+    parsed = parse_conf(OLD + 'Include /etc/slurm/extra.conf\nSchedulerParameters=a=1,b\n')
+    assert parsed['settings']['clustername'] == 'sim'
+    assert parsed['settings']['schedulerparameters'] == 'a=1,b'
+    assert sorted(parsed['nodes']) == ['gpu-01', 'gpu-02']
+    assert parsed['nodes']['gpu-01']['gres'] == 'gpu:h100:8'
+    assert parsed['partitions'] == {'batch': {'nodes': 'ALL', 'default': 'YES'}}
+    assert parsed['other'] == ['Include /etc/slurm/extra.conf']
