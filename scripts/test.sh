@@ -74,7 +74,11 @@ ensure_nvml_reference() {
 }
 
 stage_deps() {
-    ensure_apt_packages git shellcheck rsync
+    # docker-registry, skopeo, squashfs-tools, jq, curl: the real registry and
+    # the tools behind the enroot stand-in; slurm-client, libslurm-dev, gcc,
+    # make: the pyxis stand-in is built and loaded by a real srun.
+    ensure_apt_packages git shellcheck rsync docker-registry skopeo squashfs-tools jq curl \
+        slurm-client libslurm-dev gcc make || return 1
     ensure_venv || return 1
     ensure_nvml_reference
 }
@@ -124,7 +128,11 @@ print(re.search(r"pip=.([0-9.]+).", inspect.getsource(m)).group(1))') || return 
 }
 
 stage_lint() {
-    ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections" "$VENV/bin/ansible-lint" --strict --offline --nocolor
+    # A private HOME: ansible-lint also reads ~/.ansible/collections, where an
+    # installed (older) copy of this collection would shadow the checkout.
+    mkdir -p "$ROOT/.build/lint-home"
+    HOME="$ROOT/.build/lint-home" ANSIBLE_COLLECTIONS_PATH="$ROOT/.build/collections" \
+        "$VENV/bin/ansible-lint" --strict --offline --nocolor
 }
 
 stage_yamllint() {

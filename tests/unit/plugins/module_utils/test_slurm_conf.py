@@ -84,8 +84,9 @@ def test_invalid_node_names(name, message):
     (['c1', 'c2'], ['gpu-01'], None,
      ['the controller group has 2 hosts (c1, c2): exactly one is supported until slurmctld HA is']),
     (['ctl'], [], None, ['the compute group is empty: put at least one host in it (slurmd runs there)']),
-    (['ctl'], ['gpu-01', 'bad host'], None, ["node name 'bad host' is not one Slurm accepts: a host name of letters, digits and \"-\" (not first or last in a label), "
-                                             "labels joined with \".\", no \"_\", spaces, brackets, commas, \"=\" or \"#\" (e.g. \"gpu-01\")"]),
+    (['ctl'], ['gpu-01', 'bad host'], None,
+     ["node name 'bad host' is not one Slurm accepts: a host name of letters, digits and \"-\" (not first or last in a label), "
+      "labels joined with \".\", no \"_\", spaces, brackets, commas, \"=\" or \"#\" (e.g. \"gpu-01\")"]),
     (['ctl'], ['h1'], ['ALL'], ['node name "ALL" is reserved by Slurm (ALL and DEFAULT cannot be node names)']),
 ])
 def test_preflight_errors(controllers, compute, names, expected):
