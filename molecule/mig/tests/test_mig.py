@@ -1,0 +1,280 @@
+"""Issue 6 (second half) on the simulated cluster: the mig role on real Slurm.
+
+Run by molecule's verify of the "mig" scenario (containers named after the
+nodes), after converge (site.yml, then mig_change.yml with all-balanced) and
+molecule's idempotence run. Each test runs the operator playbook
+mig_change.yml the way an operator would and checks the result on the nodes:
+the simulator's GPU state (`nvmlsim show --json`, read through podman), the
+real slurmctld/slurmd (`scontrol`, `sinfo`, `sbatch`), the files written.
+The tests run in file order; each leaves the cluster idle.
+"""
+import importlib.machinery
+import importlib.util
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+
+import testinfra
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+PREFIX = os.environ.get("GPUCLUSTER_SIM_CONTAINER_PREFIX", "")
+ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
+VARS = ROOT / "molecule" / "mig" / "vars" / "mig.yml"
+MUTATING = ("nvmlDeviceSetMigMode", "nvmlDeviceCreateGpuInstance", "nvmlDeviceCreateGpuInstanceWithPlacement", "nvmlGpuInstanceDestroy",
+            "nvmlGpuInstanceCreateComputeInstance", "nvmlGpuInstanceCreateComputeInstanceWithPlacement", "nvmlComputeInstanceDestroy")
+
+_loader = importlib.machinery.SourceFileLoader("gpucluster_mig_slurm", str(ROOT / "roles" / "mig" / "files" / "gpucluster_mig_slurm.py"))
+_spec = importlib.util.spec_from_loader("gpucluster_mig_slurm", _loader)
+msn = importlib.util.module_from_spec(_spec)
+_loader.exec_module(msn)
+
+CONTROLLER = "ctl"
+H100 = "gpu-01"
+A100 = "gpu-02"
+GPU_NODES = [H100, A100]
+WHOLE_TYPE = {"NVIDIA H100 80GB HBM3": "h100", "NVIDIA A100-SXM4-40GB": "a100"}
+
+
+def node(name):
+    return testinfra.get_host("podman://%s%s" % (PREFIX, name))
+
+
+def sh(name, command, check=True):
+    result = node(name).run(command)
+    if check:
+        assert result.rc == 0, "%s on %s: rc=%s\n%s\n%s" % (command, name, result.rc, result.stdout, result.stderr)
+    return result
+
+
+def sim(name):
+    return json.loads(sh(name, "nvmlsim show --json").stdout)
+
+
+def layout(name):
+    """{gpu index: sorted [(start, profile, gi id, (MIG UUIDs))]} of a node."""
+    return dict((gpu["index"], sorted((gi["start"], gi["profile"], gi["id"], tuple(ci["uuid"] for ci in gi["compute_instances"]))
+                                      for gi in gpu["gpu_instances"])) for gpu in sim(name)["gpus"])
+
+
+def profiles(name):
+    return dict((index, sorted(gi[1] for gi in gis)) for index, gis in layout(name).items())
+
+
+def expected_gres(name):
+    """The Gres= the node must show, from what its GPUs really have: one gpu entry per MIG instance or whole GPU."""
+    counts = {}
+    for gpu in sim(name)["gpus"]:
+        types = [gi["profile"].split("+")[0] for gi in gpu["gpu_instances"]] if gpu["mig_current"] else [WHOLE_TYPE[gpu["name"]]]
+        for gres_type in types:
+            counts[gres_type] = counts.get(gres_type, 0) + 1
+    return set("gpu:%s:%d" % item for item in counts.items())
+
+
+def slurm_node(name):
+    return msn.node_view(msn.parse_show_node(sh(CONTROLLER, "scontrol show node %s --oneliner" % name).stdout))
+
+
+def wait_idle(names, timeout=120):
+    deadline = time.time() + timeout
+    views = {}
+    while time.time() < deadline:
+        views = dict((n, slurm_node(n)) for n in names)
+        if all(v["state"] == ["IDLE"] for v in views.values()):
+            return views
+        time.sleep(2)
+    raise AssertionError("nodes not idle after %d s: %s" % (timeout, views))
+
+
+def playbook(*extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
+               CONTAINERS_CONF=str(ROOT / "scripts" / "lib" / "containers.conf"))
+    inventory_file = os.environ.get("MOLECULE_INVENTORY_FILE")
+    if inventory_file:
+        inventories = ["-i", str(pathlib.Path(inventory_file).parent)]
+    else:
+        inventories = ["-i", str(ROOT / "inventory" / "hosts.yml"), "-i", str(ROOT / "inventory" / "simulated" / "hosts.yml")]
+    argv = [str(ANSIBLE_PLAYBOOK)] + inventories + ["gpucluster.bringup.mig_change", "-e", "@%s" % VARS] + list(extra)
+    result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(ROOT), check=False)
+    return result.returncode, result.stdout
+
+
+def recap(output):
+    found = {}
+    for line in output.split("PLAY RECAP")[-1].splitlines():
+        match = re.match(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", line)
+        if match:
+            found[match.group(1)] = dict(changed=int(match.group(3)), unreachable=int(match.group(4)), failed=int(match.group(5)))
+    return found
+
+
+def start_time(name, unit):
+    return sh(name, "systemctl show -p ExecMainStartTimestampMonotonic --value %s" % unit).stdout.strip()
+
+
+def slurm_conf_node_gres(text, name):
+    """Gres= of the NodeName line that names ``name`` (the role may merge nodes into hostlists; ours differ)."""
+    for line in text.splitlines():
+        if line.startswith("NodeName=%s " % name):
+            return set(dict(item.split("=", 1) for item in line.split() if "=" in item).get("Gres", "").split(","))
+    raise AssertionError("no NodeName=%s line in slurm.conf:\n%s" % (name, text))
+
+
+# ----------------------------------------------------------------------------- the layout in place
+
+
+def test_converge_gave_each_model_its_own_balanced_layout_and_slurm_follows():
+    assert profiles(H100) == dict((i, ["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"]) for i in range(8))
+    assert profiles(A100) == dict((i, ["1g.5gb", "1g.5gb", "2g.10gb", "3g.20gb"]) for i in range(8))
+    views = wait_idle(GPU_NODES)
+    slurm_conf = sh(CONTROLLER, "cat /etc/slurm/slurm.conf").stdout
+    for name in GPU_NODES:
+        want = expected_gres(name)
+        assert msn.gres_set(views[name]["gres"]) == want, (name, views[name])
+        assert slurm_conf_node_gres(slurm_conf, name) == want
+        gres_conf = [line for line in sh(name, "cat /etc/slurm/gres.conf").stdout.splitlines() if line.startswith("Name=gpu")]
+        assert len(gres_conf) == 32 and all(" MultipleFiles=/dev/nvidia" in line for line in gres_conf)
+        assert sh(name, "cat /etc/slurm/slurm.conf").stdout == slurm_conf
+
+
+def test_boot_unit_and_layout_file_are_installed():
+    for name in GPU_NODES:
+        host = node(name)
+        unit = host.service("gpucluster-mig")
+        assert unit.is_enabled and unit.is_running
+        text = host.file("/etc/systemd/system/gpucluster-mig.service").content_string
+        assert "Before=slurmd.service" in text and "ExecStart=/usr/local/sbin/gpucluster-mig-boot --layout-file /etc/gpucluster/mig-layout.json" in text
+        saved = json.loads(host.file("/etc/gpucluster/mig-layout.json").content_string)
+        assert saved["layout"] == "all-balanced"
+        check = sh(name, "/usr/local/sbin/gpucluster-mig-boot --check")
+        assert check.stdout.splitlines()[-1] == "gpucluster-mig-boot: layout all-balanced is in place, nothing to do on 8 GPU(s)"
+
+
+# ----------------------------------------------------------------------------- re-applying
+
+
+def test_reapplying_changes_nothing_and_makes_no_nvml_mutation():
+    """Every NVML call that changes a GPU is made to fail: a re-apply that made one would fail."""
+    wait_idle(GPU_NODES)
+    before = dict((name, layout(name)) for name in GPU_NODES)
+    slurmd = dict((name, start_time(name, "slurmd")) for name in GPU_NODES)
+    slurmctld = start_time(CONTROLLER, "slurmctld")
+    try:
+        for name in GPU_NODES:
+            for call in MUTATING:
+                sh(name, "nvmlsim inject --call %s --error NVML_ERROR_UNKNOWN --count 0" % call)
+        rc, output = playbook()
+    finally:
+        for name in GPU_NODES:
+            sh(name, "nvmlsim inject --clear")
+    assert rc == 0, output
+    assert all(recap(output)[name] == dict(changed=0, unreachable=0, failed=0) for name in GPU_NODES), output
+    assert dict((name, layout(name)) for name in GPU_NODES) == before
+    assert dict((name, start_time(name, "slurmd")) for name in GPU_NODES) == slurmd
+    assert start_time(CONTROLLER, "slurmctld") == slurmctld
+
+
+# ----------------------------------------------------------------------------- one GPU, a shrink, a running job
+
+
+def test_changing_one_gpu_drains_waits_for_the_job_and_shrinks_the_gres():
+    wait_idle(GPU_NODES)
+    before = layout(H100)
+    other_node = layout(A100)
+    sh(H100, "rm -f /tmp/mig-job-end")
+    job = sh(CONTROLLER, "sbatch --parsable -w %s -o /dev/null --wrap 'sleep 15; date +%%s.%%N > /tmp/mig-job-end'" % H100).stdout.strip()
+    deadline = time.time() + 60
+    while "RUNNING" not in sh(CONTROLLER, "squeue -h -j %s -o %%T" % job, check=False).stdout and time.time() < deadline:
+        time.sleep(1)
+    rc, output = playbook("--limit", H100, "-e", "mig_layout=molecule-gpu3-3g")
+    assert rc == 0, output
+    assert recap(output)[H100]["changed"] > 0
+    # The job was waited for, not killed: it wrote its end time; the GPUs changed after it.
+    job_end = float(sh(H100, "cat /tmp/mig-job-end").stdout)
+    assert "JobState=COMPLETED" in sh(CONTROLLER, "scontrol show job %s" % job).stdout
+    state_changed = float(sh(H100, "stat -c %.9Y /var/lib/nvmlsim/state.json").stdout)
+    assert state_changed > job_end
+    # Only GPU 3's differing instances were touched: its 3g.40gb at 4:4 kept its id and MIG UUID.
+    after = layout(H100)
+    assert dict((i, after[i]) for i in range(8) if i != 3) == dict((i, before[i]) for i in range(8) if i != 3)
+    kept = [gi for gi in before[3] if gi[0] == 4]
+    assert kept and kept[0] in after[3]
+    assert [(gi[0], gi[1]) for gi in after[3]] == [(0, "3g.40gb"), (4, "3g.40gb")]
+    assert layout(A100) == other_node
+    # Drained with the role's reason, then back to idle with the smaller Gres=.
+    log = sh(CONTROLLER, "cat /var/log/slurm/slurmctld.log").stdout
+    assert "reason set to: gpucluster.bringup.mig: applying layout molecule-gpu3-3g" in log
+    view = wait_idle([H100])[H100]
+    want = expected_gres(H100)
+    assert "gpu:1g.10gb:14" in want and "gpu:3g.40gb:9" in want
+    assert msn.gres_set(view["gres"]) == want and view["reason"] is None
+    assert slurm_conf_node_gres(sh(CONTROLLER, "cat /etc/slurm/slurm.conf").stdout, H100) == want
+    gres_conf = [line for line in sh(H100, "cat /etc/slurm/gres.conf").stdout.splitlines() if line.startswith("Name=gpu")]
+    assert len(gres_conf) == 30
+    rc, output = playbook("--limit", H100, "-e", "mig_layout=molecule-gpu3-3g")
+    assert rc == 0 and recap(output)[H100]["changed"] == 0, output
+
+
+# ----------------------------------------------------------------------------- a GPU in use
+
+
+def test_a_gpu_with_a_running_process_is_refused_and_nothing_changes():
+    wait_idle([H100])
+    one_g = [gi for gi in layout(H100)[5] if gi[1] == "1g.10gb"][0]
+    sh(H100, "nvmlsim process add --gpu 5 --pid 424242 --name python3 --gi %d --ci 0" % one_g[2])
+    try:
+        before = layout(H100)
+        gres_before = slurm_node(H100)["gres"]
+        rc, output = playbook("--limit", H100, "-e", "mig_layout=molecule-gpu5-7g")
+        after = layout(H100)
+    finally:
+        sh(H100, "nvmlsim process remove --pid 424242")
+    assert rc != 0, output
+    assert ("refusing to destroy GPU instance %d (1g.10gb at %d:1) used by pid 424242 (python3); set force to destroy it anyway"
+            % (one_g[2], one_g[0])) in output, output
+    assert after == before
+    view = wait_idle([H100])[H100]
+    assert view["reason"] is None and view["gres"] == gres_before
+
+
+# ----------------------------------------------------------------------------- a wrong name
+
+
+def test_an_unknown_layout_name_fails_in_preflight_listing_the_valid_ones():
+    defaults = yaml.safe_load((ROOT / "roles" / "mig" / "defaults" / "main.yml").read_text())["mig_layouts"]
+    custom = yaml.safe_load(VARS.read_text())["mig_layouts_custom"]
+    before = layout(H100)
+    rc, output = playbook("--limit", H100, "-e", "mig_layout=all-balancd")
+    assert rc != 0
+    assert ('mig_layout "all-balancd" of %s is not a layout of mig_layouts or mig_layouts_custom; valid layouts: %s (or "" to leave MIG alone)'
+            % (H100, ", ".join(sorted(set(defaults) | set(custom))))) in " ".join(output.split()), output
+    assert layout(H100) == before
+
+
+# ----------------------------------------------------------------------------- after a reboot
+
+
+def test_the_boot_unit_recreates_the_layout_before_slurmd_after_a_reboot():
+    wait_idle([A100])
+    before = layout(A100)
+    sh(A100, "nvmlsim reboot")
+    assert all(gis == [] for gis in layout(A100).values())
+    subprocess.run([str(ROOT / "scripts" / "lib" / "podman"), "restart", PREFIX + A100], check=True, capture_output=True)
+    deadline = time.time() + 90
+    while time.time() < deadline:
+        status = node(A100).run("systemctl is-system-running").stdout.strip()
+        if status in ("running", "degraded"):
+            break
+        time.sleep(1)
+    assert sh(A100, "systemctl is-active gpucluster-mig").stdout.strip() == "active"
+    assert layout(A100) == before  # same placements, ids and MIG UUIDs
+    mig_done = int(sh(A100, "systemctl show -p ActiveEnterTimestampMonotonic --value gpucluster-mig").stdout)
+    slurmd_start = int(start_time(A100, "slurmd"))
+    assert 0 < mig_done <= slurmd_start
+    view = wait_idle([A100])[A100]
+    assert msn.gres_set(view["gres"]) == expected_gres(A100)
