@@ -1,0 +1,625 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Pass/fail decisions of the validation playbook's node, Slurm and MPI stages (pure logic).
+
+Every function returns check records as ``_validation_report`` renders them:
+``{"stage", "node", "check", "status": pass|fail|skip, "reason"[, "value", "threshold", "hosts"]}``.
+The modules only collect (NVML, files, commands, job output) and hand the observations here.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import expand
+
+NODE_CHECKS = ('nvml', 'gpu_count', 'gpu_models', 'mig_layout', 'gres_conf', 'munge', 'slurmd', 'node_state', 'enroot', 'pyxis')
+# Base states and flags of ``scontrol -o show node`` that keep a node from taking jobs.
+BAD_BASE_STATES = ('DOWN', 'ERROR', 'FAIL', 'FUTURE', 'UNKNOWN', 'DRAINED', 'DRAINING', 'DRAIN')
+BAD_FLAGS = ('DRAIN', 'FAIL', 'NOT_RESPONDING', 'INVALID_REG', 'POWERED_DOWN', 'POWER_DOWN', 'POWERING_DOWN', 'REBOOT_ISSUED')
+MPI_PATHS = ('srun_pmi', 'srun_plain', 'mpirun', 'pyxis')
+# Settings in a job's environment known to slow collectives, with why.
+SLOW_ENV = (
+    ('OMPI_MCA_pml', re.compile(r'^\^.*\bucx\b|^ob1$'),
+     'keeps Open MPI off UCX (seed 002: srun + pyxis with OMPI_MCA_pml=^ucx ran all_reduce at half the mpirun bandwidth)'),
+    ('OMPI_MCA_btl', re.compile(r'^(tcp|self,tcp|tcp,self)$'), 'limits Open MPI to TCP'),
+    ('NCCL_IB_DISABLE', re.compile(r'^1$'), 'turns InfiniBand off for NCCL (sockets only)'),
+    ('NCCL_NET', re.compile(r'^Socket$', re.IGNORECASE), 'forces NCCL onto TCP sockets'),
+    ('NCCL_P2P_DISABLE', re.compile(r'^1$'), 'turns NVLink/PCIe peer-to-peer off for NCCL'),
+    ('NCCL_SHM_DISABLE', re.compile(r'^1$'), 'turns shared-memory transport off for NCCL'),
+    ('NCCL_DEBUG', re.compile(r'^(TRACE)$', re.IGNORECASE), 'NCCL_DEBUG=TRACE logs every call and slows collectives'),
+)
+
+_NODE_LINE = re.compile(r'^NodeName=(\S+)')
+_STATE = re.compile(r'\sState=(\S+)')
+_REASON = re.compile(r'\sReason=(.*?)(?:\s\[([^\]@\s]+)@([^\]\s]+)\])?(?:\s+[A-Z][A-Za-z]*=\S*)*\s*$')
+_MPI_HELLO = re.compile(r'^(?:\s*\d+:\s*)?mpi_hello rank (\d+) of (\d+) on (\S+)')
+
+
+def is_false(value):
+    """True for a flag that says no: False, 0, or the strings false/no/0/off (values that went through a template)."""
+    if isinstance(value, str):
+        return value.strip().lower() in ('false', 'no', '0', 'off')
+    return value is False or value == 0 and not isinstance(value, bool) and value is not None
+
+
+def record(stage, node, check, status, reason, **extra):
+    item = {'stage': stage, 'node': node, 'check': check, 'status': status, 'reason': reason}
+    for key, value in extra.items():
+        if value is not None:
+            item[key] = value
+    return item
+
+
+def _clip(text, limit=300):
+    text = ' '.join(str(text or '').split())
+    return text if len(text) <= limit else text[:limit - 3] + '...'
+
+
+# ---------------------------------------------------------------- scontrol
+
+def parse_scontrol_nodes(text):
+    """``scontrol -o show node`` (one node per line) as ``{name: {name, state, flags, reason, reason_user, reason_time}}``.
+
+    ``state`` is the base state (``IDLE``), ``flags`` the sorted ``+`` flags (``DRAIN``, ``NOT_RESPONDING``).
+    Raises ``ValueError`` naming the line when a ``NodeName=`` line has no ``State=``.
+    """
+    nodes = {}
+    for number, line in enumerate((text or '').splitlines(), 1):
+        line = line.strip()
+        match = _NODE_LINE.match(line)
+        if not match:
+            continue
+        state = _STATE.search(line)
+        if not state:
+            raise ValueError('scontrol line %d for node %s has no State=: %r' % (number, match.group(1), _clip(line, 200)))
+        parts = state.group(1).split('+')
+        reason = _REASON.search(line)
+        nodes[match.group(1)] = {
+            'name': match.group(1),
+            'state': parts[0].rstrip('*~#$@^-!%'),
+            'flags': sorted(set(p for p in parts[1:] if p)),
+            'reason': reason.group(1).strip() if reason else '',
+            'reason_user': (reason.group(2) or '') if reason else '',
+            'reason_time': (reason.group(3) or '') if reason else '',
+        }
+    return nodes
+
+
+def node_problem(node):
+    """Why the node cannot take jobs (text), or ``''`` when it can."""
+    bad = [flag for flag in node['flags'] if flag in BAD_FLAGS]
+    if node['state'] in BAD_BASE_STATES or bad:
+        state = '+'.join([node['state']] + node['flags'])
+        reason = (' (reason: "%s"%s)' % (node['reason'], ' set by %s' % node['reason_user'] if node['reason_user'] else '')
+                  if node['reason'] else ' (no reason given)')
+        return 'node is %s%s' % (state, reason)
+    return ''
+
+
+def node_state_record(stage, name, nodes):
+    if name not in nodes:
+        return record(stage, name, 'node_state', 'fail', 'Slurm does not know a node called %s (scontrol show node lists: %s)'
+                      % (name, ', '.join(sorted(nodes)) or 'none'))
+    problem = node_problem(nodes[name])
+    if problem:
+        return record(stage, name, 'node_state', 'fail', problem)
+    return record(stage, name, 'node_state', 'pass', 'node is %s' % '+'.join([nodes[name]['state']] + nodes[name]['flags']))
+
+
+# ---------------------------------------------------------------- gres.conf
+
+def _gres_conf_units(lines):
+    """``{(name, type): count}`` of device units the lines declare (File= hostlists expanded; Count= without File=)."""
+    units = {}
+    for line in lines:
+        fields = dict(pair.split('=', 1) for pair in line.split() if '=' in pair)
+        name = fields.get('Name')
+        if not name:
+            continue
+        key = (name, fields.get('Type') or '-')
+        if 'File' in fields:
+            count = 0
+            for part in fields['File'].split(','):
+                try:
+                    count += len(expand(part))
+                except ValueError:
+                    count += 1
+        elif 'MultipleFiles' in fields:
+            count = 1
+        else:
+            try:
+                count = int(fields.get('Count', '1'))
+            except ValueError:
+                count = 1
+        units[key] = units.get(key, 0) + count
+    return units
+
+
+def gres_conf_lines(text):
+    """Significant lines of a gres.conf: comments and blanks dropped, whitespace collapsed."""
+    lines = []
+    for raw in (text or '').splitlines():
+        line = raw.split('#', 1)[0].strip()
+        if line:
+            lines.append(' '.join(line.split()))
+    return lines
+
+
+def gres_conf_record(stage, node, path, actual_text, expected_lines):
+    """gres.conf on the node against what ``slurm_gres_facts`` computes from NVML now."""
+    if actual_text is None:
+        return record(stage, node, 'gres_conf', 'fail', '%s is missing or unreadable; slurm_gres_facts computes %d line(s)' % (path, len(expected_lines)))
+    actual = gres_conf_lines(actual_text)
+    expected = gres_conf_lines('\n'.join(expected_lines))
+    if actual == expected:
+        return record(stage, node, 'gres_conf', 'pass', '%s equals what slurm_gres_facts computes (%d line(s))' % (path, len(expected)))
+    problems = []
+    have, want = _gres_conf_units(actual), _gres_conf_units(expected)
+    for key in sorted(set(have) | set(want)):
+        if have.get(key, 0) != want.get(key, 0):
+            label = key[0] if key[1] == '-' else '%s:%s' % key
+            problems.append('%s: %d in %s, %d computed from NVML' % (label, have.get(key, 0), path, want.get(key, 0)))
+    missing = [line for line in expected if line not in actual]
+    extra = [line for line in actual if line not in expected]
+    if missing:
+        problems.append('missing line "%s"%s' % (missing[0], ' (+%d more)' % (len(missing) - 1) if len(missing) > 1 else ''))
+    if extra:
+        problems.append('unexpected line "%s"%s' % (extra[0], ' (+%d more)' % (len(extra) - 1) if len(extra) > 1 else ''))
+    if not problems:
+        problems.append('same lines in a different order')
+    return record(stage, node, 'gres_conf', 'fail', '%s differs from what slurm_gres_facts computes now: %s' % (path, '; '.join(problems)))
+
+
+# ---------------------------------------------------------------- node checks
+
+def _validate_expect(expect):
+    known = ('gpu_count', 'gpu_models', 'enroot', 'pyxis', 'gres_conf_path', 'node_name')
+    unknown = sorted(set(expect) - set(known))
+    if unknown:
+        raise ValueError('unknown node check expectation(s) %s; valid: %s' % (', '.join(unknown), ', '.join(known)))
+    count = expect.get('gpu_count')
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
+        raise ValueError('gpu_count is %r, expected a whole number of GPUs (0 or more) or null not to check it' % (count,))
+    models = expect.get('gpu_models') or []
+    if not isinstance(models, list) or not all(isinstance(m, str) and m.strip() for m in models):
+        raise ValueError('gpu_models is %r, expected a list of model-name substrings such as ["H100", "A100-SXM4-40GB"]' % (models,))
+
+
+def node_records(node, observed, expect, stage='node'):
+    """All node checks of one node, in the order of ``NODE_CHECKS``.
+
+    ``observed`` keys (each optional; a missing key makes its check ``skip``):
+    ``nvml_error`` (text or None), ``gpus`` ([{index, name}]), ``mig`` ({actions: [...], reset_required: [...]}
+    from ``nvidia_mig`` in check mode, or None when no layout is wanted), ``gres_conf`` ({path, text, expected}),
+    ``munge`` ({rc, output}), ``services`` ({unit: state}), ``scontrol`` (``scontrol -o show node`` text),
+    ``enroot`` ({rc, output, conf_present, conf_path}), ``pyxis`` ({rc, output}).
+    ``expect``: ``gpu_count``, ``gpu_models``, ``enroot`` (bool), ``pyxis`` (bool), ``node_name``.
+    """
+    _validate_expect(expect)
+    name = expect.get('node_name') or node
+    records = []
+    nvml_error = observed.get('nvml_error')
+    gpus = observed.get('gpus')
+    if 'nvml_error' not in observed and gpus is None:
+        records.append(record(stage, node, 'nvml', 'skip', 'not checked: NVML was not queried (not a GPU node)'))
+    elif nvml_error:
+        records.append(record(stage, node, 'nvml', 'fail', 'NVML does not answer: %s' % _clip(nvml_error)))
+    else:
+        records.append(record(stage, node, 'nvml', 'pass', 'NVML answers: %d GPU(s)' % len(gpus or [])))
+    gpus = gpus or []
+    count = expect.get('gpu_count')
+    if nvml_error or observed.get('gpus') is None or count is None:
+        records.append(record(stage, node, 'gpu_count', 'skip', 'not checked: %s' % (
+            'NVML does not answer' if nvml_error else 'no expected GPU count' if count is None else 'NVML was not queried')))
+    elif len(gpus) != count:
+        records.append(record(stage, node, 'gpu_count', 'fail', 'NVML sees %d GPU(s), expected %d' % (len(gpus), count),
+                              value=len(gpus), threshold=count))
+    else:
+        records.append(record(stage, node, 'gpu_count', 'pass', '%d GPU(s) as expected' % count, value=count))
+    models = expect.get('gpu_models') or []
+    if nvml_error or observed.get('gpus') is None or not models:
+        records.append(record(stage, node, 'gpu_models', 'skip', 'not checked: %s' % (
+            'NVML does not answer' if nvml_error else 'no expected models' if not models else 'NVML was not queried')))
+    else:
+        wrong = ['GPU %s is %s' % (g.get('index'), g.get('name')) for g in gpus
+                 if not any(m.lower() in str(g.get('name', '')).lower() for m in models)]
+        if wrong:
+            records.append(record(stage, node, 'gpu_models', 'fail', '%s; expected %s' % ('; '.join(wrong), ' or '.join(models))))
+        else:
+            names = sorted(set(str(g.get('name')) for g in gpus))
+            records.append(record(stage, node, 'gpu_models', 'pass', 'models %s match %s' % (', '.join(names) or 'none', ' or '.join(models))))
+    records.append(_mig_record(stage, node, observed.get('mig'), nvml_error))
+    gres = observed.get('gres_conf')
+    if gres is None:
+        records.append(record(stage, node, 'gres_conf', 'skip', 'not checked: no GRES computed for this node (not a GPU node)'))
+    elif gres.get('error'):
+        records.append(record(stage, node, 'gres_conf', 'fail', 'slurm_gres_facts could not compute the GRES to compare %s with: %s' % (
+            gres['path'], _clip(gres['error']))))
+    else:
+        records.append(gres_conf_record(stage, node, gres['path'], gres.get('text'), gres['expected']))
+    records.append(_munge_record(stage, node, observed.get('munge'), (observed.get('services') or {}).get('munge')))
+    services = observed.get('services') or {}
+    if 'slurmd' not in services:
+        records.append(record(stage, node, 'slurmd', 'skip', 'not checked: slurmd state unknown'))
+    elif services['slurmd'] == 'active':
+        records.append(record(stage, node, 'slurmd', 'pass', 'slurmd is active'))
+    else:
+        records.append(record(stage, node, 'slurmd', 'fail', 'slurmd is %s' % (services['slurmd'] or 'not running')))
+    if observed.get('scontrol') is None:
+        records.append(record(stage, node, 'node_state', 'skip', 'not checked: scontrol was not run'))
+    elif observed.get('scontrol_error'):
+        records.append(record(stage, node, 'node_state', 'fail', 'scontrol show node %s failed: %s' % (name, _clip(observed['scontrol_error']))))
+    else:
+        rec = node_state_record(stage, name, parse_scontrol_nodes(observed['scontrol']))
+        rec['node'] = node
+        records.append(rec)
+    records.append(_enroot_record(stage, node, observed.get('enroot'), expect.get('enroot')))
+    records.append(_pyxis_record(stage, node, observed.get('pyxis'), expect.get('pyxis')))
+    return records
+
+
+def _mig_record(stage, node, mig, nvml_error):
+    if nvml_error:
+        return record(stage, node, 'mig_layout', 'skip', 'not checked: NVML does not answer')
+    if mig is None:
+        return record(stage, node, 'mig_layout', 'skip', 'not checked: no wanted MIG layout for this node')
+    if mig.get('error'):
+        return record(stage, node, 'mig_layout', 'fail', 'the wanted MIG layout could not be compared: %s' % _clip(mig['error']))
+    actions = mig.get('actions') or []
+    pending = mig.get('reset_required') or []
+    if actions:
+        return record(stage, node, 'mig_layout', 'fail', 'MIG layout differs from the wanted one; nvidia_mig would: %s%s' % (
+            '; '.join(actions[:3]), ' (+%d more)' % (len(actions) - 3) if len(actions) > 3 else ''))
+    if pending:
+        return record(stage, node, 'mig_layout', 'fail', 'MIG mode change pending a GPU reset on GPU(s) %s' % ', '.join(str(p) for p in pending))
+    return record(stage, node, 'mig_layout', 'pass', 'MIG layout equals the wanted one')
+
+
+def _munge_record(stage, node, munge, service_state):
+    if munge is None and service_state is None:
+        return record(stage, node, 'munge', 'skip', 'not checked: munge was not queried')
+    if service_state is not None and service_state != 'active':
+        return record(stage, node, 'munge', 'fail', 'munge is %s' % (service_state or 'not running'))
+    if munge is not None and munge.get('rc') != 0:
+        return record(stage, node, 'munge', 'fail', 'munge -n | unmunge failed (rc %s): %s' % (munge.get('rc'), _clip(munge.get('output'))))
+    if munge is not None and 'STATUS:' in (munge.get('output') or '') and 'Success' not in munge['output']:
+        return record(stage, node, 'munge', 'fail', 'unmunge did not decode a fresh credential: %s' % _clip(munge['output']))
+    return record(stage, node, 'munge', 'pass', 'munge is active and a credential round-trips')
+
+
+def _enroot_record(stage, node, enroot, wanted):
+    if not wanted:
+        return record(stage, node, 'enroot', 'skip', 'not checked: enroot not expected (validate_enroot is false)')
+    if enroot is None or enroot.get('rc') is None:
+        return record(stage, node, 'enroot', 'fail', 'enroot is not installed (no enroot command in PATH)')
+    if enroot['rc'] != 0:
+        return record(stage, node, 'enroot', 'fail', 'enroot version failed (rc %s): %s' % (enroot['rc'], _clip(enroot.get('output'))))
+    if not enroot.get('conf_present'):
+        return record(stage, node, 'enroot', 'fail', 'enroot %s is installed but %s is missing' % (
+            _clip(enroot.get('output'), 40), enroot.get('conf_path')))
+    return record(stage, node, 'enroot', 'pass', 'enroot %s installed, %s present' % (_clip(enroot.get('output'), 40), enroot.get('conf_path')))
+
+
+def _pyxis_record(stage, node, pyxis, wanted):
+    if not wanted:
+        return record(stage, node, 'pyxis', 'skip', 'not checked: pyxis not expected (validate_pyxis is false)')
+    if pyxis is None or pyxis.get('rc') is None:
+        return record(stage, node, 'pyxis', 'fail', 'srun is not installed on this node, cannot tell whether pyxis loads')
+    if '--container-image' in (pyxis.get('output') or ''):
+        return record(stage, node, 'pyxis', 'pass', 'pyxis is loaded: srun --help lists --container-image')
+    return record(stage, node, 'pyxis', 'fail', 'pyxis is not loaded: srun --help does not list --container-image%s' % (
+        ' (srun said: %s)' % _clip(pyxis.get('output'), 200) if pyxis.get('rc') else ''))
+
+
+# ---------------------------------------------------------------- jobs
+
+def _job_failure(kind, result):
+    """Reason text for a job that exited non-zero or timed out."""
+    if result.get('timed_out'):
+        return '%s timed out after %ss' % (kind, result.get('timeout'))
+    text = (result.get('stderr') or '') + '\n' + (result.get('stdout') or '')
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [line for line in lines if re.search(r'error|fail|abort|denied|refused|invalid|unable|cannot|not ', line, re.IGNORECASE)]
+    first = errors[0] if errors else (lines[-1] if lines else 'no output')
+    return '%s failed (rc %s): %s' % (kind, result.get('rc'), _clip(first, 240))
+
+
+def srun_record(node, result, stage='slurm'):
+    """``srun -N1 -w NODE hostname``: passes when the job ran on NODE."""
+    if result.get('rc') != 0 or result.get('timed_out'):
+        return record(stage, node, 'srun', 'fail', _job_failure('srun -w %s' % node, result))
+    host = (result.get('stdout') or '').strip().splitlines()
+    host = host[-1].strip() if host else ''
+    if host.split('.')[0] != node:
+        return record(stage, node, 'srun', 'fail', 'srun -w %s ran on "%s"' % (node, host or 'nowhere (no output)'))
+    return record(stage, node, 'srun', 'pass', 'srun -w %s ran on %s' % (node, host))
+
+
+def parse_gres_probe(text):
+    """The ``key=value`` lines the GPU probe job prints (``CUDA_VISIBLE_DEVICES``, ``SLURM_STEP_GPUS``)."""
+    values = {}
+    for line in (text or '').splitlines():
+        line = re.sub(r'^\s*\d+:\s*', '', line.strip())
+        if '=' in line:
+            key, value = line.split('=', 1)
+            if re.match(r'^[A-Z_]+$', key):
+                values[key] = value.strip()
+    return values
+
+
+def gres_job_record(node, result, gpus, stage='slurm'):
+    """A ``--gres=gpu:N`` job on NODE: it must see N devices in CUDA_VISIBLE_DEVICES."""
+    if not gpus:
+        return record(stage, node, 'gres_job', 'skip', 'not checked: no GPUs configured for %s' % node)
+    if result.get('rc') != 0 or result.get('timed_out'):
+        return record(stage, node, 'gres_job', 'fail', _job_failure('srun --gres=gpu:%d -w %s' % (gpus, node), result))
+    values = parse_gres_probe(result.get('stdout'))
+    visible = [v for v in values.get('CUDA_VISIBLE_DEVICES', '').split(',') if v]
+    if len(visible) != gpus:
+        return record(stage, node, 'gres_job', 'fail', 'a --gres=gpu:%d job sees CUDA_VISIBLE_DEVICES=%s (%d device(s)), expected %d' % (
+            gpus, values.get('CUDA_VISIBLE_DEVICES', '<unset>'), len(visible), gpus), value=len(visible), threshold=gpus)
+    return record(stage, node, 'gres_job', 'pass', 'a --gres=gpu:%d job sees %d device(s): CUDA_VISIBLE_DEVICES=%s' % (
+        gpus, len(visible), values.get('CUDA_VISIBLE_DEVICES')), value=len(visible))
+
+
+def container_record(node, result, image, stage='slurm'):
+    if not image:
+        return record(stage, node, 'container_job', 'skip', 'not checked: no container image given (validate_container_image)')
+    if result.get('rc') != 0 or result.get('timed_out'):
+        return record(stage, node, 'container_job', 'fail', _job_failure('srun --container-image=%s -w %s' % (image, node), result))
+    return record(stage, node, 'container_job', 'pass', 'a pyxis job ran in %s on %s' % (image, node))
+
+
+def parse_mpi_list(text):
+    """MPI plugin types of ``srun --mpi=list`` (``pmix``, ``pmi2``, ``none``, ``pmix_v4``, ...)."""
+    types = []
+    for line in (text or '').splitlines():
+        line = line.strip()
+        match = re.match(r'^(?:srun:\s*)?(?:MPI plugin types are\.*:?|specific pmix plugin versions available:)?\s*(.*)$', line)
+        for token in re.split(r'[\s,]+', match.group(1) if match else ''):
+            token = token.strip().rstrip(',')
+            if re.match(r'^(none|pmi2|pmix(_v\d+)?|cray_shasta|openmpi|mvapich|pmi|mpichgm|mpichmx|lam|mpich1_p4|mpich1_shmem)$', token):
+                if token not in types:
+                    types.append(token)
+    return types
+
+
+def choose_mpi_plugin(available, wanted='auto'):
+    """The ``--mpi=`` value for MPI jobs: ``wanted`` when given, else pmix, then pmi2; ``None`` when none is offered."""
+    if wanted and wanted != 'auto':
+        if wanted not in available:
+            raise ValueError('srun offers no MPI plugin %r; it offers: %s' % (wanted, ', '.join(available) or 'none'))
+        return wanted
+    for name in ('pmix', 'pmi2'):
+        if name in available:
+            return name
+    versions = [name for name in available if name.startswith('pmix_')]
+    return versions[0] if versions else None
+
+
+_MPI_HINTS = (
+    (re.compile(r'orte_ess_init failed|ess_init failed|OPAL_ERR_NOT_INITIALIZED|PMIx_Init failed|PMI2?_Init'),
+     'the MPI library found no PMI server: srun launched it without PMI support (use srun --mpi=pmix or pmi2)'),
+    (re.compile(r'MPI plugin.*(not found|could not be loaded)|mpi/pmix.*(Couldn.t|cannot)|Cannot create mpi', re.IGNORECASE),
+     "the Slurm MPI plugin does not load on the node"),
+    (re.compile(r'allow-run-as-root|running as root', re.IGNORECASE), 'mpirun refuses to run as root'),
+    (re.compile(r'ORTE was unable to reliably start|orted.*(not found|exited)|daemon.*failed to report', re.IGNORECASE),
+     'mpirun could not start its daemons on the allocated nodes'),
+    (re.compile(r'No such file or directory|command not found|not found', re.IGNORECASE), 'a program was not found on a node'),
+)
+
+
+def mpi_hint(text):
+    """A short cause for a failing MPI launch, from known messages; ``''`` when none matches."""
+    for pattern, hint in _MPI_HINTS:
+        if pattern.search(text or ''):
+            return hint
+    return ''
+
+
+def mpi_record(path, label, result, expected_ranks, hosts, required, stage='mpi'):
+    """One MPI launch path: every rank of one world of ``expected_ranks`` must report in.
+
+    A path that fails is ``fail`` when it is in ``required`` and ``skip`` (reported, not gating) otherwise.
+    """
+    if path not in MPI_PATHS:
+        raise ValueError('unknown MPI path %r; valid paths: %s' % (path, ', '.join(MPI_PATHS)))
+    if result is None or result.get('skipped'):
+        why = (result or {}).get('reason') or 'not run'
+        return record(stage, path, 'launch', 'fail' if path in required else 'skip', '%s: %s' % (label, why), hosts=hosts or None)
+    ranks = {}
+    sizes = set()
+    lines = 0
+    for line in (result.get('stdout') or '').splitlines():
+        match = _MPI_HELLO.match(line.strip())
+        if match:
+            lines += 1
+            ranks[int(match.group(1))] = match.group(3)
+            sizes.add(int(match.group(2)))
+    problem = None
+    if result.get('rc') != 0 or result.get('timed_out'):
+        problem = _job_failure(label, result)
+        hint = mpi_hint((result.get('stderr') or '') + (result.get('stdout') or ''))
+        if hint:
+            problem += ' -- %s' % hint
+    elif sizes == {1} and expected_ranks > 1:
+        problem = '%s: each of the %d tasks started as its own 1-rank world (no PMI wiring between srun and MPI)' % (label, lines)
+    elif sorted(ranks) != list(range(expected_ranks)) or sizes != {expected_ranks}:
+        problem = '%s: %d of %d ranks reported (world size %s)' % (label, len(ranks), expected_ranks, ','.join(str(s) for s in sorted(sizes)) or 'unknown')
+    if problem:
+        status = 'fail' if path in required else 'skip'
+        if status == 'skip':
+            problem = 'FAILING, not required (validate_mpi_required_paths): ' + problem
+        return record(stage, path, 'launch', status, problem, hosts=hosts or None)
+    seen = sorted(set(ranks.values()))
+    return record(stage, path, 'launch', 'pass', '%s: %d ranks in one world on %s' % (label, expected_ranks, ', '.join(seen)), hosts=hosts or None)
+
+
+def slow_env_warnings(env, source):
+    """Warnings for settings in ``env`` (a dict, or ``env`` output text) known to slow collectives."""
+    if isinstance(env, str):
+        parsed = {}
+        for line in env.splitlines():
+            line = re.sub(r'^\s*\d+:\s*', '', line)
+            if '=' in line:
+                key, value = line.split('=', 1)
+                parsed[key.strip()] = value.strip()
+        env = parsed
+    warnings = []
+    for key, pattern, why in SLOW_ENV:
+        value = env.get(key)
+        if value is not None and pattern.search(str(value)):
+            warnings.append('%s sets %s=%s, which %s' % (source, key, value, why))
+    return warnings
+
+
+# ---------------------------------------------------------------- report helpers
+
+def missing_node_records(records, nodes, stage='node'):
+    """A ``fail`` record for every node of ``nodes`` that has no record of ``stage`` (unreachable, or its tasks failed)."""
+    have = set(rec.get('node') for rec in records if rec.get('stage') == stage)
+    return [record(stage, node, 'reachable', 'fail', 'no %s check results from %s: the host was unreachable or its tasks failed' % (stage, node))
+            for node in nodes if node not in have]
+
+
+def drain_reasons(records, nodes, prefix='validate', limit=200):
+    """``{node: "validate: <stage>/<check>: <reason>"}`` of the first failure naming each node of ``nodes``.
+
+    Only failures that point at one node count: a failed multi-node run (``hosts`` with several nodes, such as
+    the fabric run) does not say which node is at fault and drains none. Nodes not in ``nodes`` (not Slurm
+    compute nodes) are left out.
+    """
+    reasons = {}
+    for rec in records:
+        hosts = rec.get('hosts') or [rec.get('node')]
+        if rec.get('status') != 'fail' or len(hosts) != 1:
+            continue
+        for host in hosts:
+            if host in nodes and host not in reasons:
+                text = '%s: %s/%s: %s' % (prefix, rec['stage'], rec['check'], ' '.join(str(rec.get('reason', '')).split()))
+                text = text.replace('"', "'")
+                reasons[host] = text if len(text) <= limit else text[:limit - 3] + '...'
+    return reasons
+
+
+# ---------------------------------------------------------------- job plans
+
+# What a --gres=gpu job sees. Device files are not probed: the GRES index is not the /dev/nvidiaN minor in general.
+GRES_PROBE = 'echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-}"; echo "SLURM_STEP_GPUS=${SLURM_STEP_GPUS:-${SLURM_JOB_GPUS-}}"'
+SLURM_PLAN_KEYS = ('nodes', 'srun', 'partition', 'time_limit', 'timeout', 'pyxis', 'container_image', 'env')
+MPI_PLAN_KEYS = ('nodes', 'binary', 'srun', 'salloc', 'mpirun', 'mpirun_args', 'partition', 'time_limit', 'timeout', 'container_image',
+                 'container_mounts', 'env', 'skip_reason')
+
+
+def _check_plan(plan, keys, what):
+    if not isinstance(plan, dict):
+        raise ValueError('the %s plan must be a dict with keys %s, got %r' % (what, ', '.join(keys), plan))
+    unknown = sorted(set(plan) - set(keys))
+    if unknown:
+        raise ValueError('unknown %s plan key(s) %s; valid keys: %s' % (what, ', '.join(unknown), ', '.join(keys)))
+
+
+def _export(env):
+    for key in sorted(env or {}):
+        if not re.match(r'^[A-Za-z_][A-Za-z0-9_]*$', key):
+            raise ValueError('environment variable name %r is not valid (letters, digits and _)' % (key,))
+    return '--export=' + ','.join(['ALL'] + ['%s=%s' % (key, env[key]) for key in sorted(env or {})])
+
+
+def slurm_jobs(plan):
+    """``validation_jobs`` jobs of the Slurm stage: srun on every node, a --gres=gpu job per GPU node, a pyxis job, the job environment.
+
+    ``plan``: ``nodes`` ([{name, gpus, usable}]; ``usable`` False: the node cannot take jobs, its jobs are reported
+    skipped instead of waiting in the queue), ``srun``, ``partition``, ``time_limit`` (minutes), ``timeout`` (seconds),
+    ``pyxis`` (bool), ``container_image``, ``env`` (exported to every job).
+    """
+    _check_plan(plan, SLURM_PLAN_KEYS, 'Slurm')
+    nodes = plan.get('nodes') or []
+    if not nodes or not all(isinstance(n, dict) and n.get('name') for n in nodes):
+        raise ValueError('Slurm plan nodes must be a non-empty list of {name, gpus, mig}, got %r' % (nodes,))
+    srun = plan.get('srun') or 'srun'
+    common = ['--time=%s' % (plan.get('time_limit') or 2), _export(plan.get('env'))]
+    if plan.get('partition'):
+        common.append('--partition=%s' % plan['partition'])
+    timeout = plan.get('timeout') or 120
+    image = plan.get('container_image') or ''
+    jobs = []
+    for node in nodes:
+        if is_false(node.get('usable')):
+            for suffix, check in (('', 'srun'), ('/gres', 'gres_job'), ('/container', 'container_job')):
+                jobs.append({'name': node['name'] + suffix, 'kind': 'skip', 'check': check,
+                             'reason': 'not run: %s cannot take jobs (see its node_state check)' % node['name']})
+            continue
+        base = [srun, '--nodes=1', '--ntasks=1', '--nodelist=%s' % node['name']] + common
+        jobs.append({'name': node['name'], 'kind': 'srun', 'round': 0, 'timeout': timeout, 'argv': base + ['--job-name=validate-srun', 'hostname']})
+        try:
+            gpus = int(node.get('gpus') or 0)
+        except (TypeError, ValueError):
+            raise ValueError('node %s: gpus is %r, expected a whole number' % (node['name'], node.get('gpus')))
+        if gpus:
+            jobs.append({'name': node['name'] + '/gres', 'kind': 'gres', 'round': 1, 'timeout': timeout, 'gpus': gpus,
+                         'argv': base + ['--job-name=validate-gres', '--gres=gpu:%d' % gpus, 'sh', '-c', GRES_PROBE]})
+        if not plan.get('pyxis'):
+            jobs.append({'name': node['name'] + '/container', 'kind': 'skip', 'check': 'container_job',
+                         'reason': 'not checked: pyxis not expected (validate_pyxis is false)'})
+        elif not image:
+            jobs.append({'name': node['name'] + '/container', 'kind': 'skip', 'check': 'container_job',
+                         'reason': 'not checked: no container image given (validate_container_image)'})
+        else:
+            jobs.append({'name': node['name'] + '/container', 'kind': 'container', 'round': 2, 'timeout': timeout, 'image': image,
+                         'argv': base + ['--job-name=validate-container', '--container-image=%s' % image, 'true']})
+    usable = [n for n in nodes if not is_false(n.get('usable'))]
+    if usable:
+        jobs.append({'name': 'job-environment', 'kind': 'env', 'round': 0, 'timeout': timeout,
+                     'argv': [srun, '--nodes=1', '--ntasks=1', '--nodelist=%s' % usable[0]['name']] + common + ['--job-name=validate-env', 'env']})
+    return jobs
+
+
+def mpi_jobs(plan):
+    """``validation_jobs`` jobs of the MPI stage: one small MPI program through each launch path of ``MPI_PATHS``.
+
+    ``plan``: ``nodes`` (names, one rank each), ``binary`` (the MPI program on the nodes), ``srun``, ``salloc``,
+    ``mpirun``, ``mpirun_args``, ``partition``, ``time_limit``, ``timeout``, ``container_image`` (pyxis path; the
+    binary's directory is mounted), ``container_mounts``, ``env``, ``skip_reason`` (every path is reported skipped with it).
+    """
+    _check_plan(plan, MPI_PLAN_KEYS, 'MPI')
+    nodes = list(plan.get('nodes') or [])
+    labels = {'srun_pmi': 'srun --mpi={mpi}', 'srun_plain': 'srun --mpi=none (no PMI)', 'mpirun': 'mpirun in a salloc allocation',
+              'pyxis': 'srun --mpi={mpi} --container-image'}
+    if plan.get('skip_reason') or not nodes or not plan.get('binary'):
+        reason = plan.get('skip_reason') or ('no MPI program: %s' % ('no node can run it' if not nodes else 'binary not given'))
+        return [{'name': path, 'kind': 'skip', 'path': path, 'label': labels[path], 'reason': reason, 'hosts': nodes or None,
+                 'ranks': len(nodes) or 1} for path in MPI_PATHS]
+    srun = plan.get('srun') or 'srun'
+    alloc = ['--nodes=%d' % len(nodes), '--nodelist=%s' % ','.join(nodes), '--ntasks-per-node=1', '--time=%s' % (plan.get('time_limit') or 2)]
+    if plan.get('partition'):
+        alloc.append('--partition=%s' % plan['partition'])
+    export = _export(plan.get('env'))
+    timeout = plan.get('timeout') or 180
+    binary = plan['binary']
+    job = dict(kind='mpi', timeout=timeout, ranks=len(nodes), hosts=nodes)
+    root_ok = dict(plan.get('env') or {}, OMPI_ALLOW_RUN_AS_ROOT='1', OMPI_ALLOW_RUN_AS_ROOT_CONFIRM='1')
+    jobs = [
+        dict(job, name='srun_pmi', path='srun_pmi', label=labels['srun_pmi'], round=0,
+             argv=[srun] + alloc + [export, '--job-name=validate-mpi', '--mpi={mpi}', binary]),
+        dict(job, name='srun_plain', path='srun_plain', label=labels['srun_plain'], round=1,
+             argv=[srun] + alloc + [export, '--job-name=validate-mpi', '--mpi=none', binary]),
+        dict(job, name='mpirun', path='mpirun', label=labels['mpirun'], round=2, env=root_ok,
+             argv=[plan.get('salloc') or 'salloc'] + alloc + ['--job-name=validate-mpi', plan.get('mpirun') or 'mpirun']
+             + list(plan.get('mpirun_args') or []) + [binary]),
+    ]
+    image = plan.get('container_image')
+    if image:
+        mounts = plan.get('container_mounts') or '%s:%s' % ((binary.rsplit('/', 1)[0] or '/',) * 2)
+        jobs.append(dict(job, name='pyxis', path='pyxis', label=labels['pyxis'], round=3,
+                         argv=[srun] + alloc + [export, '--job-name=validate-mpi', '--mpi={mpi}', '--container-image=%s' % image,
+                                                '--container-mounts=%s' % mounts, binary]))
+    else:
+        jobs.append({'name': 'pyxis', 'kind': 'skip', 'path': 'pyxis', 'label': labels['pyxis'], 'hosts': nodes, 'ranks': len(nodes),
+                     'reason': 'not run: no MPI container image given (validate_mpi_container_image)'})
+    return jobs

@@ -1,0 +1,229 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The NCCL stage of the validation playbook: which runs to launch and how each one is gated (pure logic).
+
+Runs: one per GPU node (all GPUs of the node in one process, ``-g N``: the NVLink figure; all nodes at
+once), one across all nodes (one task per GPU, ``-g 1``: the fabric figure) and, optionally, node pairs
+in rounds of disjoint pairs (to find a slow node or link). Gating is ``_nccl.evaluate``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._nccl import (
+    DEFAULT_BUSBW_GBPS, NcclParseError, busbw_series, evaluate, parse_run, threshold_for)
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import is_false
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_report import check_records
+
+STAGE = 'nccl'
+NODE_TOPOLOGIES = (
+    # (substring of the NVML name, GPUs in the node, topology key of _nccl.DEFAULT_BUSBW_GBPS)
+    ('H200', 8, 'h200-nvlink-8'),
+    ('H100', 8, 'h100-nvlink-8'),
+    ('A100', 8, 'a100-nvlink-8'),
+)
+DEFAULT_ARGS = ['-b', '8', '-e', '8G', '-f', '2']
+_SAFE_ENV_KEY = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
+
+
+def node_topology(model, gpus):
+    """Topology key for a node of ``gpus`` GPUs named ``model`` (NVML name), or None when no default fits."""
+    for needle, count, key in NODE_TOPOLOGIES:
+        if needle.lower() in str(model or '').lower() and gpus == count:
+            return key
+    return None
+
+
+def pair_rounds(nodes):
+    """Rounds of disjoint node pairs covering every neighbour pair of the ring ``nodes`` (one node in two pairs).
+
+    ``[a, b, c, d]`` -> ``[[(a, b), (c, d)], [(b, c), (d, a)]]``; with an odd count a third round holds the leftover pair.
+    """
+    nodes = list(nodes)
+    if len(nodes) < 2:
+        return []
+    if len(nodes) == 2:
+        return [[(nodes[0], nodes[1])]]
+    pairs = [(nodes[i], nodes[(i + 1) % len(nodes)]) for i in range(len(nodes))]
+    rounds = []
+    for pair in pairs:
+        for current in rounds:
+            busy = set(n for p in current for n in p)
+            if pair[0] not in busy and pair[1] not in busy:
+                current.append(pair)
+                break
+        else:
+            rounds.append([pair])
+    return rounds
+
+
+def _env_args(env):
+    for key in sorted(env or {}):
+        if not _SAFE_ENV_KEY.match(key):
+            raise ValueError('environment variable name %r is not valid (letters, digits and _)' % (key,))
+    return ','.join(['ALL'] + ['%s=%s' % (key, env[key]) for key in sorted(env or {})])
+
+
+def srun_argv(binary, nodes, gpus_per_node, per_gpu_tasks, mpi, env, args=None, srun='srun', extra=None, time_limit='10'):
+    """argv of one ``all_reduce_perf`` run through srun.
+
+    ``per_gpu_tasks`` False: one task per node driving its ``gpus_per_node`` GPUs (``-g N``);
+    True: one task per GPU (``-g 1``), wired with ``--mpi=<mpi>``.
+    """
+    if not nodes:
+        raise ValueError('an NCCL run needs at least one node')
+    if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) or gpus_per_node < 1:
+        raise ValueError('gpus_per_node is %r, expected a whole number of at least 1' % (gpus_per_node,))
+    argv = [srun, '--nodes=%d' % len(nodes), '--nodelist=%s' % ','.join(nodes), '--gres=gpu:%d' % gpus_per_node,
+            '--exclusive', '--time=%s' % time_limit, '--export=%s' % _env_args(env), '--label']
+    if per_gpu_tasks:
+        argv += ['--ntasks-per-node=%d' % gpus_per_node]
+        if mpi:
+            argv += ['--mpi=%s' % mpi]
+    else:
+        argv += ['--ntasks-per-node=1']
+    argv += list(extra or [])
+    argv += [binary] + list(args if args is not None else DEFAULT_ARGS) + ['-g', '1' if per_gpu_tasks else str(gpus_per_node)]
+    return argv
+
+
+def evaluate_run(name, result, hosts, expect, check='all_reduce'):
+    """Records and plot series of one finished run (``result``: {rc, stdout, stderr, timed_out, timeout}).
+
+    A run that printed nccl-tests output is gated by ``_nccl.evaluate`` (``#wrong``, busbw at the largest sizes,
+    transport) whatever its exit code; a run that printed none fails with the error it gave.
+    """
+    stdout = result.get('stdout') or ''
+    parsed, parse_error = None, None
+    if stdout.strip() or (result.get('json') or '').strip():
+        try:
+            parsed = parse_run(stdout, result.get('json'))
+        except NcclParseError as exc:
+            parse_error = str(exc)
+    if parsed is None or (not parsed['rows'] and not parsed['ranks'] and not parsed['params']):
+        text = ' '.join(((result.get('stderr') or '') + ' ' + stdout).split())
+        if result.get('timed_out'):
+            reason = 'all_reduce_perf timed out after %ss' % result.get('timeout')
+        elif parse_error:
+            reason = 'all_reduce_perf output is not nccl-tests output (%s); rc %s: %s' % (parse_error, result.get('rc'), text[-240:])
+        else:
+            reason = 'all_reduce_perf printed no results (rc %s): %s' % (result.get('rc'), text[-240:] or 'no output')
+        return [{'stage': STAGE, 'node': name, 'check': check, 'status': 'fail', 'reason': reason, 'hosts': list(hosts)}], []
+    checks = evaluate(parsed, expect)
+    if result.get('rc') not in (0, None) and not any(c['status'] == 'fail' for c in checks):
+        checks.append({'check': 'exit', 'status': 'fail', 'reason': 'all_reduce_perf exited with rc %s' % result.get('rc')})
+    records = check_records(STAGE, name, checks, hosts=list(hosts))
+    series = busbw_series(parsed)
+    return records, ([{'label': name, 'points': series}] if series else [])
+
+
+def skip_record(name, reason, hosts=None):
+    item = {'stage': STAGE, 'node': name, 'check': 'all_reduce', 'status': 'skip', 'reason': reason}
+    if hosts:
+        item['hosts'] = list(hosts)
+    return item
+
+
+def expect_for(topology=None, min_busbw_gbps=None, thresholds=None, nics=1, expect_transport=None, large_size_bytes=None):
+    """An ``_nccl.evaluate`` expectation; raises ``ValueError`` (from ``_nccl``) for an unknown topology or bad number."""
+    expect = {'topology': topology, 'min_busbw_gbps': min_busbw_gbps, 'thresholds': thresholds or {}, 'nics': nics,
+              'expect_transport': expect_transport}
+    if large_size_bytes:
+        expect['large_size_bytes'] = large_size_bytes
+    threshold_for(expect)
+    return expect
+
+
+def known_topologies(thresholds=None):
+    names = set(DEFAULT_BUSBW_GBPS)
+    names.update((thresholds or {}).keys())
+    return sorted(names)
+
+
+PLAN_KEYS = ('binary', 'nodes', 'env', 'args', 'timeout', 'time_limit', 'srun', 'srun_extra', 'node_topology', 'node_min_busbw_gbps', 'fabric',
+             'fabric_topology', 'fabric_nics', 'fabric_min_busbw_gbps', 'expect_transport', 'thresholds', 'pairwise', 'mpi')
+
+
+def _count(value, name):
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError):
+        raise ValueError('node %s: gpus is %r, expected a whole number' % (name, value))
+
+
+def plan_jobs(plan):
+    """``validation_jobs`` jobs of the NCCL stage from a plan.
+
+    ``plan``: ``binary`` (path of all_reduce_perf on the nodes), ``nodes`` ([{name, gpus, model, present, usable}];
+    ``present`` False: the binary is missing there; ``usable`` False: the node cannot take jobs), ``srun_extra``
+    (more srun options, e.g. ``--container-image=...``), ``env`` (exported to the runs, e.g. NCCL_DEBUG=INFO),
+    ``args`` (all_reduce_perf arguments before ``-g``),
+    ``timeout``, ``time_limit`` (srun --time), ``srun``; per-node gate: ``node_topology`` (default from the GPU
+    model and count), ``node_min_busbw_gbps``; ``fabric`` (run across all nodes), ``fabric_topology``,
+    ``fabric_nics``, ``fabric_min_busbw_gbps``, ``expect_transport`` (``ib``); ``thresholds`` (overrides);
+    ``pairwise`` (node pairs in rounds after the others); ``mpi`` (the ``--mpi=`` value of the multi-node runs;
+    ``{mpi}`` is filled in by the module). Per-node runs are round 0 (all at once), the fabric run round 1,
+    pair rounds 2 and up.
+    """
+    if not isinstance(plan, dict):
+        raise ValueError('the NCCL plan must be a dict with keys %s, got %r' % (', '.join(PLAN_KEYS), plan))
+    unknown = sorted(set(plan) - set(PLAN_KEYS))
+    if unknown:
+        raise ValueError('unknown NCCL plan key(s) %s; valid keys: %s' % (', '.join(unknown), ', '.join(PLAN_KEYS)))
+    if not plan.get('binary'):
+        raise ValueError('the NCCL plan needs binary: the path of all_reduce_perf on the nodes')
+    nodes = plan.get('nodes') or []
+    if not isinstance(nodes, list) or not all(isinstance(n, dict) and n.get('name') for n in nodes):
+        raise ValueError('NCCL plan nodes must be a list of {name, gpus, model}, got %r' % (nodes,))
+    nodes = [dict(n, gpus=_count(n.get('gpus'), n['name'])) for n in nodes]
+    jobs = [{'name': n['name'], 'kind': 'skip', 'check': 'all_reduce', 'hosts': [n['name']],
+             'reason': 'not run: %s cannot take jobs (see its node_state check)' % n['name']} for n in nodes if is_false(n.get('usable'))]
+    nodes = [n for n in nodes if not is_false(n.get('usable'))]
+    present = [n for n in nodes if not is_false(n.get('present', True))]
+    if nodes and not present:
+        names = [n['name'] for n in nodes]
+        return jobs + [{'name': 'cluster', 'kind': 'skip', 'check': 'all_reduce', 'hosts': names,
+                        'reason': 'no CUDA/nccl-tests on this cluster: %s not found on %s' % (plan['binary'], ', '.join(names))}]
+    jobs += [{'name': n['name'], 'kind': 'skip', 'status': 'fail', 'check': 'all_reduce', 'hosts': [n['name']],
+              'reason': '%s not found on %s (other nodes have it)' % (plan['binary'], n['name'])} for n in nodes if is_false(n.get('present', True))]
+    nodes = present
+    env = plan.get('env') or {}
+    args = plan.get('args')
+    extra = plan.get('srun_extra') or []
+    srun = plan.get('srun') or 'srun'
+    timeout = plan.get('timeout') or 600
+    time_limit = str(plan.get('time_limit') or 10)
+    thresholds = plan.get('thresholds') or {}
+    transport = plan.get('expect_transport') or None
+    for node in nodes:
+        gpus = node.get('gpus') or 0
+        if gpus < 1:
+            jobs.append({'name': node['name'], 'kind': 'skip', 'check': 'all_reduce', 'hosts': [node['name']],
+                         'reason': 'no GPU GRES on %s' % node['name']})
+            continue
+        topology = plan.get('node_topology') or node_topology(node.get('model'), gpus)
+        expect = expect_for(topology=topology, min_busbw_gbps=plan.get('node_min_busbw_gbps'), thresholds=thresholds)
+        jobs.append({'name': node['name'], 'kind': 'nccl', 'round': 0, 'hosts': [node['name']], 'expect': expect, 'timeout': timeout,
+                     'argv': srun_argv(plan['binary'], [node['name']], gpus, False, None, env, args, srun, extra, time_limit)})
+    usable = [n for n in nodes if (n.get('gpus') or 0) >= 1]
+    multi_expect = expect_for(topology=plan.get('fabric_topology'), min_busbw_gbps=plan.get('fabric_min_busbw_gbps'), thresholds=thresholds,
+                              nics=plan.get('fabric_nics') or 1, expect_transport=transport)
+    gpus_per_node = min([n['gpus'] for n in usable]) if usable else 0
+    if plan.get('fabric') and len(usable) >= 2:
+        names = [n['name'] for n in usable]
+        jobs.append({'name': 'fabric', 'kind': 'nccl', 'round': 1, 'hosts': names, 'expect': multi_expect, 'timeout': timeout,
+                     'argv': srun_argv(plan['binary'], names, gpus_per_node, True, plan.get('mpi'), env, args, srun, extra, time_limit)})
+    elif plan.get('fabric'):
+        jobs.append({'name': 'fabric', 'kind': 'skip', 'check': 'all_reduce', 'reason': 'a fabric run needs at least 2 GPU nodes, there are %d' % len(usable)})
+    if plan.get('pairwise') and len(usable) >= 3:
+        for number, pairs in enumerate(pair_rounds([n['name'] for n in usable])):
+            for pair in pairs:
+                jobs.append({'name': '%s+%s' % pair, 'kind': 'nccl', 'round': 2 + number, 'hosts': list(pair), 'expect': multi_expect,
+                             'timeout': timeout,
+                             'argv': srun_argv(plan['binary'], list(pair), gpus_per_node, True, plan.get('mpi'), env, args, srun, extra, time_limit)})
+    return jobs

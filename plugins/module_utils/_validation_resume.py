@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The resume playbook's decisions: why a node is drained or down, and whether to resume it (pure logic).
+
+Causes come from the drain reason Slurm keeps (``scontrol show node``) and, for ``Prolog error`` /
+``Epilog error``, from the log of the prolog/epilog hook runner that the ``slurm`` role installs
+(syslog ident ``slurm-hooks``; lines ``prolog job=12 hook=95-all-x rc=1 duration=0.010s status=failed``,
+``prolog hook 95-all-x output: ...``, ``drained gpu-01: prolog hook 95-all-x failed (exit 1)``).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import node_problem
+
+CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down', 'admin')
+# Causes a passing node is resumed from without being told to; an admin's drain (any other reason) is not.
+AUTO_RESUME_CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down')
+
+_HOOK_REASON = re.compile(r'^(prolog|epilog) hook (\S+) (failed \(exit -?\d+\)|timed out after \S+|killed by signal \d+)')
+_LOG_RESULT = re.compile(r'\b(prolog|epilog) job=(\S+) hook=(\S+) rc=(\S+) duration=(\S+) status=(.+?)\s*$')
+_LOG_OUTPUT = re.compile(r'\b(prolog|epilog) hook (\S+) output: (.*?)\s*$')
+_LOG_DRAINED = re.compile(r'\bdrained (\S+): ((?:prolog|epilog) hook (\S+) .*?)\s*$')
+
+
+def parse_hook_log(text):
+    """Hook runs in the runner's log, oldest first: ``[{phase, job, hook, rc, status, ok, output}]``."""
+    runs = []
+    for line in (text or '').splitlines():
+        match = _LOG_RESULT.search(line)
+        if match:
+            rc = match.group(4)
+            status = match.group(6)
+            runs.append({'phase': match.group(1), 'job': match.group(2), 'hook': match.group(3),
+                         'rc': int(rc) if re.match(r'^-?\d+$', rc) else None, 'status': status,
+                         'ok': status == 'ok' or status.startswith('skipped'), 'output': ''})
+            continue
+        match = _LOG_OUTPUT.search(line)
+        if match:
+            for run in reversed(runs):
+                if run['hook'] == match.group(2) and run['phase'] == match.group(1):
+                    run['output'] = match.group(3)
+                    break
+    return runs
+
+
+def last_hook_failure(text, phase=None):
+    """The most recent failed hook run in the log (optionally of one phase), or None."""
+    for run in reversed(parse_hook_log(text)):
+        if not run['ok'] and (phase is None or run['phase'] == phase):
+            return run
+    return None
+
+
+def hook_failure_text(run):
+    text = '%s hook %s %s' % (run['phase'], run['hook'], 'failed (exit %s)' % run['rc'] if run['status'] == 'failed' else run['status'])
+    if run['job'] not in ('-', ''):
+        text += ' in job %s' % run['job']
+    if run['output']:
+        text += ': %s' % run['output'][:200]
+    return text
+
+
+def diagnose(node, log_text=None):
+    """``{cause, hook, detail}`` for a drained/down node (a ``parse_scontrol_nodes`` entry).
+
+    ``log_text``: the hook runner's log on that node, used when the reason names no hook.
+    """
+    reason = node.get('reason') or ''
+    state = '+'.join([node['state']] + list(node['flags']))
+    match = _HOOK_REASON.match(reason)
+    if match:
+        run = last_hook_failure(log_text, match.group(1)) if log_text else None
+        detail = hook_failure_text(run) if run and run['hook'] == match.group(2) else reason
+        return {'cause': 'hook', 'hook': match.group(2), 'detail': detail}
+    lowered = reason.lower()
+    for prefix, cause in (('prolog error', 'prolog_error'), ('prolog launch failure', 'prolog_error'), ('epilog error', 'epilog_error')):
+        if lowered.startswith(prefix):
+            phase = cause.partition('_')[0]
+            run = last_hook_failure(log_text, phase)
+            if run:
+                return {'cause': cause, 'hook': run['hook'], 'detail': '"%s": %s' % (reason, hook_failure_text(run))}
+            where = 'the hook runner log has no failed %s hook' % phase if log_text is not None else 'the hook runner log could not be read'
+            return {'cause': cause, 'hook': None, 'detail': '"%s": %s' % (reason, where)}
+    if lowered.startswith('healthcheck:'):
+        return {'cause': 'healthcheck', 'hook': None, 'detail': reason}
+    if lowered.startswith('validate:'):
+        return {'cause': 'validate', 'hook': None, 'detail': reason}
+    if 'gres/' in lowered and ('count' in lowered or 'reported' in lowered):
+        return {'cause': 'gres', 'hook': None, 'detail': reason}
+    if 'NOT_RESPONDING' in node['flags'] or lowered.startswith('not responding'):
+        return {'cause': 'not_responding', 'hook': None, 'detail': reason or 'slurmd does not answer (%s)' % state}
+    if not reason or node['state'] == 'DOWN' and lowered in ('', 'node unexpectedly rebooted', 'kill task failed'):
+        return {'cause': 'down', 'hook': None, 'detail': reason or state}
+    return {'cause': 'admin', 'hook': None, 'detail': 'drained with reason "%s"%s' % (
+        reason, ' by %s' % node['reason_user'] if node.get('reason_user') else '')}
+
+
+def problem_nodes(nodes, names=None):
+    """The nodes (of ``names``, default all) that are drained, down or not responding, sorted by name."""
+    out = []
+    for name in sorted(nodes):
+        if names and name not in names:
+            continue
+        problem = node_problem(nodes[name])
+        if problem:
+            entry = dict(nodes[name])
+            entry['problem'] = problem
+            out.append(entry)
+    return out
+
+
+def decide(node, diagnosis, check_records, resume_admin_drains=False):
+    """``{action: resume|keep, reason}`` for one problem node after its node checks ran.
+
+    Resumed: every check except ``node_state`` passed or was skipped, and the cause is one this playbook
+    may clear (an admin's drain only with ``resume_admin_drains``).
+    """
+    if diagnosis['cause'] not in CAUSES:
+        raise ValueError('unknown cause %r; valid causes: %s' % (diagnosis['cause'], ', '.join(CAUSES)))
+    if check_records is None:
+        return {'action': 'keep', 'reason': 'node checks did not run on %s (unreachable?); cause: %s' % (node['name'], diagnosis['detail'])}
+    failed = [rec for rec in check_records if rec['status'] == 'fail' and rec['check'] != 'node_state']
+    if failed:
+        return {'action': 'keep', 'reason': 'node checks still fail: %s; cause: %s' % (
+            '; '.join('%s: %s' % (rec['check'], rec['reason']) for rec in failed), diagnosis['detail'])}
+    if diagnosis['cause'] not in AUTO_RESUME_CAUSES and not resume_admin_drains:
+        return {'action': 'keep', 'reason': '%s; not resumed: an admin drain is resumed only with validate_resume_admin_drains' % diagnosis['detail']}
+    return {'action': 'resume', 'reason': 'node checks pass; cause was: %s' % diagnosis['detail']}
+
+
+def probe_outcome(name, probe, node_after, log_text=None):
+    """After resuming: did the probe job run and is the node still up? ``{ok, reason}``."""
+    problem = node_problem(node_after) if node_after else 'Slurm no longer lists %s' % name
+    if probe.get('rc') == 0 and not problem:
+        return {'ok': True, 'reason': 'resumed: a probe job ran on %s' % name}
+    cause = diagnose(node_after, log_text)['detail'] if node_after and problem else ''
+    text = ' '.join(((probe.get('stderr') or '') + ' ' + (probe.get('stdout') or '')).split())[-200:]
+    if problem:
+        return {'ok': False, 'reason': 'probe job on %s failed (rc %s: %s) and %s%s' % (
+            name, probe.get('rc'), text or 'no output', problem, '; cause: %s' % cause if cause else '')}
+    return {'ok': False, 'reason': 'probe job on %s failed (rc %s): %s' % (name, probe.get('rc'), text or 'no output')}

@@ -1,0 +1,349 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: node_check
+short_description: Validation node checks of one Slurm GPU node, as report records
+version_added: 0.1.0
+description:
+  - Collects what the node says (NVML, C(gres.conf), munge, the systemd state of munge and slurmd, the node's Slurm
+    state, enroot, pyxis) and returns one check record per check, with status V(pass), V(fail) or V(skip) and the
+    reason, in the shape C(gpucluster.bringup.validation_report) renders.
+  - The MIG layout is compared by the caller with C(gpucluster.bringup.nvidia_mig) in check mode; pass its result as
+    O(mig_result). The C(gres.conf) lines to expect come from C(gpucluster.bringup.slurm_gres_facts); pass them as
+    O(gres_conf_expected).
+  - Optionally reads the log of the slurm role's prolog/epilog hook runner and returns the last failed hook.
+  - Nothing on the node is changed.
+author:
+  - gpucluster.bringup maintainers (@gpucluster-bringup)
+requirements:
+  - nvidia-ml-py (the C(pynvml) module) on the node when O(nvml=true)
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+options:
+  checks:
+    description:
+      - Which checks to report, of V(nvml), V(gpu_count), V(gpu_models), V(mig_layout), V(gres_conf), V(munge),
+        V(slurmd), V(node_state), V(enroot), V(pyxis). The units of O(services) other than munge and slurmd are always reported.
+    type: list
+    elements: str
+    choices: [nvml, gpu_count, gpu_models, mig_layout, gres_conf, munge, slurmd, node_state, enroot, pyxis]
+    default: [nvml, gpu_count, gpu_models, mig_layout, gres_conf, munge, slurmd, node_state, enroot, pyxis]
+  node_name:
+    description: The Slurm node name of this host (for C(scontrol show node)). Default is the short host name.
+    type: str
+  nvml:
+    description: Query NVML (driver answers, GPU count and models). V(false) on nodes without GPUs.
+    type: bool
+    default: true
+  gpu_count:
+    description: GPUs NVML must see. Not checked when unset.
+    type: int
+  gpu_models:
+    description: Substrings of the NVML product name, one of which every GPU must match. Not checked when empty.
+    type: list
+    elements: str
+    default: []
+  mig_result:
+    description:
+      - The registered result of C(gpucluster.bringup.nvidia_mig) run in check mode with the wanted layout. The layout
+        passes when it would change nothing and no MIG mode change is pending. Not checked when unset.
+    type: dict
+  gres_conf_path:
+    description: The node's C(gres.conf).
+    type: path
+    default: /etc/slurm/gres.conf
+  gres_conf_expected:
+    description: The C(gres.conf) lines C(slurm_gres_facts) computes now. Not checked when unset.
+    type: list
+    elements: str
+  gres_facts_error:
+    description: The error C(slurm_gres_facts) failed with on this node; the C(gres_conf) check then fails with it.
+    type: str
+  services:
+    description: systemd units that must be active (C(systemctl is-active)). Units named munge and slurmd get their own checks.
+    type: list
+    elements: str
+    default: [munge, slurmd]
+  munge_roundtrip:
+    description: Encode and decode a credential with C(munge -n | unmunge).
+    type: bool
+    default: true
+  slurm_state:
+    description: Check the node's Slurm state (not drained, down or not responding) with C(scontrol -o show node).
+    type: bool
+    default: true
+  enroot:
+    description: enroot must be installed (C(enroot version)) and configured (O(enroot_conf_path) present).
+    type: bool
+    default: false
+  enroot_conf_path:
+    description: enroot's configuration file.
+    type: path
+    default: /etc/enroot/enroot.conf
+  pyxis:
+    description: pyxis must be loaded (C(srun --help) lists C(--container-image)).
+    type: bool
+    default: false
+  hook_log:
+    description: Read the hook runner's log (journal identifier O(hook_log_ident)) and return the last failed hook.
+    type: bool
+    default: false
+  hook_log_ident:
+    description: Syslog identifier of the hook runner.
+    type: str
+    default: slurm-hooks
+  hook_log_lines:
+    description: How many of the newest log lines to read.
+    type: int
+    default: 500
+  hook_log_files:
+    description: Syslog files searched for O(hook_log_ident) lines when the journal has none (or there is no C(journalctl)).
+    type: list
+    elements: path
+    default: [/var/log/syslog, /var/log/messages]
+'''
+
+EXAMPLES = r'''
+- name: Compare the MIG layout with the wanted one
+  gpucluster.bringup.nvidia_mig:
+    gpus: "{{ validate_mig_gpus }}"
+  check_mode: true
+  register: mig
+
+- name: Node checks
+  gpucluster.bringup.node_check:
+    gpu_count: 8
+    gpu_models: [H100]
+    mig_result: "{{ mig }}"
+    gres_conf_expected: "{{ ansible_facts.slurm_gres.gres_conf_lines }}"
+    enroot: true
+    pyxis: true
+  register: node
+'''
+
+RETURN = r'''
+records:
+  description: One check record per check (stage V(node)), in the order nvml, gpu_count, gpu_models, mig_layout,
+    gres_conf, munge, slurmd, node_state, enroot, pyxis, then one per other unit of O(services).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{stage: node, node: gpu-01, check: gres_conf, status: fail, reason: "/etc/slurm/gres.conf differs ..."}]
+passed:
+  description: No check failed.
+  returned: always
+  type: bool
+failed_checks:
+  description: Names of the failed checks.
+  returned: always
+  type: list
+  elements: str
+node_name:
+  description: The Slurm node name the checks used.
+  returned: always
+  type: str
+gpus:
+  description: The GPUs NVML lists (C(index), C(name)); empty when NVML was not queried or does not answer.
+  returned: always
+  type: list
+  elements: dict
+hook_failure:
+  description: The last failed hook in the runner's log (phase, job, hook, rc, status, output), or null.
+  returned: when O(hook_log=true)
+  type: dict
+hook_log:
+  description: The last 50 lines of the hook runner's log.
+  returned: when O(hook_log=true)
+  type: str
+'''
+
+import os
+import socket
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import NODE_CHECKS, node_records, record
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_resume import last_hook_failure
+
+try:
+    import pynvml
+except ImportError:
+    pynvml = None
+
+
+def _text(value):
+    return value.decode('utf-8', 'replace') if isinstance(value, bytes) else str(value)
+
+
+def query_nvml():
+    if pynvml is None:
+        return {'nvml_error': 'the pynvml module (nvidia-ml-py) is not installed'}
+    try:
+        pynvml.nvmlInit()
+    except Exception as exc:  # pylint: disable=broad-except
+        return {'nvml_error': 'nvmlInit failed: %s' % exc}
+    try:
+        gpus = []
+        for index in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+            gpus.append({'index': index, 'name': _text(pynvml.nvmlDeviceGetName(handle))})
+        return {'nvml_error': None, 'gpus': gpus}
+    except Exception as exc:  # pylint: disable=broad-except
+        return {'nvml_error': str(exc)}
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # pylint: disable=broad-except
+            pass
+
+
+def _mig(result):
+    if result is None:
+        return None
+    if result.get('failed') or 'actions' not in result:
+        # a failed nvidia_mig run registered with failed_when: false has no actions, only its msg
+        return {'error': result.get('msg') or 'nvidia_mig returned no actions'}
+    return {'actions': list(result.get('actions') or []),
+            'reset_required': [gpu.get('index') for gpu in result.get('gpus') or [] if gpu.get('reset_required')]}
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            checks=dict(type='list', elements='str', choices=list(NODE_CHECKS), default=list(NODE_CHECKS)),
+            node_name=dict(type='str'),
+            nvml=dict(type='bool', default=True),
+            gpu_count=dict(type='int'),
+            gpu_models=dict(type='list', elements='str', default=[]),
+            mig_result=dict(type='dict'),
+            gres_conf_path=dict(type='path', default='/etc/slurm/gres.conf'),
+            gres_conf_expected=dict(type='list', elements='str'),
+            gres_facts_error=dict(type='str'),
+            services=dict(type='list', elements='str', default=['munge', 'slurmd']),
+            munge_roundtrip=dict(type='bool', default=True),
+            slurm_state=dict(type='bool', default=True),
+            enroot=dict(type='bool', default=False),
+            enroot_conf_path=dict(type='path', default='/etc/enroot/enroot.conf'),
+            pyxis=dict(type='bool', default=False),
+            hook_log=dict(type='bool', default=False),
+            hook_log_ident=dict(type='str', default='slurm-hooks'),
+            hook_log_lines=dict(type='int', default=500),
+            hook_log_files=dict(type='list', elements='path', default=['/var/log/syslog', '/var/log/messages']),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    name = params['node_name'] or socket.gethostname().split('.')[0]
+    observed = {}
+    if params['nvml']:
+        observed.update(query_nvml())
+    observed['mig'] = _mig(params['mig_result'])
+    if params['gres_facts_error']:
+        observed['gres_conf'] = {'path': params['gres_conf_path'], 'error': params['gres_facts_error']}
+    elif params['gres_conf_expected'] is not None:
+        text = None
+        try:
+            with open(params['gres_conf_path']) as handle:
+                text = handle.read()
+        except (IOError, OSError):
+            text = None
+        observed['gres_conf'] = {'path': params['gres_conf_path'], 'text': text, 'expected': params['gres_conf_expected']}
+
+    systemctl = module.get_bin_path('systemctl')
+    services = {}
+    for unit in params['services']:
+        if systemctl:
+            dummy, out, err = module.run_command([systemctl, 'is-active', unit])
+            services[unit] = (out or err).strip().splitlines()[0] if (out or err).strip() else 'unknown'
+        else:
+            services[unit] = 'unknown (no systemctl)'
+    observed['services'] = services
+
+    if params['munge_roundtrip']:
+        munge, unmunge = module.get_bin_path('munge'), module.get_bin_path('unmunge')
+        if not munge or not unmunge:
+            observed['munge'] = {'rc': 127, 'output': 'munge/unmunge not found in PATH'}
+        else:
+            rc, cred, err = module.run_command([munge, '-n'])
+            if rc != 0:
+                observed['munge'] = {'rc': rc, 'output': err or cred}
+            else:
+                rc, out, err = module.run_command([unmunge], data=cred, binary_data=True)
+                observed['munge'] = {'rc': rc, 'output': out + err}
+
+    if params['slurm_state']:
+        scontrol = module.get_bin_path('scontrol')
+        if not scontrol:
+            observed['scontrol'] = ''
+            observed['scontrol_error'] = 'scontrol is not installed'
+        else:
+            rc, out, err = module.run_command([scontrol, '-o', 'show', 'node', name])
+            observed['scontrol'] = out
+            if rc != 0:
+                observed['scontrol_error'] = (err or out).strip() or 'rc %d' % rc
+
+    if params['enroot']:
+        enroot = module.get_bin_path('enroot')
+        if enroot:
+            rc, out, err = module.run_command([enroot, 'version'])
+            observed['enroot'] = {'rc': rc, 'output': (out or err).strip(), 'conf_path': params['enroot_conf_path'],
+                                  'conf_present': os.path.isfile(params['enroot_conf_path'])}
+        else:
+            observed['enroot'] = {'rc': None, 'conf_path': params['enroot_conf_path']}
+    if params['pyxis']:
+        srun = module.get_bin_path('srun')
+        if srun:
+            rc, out, err = module.run_command([srun, '--help'])
+            observed['pyxis'] = {'rc': rc, 'output': out + err}
+        else:
+            observed['pyxis'] = {'rc': None}
+
+    try:
+        records = node_records(name, observed, {'gpu_count': params['gpu_count'], 'gpu_models': params['gpu_models'],
+                                                'enroot': params['enroot'], 'pyxis': params['pyxis'], 'node_name': name})
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    records = [rec for rec in records if rec['check'] in params['checks']]
+    for unit, state in services.items():
+        if unit in NODE_CHECKS:
+            continue
+        records.append(record('node', name, unit, 'pass' if state == 'active' else 'fail', '%s is %s' % (unit, state)))
+
+    result = dict(changed=False, records=records, failed_checks=[r['check'] for r in records if r['status'] == 'fail'],
+                  node_name=name, gpus=observed.get('gpus') or [])
+    result['passed'] = not result['failed_checks']
+    if params['hook_log']:
+        journalctl = module.get_bin_path('journalctl')
+        text = ''
+        if journalctl:
+            rc, out, err = module.run_command([journalctl, '--no-pager', '-o', 'cat', '-t', params['hook_log_ident'],
+                                               '-n', str(params['hook_log_lines'])])
+            text = out if rc == 0 else ''
+        if not text:
+            for path in params['hook_log_files']:
+                if os.path.isfile(path):
+                    with open(path) as handle:
+                        lines = [line for line in handle if params['hook_log_ident'] in line]
+                    text = ''.join(lines[-params['hook_log_lines']:])
+                    break
+        result['hook_log'] = '\n'.join(text.splitlines()[-50:])
+        result['hook_failure'] = last_hook_failure(text)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,194 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: validation_report
+short_description: Write the cluster validation report (JSON, JUnit XML, Markdown, HTML)
+version_added: 0.1.0
+description:
+  - Groups check records by stage and node and writes C(report.json), C(report.junit.xml) (for CI and AWX),
+    C(report.md) and C(report.html) (with a busbw-vs-size plot when there are series) into O(dest).
+  - Returns the overall status, the nodes that failed, one sentence naming them for the playbook's failure, and a
+    drain reason per failed node that names the failed check.
+  - The module itself does not fail when checks fail; the playbook decides.
+author:
+  - gpucluster.bringup maintainers (@gpucluster-bringup)
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+options:
+  records:
+    description: Check records C({stage, node, check, status, reason[, value, threshold, hosts]}).
+    type: list
+    elements: dict
+    required: true
+  series:
+    description: "busbw-vs-size runs C([{label, points: [[size_bytes, busbw_gbps], ...]}]) for the plot."
+    type: list
+    elements: dict
+    default: []
+  warnings:
+    description: Findings that do not fail the validation (for example settings that slow collectives); listed in the report.
+    type: list
+    elements: str
+    default: []
+  expected_nodes:
+    description: Nodes that must have records of stage V(node); a node without any gets a failed C(reachable) check.
+    type: list
+    elements: str
+    default: []
+  drain_nodes:
+    description: Nodes a drain reason may be returned for (the Slurm compute nodes).
+    type: list
+    elements: str
+    default: []
+  dest:
+    description: Directory to write the files into (created when missing).
+    type: path
+    required: true
+  title:
+    description: Report title.
+    type: str
+    default: Cluster validation
+  threshold_gbps:
+    description: busbw threshold drawn in the plot.
+    type: float
+'''
+
+EXAMPLES = r'''
+- name: Write the report on the Ansible controller
+  gpucluster.bringup.validation_report:
+    records: "{{ all_records }}"
+    series: "{{ nccl.series }}"
+    dest: "{{ playbook_dir }}/validation-report"
+  delegate_to: localhost
+  register: report
+
+- name: Fail when a gate failed
+  ansible.builtin.fail:
+    msg: "{{ report.message }}"
+  when: report.status == 'fail'
+'''
+
+RETURN = r'''
+status:
+  description: V(pass), V(fail) or V(skip) (every check skipped).
+  returned: always
+  type: str
+failed_nodes:
+  description: Nodes named by a failed check, sorted.
+  returned: always
+  type: list
+  elements: str
+message:
+  description: One sentence naming the failed nodes and checks; empty when nothing failed.
+  returned: always
+  type: str
+summary:
+  description: The Markdown summary.
+  returned: always
+  type: str
+totals:
+  description: Counts of checks, pass, fail and skip.
+  returned: always
+  type: dict
+files:
+  description: Paths of the written files.
+  returned: always
+  type: list
+  elements: str
+drain_reasons:
+  description: "Per failed node of O(drain_nodes), C(validate: <stage>/<check>: <reason>) of its first single-node failure."
+  returned: always
+  type: dict
+'''
+
+import os
+import tempfile
+from html import escape
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import drain_reasons, missing_node_records
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_report import (
+    build_report, failure_message, render_html, render_json, render_junit, render_markdown)
+
+
+def render_all(records, series, warnings, title, threshold_gbps):
+    """``(report, {file name: text})``; raises ValueError for a malformed record or series."""
+    report = build_report(records, series=series, title=title, threshold_gbps=threshold_gbps)
+    report['warnings'] = list(warnings)
+    markdown = render_markdown(report)
+    html = render_html(report)
+    if warnings:
+        markdown += '\n## Warnings\n\n' + ''.join('- %s\n' % w.replace('|', '\\|') for w in warnings)
+        html = html.replace('\n</body>', '\n<h2>Warnings</h2><ul>%s</ul>\n</body>' % ''.join('<li>%s</li>' % escape(w) for w in warnings))
+    return report, {'report.json': render_json(report), 'report.junit.xml': render_junit(report), 'report.md': markdown, 'report.html': html}
+
+
+def _write(module, path, text):
+    if os.path.isfile(path):
+        with open(path) as handle:
+            if handle.read() == text:
+                return False
+    if module.check_mode:
+        return True
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.validation-')
+    with os.fdopen(fd, 'w') as handle:
+        handle.write(text)
+    module.atomic_move(tmp, path)
+    return True
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            records=dict(type='list', elements='dict', required=True),
+            series=dict(type='list', elements='dict', default=[]),
+            warnings=dict(type='list', elements='str', default=[]),
+            expected_nodes=dict(type='list', elements='str', default=[]),
+            drain_nodes=dict(type='list', elements='str', default=[]),
+            dest=dict(type='path', required=True),
+            title=dict(type='str', default='Cluster validation'),
+            threshold_gbps=dict(type='float'),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    records = list(params['records']) + missing_node_records(params['records'], params['expected_nodes'])
+    try:
+        report, files = render_all(records, params['series'], params['warnings'], params['title'], params['threshold_gbps'])
+    except ValueError as exc:
+        module.fail_json(msg='cannot build the validation report: %s' % exc)
+    dest = params['dest']
+    if not os.path.isdir(dest):
+        if not module.check_mode:
+            os.makedirs(dest)
+    changed = False
+    paths = []
+    for name in sorted(files):
+        path = os.path.join(dest, name)
+        paths.append(path)
+        if os.path.isdir(dest) or not module.check_mode:
+            changed = _write(module, path, files[name]) or changed
+        else:
+            changed = True
+    module.exit_json(changed=changed, status=report['status'], failed_nodes=report['failed_nodes'], message=failure_message(report),
+                     summary=files['report.md'], totals=report['totals'], files=paths,
+                     drain_reasons=drain_reasons(records, params['drain_nodes']))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,204 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The NCCL stage's run plan and gating (_validation_nccl) on the recorded nccl-tests fixtures."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _validation_nccl as vn
+
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'fixtures', 'nccl')
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize('model, gpus, topology', [
+    ('NVIDIA H100 80GB HBM3', 8, 'h100-nvlink-8'),
+    ('NVIDIA A100-SXM4-40GB', 8, 'a100-nvlink-8'),
+    ('NVIDIA H200', 8, 'h200-nvlink-8'),
+    ('NVIDIA H100 80GB HBM3', 4, None),
+    ('NVIDIA L40S', 8, None),
+    (None, 8, None),
+])
+def test_node_topology(model, gpus, topology):
+    assert vn.node_topology(model, gpus) == topology
+
+
+@pytest.mark.parametrize('nodes, rounds', [
+    ([], []),
+    (['a'], []),
+    (['a', 'b'], [[('a', 'b')]]),
+    (['a', 'b', 'c'], [[('a', 'b')], [('b', 'c')], [('c', 'a')]]),
+    (['a', 'b', 'c', 'd'], [[('a', 'b'), ('c', 'd')], [('b', 'c'), ('d', 'a')]]),
+    (['a', 'b', 'c', 'd', 'e'], [[('a', 'b'), ('c', 'd')], [('b', 'c'), ('d', 'e')], [('e', 'a')]]),
+])
+def test_pair_rounds(nodes, rounds):
+    got = vn.pair_rounds(nodes)
+    assert got == rounds
+    for current in got:
+        members = [n for pair in current for n in pair]
+        assert len(members) == len(set(members))
+
+
+def test_srun_argv_per_node_and_fabric():
+    assert vn.srun_argv('/opt/nccl-tests/build/all_reduce_perf', ['gpu-01'], 8, False, 'pmix', {'NCCL_DEBUG': 'INFO'}) == [
+        'srun', '--nodes=1', '--nodelist=gpu-01', '--gres=gpu:8', '--exclusive', '--time=10', '--export=ALL,NCCL_DEBUG=INFO', '--label',
+        '--ntasks-per-node=1', '/opt/nccl-tests/build/all_reduce_perf', '-b', '8', '-e', '8G', '-f', '2', '-g', '8']
+    assert vn.srun_argv('arp', ['gpu-01', 'gpu-02'], 8, True, 'pmix', {'NCCL_DEBUG': 'INFO', 'NCCL_ALGO': 'Ring'}, args=['-b', '1G']) == [
+        'srun', '--nodes=2', '--nodelist=gpu-01,gpu-02', '--gres=gpu:8', '--exclusive', '--time=10',
+        '--export=ALL,NCCL_ALGO=Ring,NCCL_DEBUG=INFO', '--label', '--ntasks-per-node=8', '--mpi=pmix', 'arp', '-b', '1G', '-g', '1']
+
+
+@pytest.mark.parametrize('args, message', [
+    (dict(nodes=[]), 'an NCCL run needs at least one node'),
+    (dict(gpus_per_node=0), 'gpus_per_node is 0, expected a whole number of at least 1'),
+    (dict(env={'BAD KEY': '1'}), "environment variable name 'BAD KEY' is not valid (letters, digits and _)"),
+])
+def test_srun_argv_errors(args, message):
+    call = dict(binary='arp', nodes=['a'], gpus_per_node=8, per_gpu_tasks=False, mpi=None, env={})
+    call.update(args)
+    with pytest.raises(ValueError) as err:
+        vn.srun_argv(**call)
+    assert str(err.value) == message
+
+
+def statuses(records):
+    return dict((r['check'], r['status']) for r in records)
+
+
+def test_evaluate_run_single_node_passes_with_series():
+    expect = vn.expect_for(topology='h100-nvlink-8')
+    records, series = vn.evaluate_run('gpu-01', {'rc': 0, 'stdout': fixture('v2.13-era_h100_single_node.txt')}, ['gpu-01'], expect)
+    got = statuses(records)
+    assert got['wrong'] == got['busbw'] == got['complete'] == 'pass'
+    assert all(r['stage'] == 'nccl' and r['node'] == 'gpu-01' and r['hosts'] == ['gpu-01'] for r in records)
+    assert series[0]['label'] == 'gpu-01' and series[0]['points'][-1] == [4294967296, 475.065]
+
+
+def test_evaluate_run_wrong_fails():
+    records, dummy = vn.evaluate_run('fabric', {'rc': 1, 'stdout': fixture('v2.17.8_gh200_two_nodes_wrong.txt')}, ['gpu-01', 'gpu-02'], {})
+    wrong = [r for r in records if r['check'] == 'wrong'][0]
+    assert wrong['status'] == 'fail'
+    assert wrong['reason'] == '#wrong > 0 in 2 of 50 results: 1048576 B float out-of-place: 96, 1048576 B float in-place: 32'
+    assert 'exit' not in statuses(records)
+
+
+def test_evaluate_run_low_busbw_fails_against_an_override():
+    expect = vn.expect_for(topology='a100-nvlink-8', thresholds={'a100-nvlink-8': 500})
+    records, dummy = vn.evaluate_run('gpu-02', {'rc': 0, 'stdout': fixture('v2.13-era_h100_single_node.txt')}, ['gpu-02'], expect)
+    busbw = [r for r in records if r['check'] == 'busbw'][0]
+    assert busbw['status'] == 'fail' and busbw['threshold'] == 500.0
+    assert busbw['reason'] == 'mean busbw 469.7 GB/s over rows >= 1 GiB (1 GiB..4 GiB) is below 500.0 GB/s (a100-nvlink-8)'
+
+
+def test_evaluate_run_socket_fallback():
+    expect = vn.expect_for(expect_transport='ib')
+    records, dummy = vn.evaluate_run('fabric', {'rc': 0, 'stdout': fixture('composed_h100_two_nodes_socket_fallback.txt')}, ['a', 'b'], expect)
+    transport = [r for r in records if r['check'] == 'transport'][0]
+    assert transport['status'] == 'fail'
+    assert transport['reason'].startswith('NCCL fell back to NET/Socket (TCP) while InfiniBand was expected')
+
+
+def test_evaluate_run_nonzero_exit_with_clean_output_fails():
+    records, dummy = vn.evaluate_run('gpu-01', {'rc': 3, 'stdout': fixture('v2.13-era_h100_single_node.txt')}, ['gpu-01'], {})
+    assert [r['reason'] for r in records if r['status'] == 'fail'] == ['all_reduce_perf exited with rc 3']
+
+
+@pytest.mark.parametrize('result, reason', [
+    ({'rc': 1, 'stdout': '', 'stderr': 'srun: error: Unable to allocate resources: Invalid generic resource (gres) specification'},
+     'all_reduce_perf printed no results (rc 1): srun: error: Unable to allocate resources: Invalid generic resource (gres) specification'),
+    ({'rc': None, 'stdout': '', 'timed_out': True, 'timeout': 600}, 'all_reduce_perf timed out after 600s'),
+    ({'rc': 127, 'stdout': '', 'stderr': 'slurmstepd: error: execve(): /opt/nccl-tests/build/all_reduce_perf: No such file or directory'},
+     'all_reduce_perf printed no results (rc 127): slurmstepd: error: execve(): /opt/nccl-tests/build/all_reduce_perf: No such file or directory'),
+])
+def test_evaluate_run_without_output(result, reason):
+    records, series = vn.evaluate_run('gpu-01', result, ['gpu-01'], {})
+    assert records == [{'stage': 'nccl', 'node': 'gpu-01', 'check': 'all_reduce', 'status': 'fail', 'reason': reason, 'hosts': ['gpu-01']}]
+    assert series == []
+
+
+def test_evaluate_run_busy_failure_names_the_cuda_error():
+    records, dummy = vn.evaluate_run('fabric', {'rc': 1, 'stdout': fixture('v2.17.8_gh200_busy_failure.txt')}, ['a', 'b'], {})
+    errors = [r for r in records if r['check'] == 'test_errors'][0]
+    assert errors['status'] == 'fail' and 'busy or unavailable' in errors['reason']
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    (dict(topology='b300-nvlink-8'), "unknown topology 'b300-nvlink-8'; valid topologies: a100-nvlink-8, h100-nvlink-8, h200-nvlink-8, ib-hdr-200, ib-ndr-400"),
+    (dict(min_busbw_gbps=-1), 'min_busbw_gbps is -1, expected a number of GB/s above 0'),
+    (dict(expect_transport='roce'), "expect_transport is 'roce'; valid values: ib (or leave it unset)"),
+])
+def test_expect_for_errors(kwargs, message):
+    with pytest.raises(ValueError) as err:
+        vn.expect_for(**kwargs)
+    assert str(err.value) == message
+
+
+def test_skip_record_and_known_topologies():
+    assert vn.skip_record('cluster', 'no CUDA/nccl-tests on this cluster', ['a']) == {
+        'stage': 'nccl', 'node': 'cluster', 'check': 'all_reduce', 'status': 'skip', 'reason': 'no CUDA/nccl-tests on this cluster', 'hosts': ['a']}
+    assert 'gb200-nvl72' in vn.known_topologies({'gb200-nvl72': 700})
+
+
+NODES = [{'name': 'gpu-01', 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'}, {'name': 'gpu-02', 'gpus': 8, 'model': 'NVIDIA A100-SXM4-40GB'},
+         {'name': 'ctl', 'gpus': 0, 'model': None}]
+
+
+def test_plan_jobs_rounds_and_expectations():
+    jobs = vn.plan_jobs({'binary': '/opt/nccl-tests/build/all_reduce_perf', 'nodes': NODES, 'env': {'NCCL_DEBUG': 'INFO'}, 'fabric': True,
+                         'mpi': '{mpi}', 'fabric_topology': 'ib-ndr-400', 'fabric_nics': 8, 'expect_transport': 'ib'})
+    assert [(j['name'], j['kind'], j.get('round')) for j in jobs] == [
+        ('gpu-01', 'nccl', 0), ('gpu-02', 'nccl', 0), ('ctl', 'skip', None), ('fabric', 'nccl', 1)]
+    assert jobs[0]['expect']['topology'] == 'h100-nvlink-8' and jobs[1]['expect']['topology'] == 'a100-nvlink-8'
+    assert jobs[0]['argv'][-2:] == ['-g', '8'] and '--mpi={mpi}' not in jobs[0]['argv']
+    assert jobs[3]['hosts'] == ['gpu-01', 'gpu-02'] and '--mpi={mpi}' in jobs[3]['argv'] and jobs[3]['argv'][-2:] == ['-g', '1']
+    assert jobs[3]['expect']['nics'] == 8 and jobs[3]['expect']['expect_transport'] == 'ib'
+    assert jobs[2]['reason'] == 'no GPU GRES on ctl'
+
+
+def test_plan_jobs_pairwise_and_small_clusters():
+    four = [{'name': 'n%d' % i, 'gpus': 4, 'model': 'x'} for i in range(4)]
+    jobs = vn.plan_jobs({'binary': 'arp', 'nodes': four, 'pairwise': True, 'fabric': True})
+    assert [(j['name'], j['round']) for j in jobs if j['round'] >= 2] == [('n0+n1', 2), ('n2+n3', 2), ('n1+n2', 3), ('n3+n0', 3)]
+    one = vn.plan_jobs({'binary': 'arp', 'nodes': four[:1], 'fabric': True})
+    assert one[-1] == {'name': 'fabric', 'kind': 'skip', 'check': 'all_reduce', 'reason': 'a fabric run needs at least 2 GPU nodes, there are 1'}
+
+
+@pytest.mark.parametrize('plan, message', [
+    ([], 'the NCCL plan must be a dict with keys binary, nodes, env'),
+    ({'binary': 'x', 'gpus': 8}, 'unknown NCCL plan key(s) gpus; valid keys: binary, nodes, env'),
+    ({'nodes': []}, 'the NCCL plan needs binary: the path of all_reduce_perf on the nodes'),
+    ({'binary': 'x', 'nodes': ['gpu-01']}, "NCCL plan nodes must be a list of {name, gpus, model}, got ['gpu-01']"),
+    ({'binary': 'x', 'nodes': NODES[:1], 'node_topology': 'h900'}, "unknown topology 'h900'; valid topologies: "),
+])
+def test_plan_jobs_errors(plan, message):
+    with pytest.raises(ValueError) as err:
+        vn.plan_jobs(plan)
+    assert str(err.value).startswith(message)
+
+
+def test_plan_jobs_missing_binary():
+    nodes = [dict(NODES[0], present=False), dict(NODES[1], present=False)]
+    assert vn.plan_jobs({'binary': '/opt/nccl-tests/build/all_reduce_perf', 'nodes': nodes, 'fabric': True}) == [
+        {'name': 'cluster', 'kind': 'skip', 'check': 'all_reduce', 'hosts': ['gpu-01', 'gpu-02'],
+         'reason': 'no CUDA/nccl-tests on this cluster: /opt/nccl-tests/build/all_reduce_perf not found on gpu-01, gpu-02'}]
+    some = vn.plan_jobs({'binary': 'arp', 'nodes': [NODES[0], dict(NODES[1], present=False)], 'fabric': True,
+                         'srun_extra': ['--container-image=nccl.sqsh']})
+    assert some[0] == {'name': 'gpu-02', 'kind': 'skip', 'status': 'fail', 'check': 'all_reduce', 'hosts': ['gpu-02'],
+                       'reason': 'arp not found on gpu-02 (other nodes have it)'}
+    assert some[1]['argv'][-10:-8] == ['--container-image=nccl.sqsh', 'arp']
+    assert some[2] == {'name': 'fabric', 'kind': 'skip', 'check': 'all_reduce', 'reason': 'a fabric run needs at least 2 GPU nodes, there are 1'}
+
+
+def test_plan_jobs_unusable_nodes_are_skipped():
+    jobs = vn.plan_jobs({'binary': 'arp', 'nodes': [dict(NODES[0], usable=False), NODES[1]], 'fabric': True})
+    assert [(j['name'], j['kind']) for j in jobs] == [('gpu-01', 'skip'), ('gpu-02', 'nccl'), ('fabric', 'skip')]
+    assert jobs[0]['reason'] == 'not run: gpu-01 cannot take jobs (see its node_state check)'

@@ -1,0 +1,148 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""node_check against the project's NVML simulator and real files (no mocks).
+
+Services, munge and scontrol are turned off here (the development machine runs none of them); the
+simulated cluster's molecule scenario `validate` runs them for real.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _slurm_hooks as hooks
+from ansible_collections.gpucluster.bringup.plugins.modules import node_check
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+NVMLSIM = os.path.join(ROOT, 'nvml_sim', 'bin', 'nvmlsim')
+
+
+@pytest.fixture
+def sim(tmp_path, monkeypatch):
+    monkeypatch.setenv('NVMLSIM_STATE', str(tmp_path / 'state.json'))
+    monkeypatch.setenv('NVMLSIM_ROOT', str(tmp_path / 'root'))
+
+    def run(*args):
+        result = subprocess.run([NVMLSIM] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
+                                check=False, env=dict(os.environ))
+        assert result.returncode == 0, result.stdout
+    return run
+
+
+def run_module(capsys, **args):
+    args.setdefault('services', [])
+    args.setdefault('munge_roundtrip', False)
+    args.setdefault('slurm_state', False)
+    args.setdefault('node_name', 'gpu-01')
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            node_check.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def by_check(result):
+    return dict((r['check'], r) for r in result['records'])
+
+
+def test_h100_node_passes(sim, capsys, tmp_path):
+    sim('create', '--preset', 'h100-80gb-x8', '--mig-minors', str(tmp_path / 'mig-minors'))
+    gres = tmp_path / 'gres.conf'
+    gres.write_text('# managed\nName=gpu Type=h100 File=/dev/nvidia0\n')
+    result = run_module(capsys, gpu_count=8, gpu_models=['H100'], gres_conf_path=str(gres), gres_conf_expected=['Name=gpu Type=h100 File=/dev/nvidia0'],
+                        mig_result={'changed': False, 'actions': [], 'gpus': [{'index': 0, 'reset_required': False}]})
+    checks = by_check(result)
+    assert result['passed'] is True and result['failed_checks'] == [], result
+    assert checks['nvml']['reason'] == 'NVML answers: 8 GPU(s)'
+    assert checks['gpu_models']['reason'] == 'models NVIDIA H100 80GB HBM3 match H100'
+    assert checks['mig_layout']['status'] == 'pass'
+    assert checks['gres_conf']['status'] == 'pass'
+    assert checks['node_state']['status'] == checks['enroot']['status'] == checks['pyxis']['status'] == 'skip'
+    assert result['changed'] is False
+
+
+def test_wrong_count_model_and_hand_edited_gres_conf(sim, capsys, tmp_path):
+    sim('create', '--preset', 'a100-40gb-x8', '--mig-minors', str(tmp_path / 'mig-minors'))
+    gres = tmp_path / 'gres.conf'
+    gres.write_text('Name=gpu Type=a100 File=/dev/nvidia[0-6]\n')
+    result = run_module(capsys, gpu_count=4, gpu_models=['H100'], gres_conf_path=str(gres), gres_conf_expected=['Name=gpu Type=a100 File=/dev/nvidia[0-7]'])
+    checks = by_check(result)
+    assert result['failed_checks'] == ['gpu_count', 'gpu_models', 'gres_conf']
+    assert checks['gpu_count']['reason'] == 'NVML sees 8 GPU(s), expected 4'
+    assert checks['gres_conf']['reason'] == (
+        '%s differs from what slurm_gres_facts computes now: gpu:a100: 7 in %s, 8 computed from NVML; '
+        'missing line "Name=gpu Type=a100 File=/dev/nvidia[0-7]"; unexpected line "Name=gpu Type=a100 File=/dev/nvidia[0-6]"' % (gres, gres))
+
+
+def test_failed_mig_comparison_is_a_failed_check(sim, capsys, tmp_path):
+    sim('create', '--preset', 'h100-80gb-x8', '--mig-minors', str(tmp_path / 'mig-minors'))
+    result = run_module(capsys, mig_result={'changed': False, 'failed': False, 'msg': 'GPU 0 is a NVIDIA H100 80GB HBM3: no profile 1g.5gb'})
+    check = by_check(result)['mig_layout']
+    assert (check['status'], check['reason']) == ('fail', 'the wanted MIG layout could not be compared: GPU 0 is a NVIDIA H100 80GB HBM3: no profile 1g.5gb')
+
+
+def test_nvml_fault_is_reported(sim, capsys, tmp_path):
+    sim('create', '--preset', 'h100-80gb-x8', '--mig-minors', str(tmp_path / 'mig-minors'))
+    sim('inject', '--call', 'nvmlInit', '--error', 'NVML_ERROR_DRIVER_NOT_LOADED', '--count', '0')
+    result = run_module(capsys, gpu_count=8)
+    checks = by_check(result)
+    assert checks['nvml']['status'] == 'fail'
+    assert checks['nvml']['reason'].startswith('NVML does not answer: nvmlInit failed: ')
+    assert checks['gpu_count']['status'] == 'skip'
+
+
+def test_enroot_and_pyxis_missing(sim, capsys, tmp_path, monkeypatch):
+    sim('create', '--preset', 'h100-80gb-x8', '--mig-minors', str(tmp_path / 'mig-minors'))
+    monkeypatch.setenv('PATH', str(tmp_path))
+    result = run_module(capsys, nvml=False, enroot=True, pyxis=True, services=['munge'])
+    checks = by_check(result)
+    assert checks['enroot']['reason'] == 'enroot is not installed (no enroot command in PATH)'
+    assert checks['pyxis']['reason'] == 'srun is not installed on this node, cannot tell whether pyxis loads'
+    assert checks['nvml']['status'] == 'skip'
+
+
+def test_hook_log_from_a_syslog_file(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv('PATH', str(tmp_path))
+    log = tmp_path / 'syslog'
+    log.write_text('\n'.join([
+        'Nov 21 06:30:01 gpu-01 slurm-hooks[812]: ' + hooks.log_line('prolog', '12', '95-all-rootless', 1, 0.004, 'failed'),
+        'Nov 21 06:30:01 gpu-01 slurm-hooks[812]: prolog hook 95-all-rootless output: singularity: command not found',
+        'Nov 21 06:30:02 gpu-01 cron[1]: unrelated',
+    ]) + '\n')
+    result = run_module(capsys, nvml=False, hook_log=True, hook_log_files=[str(tmp_path / 'absent'), str(log)])
+    assert result['hook_failure'] == {'phase': 'prolog', 'job': '12', 'hook': '95-all-rootless', 'rc': 1, 'status': 'failed', 'ok': False,
+                                      'output': 'singularity: command not found'}
+    assert 'cron' not in result['hook_log']
+
+
+def run_nvidia_mig(capsys, gpus, check_mode):
+    from ansible_collections.gpucluster.bringup.plugins.modules import nvidia_mig
+    args = {'gpus': gpus}
+    if check_mode:
+        args['_ansible_check_mode'] = True
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            nvidia_mig.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_mig_layout_against_nvidia_mig_check_mode(sim, capsys, tmp_path):
+    """The MIG check with the real nvidia_mig module in check mode, as the role runs it."""
+    sim('create', '--preset', 'h100-80gb-x8', '--mig-minors', str(tmp_path / 'mig-minors'), '--auto-reset')
+    wanted = [{'gpu': '0', 'instances': [{'profile': '1g.10gb', 'count': 2}]}]
+    applied = run_nvidia_mig(capsys, wanted, check_mode=False)
+    assert applied.get('failed') is not True, applied
+    same = run_nvidia_mig(capsys, wanted, check_mode=True)
+    check = by_check(run_module(capsys, mig_result=same))['mig_layout']
+    assert (check['status'], check['reason']) == ('pass', 'MIG layout equals the wanted one')
+    other = run_nvidia_mig(capsys, [{'gpu': '0', 'instances': [{'profile': '3g.40gb', 'count': 1}]}], check_mode=True)
+    check = by_check(run_module(capsys, mig_result=other))['mig_layout']
+    assert check['status'] == 'fail'
+    assert check['reason'].startswith('MIG layout differs from the wanted one; nvidia_mig would: GPU 0: ')

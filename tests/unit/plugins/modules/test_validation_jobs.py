@@ -1,0 +1,123 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""validation_jobs runs real commands: the all_reduce_perf stand-in (recorded output), hostname, sleep."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import socket
+import time
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpucluster.bringup.plugins.modules import validation_jobs
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+STANDIN = os.path.join(ROOT, 'tests', 'standins', 'all_reduce_perf-standin')
+
+
+def run_module(capsys, **args):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            validation_jobs.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def nccl_job(name, fixture, hosts, expect=None, round_=0):
+    return {'name': name, 'kind': 'nccl', 'argv': [STANDIN, '-b', '8', '-e', '8G', '-f', '2', '-g', '8'], 'hosts': hosts,
+            'env': {'ALL_REDUCE_PERF_STANDIN_OUTPUT': fixture}, 'expect': expect or {}, 'round': round_}
+
+
+def test_standin_runs_are_gated_and_plotted(capsys):
+    result = run_module(capsys, stage='nccl', jobs=[
+        nccl_job('gpu-01', 'v2.13-era_h100_single_node.txt', ['gpu-01'], {'topology': 'h100-nvlink-8'}),
+        nccl_job('gpu-02', 'v2.13-era_h100_single_node.txt', ['gpu-02'], {'min_busbw_gbps': 600}),
+        nccl_job('fabric', 'v2.17.8_gh200_two_nodes_wrong.txt', ['gpu-01', 'gpu-02']),
+    ])
+    assert result.get('failed') is not True, result
+    failed = [(r['node'], r['check']) for r in result['records'] if r['status'] == 'fail']
+    assert failed == [('gpu-02', 'busbw'), ('fabric', 'test_errors'), ('fabric', 'wrong'), ('fabric', 'out_of_bounds')]
+    assert [s['label'] for s in result['series']] == ['gpu-01', 'gpu-02', 'fabric']
+    assert result['results']['fabric']['rc'] == 1
+    assert 'STAND-IN' in result['results']['gpu-01']['stderr']
+
+
+def test_jobs_of_one_round_run_at_once(capsys):
+    me = socket.gethostname().split('.')[0]
+    start = time.time()
+    result = run_module(capsys, jobs=[
+        {'name': me, 'kind': 'srun', 'argv': ['sh', '-c', 'sleep 2; hostname']},
+        {'name': 'other', 'kind': 'srun', 'argv': ['sh', '-c', 'sleep 2; echo elsewhere']},
+        {'name': 'later', 'kind': 'srun', 'argv': ['sh', '-c', 'echo later'], 'round': 1},
+    ])
+    elapsed = time.time() - start
+    assert elapsed < 3.8, elapsed
+    statuses = dict((r['node'], (r['status'], r['reason'])) for r in result['records'])
+    assert statuses[me] == ('pass', 'srun -w %s ran on %s' % (me, me))
+    assert statuses['other'] == ('fail', 'srun -w other ran on "elsewhere"')
+
+
+def test_timeout_and_missing_program(capsys):
+    result = run_module(capsys, jobs=[
+        {'name': 'slow', 'kind': 'srun', 'argv': ['sleep', '30'], 'timeout': 1},
+        {'name': 'gpu-01', 'kind': 'gres', 'gpus': 8, 'argv': ['/nonexistent/srun']},
+    ])
+    reasons = [r['reason'] for r in result['records']]
+    assert reasons[0] == 'srun -w slow timed out after 1s'
+    assert reasons[1].startswith('srun --gres=gpu:8 -w gpu-01 failed (rc 127): timeout: failed to run command ')
+    assert reasons[1].endswith('/nonexistent/srun\u2019: No such file or directory')
+
+
+def test_mpi_env_and_skip_jobs(capsys):
+    hello = 'echo mpi_hello rank 0 of 2 on a; echo mpi_hello rank 1 of 2 on b'
+    result = run_module(capsys, stage='mpi', mpi_required_paths=['srun_pmi'], jobs=[
+        {'name': 'pmi', 'kind': 'mpi', 'path': 'srun_pmi', 'label': 'srun --mpi=pmix', 'ranks': 2, 'hosts': ['a', 'b'], 'argv': ['sh', '-c', hello]},
+        {'name': 'plain', 'kind': 'mpi', 'path': 'srun_plain', 'label': 'srun', 'ranks': 2, 'hosts': ['a', 'b'],
+         'argv': ['sh', '-c', 'echo "  orte_ess_init failed" >&2; exit 1']},
+        {'name': 'env', 'kind': 'env', 'argv': ['sh', '-c', 'echo OMPI_MCA_pml=^ucx']},
+        {'name': 'container', 'kind': 'skip', 'path': 'pyxis', 'reason': 'pyxis not enabled (validate_pyxis)'},
+        {'name': 'x', 'kind': 'skip', 'check': 'container_job', 'reason': 'no image'},
+    ])
+    recs = result['records']
+    assert [(r['node'], r['status']) for r in recs] == [('srun_pmi', 'pass'), ('srun_plain', 'skip'), ('pyxis', 'skip'), ('x', 'skip')]
+    assert 'orte_ess_init failed' in recs[1]['reason'] and 'without PMI support' in recs[1]['reason']
+    assert recs[2]['reason'] == 'srun --mpi=pmix: pyxis not enabled (validate_pyxis)' or recs[2]['reason'].endswith('pyxis not enabled (validate_pyxis)')
+    assert result['warnings_found'] == ['the job environment (env) sets OMPI_MCA_pml=^ucx, which keeps Open MPI off UCX (seed 002: srun + pyxis '
+                                        'with OMPI_MCA_pml=^ucx ran all_reduce at half the mpirun bandwidth)']
+
+
+@pytest.mark.parametrize('jobs, message', [
+    ([{'name': 'a', 'kind': 'srun', 'argv': ['true']}, {'name': 'a', 'kind': 'srun', 'argv': ['true']}], 'job names must be unique, these repeat: a'),
+    ([{'name': 'a', 'kind': 'srun'}], 'job a (kind srun) has no argv'),
+    ([{'name': 'a', 'kind': 'mpi', 'argv': ['true']}], 'job a (kind mpi) needs a path: srun_pmi, srun_plain, mpirun or pyxis'),
+    ([{'name': 'a', 'kind': 'srun', 'argv': ['true'], 'timeout': 0}], 'job a: timeout 0 must be at least 1 second'),
+])
+def test_bad_jobs(capsys, jobs, message):
+    result = run_module(capsys, jobs=jobs)
+    assert result['failed'] is True and result['msg'] == message
+
+
+def test_nccl_plan_with_standin_and_mpi_placeholder(capsys, tmp_path):
+    # a local launcher for the planned srun argv: it records its options and runs the program here
+    launcher = tmp_path / 'local-srun'
+    launcher.write_text('#!/bin/sh\nwhile [ "${1#--}" != "$1" ]; do echo "$1" >> "%s"; shift; done\nexec "$@"\n' % (tmp_path / 'options'))
+    launcher.chmod(0o755)
+    result = run_module(capsys, stage='nccl', mpi_plugin='pmi2', nccl={
+        'binary': STANDIN, 'srun': str(launcher), 'nodes': [{'name': 'gpu-01', 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'}], 'fabric': True,
+        'env': {'NCCL_DEBUG': 'INFO'}}, jobs=[
+        {'name': 'pmi', 'kind': 'mpi', 'path': 'srun_pmi', 'label': 'srun --mpi={mpi}', 'ranks': 1, 'hosts': ['a'],
+         'argv': ['sh', '-c', 'echo "--mpi={mpi}" >&2; echo mpi_hello rank 0 of 1 on a']}])
+    assert result.get('failed') is not True, result
+    assert result['mpi_plugin'] == 'pmi2'
+    assert result['results']['pmi']['stderr'] == '--mpi=pmi2\n'
+    recs = dict(((r['node'], r['check']), r) for r in result['records'])
+    assert recs[('srun_pmi', 'launch')]['reason'] == 'srun --mpi=pmi2: 1 ranks in one world on a'
+    assert (tmp_path / 'options').read_text().splitlines() == [
+        '--nodes=1', '--nodelist=gpu-01', '--gres=gpu:8', '--exclusive', '--time=10', '--export=ALL,NCCL_DEBUG=INFO', '--label', '--ntasks-per-node=1']
+    assert recs[('fabric', 'all_reduce')]['reason'] == 'a fabric run needs at least 2 GPU nodes, there are 1'
+    assert recs[('gpu-01', 'busbw')]['status'] == 'pass'

@@ -1,0 +1,72 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The validation_report module writes the four report files and names the failed nodes."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpucluster.bringup.plugins.modules import validation_report
+
+RECORDS = [
+    {'stage': 'node', 'node': 'gpu-01', 'check': 'gres_conf', 'status': 'pass', 'reason': 'equal'},
+    {'stage': 'node', 'node': 'gpu-02', 'check': 'gres_conf', 'status': 'fail', 'reason': 'gpu:a100: 7 in /etc/slurm/gres.conf, 8 computed from NVML'},
+    {'stage': 'nccl', 'node': 'cluster', 'check': 'all_reduce', 'status': 'skip', 'reason': 'no CUDA/nccl-tests on this cluster'},
+]
+
+
+def run_module(capsys, **args):
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            validation_report.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_writes_files_and_names_failed_nodes(capsys, tmp_path):
+    dest = str(tmp_path / 'report')
+    result = run_module(capsys, records=RECORDS, dest=dest, expected_nodes=['gpu-01', 'gpu-02', 'gpu-03'],
+                        drain_nodes=['gpu-01', 'gpu-02', 'gpu-03'], warnings=['the job environment sets OMPI_MCA_pml=^ucx'],
+                        series=[{'label': 'gpu-01', 'points': [[8, 0.1], [1073741824, 400.0]]}], threshold_gbps=296.0)
+    assert result['status'] == 'fail' and result['changed'] is True
+    assert result['failed_nodes'] == ['gpu-02', 'gpu-03']
+    assert result['message'] == 'validation failed on gpu-02, gpu-03: 2 failed check(s) (node/gres_conf, node/reachable)'
+    assert result['drain_reasons'] == {
+        'gpu-02': 'validate: node/gres_conf: gpu:a100: 7 in /etc/slurm/gres.conf, 8 computed from NVML',
+        'gpu-03': 'validate: node/reachable: no node check results from gpu-03: the host was unreachable or its tasks failed'}
+    assert sorted(os.listdir(dest)) == ['report.html', 'report.json', 'report.junit.xml', 'report.md']
+    with open(os.path.join(dest, 'report.json')) as handle:
+        report = json.load(handle)
+    assert report['warnings'] == ['the job environment sets OMPI_MCA_pml=^ucx']
+    suites = ET.parse(os.path.join(dest, 'report.junit.xml')).getroot()
+    assert suites.get('failures') == '2' and suites.get('skipped') == '1'
+    with open(os.path.join(dest, 'report.md')) as handle:
+        markdown = handle.read()
+    assert '## Warnings' in markdown and 'SKIPPED' not in markdown.split('## Stage `nccl`')[0]
+    assert '- `cluster` all_reduce: no CUDA/nccl-tests on this cluster' in markdown
+    with open(os.path.join(dest, 'report.html')) as handle:
+        html = handle.read()
+    assert '<svg' in html and '<h2>Warnings</h2>' in html
+    again = run_module(capsys, records=RECORDS, dest=dest, expected_nodes=['gpu-01', 'gpu-02', 'gpu-03'],
+                       drain_nodes=['gpu-01', 'gpu-02', 'gpu-03'], warnings=['the job environment sets OMPI_MCA_pml=^ucx'],
+                       series=[{'label': 'gpu-01', 'points': [[8, 0.1], [1073741824, 400.0]]}], threshold_gbps=296.0)
+    assert again['changed'] is False
+
+
+def test_all_pass(capsys, tmp_path):
+    result = run_module(capsys, records=RECORDS[:1], dest=str(tmp_path))
+    assert (result['status'], result['message'], result['failed_nodes']) == ('pass', '', [])
+    assert result['summary'].startswith('# Cluster validation\n\n**PASS: 1 checks passed, 0 skipped**')
+
+
+def test_bad_record_fails_with_its_index(capsys, tmp_path):
+    result = run_module(capsys, records=[{'stage': 'node', 'node': 'gpu-01', 'check': 'x', 'status': 'broken'}], dest=str(tmp_path))
+    assert result['failed'] is True
+    assert result['msg'] == "cannot build the validation report: result 0: status 'broken' is not one of pass, fail, skip"
