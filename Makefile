@@ -17,3 +17,6 @@ cluster-up:
 
 cluster-down:
 	bash scripts/cluster.sh down
+
+demo:
+	bash scripts/demo.sh

@@ -7,6 +7,7 @@ daemons: sinfo/srun/scontrol output, file modes, systemd start timestamps, the
 output of a real ansible-playbook run.
 """
 import base64
+import json
 import os
 import pathlib
 import re
@@ -162,6 +163,45 @@ def test_slurmd_registered_the_gres_of_gres_conf():
     for name in GPU_NODES:
         out = ctl("scontrol show node %s" % name).stdout
         assert "Gres=%s" % node_gres_from_conf()[name] in out, out
+
+
+def _gres_facts(name):
+    """ansible_facts.slurm_gres of one node, from the module run now (ad hoc, as the role calls it)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
+               CONTAINERS_CONF=str(ROOT / "scripts" / "lib" / "containers.conf"))
+    inventory_file = os.environ.get("MOLECULE_INVENTORY_FILE")
+    if inventory_file:
+        inventories = ["-i", str(pathlib.Path(inventory_file).parent)]
+    else:
+        inventories = ["-i", str(ROOT / "inventory" / "hosts.yml"), "-i", str(ROOT / "inventory" / "simulated" / "hosts.yml")]
+    args = ("mig_minors_path={{ slurm_gres_mig_minors_path | default('/proc/driver/nvidia-caps/mig-minors') }} "
+            "cores={{ slurm_gres_cores | default(true) }}")
+    result = subprocess.run([str(ANSIBLE_PLAYBOOK.parent / "ansible")] + inventories + [name, "-m", "gpucluster.bringup.slurm_gres_facts", "-a", args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT), check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    answer = json.loads(result.stdout)
+    return answer["plays"][0]["tasks"][0]["hosts"][name]["ansible_facts"]["slurm_gres"]
+
+
+@pytest.mark.parametrize("name", GPU_NODES)
+def test_slurmd_dash_g_lists_exactly_the_gres_the_facts_list(name):
+    """Issue 5: the real slurmd -G accepts the gres.conf rendered from the facts and lists exactly their entries."""
+    sys.path.insert(0, str(ROOT / ".build" / "collections"))
+    from ansible_collections.gpucluster.bringup.plugins.module_utils._gres import compare_gres, parse_slurmd_gres
+
+    facts = _gres_facts(name)
+    deployed = node(name).file("/etc/slurm/gres.conf").content_string
+    for line in facts["gres_conf_lines"]:
+        assert line in deployed, (line, deployed)
+    run = node(name).run("slurmd -G")
+    output = run.stdout + run.stderr
+    parsed = parse_slurmd_gres(output)
+    assert parsed["records"], output
+    verdict = compare_gres(facts["entries"], parsed)
+    assert verdict["equal"], (verdict, output)
+    assert len([e for e in facts["entries"] if e["name"] == "gpu"]) == len([r for r in parsed["records"] if r["name"] == "gpu"])
 
 
 def test_srun_runs_on_both_gpu_nodes():
