@@ -175,6 +175,8 @@ stage_package() {
                 echo "ansible-doc gpucluster.bringup.$m: FAILED"; rc=1
             fi
         done
+        # awx_setup.yml needs the awx.awx collection (its module_defaults group)
+        ln -sfn "$VENV/lib/python3.11/site-packages/ansible_collections/awx" "$colls/ansible_collections/awx"
         for p in "$ROOT"/playbooks/*.yml; do
             p=$(basename "$p" .yml)
             if "$VENV/bin/ansible-playbook" -i localhost, "gpucluster.bringup.$p" --syntax-check >/dev/null; then
