@@ -8,6 +8,7 @@
 # 3. with a GPU_PRESET (an `nvmlsim create --preset` name): install the NVML
 #    simulator from nvml_sim/src as the node's `pynvml` and `nvmlsim`
 #    packages, the /usr/local/bin/nvmlsim command and nvmlsim-boot.service,
+#    the nvidia-smi STAND-IN (nvml_sim/bin/nvidia-smi) as /usr/local/bin/nvidia-smi,
 #    create the simulated GPUs once and (re)create their device files and the
 #    mig-minors table.
 #
@@ -65,6 +66,13 @@ install_simulator() {
         | pm exec -i "$container" tar -C "$site" --no-same-owner -xf -
     tar -C "$GPUCLUSTER_SIM_LIB/nvmlsim-node" --owner=0 --group=0 -cf - . \
         | pm exec -i "$container" tar -C / --no-same-owner --no-overwrite-dir -xf -
+    # nvidia-smi STAND-IN answering from the simulator (python3 -m nvmlsim.smi), so
+    # the hooks that require nvidia-smi run on simulated nodes; never over a real one.
+    if in_node sh -c 'command -v nvidia-smi' 2>/dev/null | grep -qv '^/usr/local/bin/nvidia-smi$'; then
+        die "$container: has a real nvidia-smi; refusing to install the nvidia-smi stand-in over it"
+    fi
+    pm cp "$GPUCLUSTER_SIM_ROOT/nvml_sim/bin/nvidia-smi" "$container:/usr/local/bin/nvidia-smi"
+    in_node chmod 0755 /usr/local/bin/nvidia-smi
     in_node systemctl daemon-reload
     current=$(in_node sh -c "test -f $STATE && nvmlsim show --json" 2>/dev/null \
         | python3 -c 'import json, sys; print(json.load(sys.stdin).get("preset", ""))' 2>/dev/null || true)
@@ -80,9 +88,23 @@ install_simulator() {
         || die "$container: nvmlsim-boot.service failed: $(in_node journalctl -u nvmlsim-boot.service -n 20 --no-pager)"
 }
 
+# The all_reduce_perf STAND-IN (prints recorded real outputs, measures
+# nothing) and its recordings, where the validation playbook of the simulated
+# inventory looks for nccl-tests: /opt/nccl-tests-STANDIN/build.
+install_nccl_standin() {
+    in_node mkdir -p /opt/nccl-tests-STANDIN/build /opt/nccl-tests-STANDIN/fixtures
+    # (Debian has no `python`: the node's python3 runs it)
+    sed '1s|^#!.*|#!/usr/bin/python3|' "$GPUCLUSTER_SIM_ROOT/tests/standins/all_reduce_perf-standin" \
+        | pm exec -i "$container" sh -c 'cat > /opt/nccl-tests-STANDIN/build/all_reduce_perf'
+    tar -C "$GPUCLUSTER_SIM_ROOT/tests/unit/fixtures/nccl" --owner=0 --group=0 -cf - . \
+        | pm exec -i "$container" tar -C /opt/nccl-tests-STANDIN/fixtures --no-same-owner -xf -
+    in_node chmod 0755 /opt/nccl-tests-STANDIN/build/all_reduce_perf
+}
+
 wait_for_systemd
 apt_update
 if [ -n "$preset" ]; then
     install_simulator
+    install_nccl_standin
 fi
 log "$container: ready${preset:+ ($preset)}"

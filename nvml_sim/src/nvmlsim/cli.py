@@ -5,6 +5,7 @@
     nvmlsim show [--json]
     nvmlsim process add --gpu N --pid P --name NAME [--used-mib M] [--gi ID --ci ID]
     nvmlsim process remove --pid P [--gpu N]
+    nvmlsim ecc --gpu N [--uncorrected K] [--corrected K] [--retired-pages-pending yes|no]
     nvmlsim reset --gpu N
     nvmlsim reboot
     nvmlsim boot
@@ -82,6 +83,8 @@ def render(state: dict) -> str:
                 lines.append("      CI %d  %-14s profile %d  placement %d:%d  cap %d  %s" % (
                     ci["id"], node.ci_profile_of(gpu, gi, ci).name[4:], ci["profile_id"], ci["start"], ci["size"],
                     devfiles.ci_minor(gpu["minor"], gi["id"], ci["id"]), ci["uuid"]))
+        if gpu.get("ecc"):
+            lines.append("    " + _ecc_text(gpu["ecc"]))
         for proc in gpu["processes"]:
             where = "" if proc.get("gi") is None else "  gi %d ci %d" % (proc["gi"], proc["ci"])
             lines.append("    process %d %s %d MiB%s" % (proc["pid"], proc["name"], proc["used_mib"], where))
@@ -132,6 +135,12 @@ def _parser() -> argparse.ArgumentParser:
     remove.add_argument("--pid", type=_nonneg, required=True)
     remove.add_argument("--gpu", type=_nonneg)
 
+    ecc = sub.add_parser("ecc", help="record ECC errors / pages pending retirement on a GPU (cleared by reset and reboot)")
+    ecc.add_argument("--gpu", type=_nonneg, required=True)
+    ecc.add_argument("--uncorrected", type=_nonneg, default=0, help="add this many uncorrected ECC errors")
+    ecc.add_argument("--corrected", type=_nonneg, default=0, help="add this many corrected ECC errors")
+    ecc.add_argument("--retired-pages-pending", choices=("yes", "no"), help="pages wait for a reset to be retired")
+
     reset = sub.add_parser("reset", help="simulate nvidia-smi --gpu-reset (applies pending MIG mode)")
     reset.add_argument("--gpu", type=_nonneg, required=True)
 
@@ -181,6 +190,22 @@ def _reset(args) -> str:
         return "GPU %d reset; %s" % (args.gpu, _mig_text(gpu))
 
 
+def _ecc(args) -> str:
+    if not args.uncorrected and not args.corrected and args.retired_pages_pending is None:
+        raise UsageError("ecc needs --uncorrected K, --corrected K or --retired-pages-pending yes|no")
+    pending = None if args.retired_pages_pending is None else args.retired_pages_pending == "yes"
+    with store.transaction() as state:
+        gpu = node.gpu_by_index(state, args.gpu)
+        ecc = node.add_memory_errors(gpu, args.corrected, args.uncorrected, pending)
+        return "GPU %d: %s" % (args.gpu, _ecc_text(ecc))
+
+
+def _ecc_text(ecc: dict) -> str:
+    return "ECC errors since reset: %d corrected, %d uncorrected (aggregate %d, %d); retired pages pending: %s" % (
+        ecc["corrected_volatile"], ecc["uncorrected_volatile"], ecc["corrected_aggregate"], ecc["uncorrected_aggregate"],
+        "yes" if ecc["retired_pages_pending"] else "no")
+
+
 def _inject(args) -> str:
     import pynvml  # pylint: disable=import-outside-toplevel
     if args.clear:
@@ -215,6 +240,8 @@ def run(argv: Optional[List[str]] = None) -> str:  # pylint: disable=too-many-re
         return _process(args)
     if args.command == "reset":
         return _reset(args)
+    if args.command == "ecc":
+        return _ecc(args)
     if args.command == "reboot":
         with store.transaction() as state:
             node.reboot(state)

@@ -184,6 +184,7 @@ def reset_gpu(gpu: dict) -> None:
     if model_of(gpu).mig_capable:
         gpu["mig_current"] = gpu["mig_pending"]
     _clear_instances(gpu)
+    _clear_volatile_memory_errors(gpu)
 
 
 def reboot(state: dict) -> None:
@@ -193,6 +194,7 @@ def reboot(state: dict) -> None:
         if model_of(gpu).mig_capable:
             gpu["mig_current"] = gpu["mig_pending"]
         _clear_instances(gpu)
+        _clear_volatile_memory_errors(gpu)
 
 
 def set_mig_mode(state: dict, gpu: dict, mode: int) -> int:
@@ -472,6 +474,53 @@ def remove_process(state: dict, pid: int, index: Optional[int] = None) -> int:
         raise SimError(E.NOT_FOUND, "pid %s is not recorded on %s" % (
             pid, "any GPU" if index is None else "GPU %d" % index))
     return removed
+
+
+# ---------------------------------------------------------------- memory errors (ECC, page retirement)
+#
+# Optional per-GPU key ``"ecc"``: ``{"corrected_volatile": n, "uncorrected_volatile": n,
+# "corrected_aggregate": n, "uncorrected_aggregate": n, "retired_pages_pending": bool}``
+# (absent = no errors).  Volatile counters count since the last driver load, so a
+# GPU reset or reboot clears them and retires the pending pages; aggregate
+# counters persist.
+
+ECC_COUNTERS = ("corrected_volatile", "uncorrected_volatile", "corrected_aggregate", "uncorrected_aggregate")
+
+
+def ecc_count(gpu: dict, uncorrected: bool, volatile: bool) -> int:
+    """nvmlDeviceGetTotalEccErrors: the GPU's corrected/uncorrected, volatile/aggregate count."""
+    key = "%s_%s" % ("uncorrected" if uncorrected else "corrected", "volatile" if volatile else "aggregate")
+    return int((gpu.get("ecc") or {}).get(key, 0))
+
+
+def retired_pages_pending(gpu: dict) -> bool:
+    """nvmlDeviceGetRetiredPagesPendingStatus: pages wait for a reset to be retired."""
+    return bool((gpu.get("ecc") or {}).get("retired_pages_pending", False))
+
+
+def add_memory_errors(gpu: dict, corrected: int = 0, uncorrected: int = 0, pending: Optional[bool] = None) -> dict:
+    """Record ECC errors (volatile and aggregate) and/or set the retired-pages-pending flag."""
+    if corrected < 0 or uncorrected < 0:
+        raise SimError(E.INVALID_ARGUMENT, "ECC error counts must be 0 or more, got corrected %s, uncorrected %s" % (
+            corrected, uncorrected))
+    ecc = gpu.setdefault("ecc", {})
+    for counter in ECC_COUNTERS:
+        ecc.setdefault(counter, 0)
+    ecc.setdefault("retired_pages_pending", False)
+    for scope in ("volatile", "aggregate"):
+        ecc["corrected_" + scope] += corrected
+        ecc["uncorrected_" + scope] += uncorrected
+    if pending is not None:
+        ecc["retired_pages_pending"] = bool(pending)
+    return ecc
+
+
+def _clear_volatile_memory_errors(gpu: dict) -> None:
+    ecc = gpu.get("ecc")
+    if ecc:
+        ecc["corrected_volatile"] = 0
+        ecc["uncorrected_volatile"] = 0
+        ecc["retired_pages_pending"] = False
 
 
 # ---------------------------------------------------------------- memory

@@ -48,6 +48,14 @@ NVML_DEVICE_ARCH_HOPPER = 9
 NVML_DEVICE_ARCH_BLACKWELL = 10
 NVML_DEVICE_ARCH_UNKNOWN = 0xFFFFFFFF
 
+NVML_SINGLE_BIT_ECC = 0
+NVML_DOUBLE_BIT_ECC = 1
+NVML_VOLATILE_ECC = 0
+NVML_AGGREGATE_ECC = 1
+NVML_MEMORY_ERROR_TYPE_CORRECTED = 0
+NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1
+NVML_MEMORY_ERROR_TYPE_COUNT = 2
+
 NVML_AFFINITY_SCOPE_NODE = 0
 NVML_AFFINITY_SCOPE_SOCKET = 1
 
@@ -951,6 +959,24 @@ def nvmlDeviceGetGraphicsRunningProcesses_v3(handle):
 
 def nvmlDeviceGetGraphicsRunningProcesses(handle):
     return nvmlDeviceGetGraphicsRunningProcesses_v3(handle)
+
+
+# ----------------------------------------------------------------- memory errors
+
+@_api
+def nvmlDeviceGetTotalEccErrors(handle, errorType, counterType):
+    if errorType not in (NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_MEMORY_ERROR_TYPE_UNCORRECTED):
+        raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "memory error type %r is not valid" % (errorType,))
+    if counterType not in (NVML_VOLATILE_ECC, NVML_AGGREGATE_ECC):
+        raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "ECC counter type %r is not valid" % (counterType,))
+    gpu = _physical(_load_state(), handle)
+    return _node.ecc_count(gpu, errorType == NVML_MEMORY_ERROR_TYPE_UNCORRECTED, counterType == NVML_VOLATILE_ECC)
+
+
+@_api
+def nvmlDeviceGetRetiredPagesPendingStatus(device):
+    gpu = _physical(_load_state(), device)
+    return NVML_FEATURE_ENABLED if _node.retired_pages_pending(gpu) else NVML_FEATURE_DISABLED
 
 
 # ----------------------------------------------------------------- MIG mode and MIG devices

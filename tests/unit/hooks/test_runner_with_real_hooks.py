@@ -1,0 +1,123 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""hook_runner.py with the shipped hooks: a failing hook drains the node with the hook's name.
+
+``scontrol`` and ``squeue`` are STAND-INs that record their argv; the
+runner's drain call is ``scontrol update NodeName=<node> State=DRAIN Reason=<reason>``.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import signal
+import uuid
+
+from hookenv import install, run_runner
+
+DRAIN = 'scontrol update NodeName=gpu-01 State=DRAIN Reason=%s'
+
+
+def enroot_lists(node, created, cleanup):
+    (node.lib / 'enroot-dirs').write_text(''.join(p + '\n' for p in created))
+    (node.lib / 'enroot-cleanup-dirs').write_text(''.join(p + '\n' for p in cleanup))
+
+
+def test_prolog_with_every_shipped_prolog_hook_passes_on_a_healthy_node(runner):
+    runner.create()
+    runner.stand_in('enroot', 'exit 1')
+    runner.stand_in('nvidia-cuda-mps-control', 'exit 0')
+    runtime = '%s/run/enroot/user-{uid}' % runner.tmp
+    enroot_lists(runner, [runtime], [runtime])
+    for name in ('10-all-gpu-healthcheck', '30-all-mps-start', '50-all-enroot-dirs'):
+        install(runner, 'prolog', name)
+    rc, err = run_runner(runner, 'prolog')
+    assert rc == 0, err
+    for name in ('10-all-gpu-healthcheck', '30-all-mps-start', '50-all-enroot-dirs'):
+        assert 'prolog job=7 hook=%s rc=0 duration=' % name in err
+    assert os.path.isdir(runtime.replace('{uid}', str(os.getuid())))
+    assert runner.calls() == []
+
+
+def test_failed_healthcheck_drains_the_node_naming_the_hook(runner):
+    runner.create()
+    runner.nvmlsim('ecc', '--gpu', '6', '--uncorrected', '1')
+    runner.stand_in('enroot', 'exit 1')
+    install(runner, 'prolog', '10-all-gpu-healthcheck')
+    install(runner, 'prolog', '50-all-enroot-dirs')
+    rc, err = run_runner(runner, 'prolog')
+    assert rc == 1
+    assert 'prolog job=7 hook=10-all-gpu-healthcheck rc=1 duration=' in err
+    assert 'prolog hook 10-all-gpu-healthcheck output: GPU 6: 1 uncorrected ECC errors since the last reset' in err
+    assert runner.calls() == [DRAIN % 'prolog hook 10-all-gpu-healthcheck failed (exit 1)']
+    assert 'drained gpu-01: prolog hook 10-all-gpu-healthcheck failed (exit 1)' in err
+    assert '50-all-enroot-dirs' not in err  # a failed prolog hook stops the prolog
+
+
+def test_healthcheck_is_skipped_without_nvidia_smi(runner):
+    runner.env['PATH'] = '%s:/usr/bin:/bin' % runner.bin
+    install(runner, 'prolog', '10-all-gpu-healthcheck')
+    rc, err = run_runner(runner, 'prolog')
+    assert rc == 0
+    assert 'hook=10-all-gpu-healthcheck rc=- duration=0.000s status=skipped: requires nvidia-smi, not found' in err
+
+
+def test_epilog_cleans_the_jobs_gpus_and_the_runtime_dir_after_the_last_job(runner):
+    runner.create()
+    runner.stand_in('enroot', 'exit 1')
+    runner.stand_in('squeue', 'echo 7')
+    runner.stand_in('nvidia-cuda-mps-control', 'cat > /dev/null')
+    runtime, data = '%s/run/enroot/user-{uid}' % runner.tmp, '%s/data/user-{uid}' % runner.tmp
+    enroot_lists(runner, [runtime, data], [runtime])
+    for path in (runtime, data):
+        os.makedirs(path.replace('{uid}', str(os.getuid())))
+    proc = runner.spawn(['sleep', '120'])
+    runner.on_gpu(proc, 3)
+    for name in ('30-all-mps-stop', '40-all-gpu-cleanup', '95-lastuserjob-enroot-cleanup'):
+        install(runner, 'epilog', name)
+    rc, err = run_runner(runner, 'epilog', {'SLURM_JOB_GPUS': '3', 'CUDA_VISIBLE_DEVICES': 'GPU-%s' % uuid.uuid4()})
+    assert rc == 0, err
+    assert proc.wait(timeout=5) == -signal.SIGTERM
+    for name in ('30-all-mps-stop', '40-all-gpu-cleanup', '95-lastuserjob-enroot-cleanup'):
+        assert 'epilog job=7 hook=%s rc=0 duration=' % name in err
+    assert not os.path.exists(runtime.replace('{uid}', str(os.getuid())))
+    assert os.path.isdir(data.replace('{uid}', str(os.getuid())))
+    assert runner.calls() == ['squeue -h -o %%A -w gpu-01 -u %d' % os.getuid()]
+
+
+def test_epilog_keeps_the_runtime_dir_while_the_user_has_other_jobs(runner):
+    runner.create()
+    runner.stand_in('enroot', 'exit 1')
+    runner.stand_in('squeue', 'echo 7; echo 9')
+    runtime = '%s/run/enroot/user-{uid}' % runner.tmp
+    enroot_lists(runner, [runtime], [runtime])
+    os.makedirs(runtime.replace('{uid}', str(os.getuid())))
+    install(runner, 'epilog', '95-lastuserjob-enroot-cleanup')
+    rc, err = run_runner(runner, 'epilog')
+    assert rc == 0, err
+    assert 'hook=95-lastuserjob-enroot-cleanup rc=- duration=0.000s status=skipped: the user has other jobs on this node' in err
+    assert os.path.isdir(runtime.replace('{uid}', str(os.getuid())))
+
+
+def test_refused_enroot_cleanup_drains_the_node_naming_the_hook(runner):
+    runner.stand_in('enroot', 'exit 1')
+    runner.stand_in('squeue', 'echo 7')
+    runtime = '%s/run/enroot/user-{uid}' % runner.tmp
+    enroot_lists(runner, [runtime], ['%s/home/user-{uid}' % runner.tmp])
+    install(runner, 'epilog', '95-lastuserjob-enroot-cleanup')
+    rc, err = run_runner(runner, 'epilog')
+    assert rc == 1
+    assert 'epilog hook 95-lastuserjob-enroot-cleanup output: refusing to remove %s/home/user-{uid}: not in' % runner.tmp in err
+    assert runner.calls()[-1] == DRAIN % 'epilog hook 95-lastuserjob-enroot-cleanup failed (exit 1)'
+
+
+def test_failed_gpu_cleanup_drains_the_node_naming_the_hook(runner):
+    runner.create()
+    runner.nvmlsim('inject', '--call', 'nvmlDeviceGetComputeRunningProcesses', '--error', 'NVML_ERROR_GPU_IS_LOST')
+    install(runner, 'epilog', '40-all-gpu-cleanup')
+    rc, err = run_runner(runner, 'epilog', {'SLURM_JOB_GPUS': '1'})
+    assert rc == 1
+    assert 'epilog hook 40-all-gpu-cleanup output: nvidia-smi failed: Unable to determine the device handle for GPU: GPU is lost' in err
+    assert runner.calls() == [DRAIN % 'epilog hook 40-all-gpu-cleanup failed (exit 1)']
