@@ -220,6 +220,8 @@ def find_failures(config, observed, present_files=None, minors_text=None):
     ``present_files``: the set of device paths that exist (see :func:`required_files`).
     """
     if observed.get('nvml_error'):
+        if config['gpu_count'] == 0 and not config['mig_layout']:
+            return []  # a node without GPUs (no driver, no NVML) is healthy as far as this check goes
         return [Failure('nvml', None, 'NVML does not answer: %s' % observed['nvml_error'])]
     gpus = sorted(observed.get('gpus') or [], key=lambda g: g['index'])
     failures = []

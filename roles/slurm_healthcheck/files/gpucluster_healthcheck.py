@@ -203,12 +203,13 @@ def main(argv=None, pynvml=None):
     mode.add_argument('--baseline', action='store_true', help='print the expectations this node meets now as JSON and exit')
     args = parser.parse_args(argv)
 
+    missing = None
     if pynvml is None:
         pynvml, missing = _import_pynvml()
+    if args.observe or args.baseline:
         if pynvml is None:
             print('gpucluster-healthcheck: %s' % missing, file=sys.stderr)
             return 2
-    if args.observe or args.baseline:
         observed = observe(pynvml)
         if args.observe:
             print(json.dumps(observed, indent=1, sort_keys=True))
@@ -227,7 +228,14 @@ def main(argv=None, pynvml=None):
         print('gpucluster-healthcheck: cannot use the configuration %s: %s' % (args.config, exc), file=sys.stderr)
         return 2
 
-    observed, failures = check(config, pynvml)
+    if pynvml is None:
+        if config['gpu_count'] != 0 or config['mig_layout']:
+            print('gpucluster-healthcheck: %s' % missing, file=sys.stderr)
+            return 2
+        # a node that is to have no GPUs needs no NVML bindings
+        observed, failures = {'nvml_error': missing, 'gpus': []}, []
+    else:
+        observed, failures = check(config, pynvml)
     for failure in failures:
         print('FAIL %s' % failure.text())
     status = {'failures': [f.as_dict() for f in failures], 'gpus': len(observed['gpus']), 'action': 'none'}

@@ -145,6 +145,19 @@ def test_failures(observed, files, expected):
     assert texts(hc.find_failures(CONFIG, observed, files, MINORS)) == expected
 
 
+@pytest.mark.parametrize('gpu_count,mig_layout,expected', [
+    (0, {}, []),  # a node that is to have no GPU: no driver, no NVML is fine
+    (0, None, []),
+    (0, {1: ['1g.10gb']}, ['nvml: NVML does not answer: nvmlInit failed: Driver Not Loaded']),
+    (2, {}, ['nvml: NVML does not answer: nvmlInit failed: Driver Not Loaded']),
+    (None, None, ['nvml: NVML does not answer: nvmlInit failed: Driver Not Loaded']),
+])
+def test_nvml_is_needed_only_where_gpus_are_expected(gpu_count, mig_layout, expected):
+    config = dict(CONFIG, gpu_count=gpu_count, mig_layout=mig_layout)
+    observed = {'nvml_error': 'nvmlInit failed: Driver Not Loaded', 'gpus': []}
+    assert texts(hc.find_failures(config, observed, [], None)) == expected
+
+
 def test_device_file_check_reports_an_unreadable_minors_table():
     assert texts(hc.find_failures(CONFIG, HEALTHY, ALL_FILES, None)) == [
         'device-files: GPU 1 has MIG devices but the mig-minors table (/proc/driver/nvidia-caps/mig-minors) could not be read']

@@ -295,3 +295,16 @@ def test_missing_pynvml_is_not_a_node_failure(node, capsys, monkeypatch):
     assert capsys.readouterr().err.strip() == ('gpucluster-healthcheck: the Python NVML bindings are missing (No module named pynvml); '
                                                'install nvidia-ml-py')
     assert node.updates() == []
+
+
+def test_a_node_without_gpus_needs_no_nvml_bindings(node, capsys, monkeypatch):
+    node.configure(gpu_count=0, gpu_models=[], mig_layout={})
+    monkeypatch.setattr(program, '_import_pynvml', lambda: (None, 'the Python NVML bindings are missing (No module named pynvml); '
+                                                                  'install nvidia-ml-py'))
+    assert program.main(['--config', node.config_path]) == 0
+    assert capsys.readouterr().out.strip() == 'gpucluster-healthcheck: healthy'
+    assert node.updates() == []
+    # and it never resumes an admin's drain
+    node.set_slurm('IDLE', flags=['DRAIN'], reason='rack 4 maintenance', by='admin')
+    assert program.main(['--config', node.config_path, '--resume']) == 0
+    assert node.updates() == [] and node.slurm_node()['reason'] == 'rack 4 maintenance'
