@@ -513,7 +513,10 @@ def drain_reasons(records, nodes, prefix='validate', limit=200):
 GRES_PROBE = 'echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-}"; echo "SLURM_STEP_GPUS=${SLURM_STEP_GPUS:-${SLURM_JOB_GPUS-}}"'
 SLURM_PLAN_KEYS = ('nodes', 'srun', 'partition', 'time_limit', 'timeout', 'pyxis', 'container_image', 'env')
 MPI_PLAN_KEYS = ('nodes', 'binary', 'srun', 'salloc', 'mpirun', 'mpirun_args', 'partition', 'time_limit', 'timeout', 'container_image',
-                 'container_mounts', 'env', 'skip_reason')
+                 'container_mounts', 'env', 'skip_reason', 'no_pmi_path', 'no_pmi_timeout')
+# Seconds the srun-without-PMI path may run: Open MPI ranks started without PMI
+# fail at once (orte_ess_init failed) or, in singleton mode, hang.
+NO_PMI_TIMEOUT = 60
 
 
 def _check_plan(plan, keys, what):
@@ -585,7 +588,9 @@ def mpi_jobs(plan):
 
     ``plan``: ``nodes`` (names, one rank each), ``binary`` (the MPI program on the nodes), ``srun``, ``salloc``,
     ``mpirun``, ``mpirun_args``, ``partition``, ``time_limit``, ``timeout``, ``container_image`` (pyxis path; the
-    binary's directory is mounted), ``container_mounts``, ``env``, ``skip_reason`` (every path is reported skipped with it).
+    binary's directory is mounted), ``container_mounts``, ``env``, ``skip_reason`` (every path is reported skipped with it),
+    ``no_pmi_path`` (run the srun path without PMI, else it is reported skipped), ``no_pmi_timeout`` (its timeout,
+    at most ``timeout``; default ``NO_PMI_TIMEOUT``).
     """
     _check_plan(plan, MPI_PLAN_KEYS, 'MPI')
     nodes = list(plan.get('nodes') or [])
@@ -608,7 +613,12 @@ def mpi_jobs(plan):
         dict(job, name='srun_pmi', path='srun_pmi', label=labels['srun_pmi'], round=0,
              argv=[srun] + alloc + [export, '--job-name=validate-mpi', '--mpi={mpi}', binary]),
         dict(job, name='srun_plain', path='srun_plain', label=labels['srun_plain'], round=1,
-             argv=[srun] + alloc + [export, '--job-name=validate-mpi', '--mpi=none', binary]),
+             timeout=min(timeout, plan.get('no_pmi_timeout') or NO_PMI_TIMEOUT),
+             argv=[srun] + alloc + [export, '--job-name=validate-mpi', '--mpi=none', binary])
+        if plan.get('no_pmi_path') else
+        {'name': 'srun_plain', 'kind': 'skip', 'path': 'srun_plain', 'label': labels['srun_plain'], 'hosts': nodes, 'ranks': len(nodes),
+         'reason': 'not run: the srun path without PMI runs only when asked (validate_mpi_no_pmi_path); '
+                   'Open MPI then fails with orte_ess_init failed or hangs until its timeout'},
         dict(job, name='mpirun', path='mpirun', label=labels['mpirun'], round=2, env=root_ok,
              argv=[plan.get('salloc') or 'salloc'] + alloc + ['--job-name=validate-mpi', plan.get('mpirun') or 'mpirun']
              + list(plan.get('mpirun_args') or []) + [binary]),

@@ -69,18 +69,23 @@ def _env_args(env):
     return ','.join(['ALL'] + ['%s=%s' % (key, env[key]) for key in sorted(env or {})])
 
 
-def srun_argv(binary, nodes, gpus_per_node, per_gpu_tasks, mpi, env, args=None, srun='srun', extra=None, time_limit='10'):
+def srun_argv(binary, nodes, gpus_per_node, per_gpu_tasks, mpi, env, args=None, srun='srun', extra=None, time_limit='10', gres_type=None,
+              exclusive=True):
     """argv of one ``all_reduce_perf`` run through srun.
 
     ``per_gpu_tasks`` False: one task per node driving its ``gpus_per_node`` GPUs (``-g N``);
-    True: one task per GPU (``-g 1``), wired with ``--mpi=<mpi>``.
+    True: one task per GPU (``-g 1``), wired with ``--mpi=<mpi>``. ``gres_type``: ask for whole GPUs of that
+    GRES type (``--gres=gpu:h100:8``), so that a node with MIG instances is not given one (NCCL does not run
+    across MIG instances). ``exclusive``: ``--exclusive`` (no other job on the nodes while it runs).
     """
     if not nodes:
         raise ValueError('an NCCL run needs at least one node')
     if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) or gpus_per_node < 1:
         raise ValueError('gpus_per_node is %r, expected a whole number of at least 1' % (gpus_per_node,))
-    argv = [srun, '--nodes=%d' % len(nodes), '--nodelist=%s' % ','.join(nodes), '--gres=gpu:%d' % gpus_per_node,
-            '--exclusive', '--time=%s' % time_limit, '--export=%s' % _env_args(env), '--label']
+    argv = [srun, '--nodes=%d' % len(nodes), '--nodelist=%s' % ','.join(nodes), '--gres=gpu:%s%d' % ('%s:' % gres_type if gres_type else '', gpus_per_node),
+            '--time=%s' % time_limit, '--export=%s' % _env_args(env), '--label']
+    if exclusive:
+        argv.insert(4, '--exclusive')
     if per_gpu_tasks:
         argv += ['--ntasks-per-node=%d' % gpus_per_node]
         if mpi:
@@ -159,7 +164,10 @@ def _count(value, name):
 def plan_jobs(plan):
     """``validation_jobs`` jobs of the NCCL stage from a plan.
 
-    ``plan``: ``binary`` (path of all_reduce_perf on the nodes), ``nodes`` ([{name, gpus, model, present, usable}];
+    ``plan``: ``binary`` (path of all_reduce_perf on the nodes), ``nodes`` ([{name, gpus, model, present, usable, gres_type,
+    gres_types, topology, min_busbw_gbps}]; ``gpus``: whole GPUs, not MIG instances; ``gres_type``: their GRES type when
+    they have one, asked for by type; ``gres_types``: how many GPU GRES types the node has (MIG profiles count);
+    ``topology``, ``min_busbw_gbps``: this node's own gate, over the plan's ``node_topology``/``node_min_busbw_gbps``;
     ``present`` False: the binary is missing there; ``usable`` False: the node cannot take jobs), ``srun_extra``
     (more srun options, e.g. ``--container-image=...``), ``env`` (exported to the runs, e.g. NCCL_DEBUG=INFO),
     ``args`` (all_reduce_perf arguments before ``-g``),
@@ -206,18 +214,28 @@ def plan_jobs(plan):
             jobs.append({'name': node['name'], 'kind': 'skip', 'check': 'all_reduce', 'hosts': [node['name']],
                          'reason': 'no GPU GRES on %s' % node['name']})
             continue
-        topology = plan.get('node_topology') or node_topology(node.get('model'), gpus)
-        expect = expect_for(topology=topology, min_busbw_gbps=plan.get('node_min_busbw_gbps'), thresholds=thresholds)
+        topology = node.get('topology') or plan.get('node_topology') or node_topology(node.get('model'), gpus)
+        minimum = node.get('min_busbw_gbps') if node.get('min_busbw_gbps') is not None else plan.get('node_min_busbw_gbps')
+        expect = expect_for(topology=topology, min_busbw_gbps=minimum, thresholds=thresholds)
         jobs.append({'name': node['name'], 'kind': 'nccl', 'round': 0, 'hosts': [node['name']], 'expect': expect, 'timeout': timeout,
-                     'argv': srun_argv(plan['binary'], [node['name']], gpus, False, None, env, args, srun, extra, time_limit)})
+                     'argv': srun_argv(plan['binary'], [node['name']], gpus, False, None, env, args, srun, extra, time_limit,
+                                       node.get('gres_type') or None)})
     usable = [n for n in nodes if (n.get('gpus') or 0) >= 1]
     multi_expect = expect_for(topology=plan.get('fabric_topology'), min_busbw_gbps=plan.get('fabric_min_busbw_gbps'), thresholds=thresholds,
                               nics=plan.get('fabric_nics') or 1, expect_transport=transport)
     gpus_per_node = min([n['gpus'] for n in usable]) if usable else 0
+    # One GRES type for a multi-node run only when every node has it (one srun asks the same of every node).
+    types = set(n.get('gres_type') or '' for n in usable)
+    multi_type = types.pop() if len(types) == 1 else None
+    # Slurm 22.05 refuses the step of an --exclusive job that asks for untyped GPUs on a node with GPU GRES
+    # of several types (MIG instances and whole GPUs): "Step requested gres_per_node=gpu:7 is more than the
+    # job's gres_per_node=gpu:2". Such a run goes without --exclusive.
+    multi_exclusive = bool(multi_type) or all(int(n.get('gres_types') or 1) <= 1 for n in usable)
     if plan.get('fabric') and len(usable) >= 2:
         names = [n['name'] for n in usable]
         jobs.append({'name': 'fabric', 'kind': 'nccl', 'round': 1, 'hosts': names, 'expect': multi_expect, 'timeout': timeout,
-                     'argv': srun_argv(plan['binary'], names, gpus_per_node, True, plan.get('mpi'), env, args, srun, extra, time_limit)})
+                     'argv': srun_argv(plan['binary'], names, gpus_per_node, True, plan.get('mpi'), env, args, srun, extra, time_limit,
+                                       multi_type or None, multi_exclusive)})
     elif plan.get('fabric'):
         jobs.append({'name': 'fabric', 'kind': 'skip', 'check': 'all_reduce', 'reason': 'a fabric run needs at least 2 GPU nodes, there are %d' % len(usable)})
     if plan.get('pairwise') and len(usable) >= 3:
@@ -225,5 +243,6 @@ def plan_jobs(plan):
             for pair in pairs:
                 jobs.append({'name': '%s+%s' % pair, 'kind': 'nccl', 'round': 2 + number, 'hosts': list(pair), 'expect': multi_expect,
                              'timeout': timeout,
-                             'argv': srun_argv(plan['binary'], list(pair), gpus_per_node, True, plan.get('mpi'), env, args, srun, extra, time_limit)})
+                             'argv': srun_argv(plan['binary'], list(pair), gpus_per_node, True, plan.get('mpi'), env, args, srun, extra, time_limit,
+                                               multi_type or None, multi_exclusive)})
     return jobs

@@ -117,7 +117,8 @@ options:
     description:
       - The MPI stage as a plan (see C(_validation_checks.mpi_jobs)), appended to O(jobs) - C(nodes), C(binary), C(srun),
         C(salloc), C(mpirun), C(mpirun_args), C(partition), C(time_limit), C(timeout), C(container_image),
-        C(container_mounts), C(env), C(skip_reason).
+        C(container_mounts), C(env), C(skip_reason), C(no_pmi_path) (run C(srun --mpi=none), else reported skipped),
+        C(no_pmi_timeout).
     type: dict
   mpi_plugin:
     description:

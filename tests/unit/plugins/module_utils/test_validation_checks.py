@@ -348,13 +348,19 @@ def test_slurm_jobs_errors(plan, message):
 def test_mpi_jobs():
     jobs = vc.mpi_jobs({'nodes': ['gpu-01', 'gpu-02'], 'binary': '/var/lib/gpucluster-validate/mpi_hello', 'mpirun_args': ['--mca', 'btl', '^openib']})
     assert [(j['name'], j['kind'], j.get('round')) for j in jobs] == [
-        ('srun_pmi', 'mpi', 0), ('srun_plain', 'mpi', 1), ('mpirun', 'mpi', 2), ('pyxis', 'skip', None)]
+        ('srun_pmi', 'mpi', 0), ('srun_plain', 'skip', None), ('mpirun', 'mpi', 2), ('pyxis', 'skip', None)]
+    assert jobs[1]['reason'] == ('not run: the srun path without PMI runs only when asked (validate_mpi_no_pmi_path); '
+                                 'Open MPI then fails with orte_ess_init failed or hangs until its timeout')
     assert jobs[0]['argv'] == ['srun', '--nodes=2', '--nodelist=gpu-01,gpu-02', '--ntasks-per-node=1', '--time=2', '--export=ALL',
                                '--job-name=validate-mpi', '--mpi={mpi}', '/var/lib/gpucluster-validate/mpi_hello']
     assert jobs[2]['argv'] == ['salloc', '--nodes=2', '--nodelist=gpu-01,gpu-02', '--ntasks-per-node=1', '--time=2', '--job-name=validate-mpi',
                                'mpirun', '--mca', 'btl', '^openib', '/var/lib/gpucluster-validate/mpi_hello']
     assert jobs[2]['env'] == {'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'}
     assert all(j.get('ranks') == 2 and j.get('hosts') == ['gpu-01', 'gpu-02'] for j in jobs)
+    plain = vc.mpi_jobs({'nodes': ['a'], 'binary': '/v/mpi_hello', 'no_pmi_path': True, 'timeout': 180})[1]
+    assert (plain['kind'], plain['round'], plain['timeout'], plain['argv'][-2:]) == ('mpi', 1, vc.NO_PMI_TIMEOUT, ['--mpi=none', '/v/mpi_hello'])
+    assert vc.mpi_jobs({'nodes': ['a'], 'binary': 'b', 'no_pmi_path': True, 'timeout': 30})[1]['timeout'] == 30
+    assert vc.mpi_jobs({'nodes': ['a'], 'binary': 'b', 'no_pmi_path': True, 'no_pmi_timeout': 20})[1]['timeout'] == 20
     with_image = vc.mpi_jobs({'nodes': ['a'], 'binary': '/v/mpi_hello', 'container_image': 'openmpi.sqsh'})
     assert with_image[3]['argv'][-3:] == ['--container-image=openmpi.sqsh', '--container-mounts=/v:/v', '/v/mpi_hello']
     skipped = vc.mpi_jobs({'nodes': ['a'], 'binary': '/v/mpi_hello', 'skip_reason': 'no MPI compiler (mpicc) on a'})

@@ -164,6 +164,37 @@ def test_plan_jobs_rounds_and_expectations():
     assert jobs[2]['reason'] == 'no GPU GRES on ctl'
 
 
+@pytest.mark.parametrize('types, node_gres, fabric_gres', [
+    (('h100', 'a100'), ['--gres=gpu:h100:7', '--gres=gpu:a100:8'], '--gres=gpu:7'),   # mixed types: the fabric run asks for any GPU
+    (('h100', 'h100'), ['--gres=gpu:h100:7', '--gres=gpu:h100:8'], '--gres=gpu:h100:7'),
+    (('', ''), ['--gres=gpu:7', '--gres=gpu:8'], '--gres=gpu:7'),                       # untyped GRES
+])
+def test_plan_jobs_ask_for_whole_gpus_by_type(types, node_gres, fabric_gres):
+    # gpu-01 has 7 whole GPUs (and MIG instances, not counted): asked for by type so Slurm gives no MIG instance
+    nodes = [{'name': 'gpu-01', 'gpus': 7, 'model': 'm', 'gres_type': types[0]}, {'name': 'gpu-02', 'gpus': 8, 'model': 'm', 'gres_type': types[1]}]
+    jobs = vn.plan_jobs({'binary': 'arp', 'nodes': nodes, 'fabric': True})
+    assert [[a for a in j['argv'] if a.startswith('--gres=')] for j in jobs] == [[node_gres[0]], [node_gres[1]], [fabric_gres]]
+
+
+def test_plan_jobs_multi_node_run_without_exclusive_when_untyped_on_a_mixed_node():
+    mixed = [{'name': 'gpu-01', 'gpus': 7, 'gres_type': 'h100', 'gres_types': 2}, {'name': 'gpu-02', 'gpus': 8, 'gres_type': 'a100', 'gres_types': 1}]
+    jobs = vn.plan_jobs({'binary': 'arp', 'nodes': mixed, 'fabric': True})
+    assert ['--exclusive' in j['argv'] for j in jobs] == [True, True, False]
+    same = [dict(n, gres_type='h100') for n in mixed]
+    assert ['--exclusive' in j['argv'] for j in vn.plan_jobs({'binary': 'arp', 'nodes': same, 'fabric': True})] == [True, True, True]
+    plain = [dict(n, gres_types=1) for n in mixed]
+    assert ['--exclusive' in j['argv'] for j in vn.plan_jobs({'binary': 'arp', 'nodes': plain, 'fabric': True})] == [True, True, True]
+
+
+def test_plan_jobs_per_node_gates_over_the_plans():
+    nodes = [{'name': 'a', 'gpus': 7, 'model': 'NVIDIA H100 80GB HBM3', 'min_busbw_gbps': 300},
+             {'name': 'b', 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'},
+             {'name': 'c', 'gpus': 8, 'model': 'x', 'topology': 'a100-nvlink-8'}]
+    jobs = vn.plan_jobs({'binary': 'arp', 'nodes': nodes, 'node_min_busbw_gbps': 100})
+    assert [(j['expect']['topology'], j['expect']['min_busbw_gbps']) for j in jobs] == [
+        (None, 300.0), ('h100-nvlink-8', 100.0), ('a100-nvlink-8', 100.0)]
+
+
 def test_plan_jobs_pairwise_and_small_clusters():
     four = [{'name': 'n%d' % i, 'gpus': 4, 'model': 'x'} for i in range(4)]
     jobs = vn.plan_jobs({'binary': 'arp', 'nodes': four, 'pairwise': True, 'fabric': True})
