@@ -32,9 +32,24 @@ step "deploy: ansible-playbook gpucluster.bringup.site"
 bash scripts/cluster.sh playbook playbooks/site.yml
 
 step "the deployed cluster, as a user sees it"
-# playbooks/validate.yml (the gate with a report) is not yet proven on this
-# cluster; until it is, the demo shows what it deployed through Slurm itself.
 pm exec gcsim-ctl sinfo -N -o '%N %P %t %G'
 pm exec gcsim-ctl timeout 60 srun -N2 -w gpu-01,gpu-02 hostname
-pm exec gcsim-ctl timeout 60 srun -w gpu-02 --gres=gpu:a100:2 printenv CUDA_VISIBLE_DEVICES
+pm exec gcsim-ctl timeout 60 srun -w gpu-01 --gres=gpu:1g.10gb:1 printenv CUDA_VISIBLE_DEVICES
+pm exec gcsim-ctl sacctmgr -n show assoc format=Account,User,QOS
+
+step "validate: ansible-playbook gpucluster.bringup.validate (report in validation-report/)"
+rc=0
+bash scripts/cluster.sh playbook playbooks/validate.yml >"$ROOT/.build/demo-validate.log" 2>&1 || rc=$?
+if [ -f validation-report/report.md ]; then
+    cat validation-report/report.md
+else
+    tail -n 40 "$ROOT/.build/demo-validate.log"
+fi
+echo
+echo "report: $ROOT/validation-report/ (report.md, report.html with the busbw plot, report.json, report.junit.xml)"
+echo "the NCCL figures are recordings printed by the all_reduce_perf STAND-IN: there is no CUDA here"
 echo "the cluster stays up: podman exec -it gcsim-ctl bash; remove it with: bash scripts/cluster.sh down"
+if [ "$rc" -ne 0 ]; then
+    echo "validation FAILED (log: .build/demo-validate.log)" >&2
+    exit "$rc"
+fi

@@ -151,12 +151,17 @@ def node_params(hardware, gres=None, extra=None, memory_reserve_mb=0):
     return _apply(params, extra or {}, 'node parameter')
 
 
-def _apply(pairs, overrides, what):
-    """Apply ``overrides`` to ``pairs``: same key (any case) replaced in place, new keys appended, ``None`` removes."""
+def _apply(pairs, overrides, what, sort_new=False):
+    """Apply ``overrides`` to ``pairs``: same key (any case) replaced in place, new keys appended, ``None`` removes.
+
+    ``sort_new``: new keys are appended in sorted order, so that the result does not depend on the order of
+    the dictionary (inventory variables may come back from an inventory script with their keys sorted).
+    """
     if not isinstance(overrides, dict):
         raise ValueError('%s overrides %r must be a dictionary of KEY: value' % (what, overrides))
     result = list(pairs)
-    for key, value in overrides.items():
+    items = sorted(overrides.items(), key=lambda item: str(item[0])) if sort_new else list(overrides.items())
+    for key, value in items:
         if not isinstance(key, str) or not _SETTING_KEY.match(key):
             raise ValueError('%s key %r is not a slurm.conf key (letters and digits, e.g. "SchedulerType")' % (what, key))
         value_text = _value_text(key, value, what)
@@ -190,12 +195,13 @@ def merge_settings(defaults, overrides=None):
 
     Keys match case-insensitively (``selecttype`` overrides ``SelectType``),
     a ``None`` value removes the key, booleans print as ``YES``/``NO`` and
-    lists are joined with commas.
+    lists are joined with commas. Keys the defaults do not have are appended
+    in sorted order, whatever the order of ``overrides``.
     """
     if not isinstance(defaults, dict):
         raise ValueError('slurm.conf defaults %r must be a dictionary of KEY: value' % (defaults,))
     pairs = _apply([], defaults, 'slurm.conf setting')
-    return _apply(pairs, overrides or {}, 'slurm.conf setting')
+    return _apply(pairs, overrides or {}, 'slurm.conf setting', sort_new=True)
 
 
 def render_pairs(pairs):

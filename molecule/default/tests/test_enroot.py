@@ -1,34 +1,14 @@
-"""Issue 8 on the simulated cluster: enroot and pyxis (STAND-INs) brought up by site.yml + enroot.yml.
+"""Issue 8 on the simulated cluster: enroot and pyxis (STAND-INs) brought up by site.yml (its containers stage).
 
-Run by molecule's verify of the "enroot" scenario (containers named after the nodes).
+Run by molecule's verify of the default scenario (containers named after the nodes).
 Everything is checked on the nodes: installed packages, files, and the real Slurm
 srun/sbatch/slurmstepd loading the stand-in pyxis plugin through plugstack.conf.
 """
 import json
-import os
-import pathlib
 
-import testinfra
-import yaml
+from simcluster import COMPUTE, CONTROLLER, GROUPS, node
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-PREFIX = os.environ.get("GPUCLUSTER_SIM_CONTAINER_PREFIX", "")
-
-
-def _groups():
-    inventory = yaml.safe_load((ROOT / "inventory" / "hosts.yml").read_text())
-    children = inventory["all"]["children"]
-    return {name: sorted((group or {}).get("hosts") or {}) for name, group in children.items()}
-
-
-GROUPS = _groups()
-CONTROLLER = GROUPS["slurm_controller"][0]
-COMPUTE = GROUPS["slurm_compute"]
 NODES = sorted(set(GROUPS["slurm_controller"] + COMPUTE))
-
-
-def node(name):
-    return testinfra.get_host("podman://%s%s" % (PREFIX, name))
 
 
 def test_standin_enroot_packages_and_config():

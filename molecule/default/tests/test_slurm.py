@@ -1,65 +1,24 @@
 """Issue 7 on the simulated cluster: munge, Slurm, GRES, MIG, hooks, restarts.
 
-Run by molecule's verify of the "slurm" scenario (containers named after the
+Run by molecule's verify of the default scenario (containers named after the
 nodes) and usable against `bash scripts/cluster.sh up` (set
 GPUCLUSTER_SIM_CONTAINER_PREFIX=gcsim-). Everything is checked on the real
 daemons: sinfo/srun/scontrol output, file modes, systemd start timestamps, the
-output of a real ansible-playbook run.
+output of a real ansible-playbook run. The second run of site.yml (changed=0,
+nothing restarted, no secret in -vvv --diff) is test_00_second_run.py.
 """
-import base64
 import json
-import os
-import pathlib
 import re
 import subprocess
 import sys
 import time
 
 import pytest
-import testinfra
-import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-PREFIX = os.environ.get("GPUCLUSTER_SIM_CONTAINER_PREFIX", "")
-ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
+from simcluster import (ANSIBLE_PLAYBOOK, COMPUTE, CONTROLLER, GPU_NODES, NODES, ROOT, SIMULATED_VARS, SITE, ctl, inventories, node,
+                        playbook_env, run_playbook, wait_idle)
+
 HOOKS_DIR = "/usr/local/lib/gpucluster-slurm"
-
-
-def _groups():
-    inventory = yaml.safe_load((ROOT / "inventory" / "hosts.yml").read_text())
-    children = inventory["all"]["children"]
-    return {name: sorted((group or {}).get("hosts") or {}) for name, group in children.items()}
-
-
-GROUPS = _groups()
-CONTROLLER = GROUPS["slurm_controller"][0]
-COMPUTE = GROUPS["slurm_compute"]
-GPU_NODES = GROUPS["gpu_nodes"]
-NODES = sorted(set(sum(GROUPS.values(), [])))
-
-
-def node(name):
-    return testinfra.get_host("podman://%s%s" % (PREFIX, name))
-
-
-def ctl(command, check=True):
-    result = node(CONTROLLER).run(command)
-    if check:
-        assert result.rc == 0, "%s: rc=%s\n%s\n%s" % (command, result.rc, result.stdout, result.stderr)
-    return result
-
-
-def wait_idle(names, timeout=90):
-    """Wait until every node in names is idle (no * not responding); return sinfo's last answer."""
-    deadline = time.time() + timeout
-    states = {}
-    while time.time() < deadline:
-        out = ctl("sinfo -N -h -o '%N %t'", check=False).stdout
-        states = dict(line.split() for line in out.splitlines() if line.strip())
-        if all(states.get(n) == "idle" for n in names):
-            return states
-        time.sleep(2)
-    raise AssertionError("nodes not idle after %ss: %s" % (timeout, states))
 
 
 def node_gres_from_conf():
@@ -167,18 +126,11 @@ def test_slurmd_registered_the_gres_of_gres_conf():
 
 def _gres_facts(name):
     """ansible_facts.slurm_gres of one node, from the module run now (ad hoc, as the role calls it)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
-               CONTAINERS_CONF=str(ROOT / "scripts" / "lib" / "containers.conf"))
-    inventory_file = os.environ.get("MOLECULE_INVENTORY_FILE")
-    if inventory_file:
-        inventories = ["-i", str(pathlib.Path(inventory_file).parent)]
-    else:
-        inventories = ["-i", str(ROOT / "inventory" / "hosts.yml"), "-i", str(ROOT / "inventory" / "simulated" / "hosts.yml")]
+    env = playbook_env()
+    env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
     args = ("mig_minors_path={{ slurm_gres_mig_minors_path | default('/proc/driver/nvidia-caps/mig-minors') }} "
             "cores={{ slurm_gres_cores | default(true) }}")
-    result = subprocess.run([str(ANSIBLE_PLAYBOOK.parent / "ansible")] + inventories + [name, "-m", "gpucluster.bringup.slurm_gres_facts", "-a", args],
+    result = subprocess.run([str(ANSIBLE_PLAYBOOK.parent / "ansible")] + inventories() + [name, "-m", "gpucluster.bringup.slurm_gres_facts", "-a", args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT), check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     answer = json.loads(result.stdout)
@@ -306,7 +258,7 @@ def test_hook_whose_tool_is_missing_is_skipped_not_drained():
     try:
         result = ctl("timeout 60 srun -w %s true" % target, check=False)
         assert result.rc == 0, result.stderr
-        assert ctl("sinfo -h -n %s -o '%%t'" % target).stdout.strip() == "idle"
+        wait_idle([target], timeout=30)  # (the epilog may still run: "comp"; a drained node never gets idle)
         log = node(target).run("journalctl -t slurm-hooks --no-pager -n 50").stdout
         assert "hook=90-all-rootless rc=- duration=0.000s status=skipped: requires singularity, not found" in log, log
     finally:
@@ -329,7 +281,7 @@ def test_every_hook_is_logged_with_exit_code_and_duration():
         assert re.search(r"%s job=%s hook=%s rc=\S+ duration=[0-9.]+s status=" % (phase, job, hook), log), log
 
 
-# --- a second run changes and restarts nothing; the key never shows ----------------
+# --- configuration changes restart only what they must ----------------------------
 
 DAEMONS = {"munge": NODES, "slurmctld": [CONTROLLER], "slurmd": COMPUTE}
 
@@ -344,48 +296,64 @@ def _start_times():
     return times
 
 
-def _playbook_run(extra=()):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
-               CONTAINERS_CONF=str(ROOT / "scripts" / "lib" / "containers.conf"))
-    inventory_file = os.environ.get("MOLECULE_INVENTORY_FILE")
-    if inventory_file:
-        inventories = ["-i", str(pathlib.Path(inventory_file).parent)]
-    else:
-        inventories = ["-i", str(ROOT / "inventory" / "hosts.yml"), "-i", str(ROOT / "inventory" / "simulated" / "hosts.yml")]
-    playbook = ROOT / "molecule" / "slurm" / "converge.yml"
-    result = subprocess.run([str(ANSIBLE_PLAYBOOK)] + inventories + [str(playbook)] + list(extra),
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(ROOT), check=False)
-    return result.returncode, result.stdout
+def _slurm_stage(extra_vars=None):
+    """The slurm stage of site.yml (--tags slurm), with extra vars merged over the simulated inventory's."""
+    args = ["--tags", "slurm"]
+    if extra_vars:
+        args += ["-e", json.dumps(extra_vars)]
+    return run_playbook(SITE, args)
 
 
-def _recap(output):
-    recap = {}
-    for line in output.split("PLAY RECAP")[-1].splitlines():
-        match = re.match(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", line)
-        if match:
-            recap[match.group(1)] = dict(changed=int(match.group(3)), unreachable=int(match.group(4)), failed=int(match.group(5)))
-    return recap
-
-
-def test_second_run_changes_and_restarts_nothing_and_never_shows_the_key():
+def test_shard_sharing_is_set_per_node_group(tmp_path):
+    """slurm_gres_sharing for one node (an inventory layered on top): gpu-02 shares its GPUs as shards, gpu-01 does not."""
+    target, other = GPU_NODES[-1], GPU_NODES[0]
     wait_idle(COMPUTE)
-    key = base64.b64decode(node(CONTROLLER).run("base64 -w0 /etc/munge/munge.key").stdout.strip())
-    assert len(key) >= 32
+    layer = tmp_path / "shard.yml"
+    layer.write_text("all:\n  hosts:\n    %s:\n      slurm_gres_sharing: shard\n      slurm_gres_shard_count: 4\n" % target)
+    try:
+        rc, output = run_playbook(SITE, ["--tags", "slurm", "-i", str(layer)])
+        assert rc == 0, output[-5000:]
+        wait_idle(COMPUTE)
+        # (slurmctld shows the shards with the type of their GPUs once slurmd registered them)
+        assert re.search(r"^\s*Gres=gpu:a100:8,shard(:a100)?:32$", ctl("scontrol show node %s" % target).stdout, re.M), \
+            ctl("scontrol show node %s" % target).stdout
+        assert "shard" not in ctl("scontrol show node %s" % other).stdout
+        assert "Name=shard Count=4 File=/dev/nvidia0" in node(target).file("/etc/slurm/gres.conf").content_string
+        job = ctl("timeout 60 srun -w %s --gres=shard:2 printenv CUDA_VISIBLE_DEVICES" % target)
+        assert re.match(r"^[0-7]$", job.stdout.strip()), job.stdout
+        assert "gres/shard" in ctl("scontrol show config").stdout  # AccountingStorageTRES follows the GRES in use
+    finally:
+        rc, output = _slurm_stage()
+        assert rc == 0, output[-5000:]
+        wait_idle(COMPUTE)
+    assert "shard" not in ctl("scontrol show node %s" % target).stdout
+
+
+def test_air_gapped_install_from_a_local_package_directory(tmp_path):
+    """slurm_install_source: local with the .debs of the installed release in a directory on the Ansible
+    controller (downloaded here with apt-get download, as a site would fill its directory): the packages are
+    copied to every node and installed from there; the same versions change no daemon."""
+    wait_idle(COMPUTE)
+    debs = tmp_path / "debs"
+    debs.mkdir()
+    names = ["slurmctld", "slurmd", "slurm-client", "libpmix-dev", "libpmix2"]
+    got = subprocess.run(["apt-get", "download"] + names, cwd=str(debs), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
+    assert got.returncode == 0, got.stdout
     before = _start_times()
-    rc, output = _playbook_run(["-vvv", "--diff"])
-    after = _start_times()
-    assert rc == 0, output[-5000:]
-    recap = _recap(output)
-    assert set(NODES) <= set(recap), recap  # (site.yml's preflight play adds localhost)
-    assert all(r == dict(changed=0, unreachable=0, failed=0) for r in recap.values()), recap
-    assert before == after, "a daemon was restarted: %s -> %s" % (before, after)
-    raw = output.encode("utf-8", "surrogateescape")
-    for form, needle in (("raw bytes", key[:24]), ("base64", base64.b64encode(key)[:24]),
-                         ("hex", key[:24].hex().encode()), ("base64 of the middle", base64.b64encode(key[30:54])[:16])):
-        found = needle in raw  # (not inside the assert: pytest would print the key's bytes)
-        assert not found, "the munge key appears (%s) in the -vvv --diff output" % form
+    try:
+        rc, output = _slurm_stage({"slurm_install_source": "local", "slurm_local_package_dir": str(debs)})
+        assert rc == 0, output[-5000:]
+        assert "TASK [gpucluster.bringup.slurm : Install the Debian packages]" in output
+        for name in [CONTROLLER] + COMPUTE:
+            cached = node(name).run("ls /var/cache/gpucluster-slurm-packages").stdout.split()
+            # every package, except the other role's daemon: no slurmctld on a compute node, no slurmd on the controller
+            skipped = "slurmd_" if name == CONTROLLER else "slurmctld_"
+            assert sorted(cached) == sorted(p.name for p in debs.iterdir() if not p.name.startswith(skipped)), (name, cached)
+            assert node(name).run("dpkg-query -W -f='${Status}' %s" % skipped[:-1]).stdout != "install ok installed"
+        assert _start_times() == before
+    finally:
+        for name in NODES:
+            node(name).run("rm -rf /var/cache/gpucluster-slurm-packages")
 
 
 def test_reconfigure_is_enough_for_a_timeout_change():
@@ -393,14 +361,14 @@ def test_reconfigure_is_enough_for_a_timeout_change():
     wait_idle(COMPUTE)
     before = _start_times()
     try:
-        rc, output = _playbook_run(["-e", '{"slurm_conf_overrides": {"KillWait": 29}}'])
+        rc, output = _slurm_stage({"slurm_conf_overrides": dict(SIMULATED_VARS["slurm_conf_overrides"], KillWait=29)})
         assert rc == 0, output[-5000:]
         assert "RUNNING HANDLER [gpucluster.bringup.slurm : Reconfigure Slurm]" in output, output[-5000:]
         assert "Restart slurmctld]" not in output and "Restart slurmd]" not in output
         assert re.search(r"^KillWait\s+=\s+29 sec", ctl("scontrol show config").stdout, re.M)
         assert _start_times() == before
     finally:
-        rc, output = _playbook_run()
+        rc, output = _slurm_stage()
         assert rc == 0, output[-5000:]
         wait_idle(COMPUTE)
 
@@ -411,7 +379,7 @@ def test_node_change_restarts_slurmctld_then_slurmd():
     target = COMPUTE[0]
     before = _start_times()
     try:
-        rc, output = _playbook_run(["-e", '{"slurm_node_params": {"Weight": 7}}'])
+        rc, output = _slurm_stage({"slurm_node_params": {"CPUs": 16, "CoresPerSocket": 16, "Weight": 7}})
         assert rc == 0, output[-5000:]
         ctld = output.index("RUNNING HANDLER [gpucluster.bringup.slurm : Restart slurmctld]")
         slurmd = output.index("RUNNING HANDLER [gpucluster.bringup.slurm : Restart slurmd]")
@@ -423,6 +391,6 @@ def test_node_change_restarts_slurmctld_then_slurmd():
         wait_idle(COMPUTE)
         assert "Weight=7" in ctl("scontrol show node %s" % target).stdout
     finally:
-        rc, output = _playbook_run()
+        rc, output = _slurm_stage()
         assert rc == 0, output[-5000:]
         wait_idle(COMPUTE)

@@ -11,19 +11,16 @@ The tests run in file order; each leaves the cluster idle.
 import importlib.machinery
 import importlib.util
 import json
-import os
-import pathlib
-import re
 import subprocess
+import pathlib
 import sys
 import time
 
-import testinfra
 import yaml
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-PREFIX = os.environ.get("GPUCLUSTER_SIM_CONTAINER_PREFIX", "")
-ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "default" / "tests"))
+from simcluster import PREFIX, ROOT, node, recap, run_playbook  # noqa: E402  (the simulated cluster's shared helpers)
+
 VARS = ROOT / "molecule" / "mig" / "vars" / "mig.yml"
 MUTATING = ("nvmlDeviceSetMigMode", "nvmlDeviceCreateGpuInstance", "nvmlDeviceCreateGpuInstanceWithPlacement", "nvmlGpuInstanceDestroy",
             "nvmlGpuInstanceCreateComputeInstance", "nvmlGpuInstanceCreateComputeInstanceWithPlacement", "nvmlComputeInstanceDestroy")
@@ -38,10 +35,6 @@ H100 = "gpu-01"
 A100 = "gpu-02"
 GPU_NODES = [H100, A100]
 WHOLE_TYPE = {"NVIDIA H100 80GB HBM3": "h100", "NVIDIA A100-SXM4-40GB": "a100"}
-
-
-def node(name):
-    return testinfra.get_host("podman://%s%s" % (PREFIX, name))
 
 
 def sh(name, command, check=True):
@@ -91,26 +84,7 @@ def wait_idle(names, timeout=120):
 
 
 def playbook(*extra):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
-    env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
-               CONTAINERS_CONF=str(ROOT / "scripts" / "lib" / "containers.conf"))
-    inventory_file = os.environ.get("MOLECULE_INVENTORY_FILE")
-    if inventory_file:
-        inventories = ["-i", str(pathlib.Path(inventory_file).parent)]
-    else:
-        inventories = ["-i", str(ROOT / "inventory" / "hosts.yml"), "-i", str(ROOT / "inventory" / "simulated" / "hosts.yml")]
-    argv = [str(ANSIBLE_PLAYBOOK)] + inventories + ["gpucluster.bringup.mig_change", "-e", "@%s" % VARS] + list(extra)
-    result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(ROOT), check=False)
-    return result.returncode, result.stdout
-
-
-def recap(output):
-    found = {}
-    for line in output.split("PLAY RECAP")[-1].splitlines():
-        match = re.match(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", line)
-        if match:
-            found[match.group(1)] = dict(changed=int(match.group(3)), unreachable=int(match.group(4)), failed=int(match.group(5)))
-    return found
+    return run_playbook("gpucluster.bringup.mig_change", ["-e", "@%s" % VARS] + list(extra))
 
 
 def start_time(name, unit):

@@ -156,6 +156,11 @@ def test_node_lines_errors(nodes, message):
     ({'AllowSpecResourcesUsage': True, 'X': False}, {}, ['AllowSpecResourcesUsage=YES', 'X=NO']),
     ({'PrologFlags': ['Alloc', 'Contain']}, {}, ['PrologFlags=Alloc,Contain']),
     ({'Reason': '"two words"'}, {}, ['Reason="two words"']),
+    # new keys in sorted order, whatever the order of the overrides (an AWX inventory script sorts them)
+    ({'Z': 1, 'A': 2}, {'PriorityWeightQOS': 3, 'PriorityDecayHalfLife': '7-0', 'Z': 4},
+     ['Z=4', 'A=2', 'PriorityDecayHalfLife=7-0', 'PriorityWeightQOS=3']),
+    ({'Z': 1, 'A': 2}, {'PriorityDecayHalfLife': '7-0', 'PriorityWeightQOS': 3, 'Z': 4},
+     ['Z=4', 'A=2', 'PriorityDecayHalfLife=7-0', 'PriorityWeightQOS=3']),
 ])
 def test_merge_settings(defaults, overrides, expected):
     assert render_pairs(merge_settings(defaults, overrides)) == expected

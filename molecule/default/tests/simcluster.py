@@ -1,0 +1,132 @@
+"""Shared helpers of the simulated-cluster tests (molecule verify and `scripts/cluster.sh verify`).
+
+The container of an inventory host is GPUCLUSTER_SIM_CONTAINER_PREFIX + its name: molecule names the
+containers after the nodes, `scripts/cluster.sh up` names them gcsim-<node>. Playbooks run with the
+inventory of whichever started the cluster.
+"""
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import time
+
+import testinfra
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+PREFIX = os.environ.get("GPUCLUSTER_SIM_CONTAINER_PREFIX", "")
+ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
+SITE = ROOT / "playbooks" / "site.yml"
+
+
+def _groups():
+    inventory = yaml.safe_load((ROOT / "inventory" / "hosts.yml").read_text())
+    children = inventory["all"]["children"]
+    return {name: sorted((group or {}).get("hosts") or {}) for name, group in children.items()}
+
+
+GROUPS = _groups()
+CONTROLLER = GROUPS["slurm_controller"][0]
+COMPUTE = GROUPS["slurm_compute"]
+GPU_NODES = GROUPS["gpu_nodes"]
+NODES = sorted(set(sum(GROUPS.values(), [])))
+SIMULATED_VARS = yaml.safe_load((ROOT / "inventory" / "simulated" / "group_vars" / "all" / "simulated.yml").read_text())
+
+
+def node(name):
+    return testinfra.get_host("podman://%s%s" % (PREFIX, name))
+
+
+def ctl(command, check=True):
+    result = node(CONTROLLER).run(command)
+    if check:
+        assert result.rc == 0, "%s: rc=%s\n%s\n%s" % (command, result.rc, result.stdout, result.stderr)
+    return result
+
+
+def states():
+    out = ctl("sinfo -N -h -o '%N %t'", check=False).stdout
+    return dict(line.split() for line in out.splitlines() if line.strip())
+
+
+def wait_idle(names, timeout=120):
+    """Wait until every node in names is idle; return sinfo's last answer."""
+    deadline = time.time() + timeout
+    now = {}
+    while time.time() < deadline:
+        now = states()
+        if all(now.get(n) == "idle" for n in names):
+            return now
+        time.sleep(2)
+    raise AssertionError("nodes %s not idle after %ds: %s" % (names, timeout, now))
+
+
+def resume_by_hand(name):
+    ctl("scontrol update nodename=%s state=resume" % name, check=False)
+    wait_idle([name])
+
+
+def inventories():
+    inventory_file = os.environ.get("MOLECULE_INVENTORY_FILE")
+    if inventory_file:
+        return ["-i", str(pathlib.Path(inventory_file).parent)]
+    return ["-i", str(ROOT / "inventory" / "hosts.yml"), "-i", str(ROOT / "inventory" / "simulated" / "hosts.yml")]
+
+
+def playbook_env():
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
+               CONTAINERS_CONF=str(ROOT / "scripts" / "lib" / "containers.conf"), GPUCLUSTER_SIM_ROOT=str(ROOT))
+    return env
+
+
+def run_playbook(playbook, args=(), log=None):
+    """ansible-playbook PLAYBOOK ARGS against the running simulated cluster; returns (rc, output)."""
+    started = time.time()
+    result = subprocess.run([str(ANSIBLE_PLAYBOOK)] + inventories() + [str(playbook)] + list(args),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=playbook_env(), cwd=str(ROOT), check=False)
+    if log is not None:
+        pathlib.Path(log).write_text(result.stdout)
+    print("%s %s: rc=%d in %.0fs" % (pathlib.Path(playbook).name, " ".join(args), result.returncode, time.time() - started))
+    return result.returncode, result.stdout
+
+
+def recap(output):
+    """PLAY RECAP of an ansible-playbook output: {host: {changed, unreachable, failed}}."""
+    found = {}
+    for line in output.split("PLAY RECAP")[-1].splitlines():
+        match = re.match(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", line)
+        if match:
+            found[match.group(1)] = dict(changed=int(match.group(3)), unreachable=int(match.group(4)), failed=int(match.group(5)))
+    return found
+
+
+def run_awx_job(playbook, workdir, verbosity=0, diff=False, extra_vars=None, ident="1"):
+    """Run a playbook as an AWX job runs it: ansible-runner on a private data directory laid out as AWX
+    lays it out (scripts/lib/awx_pdd.py: project copy, collection in requirements_collections/, the
+    inventory as AWX's JSON script, env/cmdline, env/extravars, env/envvars). Returns (rc, stdout, status)."""
+    pdd = pathlib.Path(workdir) / "pdd"
+    sources = inventories()[1::2]
+    build = [sys.executable, str(ROOT / "scripts" / "lib" / "awx_pdd.py"), "--dest", str(pdd), "--playbook", str(playbook),
+             "--inventory"] + sources + ["--verbosity", str(verbosity), "--force",
+                                         "--env", "CONTAINERS_CONF=%s" % (ROOT / "scripts" / "lib" / "containers.conf"),
+                                         "--env", "GPUCLUSTER_SIM_ROOT=%s" % ROOT]
+    if diff:
+        build.append("--diff")
+    if extra_vars:
+        build += ["--extra-vars", json.dumps(extra_vars)]
+    env = playbook_env()
+    env["PATH"] = "%s:%s" % (ANSIBLE_PLAYBOOK.parent, env.get("PATH", ""))
+    env.pop("ANSIBLE_COLLECTIONS_PATH", None)  # the job finds the collection in requirements_collections/, as on AWX
+    made = subprocess.run(build, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(ROOT), check=False)
+    assert made.returncode == 0, made.stdout
+    started = time.time()
+    result = subprocess.run([str(ANSIBLE_PLAYBOOK.parent / "ansible-runner"), "run", str(pdd), "-p", str(playbook), "--ident", ident],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(ROOT), check=False)
+    artifacts = pdd / "artifacts" / ident
+    stdout = (artifacts / "stdout").read_text() if (artifacts / "stdout").exists() else result.stdout
+    status = (artifacts / "status").read_text().strip() if (artifacts / "status").exists() else "missing"
+    print("ansible-runner %s: rc=%d status=%s in %.0fs" % (playbook, result.returncode, status, time.time() - started))
+    return result.returncode, stdout, status
