@@ -20,6 +20,7 @@ __metaclass__ = type
 import os
 import signal
 import subprocess
+import time
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -44,18 +45,66 @@ def _raise_interrupted(signum, frame):
     raise Interrupted(signum)
 
 
+def group_members(pgid):
+    """PIDs of the live (not zombie) processes of process group ``pgid``, from /proc; None without /proc."""
+    try:
+        entries = os.listdir('/proc')
+    except OSError:
+        return None
+    members = []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as handle:
+                stat = handle.read()
+        except (IOError, OSError):
+            continue
+        fields = stat[stat.rfind(')') + 2:].split()
+        if len(fields) > 2 and fields[0] not in ('Z', 'X') and fields[2] == str(pgid):
+            members.append(int(entry))
+    return members
+
+
+def _group_alive(pgid):
+    members = group_members(pgid)
+    if members is not None:
+        return bool(members)
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _wait_group(proc, pgid, grace):
+    """Wait up to ``grace`` seconds until no process of the group is left (reaping ``proc``); True when none is."""
+    deadline = time.time() + grace
+    while True:
+        proc.poll()
+        if not _group_alive(pgid):
+            return True
+        if time.time() >= deadline:
+            return False
+        time.sleep(0.05)
+
+
 def stop_group(proc, grace=5):
-    """SIGTERM, then SIGKILL, the process group led by ``proc``; reap ``proc``."""
+    """SIGTERM, then SIGKILL, the process group led by ``proc``, until no process of it is left; reap ``proc``.
+
+    Waiting for the leader alone is not enough: a child of it (enroot's subshells, mksquashfs) may still be
+    writing the partial output after the leader has exited, and would outlive its removal.
+    """
+    pgid = proc.pid
     for signum in (signal.SIGTERM, signal.SIGKILL):
         try:
-            os.killpg(proc.pid, signum)
+            os.killpg(pgid, signum)
         except OSError:
             break
-        try:
-            proc.wait(timeout=grace)
+        if _wait_group(proc, pgid, grace):
             break
-        except subprocess.TimeoutExpired:
-            continue
     if proc.poll() is None:
         proc.wait()
 

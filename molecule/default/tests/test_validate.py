@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from simcluster import COMPUTE, GPU_NODES, ROOT, ctl, node, resume_by_hand, run_playbook, states, wait_idle
+from simcluster import COMPUTE, GPU_NODES, ROOT, ctl, node, resume_by_hand, run_awx_job, run_playbook, states, wait_idle
 
 
 def playbook(name, tmp_path, extra_vars=None):
@@ -50,10 +50,12 @@ def failed(data):
 # --- it passes after site.yml ----------------------------------------------------------
 
 def test_validate_passes_after_site(tmp_path):
+    """Run as the AWX validate job template runs it: ansible-runner on an AWX-style private data directory."""
     wait_idle(COMPUTE)
-    rc, out, report = playbook("validate", tmp_path)
+    report = tmp_path / "report"
+    rc, out, status = run_awx_job("playbooks/validate.yml", tmp_path, extra_vars={"validate_report_dir": str(report)})
     data = load(report)
-    assert rc == 0, out[-4000:]
+    assert (rc, status) == (0, "successful"), out[-4000:]
     assert data["status"] == "pass" and failed(data) == [], failed(data)
     assert sorted(os.listdir(report)) == ["report.html", "report.json", "report.junit.xml", "report.md"]
     suites = ET.parse(report / "report.junit.xml").getroot()

@@ -10,6 +10,8 @@ __metaclass__ = type
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -71,3 +73,27 @@ def test_stop_signal_stops_the_group_and_restores_handlers(tmp_path, signum):
     assert str(err.value) == 'interrupted by signal %d' % signum
     assert not _alive(_read_pid(pidfile))
     assert signal.getsignal(signum) == before
+
+
+def test_stop_group_waits_for_every_process_of_the_group():
+    """The leader exits on SIGTERM, its child ignores SIGTERM: stop_group must not return while the child
+    lives (it could still write the partial output); after the grace period it gets SIGKILL."""
+    group_members, stop_group = _enroot_run.group_members, _enroot_run.stop_group
+    child = 'import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print("ready", flush=True); time.sleep(60)'
+    proc = subprocess.Popen(['sh', '-c', '"$0" -c \'%s\' & wait' % child, sys.executable], stdout=subprocess.PIPE,
+                            start_new_session=True, universal_newlines=True)
+    assert proc.stdout.readline().strip() == 'ready'
+    assert len(group_members(proc.pid)) == 2  # sh and its python child
+    started = time.time()
+    stop_group(proc, grace=0.5)
+    assert time.time() - started >= 0.5  # it waited for the child past the leader's exit
+    assert group_members(proc.pid) == []  # (a zombie left for init to reap is not counted)
+    for entry in os.listdir('/proc'):  # checked apart from the module's own reading
+        if entry.isdigit():
+            try:
+                stat = open('/proc/%s/stat' % entry).read()
+            except OSError:
+                continue
+            fields = stat[stat.rfind(')') + 2:].split()
+            assert not (fields[2] == str(proc.pid) and fields[0] not in ('Z', 'X')), stat
+    assert proc.returncode == -signal.SIGTERM
