@@ -270,15 +270,17 @@ def test_every_hook_is_logged_with_exit_code_and_duration():
     target = GPU_NODES[0]
     wait_idle([target])
     job = ctl("timeout 60 srun -w %s printenv SLURM_JOB_ID" % target).stdout.strip()
+    wanted = [r"%s job=%s hook=%s rc=\S+ duration=[0-9.]+s status=" % (phase, job, hook)
+              for phase, hook in (("prolog", "10-all-gpu-healthcheck"), ("prolog", "50-all-enroot-dirs"),
+                                  ("epilog", "40-all-gpu-cleanup"), ("epilog", "95-lastuserjob-enroot-cleanup"))]
     log = ""
-    for _attempt in range(20):  # the epilog runs after srun returns
+    for _attempt in range(30):  # the epilog runs after srun returns, one hook after the other
         log = node(target).run("journalctl -t slurm-hooks --no-pager -n 100").stdout
-        if "epilog job=%s " % job in log:
+        if all(re.search(pattern, log) for pattern in wanted):
             break
         time.sleep(1)
-    for phase, hook in (("prolog", "10-all-gpu-healthcheck"), ("prolog", "50-all-enroot-dirs"),
-                        ("epilog", "95-lastuserjob-enroot-cleanup")):
-        assert re.search(r"%s job=%s hook=%s rc=\S+ duration=[0-9.]+s status=" % (phase, job, hook), log), log
+    for pattern in wanted:
+        assert re.search(pattern, log), log
 
 
 # --- configuration changes restart only what they must ----------------------------
