@@ -39,6 +39,14 @@ def node(name):
     return testinfra.get_host("podman://%s%s" % (PREFIX, name))
 
 
+def sh(name, command, check=True):
+    """command on node name (through podman); with check, fail the test unless it exits 0."""
+    result = node(name).run(command)
+    if check:
+        assert result.rc == 0, "%s on %s: rc=%s\n%s\n%s" % (command, name, result.rc, result.stdout, result.stderr)
+    return result
+
+
 def ctl(command, check=True):
     result = node(CONTROLLER).run(command)
     if check:

@@ -13,7 +13,7 @@ import time
 import pytest
 import yaml
 
-from simcluster import COMPUTE, CONTROLLER, GROUPS, NODES, ROOT, ctl, node, run_playbook, states, wait_idle
+from simcluster import COMPUTE, CONTROLLER, GROUPS, NODES, ROOT, ctl, node, run_playbook, sh, states, wait_idle
 
 HEALTHCHECK = "/usr/local/sbin/gpucluster-healthcheck"
 GENERATED_PASS = "/var/lib/gpucluster/slurmdbd-storage-pass"
@@ -25,13 +25,6 @@ GPU_LIMIT = int(re.search(r"gres/gpu=(\d+)", LIMITED_QOS["MaxTRESPerUser"]).grou
 LIMITED_USER = next(u["name"] for u in INVENTORY_VARS["slurmdbd_users"] if u.get("DefaultQOS") == LIMITED_QOS["name"])
 BROKEN_NODE = COMPUTE[-1]
 BROKEN_GPU = 3
-
-
-def run(name, command, check=True):
-    result = node(name).run(command)
-    if check:
-        assert result.rc == 0, "%s on %s: rc=%s\n%s\n%s" % (command, name, result.rc, result.stdout, result.stderr)
-    return result
 
 
 def reason(name):
@@ -54,12 +47,12 @@ def test_slurmdbd_conf_is_0600_slurm_and_holds_the_generated_password():
     assert conf.mode == 0o600 and conf.user == "slurm" and conf.group == "slurm"
     secret = node(DBD).file(GENERATED_PASS)
     assert secret.mode == 0o600 and secret.user == "root"
-    password = run(DBD, "cat %s" % GENERATED_PASS).stdout.strip()
+    password = sh(DBD, "cat %s" % GENERATED_PASS).stdout.strip()
     assert len(password) >= 16
-    found = ("StoragePass=%s" % password) in run(DBD, "cat /etc/slurm/slurmdbd.conf").stdout.splitlines()
+    found = ("StoragePass=%s" % password) in sh(DBD, "cat /etc/slurm/slurmdbd.conf").stdout.splitlines()
     assert found, "slurmdbd.conf does not hold the generated password"
     # and the slurmdbd database account really uses it (through TCP, as slurmdbd connects)
-    login = run(DBD, "mysql --protocol=TCP -h 127.0.0.1 -u slurm --password=\"$(cat %s)\" -e 'SELECT 1' slurm_acct_db" % GENERATED_PASS,
+    login = sh(DBD, "mysql --protocol=TCP -h 127.0.0.1 -u slurm --password=\"$(cat %s)\" -e 'SELECT 1' slurm_acct_db" % GENERATED_PASS,
                 check=False)
     assert login.rc == 0, login.stderr
 
@@ -68,13 +61,13 @@ def test_mariadb_and_slurmdbd_run_and_slurmdbd_started_before_slurmctld():
     for unit in ("mariadb", "slurmdbd"):
         assert node(DBD).service(unit).is_running and node(DBD).service(unit).is_enabled, unit
     if DBD == CONTROLLER:
-        dbd = int(run(DBD, "systemctl show -p ExecMainStartTimestampMonotonic --value slurmdbd").stdout)
+        dbd = int(sh(DBD, "systemctl show -p ExecMainStartTimestampMonotonic --value slurmdbd").stdout)
         ctld = int(ctl("systemctl show -p ExecMainStartTimestampMonotonic --value slurmctld").stdout)
         assert 0 < dbd < ctld
 
 
 def test_mariadb_is_secured():
-    out = run(DBD, "mysql --batch --skip-column-names -e \"SELECT CONCAT(User, '@', Host) FROM mysql.user; SHOW DATABASES\"").stdout.split()
+    out = sh(DBD, "mysql --batch --skip-column-names -e \"SELECT CONCAT(User, '@', Host) FROM mysql.user; SHOW DATABASES\"").stdout.split()
     assert "test" not in out and "@localhost" not in out and not any(u.startswith("@") for u in out), out
 
 
@@ -163,12 +156,12 @@ def test_a_user_over_the_qos_gpu_limit_is_held_with_the_qos_reason():
 def test_the_health_check_passes_on_healthy_nodes_and_never_resumes_an_admin_drain():
     wait_idle(COMPUTE)
     for name in COMPUTE:
-        result = run(name, HEALTHCHECK, check=False)
+        result = sh(name, HEALTHCHECK, check=False)
         assert (result.rc, result.stdout.strip()) == (0, "gpucluster-healthcheck: healthy"), (name, result.stdout, result.stderr)
     admin = COMPUTE[0]
     ctl("scontrol update nodename=%s state=drain reason='rack 4 maintenance'" % admin)
     try:
-        result = run(admin, "%s --resume" % HEALTHCHECK, check=False)
+        result = sh(admin, "%s --resume" % HEALTHCHECK, check=False)
         assert result.rc == 0, result.stdout + result.stderr
         assert "not resumed" in result.stdout
         assert reason(admin) == "rack 4 maintenance"
@@ -180,10 +173,10 @@ def test_a_missing_gpu_device_file_drains_the_node_naming_the_gpu_until_resumed(
     wait_idle(COMPUTE)
     device = "/dev/nvidia%d" % BROKEN_GPU
     assert node(BROKEN_NODE).file(device).exists
-    run(BROKEN_NODE, "rm -f %s" % device)
+    sh(BROKEN_NODE, "rm -f %s" % device)
     try:
         # what slurmd runs every HealthCheckInterval: the program, without arguments, as root
-        result = run(BROKEN_NODE, HEALTHCHECK, check=False)
+        result = sh(BROKEN_NODE, HEALTHCHECK, check=False)
         assert result.rc == 1, result.stdout + result.stderr
         assert states()[BROKEN_NODE] in ("drain", "drng")
         assert re.match(r"^healthcheck: device-files: GPU %d \(\S+\) %s missing$" % (BROKEN_GPU, device), reason(BROKEN_NODE)), \
@@ -195,7 +188,7 @@ def test_a_missing_gpu_device_file_drains_the_node_naming_the_gpu_until_resumed(
         assert kept and "healthcheck: device-files: GPU %d (" % BROKEN_GPU in kept[0] and "%s missing" % device in kept[0], output[-5000:]
         assert states()[BROKEN_NODE] in ("drain", "drng")
     finally:
-        run(BROKEN_NODE, "nvmlsim boot")  # the driver makes the device files again
+        sh(BROKEN_NODE, "nvmlsim boot")  # the driver makes the device files again
     assert node(BROKEN_NODE).file(device).exists
     rc, output = run_playbook(ROOT / "playbooks" / "resume.yml")
     assert rc == 0, output[-5000:]

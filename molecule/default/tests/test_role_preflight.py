@@ -67,9 +67,10 @@ CASES = [
         id="slurm-bad-node-name"),
     pytest.param(
         "slurm", {"slurm_controller": hosts("localhost"), "slurm_compute": hosts("localhost", "gpu-99")}, {}, "localhost",
-        "slurm.conf needs the hardware of every compute node, but these are not in this run: gpu-99; "
-        "run without --limit, or with a limit that includes them",
-        id="slurm-limit-leaves-a-node-out"),
+        "slurm.conf lists every compute node, and these are not in this run (--limit) and could not be read "
+        "with slurmd -C: gpu-99 (unreachable). Bring them up first (run without --limit), take them out of "
+        "inventory group slurm_compute, or add them to --limit",
+        id="slurm-limit-leaves-out-a-node-it-cannot-read"),
     pytest.param(
         "slurm", {"slurm_controller": hosts("localhost"), "slurm_compute": hosts("localhost")}, {"slurm_install_source": "local"}, None,
         'slurm_install_source is "local" but slurm_local_package_dir is empty: '

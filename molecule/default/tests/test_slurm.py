@@ -15,8 +15,10 @@ import time
 
 import pytest
 
-from simcluster import (ANSIBLE_PLAYBOOK, COMPUTE, CONTROLLER, GPU_NODES, NODES, ROOT, SIMULATED_VARS, SITE, ctl, inventories, node,
-                        playbook_env, run_playbook, wait_idle)
+import yaml
+
+from simcluster import (ANSIBLE_PLAYBOOK, COMPUTE, CONTROLLER, GPU_NODES, NODES, PREFIX, ROOT, SIMULATED_VARS, SITE, ctl, inventories,
+                        node, playbook_env, recap, run_playbook, wait_idle)
 
 HOOKS_DIR = "/usr/local/lib/gpucluster-slurm"
 
@@ -306,35 +308,11 @@ def _slurm_stage(extra_vars=None):
     return run_playbook(SITE, args)
 
 
-def test_shard_sharing_is_set_per_node_group(tmp_path):
-    """slurm_gres_sharing for one node (an inventory layered on top): gpu-02 shares its GPUs as shards, gpu-01 does not."""
-    target, other = GPU_NODES[-1], GPU_NODES[0]
-    wait_idle(COMPUTE)
-    layer = tmp_path / "shard.yml"
-    layer.write_text("all:\n  hosts:\n    %s:\n      slurm_gres_sharing: shard\n      slurm_gres_shard_count: 4\n" % target)
-    try:
-        rc, output = run_playbook(SITE, ["--tags", "slurm", "-i", str(layer)])
-        assert rc == 0, output[-5000:]
-        wait_idle(COMPUTE)
-        # (slurmctld shows the shards with the type of their GPUs once slurmd registered them)
-        assert re.search(r"^\s*Gres=gpu:a100:8,shard(:a100)?:32$", ctl("scontrol show node %s" % target).stdout, re.M), \
-            ctl("scontrol show node %s" % target).stdout
-        assert "shard" not in ctl("scontrol show node %s" % other).stdout
-        assert "Name=shard Count=4 File=/dev/nvidia0" in node(target).file("/etc/slurm/gres.conf").content_string
-        job = ctl("timeout 60 srun -w %s --gres=shard:2 printenv CUDA_VISIBLE_DEVICES" % target)
-        assert re.match(r"^[0-7]$", job.stdout.strip()), job.stdout
-        assert "gres/shard" in ctl("scontrol show config").stdout  # AccountingStorageTRES follows the GRES in use
-    finally:
-        rc, output = _slurm_stage()
-        assert rc == 0, output[-5000:]
-        wait_idle(COMPUTE)
-    assert "shard" not in ctl("scontrol show node %s" % target).stdout
-
-
-def test_air_gapped_install_from_a_local_package_directory(tmp_path):
+def test_air_gapped_install_from_a_local_package_directory_and_a_reconfigure_only_change(tmp_path):
     """slurm_install_source: local with the .debs of the installed release in a directory on the Ansible
     controller (downloaded here with apt-get download, as a site would fill its directory): the packages are
-    copied to every node and installed from there; the same versions change no daemon."""
+    copied to every node and installed from there; the same versions change no daemon. The same run changes
+    KillWait, which scontrol reconfigure applies: no daemon restarts."""
     wait_idle(COMPUTE)
     debs = tmp_path / "debs"
     debs.mkdir()
@@ -343,7 +321,8 @@ def test_air_gapped_install_from_a_local_package_directory(tmp_path):
     assert got.returncode == 0, got.stdout
     before = _start_times()
     try:
-        rc, output = _slurm_stage({"slurm_install_source": "local", "slurm_local_package_dir": str(debs)})
+        rc, output = _slurm_stage({"slurm_install_source": "local", "slurm_local_package_dir": str(debs),
+                                   "slurm_conf_overrides": dict(SIMULATED_VARS["slurm_conf_overrides"], KillWait=29)})
         assert rc == 0, output[-5000:]
         assert "TASK [gpucluster.bringup.slurm : Install the Debian packages]" in output
         for name in [CONTROLLER] + COMPUTE:
@@ -352,47 +331,141 @@ def test_air_gapped_install_from_a_local_package_directory(tmp_path):
             skipped = "slurmd_" if name == CONTROLLER else "slurmctld_"
             assert sorted(cached) == sorted(p.name for p in debs.iterdir() if not p.name.startswith(skipped)), (name, cached)
             assert node(name).run("dpkg-query -W -f='${Status}' %s" % skipped[:-1]).stdout != "install ok installed"
-        assert _start_times() == before
-    finally:
-        for name in NODES:
-            node(name).run("rm -rf /var/cache/gpucluster-slurm-packages")
-
-
-def test_reconfigure_is_enough_for_a_timeout_change():
-    """A slurm.conf change that scontrol reconfigure applies restarts no daemon."""
-    wait_idle(COMPUTE)
-    before = _start_times()
-    try:
-        rc, output = _slurm_stage({"slurm_conf_overrides": dict(SIMULATED_VARS["slurm_conf_overrides"], KillWait=29)})
-        assert rc == 0, output[-5000:]
         assert "RUNNING HANDLER [gpucluster.bringup.slurm : Reconfigure Slurm]" in output, output[-5000:]
         assert "Restart slurmctld]" not in output and "Restart slurmd]" not in output
         assert re.search(r"^KillWait\s+=\s+29 sec", ctl("scontrol show config").stdout, re.M)
         assert _start_times() == before
     finally:
+        for name in NODES:
+            node(name).run("rm -rf /var/cache/gpucluster-slurm-packages")
         rc, output = _slurm_stage()
         assert rc == 0, output[-5000:]
         wait_idle(COMPUTE)
 
 
-def test_node_change_restarts_slurmctld_then_slurmd():
-    """A changed node definition restarts slurmctld first, then every slurmd."""
+# --- adding a node: site.yml --limit NEW-NODE --------------------------------------
+
+NEW_NODE = "gpu-03"
+
+
+def _podman(*argv, check=True):
+    result = subprocess.run(["podman"] + list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=playbook_env(), check=False)
+    assert not check or result.returncode == 0, (argv, result.stdout)
+    return result.stdout
+
+
+def _start_new_node(like):
+    """A new container as the cluster's own are started (image, network, label, systemd as PID 1, every node in
+    /etc/hosts), prepared by the same node-prepare.sh; every node's /etc/hosts names it, as DNS would."""
+    info = json.loads(_podman("container", "inspect", PREFIX + like))[0]
+    network, settings = sorted(info["NetworkSettings"]["Networks"].items())[0]
+    address = settings["IPAddress"].rsplit(".", 1)[0] + ".13"
+    labels = ["--label=%s=%s" % item for item in sorted(info["Config"]["Labels"].items()) if item[0].startswith("io.gpucluster")]
+    hosts = ["--add-host=%s:%s" % (name, json.loads(_podman("container", "inspect", PREFIX + name))[0]
+                                   ["NetworkSettings"]["Networks"][network]["IPAddress"]) for name in NODES]
+    _podman("rm", "-f", "-t", "5", PREFIX + NEW_NODE, check=False)
+    _podman("run", "-d", "--name", PREFIX + NEW_NODE, "--hostname", NEW_NODE, "--network", network, "--ip", address,
+            "--network-alias", NEW_NODE, "--add-host=%s:%s" % (NEW_NODE, address), "--systemd=always",
+            *(labels + hosts), info["ImageName"], "/sbin/init")
+    for name in NODES:
+        node(name).run_test("grep -q ' %s$' /etc/hosts || echo '%s %s' >> /etc/hosts" % (NEW_NODE, address, NEW_NODE))
+    prepared = subprocess.run(["bash", str(ROOT / "scripts" / "lib" / "node-prepare.sh"), PREFIX + NEW_NODE, "a100-40gb-x8"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=playbook_env(), check=False)
+    assert prepared.returncode == 0, prepared.stdout
+
+
+def _remove_new_node():
+    _podman("rm", "-f", "-t", "5", PREFIX + NEW_NODE, check=False)
+    for name in NODES:
+        # (/etc/hosts is a bind mount: rewrite it in place)
+        node(name).run("grep -v ' %s$' /etc/hosts > /tmp/hosts.new; cat /tmp/hosts.new > /etc/hosts" % NEW_NODE)
+
+
+def _delegated_changes(output):
+    """{(task name, host)} of the changed results a run reported for hosts it reached by delegation."""
+    found, task = set(), None
+    for line in output.splitlines():
+        header = re.match(r"^TASK \[(?:[\w.]+ : )?(.*)\] \**$", line)
+        if header:
+            task = header.group(1)
+        changed = re.match(r"^changed: \[[^]]+ -> ([^](]+)", line)
+        if changed:
+            found.add((task, changed.group(1)))
+    return found
+
+
+def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_only_there(tmp_path):
+    """The new node in the inventory (A100s like gpu-02, but shared as shards: slurm_gres_sharing for one node),
+    then `site.yml --limit gpu-03`: the whole bring-up runs on gpu-03 only;
+    the other hosts get the new slurm.conf, slurmctld restarts before any slurmd, the other slurmds restart
+    (they must know the new node); munge, slurmdbd and everything else elsewhere stay as they were. Run again:
+    changed=0. Then the node is taken out (the slurm stage without it, every host in the run): the handlers
+    restart slurmctld first, then every slurmd."""
     wait_idle(COMPUTE)
-    target = COMPUTE[0]
+    layer = tmp_path / "new-node.yml"
+    host_vars = yaml.safe_load((ROOT / "inventory" / "simulated" / "host_vars" / "gpu-02.yml").read_text())
+    # the same GPUs as gpu-02, shared as shards (slurm_gres_sharing per node group)
+    host_vars.update(ansible_connection="containers.podman.podman", ansible_host=PREFIX + NEW_NODE,
+                     slurm_gres_sharing="shard", slurm_gres_shard_count=4)
+    layer.write_text(yaml.safe_dump({"all": {"hosts": {NEW_NODE: host_vars},
+                                             "children": {"slurm_compute": {"hosts": {NEW_NODE: None}},
+                                                          "gpu_nodes": {"hosts": {NEW_NODE: None}}}}}))
     before = _start_times()
+    others = {name: node(name).file("/etc/slurm/cgroup.conf").content_string for name in COMPUTE}
     try:
-        rc, output = _slurm_stage({"slurm_node_params": {"CPUs": 16, "CoresPerSocket": 16, "Weight": 7}})
-        assert rc == 0, output[-5000:]
-        ctld = output.index("RUNNING HANDLER [gpucluster.bringup.slurm : Restart slurmctld]")
-        slurmd = output.index("RUNNING HANDLER [gpucluster.bringup.slurm : Restart slurmd]")
-        assert ctld < slurmd
+        _start_new_node(like=GPU_NODES[-1])
+        rc, output = run_playbook(SITE, ["-i", str(layer), "--limit", NEW_NODE])
+        assert rc == 0, output[-6000:]
+        assert set(recap(output)) == {NEW_NODE}, recap(output)
+        # on the other hosts, only slurm.conf is written and the daemons restarted
+        assert _delegated_changes(output) == {
+            ("Write slurm.conf on the Slurm hosts outside this run", name) for name in NODES} | {
+            ("Restart slurmctld (not in this run) before any slurmd", CONTROLLER)} | {
+            ("Restart the slurmds outside this run", name) for name in COMPUTE}, _delegated_changes(output)
+        ctld = output.index("TASK [gpucluster.bringup.slurm : Restart slurmctld (not in this run) before any slurmd]")
+        outside = output.index("TASK [gpucluster.bringup.slurm : Restart the slurmds outside this run]")
+        assert ctld < outside
+        wait_idle(COMPUTE + [NEW_NODE])
+        # (slurmctld shows the shards with the type of their GPUs once slurmd registered them)
+        assert re.search(r"^\s*Gres=gpu:a100:8,shard(:a100)?:32$", ctl("scontrol show node %s" % NEW_NODE).stdout, re.M), \
+            ctl("scontrol show node %s" % NEW_NODE).stdout
+        assert "shard" not in ctl("scontrol show node %s" % GPU_NODES[-1]).stdout
+        assert "Name=shard Count=4 File=/dev/nvidia0" in node(NEW_NODE).file("/etc/slurm/gres.conf").content_string
+        job = ctl("timeout 60 srun -w %s --gres=shard:2 printenv CUDA_VISIBLE_DEVICES" % NEW_NODE)
+        assert re.match(r"^[0-7]$", job.stdout.strip()), job.stdout
+        assert "gres/shard" in ctl("scontrol show config").stdout  # AccountingStorageTRES follows the GRES in use
+        conf = node(CONTROLLER).file("/etc/slurm/slurm.conf").content_string
+        for name in NODES + [NEW_NODE]:
+            assert node(name).file("/etc/slurm/slurm.conf").content_string == conf, name
+            assert node(name).file("/etc/munge/munge.key").md5sum == node(CONTROLLER).file("/etc/munge/munge.key").md5sum
+        assert ctl("timeout 60 srun -w %s --gres=gpu:a100:1 printenv SLURMD_NODENAME CUDA_VISIBLE_DEVICES" % NEW_NODE).stdout.split() \
+            == [NEW_NODE, "0"]
+        assert "pyxis STAND-IN" in node(NEW_NODE).check_output("srun --help")
         after = _start_times()
         assert after[("slurmctld", CONTROLLER)] != before[("slurmctld", CONTROLLER)]
-        assert after[("slurmd", target)] != before[("slurmd", target)]
-        assert after[("munge", CONTROLLER)] == before[("munge", CONTROLLER)]
-        wait_idle(COMPUTE)
-        assert "Weight=7" in ctl("scontrol show node %s" % target).stdout
+        for name in COMPUTE:
+            assert after[("slurmd", name)] != before[("slurmd", name)], name
+            assert node(name).file("/etc/slurm/cgroup.conf").content_string == others[name]
+        for name in NODES:
+            assert after[("munge", name)] == before[("munge", name)], name
+        # again (the slurm stage, where the other hosts are written): nothing changes, nothing restarts
+        rc, output = run_playbook(SITE, ["-i", str(layer), "--limit", NEW_NODE, "--tags", "slurm"])
+        assert rc == 0, output[-6000:]
+        assert recap(output)[NEW_NODE]["changed"] == 0, [line for line in output.splitlines() if line.startswith("changed:")]
+        assert _start_times() == after
     finally:
+        _remove_new_node()
+        before = _start_times()
         rc, output = _slurm_stage()
         assert rc == 0, output[-5000:]
         wait_idle(COMPUTE)
+    assert NEW_NODE not in ctl("sinfo -N -h -o %N").stdout
+    ctld = output.index("RUNNING HANDLER [gpucluster.bringup.slurm : Restart slurmctld]")
+    slurmd = output.index("RUNNING HANDLER [gpucluster.bringup.slurm : Restart slurmd]")
+    assert ctld < slurmd
+    after = _start_times()
+    assert after[("slurmctld", CONTROLLER)] != before[("slurmctld", CONTROLLER)]
+    for name in COMPUTE:
+        assert after[("slurmd", name)] != before[("slurmd", name)], name
+    assert after[("munge", CONTROLLER)] == before[("munge", CONTROLLER)]

@@ -1,27 +1,24 @@
-"""Issue 6 (second half) on the simulated cluster: the mig role on real Slurm.
+"""Issue 6 (second half) on the simulated cluster: MIG layout changes on a running cluster, last of the verify tests.
 
-Run by molecule's verify of the "mig" scenario (containers named after the
-nodes), after converge (site.yml, then mig_change.yml with all-balanced) and
-molecule's idempotence run. Each test runs the operator playbook
-mig_change.yml the way an operator would and checks the result on the nodes:
-the simulator's GPU state (`nvmlsim show --json`, read through podman), the
-real slurmctld/slurmd (`scontrol`, `sinfo`, `sbatch`), the files written.
-The tests run in file order; each leaves the cluster idle.
+Run by molecule's verify of the default scenario (containers named after the nodes), after every other test:
+the first test runs mig_change.yml with all-balanced on both GPU nodes (the layouts and simulation settings are
+in ../vars/mig-changes.yml), the others change layouts from there. Each test runs the operator playbook
+mig_change.yml the way an operator would and checks the result on the nodes: the simulator's GPU state
+(`nvmlsim show --json`, read through podman), the real slurmctld/slurmd (`scontrol`, `sinfo`, `sbatch`), the
+files written. The tests run in file order; each leaves the cluster idle; the GPU nodes keep the layouts of the
+last tests (site.yml puts back the inventory's own: mig_layout of each node).
 """
 import importlib.machinery
 import importlib.util
 import json
 import subprocess
-import pathlib
-import sys
 import time
 
 import yaml
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "default" / "tests"))
-from simcluster import PREFIX, ROOT, node, recap, run_playbook  # noqa: E402  (the simulated cluster's shared helpers)
+from simcluster import PREFIX, ROOT, node, recap, run_playbook, sh
 
-VARS = ROOT / "molecule" / "mig" / "vars" / "mig.yml"
+VARS = ROOT / "molecule" / "default" / "vars" / "mig-changes.yml"
 MUTATING = ("nvmlDeviceSetMigMode", "nvmlDeviceCreateGpuInstance", "nvmlDeviceCreateGpuInstanceWithPlacement", "nvmlGpuInstanceDestroy",
             "nvmlGpuInstanceCreateComputeInstance", "nvmlGpuInstanceCreateComputeInstanceWithPlacement", "nvmlComputeInstanceDestroy")
 
@@ -35,13 +32,6 @@ H100 = "gpu-01"
 A100 = "gpu-02"
 GPU_NODES = [H100, A100]
 WHOLE_TYPE = {"NVIDIA H100 80GB HBM3": "h100", "NVIDIA A100-SXM4-40GB": "a100"}
-
-
-def sh(name, command, check=True):
-    result = node(name).run(command)
-    if check:
-        assert result.rc == 0, "%s on %s: rc=%s\n%s\n%s" % (command, name, result.rc, result.stdout, result.stderr)
-    return result
 
 
 def sim(name):
@@ -102,7 +92,10 @@ def slurm_conf_node_gres(text, name):
 # ----------------------------------------------------------------------------- the layout in place
 
 
-def test_converge_gave_each_model_its_own_balanced_layout_and_slurm_follows():
+def test_all_balanced_gives_each_model_its_own_layout_and_slurm_follows():
+    rc, output = playbook()
+    assert rc == 0, output[-5000:]
+    assert all(recap(output)[name]["changed"] > 0 for name in GPU_NODES), recap(output)
     assert profiles(H100) == dict((i, ["1g.10gb", "1g.10gb", "2g.20gb", "3g.40gb"]) for i in range(8))
     assert profiles(A100) == dict((i, ["1g.5gb", "1g.5gb", "2g.10gb", "3g.20gb"]) for i in range(8))
     views = wait_idle(GPU_NODES)
