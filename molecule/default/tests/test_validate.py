@@ -14,7 +14,6 @@ import os
 import re
 import xml.etree.ElementTree as ET
 
-
 from simcluster import COMPUTE, GPU_NODES, ROOT, ctl, node, resume_by_hand, run_awx_job, run_playbook, states, wait_idle
 
 
