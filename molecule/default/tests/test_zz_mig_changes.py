@@ -1,6 +1,7 @@
 """Issue 6 (second half) on the simulated cluster: MIG layout changes on a running cluster, last of the verify tests.
 
-Run by molecule's verify of the default scenario (containers named after the nodes), after every other test:
+Run by molecule's verify of the default scenario (containers named after the nodes), after every other test
+(pytest runs the files in name order: "zz" sorts after every other test file; "99" would sort before letters):
 the first test runs mig_change.yml with all-balanced on both GPU nodes (the layouts and simulation settings are
 in ../vars/mig-changes.yml), the others change layouts from there. Each test runs the operator playbook
 mig_change.yml the way an operator would and checks the result on the nodes: the simulator's GPU state
