@@ -92,6 +92,121 @@ def _total_slices(gpu):
     return max(prof['slices'] for prof in gpu['profiles'])
 
 
+# --------------------------------------------------------------------- request shape
+
+_ENTRY_KEYS = ('gpu', 'model', 'mig', 'instances')
+_INSTANCE_KEYS = ('profile', 'count', 'placement', 'compute_instances')
+_INDEX_TEXT = re.compile(r'^[0-9]+$')
+
+
+def _show(value):
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + '...'
+
+
+def _is_whole(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_keys(where, value, allowed):
+    if not isinstance(value, dict):
+        raise MigPlanError('%s is %s (%s), expected a dict with the keys %s' % (where, _show(value), type(value).__name__, ', '.join(allowed)))
+    unknown = sorted(str(key) for key in value if key not in allowed)
+    if unknown:
+        raise MigPlanError('%s has the unknown key%s %s; valid keys: %s' % (
+            where, 's' if len(unknown) > 1 else '', ', '.join(unknown), ', '.join(allowed)))
+
+
+def _check_instance(where, spec):
+    _check_keys(where, spec, _INSTANCE_KEYS)
+    profile = spec.get('profile')
+    if not isinstance(profile, str) or not profile.strip() or profile != profile.strip() or ' ' in profile:
+        raise MigPlanError('%s.profile is %s, expected a MIG profile name such as 1g.10gb or 3g.40gb (no spaces)' % (where, _show(profile)))
+    count = spec.get('count', 1)
+    if count is not None and (not _is_whole(count) or count < 1):
+        raise MigPlanError('%s.count is %s, expected a whole number of 1 or more' % (where, _show(count)))
+    placement = spec.get('placement')
+    if placement is not None:
+        if not _is_whole(placement) or placement < 0:
+            raise MigPlanError('%s.placement is %s, expected a start memory slice (a whole number of 0 or more; '
+                               'nvidia-smi mig -lgipp lists the valid ones)' % (where, _show(placement)))
+        if count not in (None, 1):
+            raise MigPlanError('%s.placement is %s with count %s; an explicit placement is for one instance (count 1)' % (
+                where, placement, count))
+    cis = spec.get('compute_instances')
+    if cis is not None:
+        if not isinstance(cis, (list, tuple)) or not cis:
+            raise MigPlanError('%s.compute_instances is %s, expected a non-empty list of compute instance profiles such as '
+                               '[1c.3g.40gb, 2c.3g.40gb], or leave it out for one compute instance spanning the GPU instance' % (where, _show(cis)))
+        for pos, name in enumerate(cis):
+            if not isinstance(name, str) or not name.strip() or ' ' in name.strip():
+                raise MigPlanError('%s.compute_instances[%d] is %s, expected a compute instance profile name such as 1c.3g.40gb' % (
+                    where, pos, _show(name)))
+
+
+def container_problem(wanted):
+    """What is wrong with the nesting of the ``gpus`` option (lists of dicts), or None.
+
+    For the module to replace Ansible's own type errors on ``gpus`` (such as
+    "dictionary requested, could not parse JSON or key=value"), which do
+    not say which option or value is wrong.
+    """
+    if not isinstance(wanted, (list, tuple)):
+        return 'gpus is %s, expected a list of GPU entries ({gpu: ..., instances: [...]})' % _show(wanted)
+    for number, entry in enumerate(wanted):
+        where = 'gpus[%d]' % number
+        if not isinstance(entry, dict):
+            return '%s is %s (%s), expected a dict with the keys %s' % (where, _show(entry), type(entry).__name__, ', '.join(_ENTRY_KEYS))
+        instances = entry.get('instances')
+        if instances is not None and not isinstance(instances, (list, tuple)):
+            return '%s.instances is %s, expected a list of instances ({profile: ..., count: ...})' % (where, _show(instances))
+        for pos, spec in enumerate(instances or ()):
+            if not isinstance(spec, dict):
+                return '%s.instances[%d] is %s (%s), expected a dict with the keys %s' % (
+                    where, pos, _show(spec), type(spec).__name__, ', '.join(_INSTANCE_KEYS))
+    return None
+
+
+def check_request(wanted):
+    """Check the shape of the ``gpus`` option before any GPU is read.
+
+    Everything that does not depend on the GPUs: entry and instance keys,
+    types, GPU selectors, counts of 1 or more, placements of 0 or more
+    (with count 1), non-empty compute-instance lists, no instances with
+    ``mig: false``.  The first problem raises :class:`MigPlanError` naming
+    the option (``gpus[0].instances[1].count``), the value and what is
+    valid; what depends on a GPU's profile table is checked by
+    :func:`plan_node`, still before anything changes.
+    """
+    problem = container_problem(wanted)
+    if problem:
+        raise MigPlanError(problem)
+    for number, entry in enumerate(wanted):
+        where = 'gpus[%d]' % number
+        _check_keys(where, entry, _ENTRY_KEYS)
+        selector = entry.get('gpu', 'all')
+        if _is_whole(selector):
+            selector = str(selector)
+        valid = isinstance(selector, str) and (
+            selector == 'all' or bool(_INDEX_TEXT.match(selector.strip())) or (_is_uuid(selector) and len(selector.strip()) > 4))
+        if not valid:
+            raise MigPlanError('%s.gpu is %s, expected a GPU index (0, 1, ...), a GPU UUID (GPU-...) or "all"' % (where, _show(selector)))
+        model = entry.get('model')
+        if model is not None and (not isinstance(model, str) or not model.strip()):
+            raise MigPlanError('%s.model is %s, expected part of a GPU name such as A100 or H100 80GB, or leave it out' % (where, _show(model)))
+        mig = entry.get('mig', True)
+        if not isinstance(mig, bool):
+            # null too: it would read as false and destroy every instance of the GPU.
+            raise MigPlanError('%s.mig is %s, expected true or false' % (where, _show(mig)))
+        instances = entry.get('instances')
+        if instances is None:
+            continue
+        if instances and mig is False:
+            raise MigPlanError('%s: instances are given with mig: false; remove them or set mig: true' % where)
+        for pos, spec in enumerate(instances):
+            _check_instance('%s.instances[%d]' % (where, pos), spec)
+
+
 # --------------------------------------------------------------------- selection
 
 def _is_uuid(text):
@@ -199,7 +314,8 @@ def expand_instances(gpu, entry):
     "start": fixed start or None, "cis": tuple of CI profile names}``.
     """
     items = []
-    valid_names = [prof['name'] for prof in sorted(gpu['profiles'], key=lambda p: (p['slices'], p.get('memory_mb', 0), p['name']))]
+    valid_names = [prof['name'] for prof in sorted(gpu['profiles'], key=lambda p: (
+        p['slices'], p['placements'][0][1] if p['placements'] else 0, p.get('memory_mb', 0), p['name']))]
     for number, spec in enumerate(entry.get('instances') or ()):
         name = spec.get('profile')
         where = 'instances[%d]' % number
@@ -562,12 +678,54 @@ def plan_node(gpus, wanted, force=False):
     return plans
 
 
+# Profile tables of the MIG User Guide ("Supported MIG Profiles"), used to
+# validate a request for a GPU whose MIG mode is off (NVML reports no table
+# then) before the mode is changed.  Every 8-memory-slice GPU (A100, H100,
+# H200) has the same ids, compute slices, instance counts and placements
+# (``nvidia-smi mig -lgipp``); only the names differ.  The instances
+# themselves are always planned with the table the GPU reports.
+_GUIDE_ROWS = (
+    # (id, compute slices, memory slices, instance count, starts)
+    (19, 1, 1, 7, (0, 1, 2, 3, 4, 5, 6)),
+    (20, 1, 1, 1, (0, 1, 2, 3, 4, 5, 6)),
+    (15, 1, 2, 4, (0, 2, 4, 6)),
+    (14, 2, 2, 3, (0, 2, 4)),
+    (9, 3, 4, 2, (0, 4)),
+    (5, 4, 4, 1, (0,)),
+    (0, 7, 8, 1, (0,)),
+)
+_A100_40GB = ('1g.5gb', '1g.5gb+me', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb')
+_A100_80GB = ('1g.10gb', '1g.10gb+me', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb')
+_H200 = ('1g.18gb', '1g.18gb+me', '1g.35gb', '2g.35gb', '3g.71gb', '4g.71gb', '7g.141gb')
+GUIDE_TABLES = {
+    'NVIDIA A100-SXM4-40GB': _A100_40GB,
+    'NVIDIA A100-PCIE-40GB': _A100_40GB,
+    'NVIDIA A100-SXM4-80GB': _A100_80GB,
+    'NVIDIA A100 80GB PCIe': _A100_80GB,
+    'NVIDIA H100 80GB HBM3': _A100_80GB,
+    'NVIDIA H100 PCIe': _A100_80GB,
+    'NVIDIA H200': _H200,
+}
+
+
+def guide_table(name):
+    """The MIG User Guide's profile table of the GPU model ``name`` (planner format), or None when not known."""
+    names = GUIDE_TABLES.get(name)
+    if names is None:
+        return None
+    return [{'name': profile, 'id': row[0], 'slices': row[1], 'instance_count': row[3],
+             'placements': [[start, row[2]] for start in row[4]], 'ci_profiles': None}
+            for profile, row in zip(names, _GUIDE_ROWS)]
+
+
 def _complete_tables(gpus):
     """Lend tables between GPUs of the same model.
 
     A GPU with MIG mode off cannot report its profiles; another GPU of the
     same model that can lends its table, so the request is validated before
-    anything changes.  CI tables are lent the same way between GI profiles.
+    anything changes.  Without such a GPU, the MIG User Guide's table of
+    the model is used when the model is known (:data:`GUIDE_TABLES`).
+    CI tables are lent the same way between GI profiles.
     """
     by_name = {}
     for gpu in gpus:
@@ -578,8 +736,11 @@ def _complete_tables(gpus):
                     table[prof['id']] = prof['ci_profiles']
     donors = dict((gpu['name'], gpu['profiles']) for gpu in gpus if gpu.get('profiles'))
     for gpu in gpus:
-        if gpu.get('mig_capable') and gpu.get('profiles') is None and gpu['name'] in donors:
-            gpu['profiles'] = [dict(prof) for prof in donors[gpu['name']]]
+        if gpu.get('mig_capable') and gpu.get('profiles') is None:
+            if gpu['name'] in donors:
+                gpu['profiles'] = [dict(prof) for prof in donors[gpu['name']]]
+            else:
+                gpu['profiles'] = guide_table(gpu['name'])
         for prof in gpu.get('profiles') or ():
             if prof.get('ci_profiles') is None and prof['id'] in by_name.get(gpu['name'], {}):
                 prof['ci_profiles'] = by_name[gpu['name']][prof['id']]

@@ -18,6 +18,9 @@ description:
   - The whole request is checked against every GPU's own profile table and placements before anything changes.
     An unknown profile, too many instances, a layout that cannot be placed, a GPU index out of range or MIG asked of
     a GPU without MIG fails with one message naming the GPU and the value, and nothing is changed.
+  - A GPU whose MIG mode is off reports no profile table; it is checked against the table of another GPU of the
+    same model in MIG mode, else against the MIG User Guide's table of its model (A100 40GB/80GB, H100 80GB, H200).
+    Only a GPU of another model with MIG mode off has its instances checked after MIG mode is enabled.
   - Changes are minimal. Instances that already match are kept; only what differs is destroyed and created, with
     placements chosen so that the kept instances stay valid. A GPU whose layout matches is not touched.
   - Instances (and compute instances) with running processes are never destroyed, and the MIG mode of a GPU with
@@ -199,6 +202,7 @@ diff:
   sample: {before: {"GPU 0": "MIG enabled: 7 x ..."}, after: {"GPU 0": "MIG enabled: ..."}}
 '''
 
+import copy
 import os
 import traceback
 from ctypes import byref, c_uint
@@ -206,7 +210,7 @@ from ctypes import byref, c_uint
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_plan import (
-    MigPlanError, describe_layout, fit_cis, gpu_label, plan_actions, plan_gpu, plan_node, predicted_state, select_gpus)
+    MigPlanError, check_request, container_problem, describe_layout, fit_cis, gpu_label, plan_actions, plan_gpu, plan_node, predicted_state, select_gpus)
 
 PYNVML_IMPORT_ERROR = None
 try:
@@ -511,6 +515,10 @@ def _gpu_result(gpu):
 
 def run(module, lib):
     """The module's work; returns the result dict or calls fail_json."""
+    try:
+        check_request(module.params['gpus'])
+    except MigPlanError as exc:
+        module.fail_json(msg=str(exc))
     wanted = [dict(entry) for entry in module.params['gpus']]
     force = module.params['force']
     nvml = Nvml(lib)
@@ -601,6 +609,27 @@ def _apply_instances(module, nvml, gpu, plan, actions, changed_before):
                          changed=changed_before, actions=actions, gpus=[_gpu_result(now)])
 
 
+class MigModule(AnsibleModule):
+    """AnsibleModule whose type errors on a wrongly nested ``gpus`` name the option and the value.
+
+    Ansible's own messages for these ("dictionary requested, could not parse
+    JSON or key=value") name neither; the raw ``gpus`` is kept to say which
+    while the arguments are validated (``main`` drops it afterwards).
+    """
+
+    raw_gpus = None
+
+    def _load_params(self):
+        super(MigModule, self)._load_params()
+        self.raw_gpus = copy.deepcopy(self.params.get('gpus')) if isinstance(self.params, dict) else None
+
+    def fail_json(self, msg, **kwargs):  # pylint: disable=arguments-differ
+        better = None
+        if self.raw_gpus is not None and ('dictionary requested' in msg or "'gpus'" in msg):
+            better = container_problem(self.raw_gpus)
+        super(MigModule, self).fail_json(msg=better or msg, **kwargs)
+
+
 def main():
     instance_spec = dict(
         profile=dict(type='str', required=True),
@@ -608,7 +637,7 @@ def main():
         placement=dict(type='int'),
         compute_instances=dict(type='list', elements='str'),
     )
-    module = AnsibleModule(
+    module = MigModule(
         argument_spec=dict(
             gpus=dict(type='list', elements='dict', required=True, options=dict(
                 gpu=dict(type='str', default='all'),
@@ -620,6 +649,7 @@ def main():
         ),
         supports_check_mode=True,
     )
+    module.raw_gpus = None
     if pynvml is None:
         module.fail_json(msg=missing_required_lib('nvidia-ml-py'), exception=PYNVML_IMPORT_ERROR)
     module.exit_json(**run(module, pynvml))

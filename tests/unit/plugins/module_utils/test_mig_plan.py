@@ -14,7 +14,8 @@ import pytest
 from nvmlsim import models
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_plan import (
-    MigPlanError, describe_layout, plan_actions, plan_node, recreate_all_counts, select_gpus, expand_instances)
+    GUIDE_TABLES, MigPlanError, check_request, describe_layout, guide_table, plan_actions, plan_node, recreate_all_counts, select_gpus,
+    expand_instances)
 
 UUID = 'GPU-00000000-0000-0000-0000-00000000000%d'
 
@@ -383,3 +384,97 @@ def test_recreate_all_counts():
     state = _state_with(A80, [('1g.10gb', s) for s in range(7)])
     assert recreate_all_counts(state, expand_instances(state, want(inst('1g.10gb', 7)))) == (0, 0)
     assert recreate_all_counts(state, expand_instances(state, want(inst('3g.40gb'), inst('1g.10gb', 4)))) == (7, 5)
+
+
+# ------------------------------------------------------------------ tables for GPUs in MIG mode off
+
+@pytest.mark.parametrize('model_key', sorted(key for key in models.MODELS if models.MODELS[key].mig_capable))
+def test_guide_table_matches_the_simulator(model_key):
+    # The planner's own copy of the guide's tables equals the simulator's (names, ids, slices, counts, placements).
+    def rows(profiles):
+        return sorted((p['name'], p['id'], p['slices'], p['instance_count'], [list(x) for x in p['placements']]) for p in profiles)
+    assert rows(guide_table(models.MODELS[model_key].name)) == rows(table(model_key))
+
+
+def test_guide_tables_only_for_known_names():
+    assert guide_table('NVIDIA A30') is None and guide_table('NVIDIA L40S') is None
+    assert sorted(GUIDE_TABLES) == ['NVIDIA A100 80GB PCIe', 'NVIDIA A100-PCIE-40GB', 'NVIDIA A100-SXM4-40GB', 'NVIDIA A100-SXM4-80GB',
+                                    'NVIDIA H100 80GB HBM3', 'NVIDIA H100 PCIe', 'NVIDIA H200']
+
+
+def test_mig_off_gpu_validated_with_guide_table():
+    state = gpu(model_key=H100, mig=False)
+    with pytest.raises(MigPlanError) as err:
+        plan_node([state], [want(inst('1g.5gb'))])
+    assert str(err.value) == (G0H + ": instances[0] profile '1g.5gb' is not a MIG profile of this GPU; "
+                              "valid: 1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb")
+    with pytest.raises(MigPlanError) as err:
+        plan_node([gpu(model_key=H100, mig=False)], [want(inst('1g.10gb', 8))])
+    assert str(err.value) == G0H + ': too many 1g.10gb instances: 8 wanted, this GPU allows at most 7'
+    plan = plan_node([gpu(model_key=H100, mig=False)], [want(inst('3g.40gb'), inst('4g.40gb'))])[0]
+    assert plan['deferred'] is True and plan['set_mode'] is True and plan['create_gis'] == []
+
+
+# ------------------------------------------------------------------ request shape (before any GPU is read)
+
+def entry(**kwargs):
+    return dict({'gpu': 'all', 'model': None, 'mig': True, 'instances': []}, **kwargs)
+
+
+def spec(**kwargs):
+    return dict({'profile': '1g.10gb', 'count': 1, 'placement': None, 'compute_instances': None}, **kwargs)
+
+
+SHAPE_CASES = [
+    ('not a list', 'all', "gpus is 'all', expected a list of GPU entries ({gpu: ..., instances: [...]})"),
+    ('instance not a dict', [entry(instances=['1g.10gb'])],
+     "gpus[0].instances[0] is '1g.10gb' (str), expected a dict with the keys profile, count, placement, compute_instances"),
+    ('entry not a dict', [3], 'gpus[0] is 3 (int), expected a dict with the keys gpu, model, mig, instances'),
+    ('unknown entry key', [entry(colour='red')], 'gpus[0] has the unknown key colour; valid keys: gpu, model, mig, instances'),
+    ('unknown instance keys', [entry(instances=[spec(size=2, slot=1)])],
+     'gpus[0].instances[0] has the unknown keys size, slot; valid keys: profile, count, placement, compute_instances'),
+    ('negative index', [entry(gpu='-1')], 'gpus[0].gpu is \'-1\', expected a GPU index (0, 1, ...), a GPU UUID (GPU-...) or "all"'),
+    ('word selector', [entry(gpu='first')], 'gpus[0].gpu is \'first\', expected a GPU index (0, 1, ...), a GPU UUID (GPU-...) or "all"'),
+    ('bare uuid prefix', [entry(gpu='GPU-')], 'gpus[0].gpu is \'GPU-\', expected a GPU index (0, 1, ...), a GPU UUID (GPU-...) or "all"'),
+    ('empty model', [entry(model=' ')], "gpus[0].model is ' ', expected part of a GPU name such as A100 or H100 80GB, or leave it out"),
+    ('mig not bool', [entry(mig='yes please')], "gpus[0].mig is 'yes please', expected true or false"),
+    ('mig null', [entry(mig=None)], 'gpus[0].mig is None, expected true or false'),
+    ('gpu null', [entry(gpu=None)], 'gpus[0].gpu is None, expected a GPU index (0, 1, ...), a GPU UUID (GPU-...) or "all"'),
+    ('instances not a list', [entry(instances='1g.10gb')],
+     "gpus[0].instances is '1g.10gb', expected a list of instances ({profile: ..., count: ...})"),
+    ('instances with mig false', [entry(mig=False, instances=[spec()])],
+     'gpus[0]: instances are given with mig: false; remove them or set mig: true'),
+    ('empty profile', [entry(instances=[spec(profile='')])],
+     "gpus[0].instances[0].profile is '', expected a MIG profile name such as 1g.10gb or 3g.40gb (no spaces)"),
+    ('profile with space', [entry(instances=[spec(profile='MIG 1g.10gb')])],
+     "gpus[0].instances[0].profile is 'MIG 1g.10gb', expected a MIG profile name such as 1g.10gb or 3g.40gb (no spaces)"),
+    ('zero count', [entry(instances=[spec(), spec(count=0)])], 'gpus[0].instances[1].count is 0, expected a whole number of 1 or more'),
+    ('negative count', [entry(instances=[spec(count=-3)])], 'gpus[0].instances[0].count is -3, expected a whole number of 1 or more'),
+    ('bool count', [entry(instances=[spec(count=True)])], 'gpus[0].instances[0].count is True, expected a whole number of 1 or more'),
+    ('negative placement', [entry(instances=[spec(placement=-1)])],
+     'gpus[0].instances[0].placement is -1, expected a start memory slice (a whole number of 0 or more; nvidia-smi mig -lgipp lists the valid ones)'),
+    ('placement with count', [entry(instances=[spec(count=2, placement=1)])],
+     'gpus[0].instances[0].placement is 1 with count 2; an explicit placement is for one instance (count 1)'),
+    ('empty ci list', [entry(instances=[spec(compute_instances=[])])],
+     'gpus[0].instances[0].compute_instances is [], expected a non-empty list of compute instance profiles such as [1c.3g.40gb, 2c.3g.40gb], '
+     'or leave it out for one compute instance spanning the GPU instance'),
+    ('empty ci name', [entry(instances=[spec(compute_instances=['1c.3g.40gb', ''])])],
+     "gpus[0].instances[0].compute_instances[1] is '', expected a compute instance profile name such as 1c.3g.40gb"),
+]
+
+
+@pytest.mark.parametrize('case_id, wanted, message', SHAPE_CASES, ids=[case[0] for case in SHAPE_CASES])
+def test_check_request(case_id, wanted, message):
+    with pytest.raises(MigPlanError) as err:
+        check_request(wanted)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize('wanted', [
+    [],
+    [entry(), entry(gpu='3', mig=False), entry(gpu='GPU-5c1e7d4e', model='A100')],
+    [entry(gpu=0, instances=[spec(count=None), spec(profile='3g.40gb', placement=4, compute_instances=['1c.3g.40gb', '2c.3g.40gb'])])],
+    [{'gpu': '1'}, {'instances': None}],
+])
+def test_check_request_accepts(wanted):
+    assert check_request(wanted) is None

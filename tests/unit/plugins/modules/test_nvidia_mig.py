@@ -21,6 +21,7 @@ from nvmlsim import cli, store
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _mig_plan
 from ansible_collections.gpucluster.bringup.plugins.modules import nvidia_mig
 
 MUTATING = ('nvmlDeviceSetMigMode', 'nvmlDeviceCreateGpuInstance', 'nvmlDeviceCreateGpuInstanceWithPlacement', 'nvmlGpuInstanceDestroy',
@@ -331,8 +332,22 @@ def test_result_is_json(node):
     json.dumps(ok({'gpus': [{'gpu': '3', 'instances': ALL_1G}]}))
 
 
-def test_invalid_profile_found_after_mode_change(node, calls):
-    # No GPU of the node is in MIG mode, so no profile table can be read before the change.
+def test_invalid_profile_on_mig_off_gpu_checked_with_the_guide_table(node, calls):
+    # No GPU of the node is in MIG mode, so NVML has no profile table; the MIG User Guide's table of the model checks the request.
+    node('a100-80gb-pcie-x4')
+    before = state()
+    result = fail({'gpus': [{'gpu': '1', 'instances': ALL_1G}, {'gpu': '0', 'instances': [{'profile': '1g.5gb'}]}]})
+    assert result['msg'] == ("GPU 0 (%s, NVIDIA A100 80GB PCIe): instances[0] profile '1g.5gb' is not a MIG profile of this GPU; "
+                             "valid: 1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb" % before['gpus'][0]['uuid'])
+    assert calls == [] and state() == before
+    result = fail({'gpus': [{'gpu': '2', 'instances': [{'profile': '3g.40gb', 'count': 2}, {'profile': '1g.10gb'}]}]})
+    assert result['msg'].endswith('the instances 2 x 3g.40gb, 1g.10gb cannot be placed together on this GPU (no combination of valid placements fits)')
+    assert calls == [] and state() == before
+
+
+def test_invalid_profile_found_after_mode_change(node, calls, monkeypatch):
+    # A model the planner has no table for, with no GPU of the node in MIG mode: the table is read after the change.
+    monkeypatch.setattr(_mig_plan, 'GUIDE_TABLES', {})
     node('a100-80gb-pcie-x4')
     result = fail({'gpus': [{'gpu': '0', 'instances': [{'profile': '1g.5gb'}]}]})
     uuid = state()['gpus'][0]['uuid']
