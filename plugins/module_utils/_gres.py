@@ -76,9 +76,13 @@ _TYPE_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._+-]*$')
 def merge_type_map(overrides):
     """Built-in model map updated with ``overrides`` (model substring -> type)."""
     merged = dict(DEFAULT_TYPE_MAP)
+    seen = {}
     for key, value in (overrides or {}).items():
         if not isinstance(key, str) or not key.strip():
             raise ValueError('type_map key %r must be a non-empty model-name substring such as "A100"' % (key,))
+        if key.lower() in seen:
+            raise ValueError('type_map keys "%s" and "%s" differ only in case (matching ignores case); keep one' % (seen[key.lower()], key))
+        seen[key.lower()] = key
         if not isinstance(value, str) or not _TYPE_NAME.match(value):
             raise ValueError(
                 'type_map value %r for "%s" is not a valid Slurm GRES type: use letters, digits, ".", "_", "+", "-" (e.g. "a100")'
@@ -166,6 +170,48 @@ def _gpu_label(gpu):
 def _check_choice(option, value, choices):
     if value not in choices:
         raise ValueError('%s "%s" is not one of: %s' % (option, value, ', '.join(choices)))
+
+
+MAX_SHARE_COUNT = 4294967295
+
+
+def _check_count(option, value, what, required=False):
+    if value is None and not required:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SHARE_COUNT:
+        raise ValueError('%s %r must be a whole number from 1 to %d (%s)' % (option, value, MAX_SHARE_COUNT, what))
+
+
+def _check_path(option, value):
+    if not isinstance(value, str) or not value.startswith('/') or '\0' in value or '\n' in value:
+        raise ValueError('%s %r must be an absolute path (starting with "/")' % (option, value))
+
+
+def check_options(params):
+    """Check every option of slurm_gres_facts before the node is read; raise ``ValueError`` naming the first bad one.
+
+    ``params`` is the module's parameters (keys as in its argument spec).
+    """
+    _check_choice('mig_device_files', params.get('mig_device_files'), MIG_DEVICE_FILES)
+    _check_choice('sharing', params.get('sharing'), SHARING)
+    _check_choice('autodetect', params.get('autodetect'), AUTODETECT)
+    _check_count('mps_count', params.get('mps_count'), 'Count= of each Name=mps line, shares of one GPU', required=True)
+    _check_count('shard_count', params.get('shard_count'), 'Count= of each Name=shard line', required=params.get('sharing') == 'shard')
+    type_map = params.get('type_map')
+    if type_map is not None and not isinstance(type_map, dict):
+        raise ValueError('type_map %r must be a mapping of model-name substring to GRES type, e.g. {"A100": "a100"}' % (type_map,))
+    merge_type_map(type_map)
+    _check_path('mig_minors_path', params.get('mig_minors_path'))
+    _check_path('device_root', params.get('device_root'))
+    dirs = params.get('slurm_plugin_dirs')
+    if not isinstance(dirs, list):
+        raise ValueError('slurm_plugin_dirs %r must be a list of absolute directory paths' % (dirs,))
+    for directory in dirs:
+        _check_path('slurm_plugin_dirs entry', directory)
+    if params.get('autodetect') == 'nvml' and not dirs:
+        raise ValueError('autodetect nvml needs slurm_plugin_dirs, the directories to look for gpu_nvml.so in; the list is empty')
+    if not isinstance(params.get('cores', True), bool):
+        raise ValueError('cores %r must be true or false' % (params.get('cores'),))
 
 
 def build_gres(node, type_map=None, mig_device_files='multiple', sharing='none', mps_count=DEFAULT_MPS_COUNT,

@@ -33,6 +33,8 @@ DEFAULT_PATH = '/proc/driver/nvidia-caps/mig-minors'
 CAP_DEVICE_DIR = '/dev/nvidia-caps'
 
 _NAME = re.compile(r'^gpu(\d+)/gi(\d+)(?:/ci(\d+))?(?:/access)?$')
+# Linux minor numbers have 20 bits (MINORBITS).
+MAX_MINOR = (1 << 20) - 1
 
 
 def parse_mig_minors(text, source=DEFAULT_PATH):
@@ -44,6 +46,7 @@ def parse_mig_minors(text, source=DEFAULT_PATH):
     """
     result = {'config': None, 'monitor': None, 'gi': {}, 'ci': {}}
     seen = {}
+    minors_seen = {}
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line:
@@ -56,6 +59,9 @@ def parse_mig_minors(text, source=DEFAULT_PATH):
         if not minor_text.isdigit():
             raise ValueError('%s line %d: minor "%s" of "%s" is not a non-negative integer' % (source, number, minor_text, name))
         minor = int(minor_text)
+        if minor > MAX_MINOR:
+            raise ValueError('%s line %d: minor %d of "%s" is above %d, the largest minor number Linux has'
+                             % (source, number, minor, name, MAX_MINOR))
         if name in ('config', 'monitor'):
             key = name
         else:
@@ -69,6 +75,10 @@ def parse_mig_minors(text, source=DEFAULT_PATH):
         if key in seen:
             raise ValueError('%s line %d: "%s" is listed twice (first on line %d)' % (source, number, name, seen[key]))
         seen[key] = number
+        if minor in minors_seen:
+            raise ValueError('%s line %d: minor %d of "%s" is also the minor of "%s" (line %d); each capability has its own '
+                             'device file' % (source, number, minor, name, minors_seen[minor][0], minors_seen[minor][1]))
+        minors_seen[minor] = (name, number)
         if key in ('config', 'monitor'):
             result[key] = minor
         elif len(key) == 2:

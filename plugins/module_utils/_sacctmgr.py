@@ -37,6 +37,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 
 # Kinds of values and how they compare.
@@ -277,8 +278,12 @@ def normalize(field, value, what):
     kind = field.kind
     if kind == TRES:
         return tuple(sorted(parse_tres(value, label).items()))
-    if kind in (WALL, SECONDS):
-        return parse_duration(value, 'minutes' if kind == WALL else 'seconds', label)
+    if kind == WALL:
+        seconds = parse_duration(value, 'minutes', label)
+        # sacctmgr keeps wall-clock limits in minutes, rounding seconds up (time_str2mins)
+        return None if seconds is None else (seconds + 59) // 60 * 60
+    if kind == SECONDS:
+        return parse_duration(value, 'seconds', label)
     if kind == INT:
         if value is None or (isinstance(value, str) and value.strip().lower() in ('',) + _UNLIMITED):
             return None
@@ -353,6 +358,8 @@ def argument(field, desired, current=None):
         else:
             items = sorted(desired)
         text = ','.join(items) if items else ('-1' if kind == FLAGS else "''")
+    elif kind == NAME and not desired:
+        text = '-1'  # sacctmgr clears DefaultQOS with -1
     else:
         text = str(desired)
     return '%s=%s' % (field.name, text)
@@ -381,6 +388,218 @@ def lookup_field(key, fields, what, extra=()):
             return field
     valid = sorted(list(extra) + [f.name for f in fields])
     raise ValueError('%s: unknown setting %r; valid settings: %s' % (what, key, ', '.join(valid)))
+
+
+# ----------------------------------------------------------------- inventory values
+#
+# What the inventory may give, checked before anything runs.  sacctmgr itself
+# takes any negative number as "clear" and reads "-5" as -1 (get_uint), so a
+# typo would silently remove a limit: here only -1 (or UNLIMITED) clears.
+
+MAX_COUNT = 4294967293            # uint32 limits: 0xfffffffe is NO_VAL, 0xffffffff INFINITE
+MAX_TRES_COUNT = 2 ** 63 - 1      # TRES counts are 64-bit
+MAX_FAIRSHARE = 2147483646        # 0x7fffffff is SLURMDB_FS_USE_PARENT
+TRES_TYPES = ('billing', 'cpu', 'energy', 'mem', 'node', 'pages', 'vmem')
+TRES_NAMED_TYPES = ('bb', 'fs', 'gres', 'ic', 'license')
+_CLEAR_HINT = '-1 (or UNLIMITED) to remove the limit'
+_TIME_FORMATS = 'MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS'
+_TIME_RE = re.compile(r'^(?:\d+-)?\d+(?::\d+)?(?::\d+)?$')
+
+
+def check_inventory_name(name, what):
+    """``name`` if it is a valid account, user, QOS or cluster name as Slurm stores it (lower case)."""
+    check_name(name, what)
+    if name != name.lower():
+        raise ValueError('%s name %r has upper-case letters: Slurm keeps names in lower case, so write %r'
+                         % (what, name, name.lower()))
+    return name
+
+
+def _is_clear(value):
+    return value == -1 or (isinstance(value, str) and value.strip().lower() in _UNLIMITED)
+
+
+def _bad_type(value):
+    return value is None or isinstance(value, (bool, float, list, tuple, dict, set))
+
+
+def _int_value(value, label, low, high, hint):
+    if _bad_type(value) or not re.match(r'^-?\d+$', str(value).strip()):
+        raise ValueError('%s=%r: expected a whole number from %d to %d, or %s' % (label, value, low, high, hint))
+    number = int(str(value).strip())
+    if not low <= number <= high:
+        raise ValueError('%s=%r: %s is out of range; expected a whole number from %d to %d, or %s'
+                         % (label, value, number, low, high, hint))
+    return number
+
+
+def _float_value(field, value, label):
+    high = 1.0 if field.name == 'UsageThreshold' else None
+    valid = ('a number from 0 to 1 such as 0.1' if high else 'a number of 0 or more such as 0.5') + ', or -1 to reset it'
+    if _is_clear(value):
+        # a cleared UsageFactor reads back as its default 1, a cleared UsageThreshold as unset
+        return 1.0 if field.name == 'UsageFactor' else None
+    if value is None or isinstance(value, (bool, list, tuple, dict, set)):
+        raise ValueError('%s=%r: expected %s' % (label, value, valid))
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        raise ValueError('%s=%r: expected %s' % (label, value, valid))
+    if math.isnan(number) or math.isinf(number) or number < 0 or (high is not None and number > high):
+        raise ValueError('%s=%r: out of range; expected %s' % (label, value, valid))
+    return round(number, 6)
+
+
+def _duration_value(field, value, label):
+    unit = 'minutes' if field.kind == WALL else 'seconds'
+    valid = 'a time as %s, a whole number of %s, or %s' % (_TIME_FORMATS, unit, _CLEAR_HINT)
+    if _is_clear(value):
+        return None
+    if value is None or isinstance(value, (bool, float, list, tuple, dict, set)):
+        raise ValueError('%s=%r: expected %s' % (label, value, valid))
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError('%s=%r: a negative time; expected %s' % (label, value, valid))
+        if value > MAX_COUNT:
+            raise ValueError('%s=%r: out of range; expected at most %d %s, or %s' % (label, value, MAX_COUNT, unit, _CLEAR_HINT))
+    elif re.match(r'^-\d+$', str(value).strip()):
+        raise ValueError('%s=%r: a negative time; expected %s' % (label, value, valid))
+    elif not _TIME_RE.match(str(value).strip()):
+        raise ValueError('%s=%r: expected %s' % (label, value, valid))
+    seconds = normalize(field, value, label.rsplit(' ', 1)[0])
+    if seconds is not None and seconds // (60 if field.kind == WALL else 1) > MAX_COUNT:
+        raise ValueError('%s=%r: out of range; expected at most %d %s, or %s' % (label, value, MAX_COUNT, unit, _CLEAR_HINT))
+    return seconds
+
+
+def _tres_name(raw, label, value):
+    if not isinstance(raw, str) or not raw.strip():
+        raise ValueError('%s %r: TRES name %r is not a string such as cpu, mem or gres/gpu' % (label, value, raw))
+    head, colon, gres_type = raw.strip().partition(':')
+    name = head.lower() + colon + gres_type
+    kind, slash, rest = head.lower().partition('/')
+    if not slash and not colon and kind in TRES_TYPES:
+        return name
+    if slash and kind in TRES_NAMED_TYPES and _TRES_NAME_RE.match(name) and rest and (not colon or (kind == 'gres' and gres_type)):
+        return name
+    hint = ''
+    if not slash and kind not in TRES_TYPES and re.match(r'^[a-z][a-z0-9_]*$', kind):
+        hint = ' (did you mean gres/%s?)' % (raw.strip(),)
+    raise ValueError('%s %r: "%s" is not a TRES name%s; valid: %s, or TYPE/NAME with TYPE one of %s '
+                     '(gres/gpu, gres/gpu:TYPE, license/NAME, ...)'
+                     % (label, value, raw, hint, ', '.join(TRES_TYPES), ', '.join(TRES_NAMED_TYPES)))
+
+
+def _tres_value(value, label):
+    if _is_clear(value):
+        return ()
+    if isinstance(value, dict):
+        if not value:
+            raise ValueError('%s %r: an empty mapping; give NAME: COUNT pairs, or %s' % (label, value, _CLEAR_HINT))
+        items = list(value.items())
+    elif isinstance(value, str) and value.strip():
+        items = []
+        for part in value.split(','):
+            if '=' not in part:
+                raise ValueError('%s %r: "%s" is not NAME=COUNT (e.g. "gres/gpu=8,cpu=64"); give %s'
+                                 % (label, value, part, _CLEAR_HINT))
+            items.append(tuple(part.split('=', 1)))
+    else:
+        raise ValueError('%s=%r: expected NAME=COUNT pairs such as "gres/gpu=8,cpu=64" or a mapping {gres/gpu: 8}, or %s'
+                         % (label, value, _CLEAR_HINT))
+    seen = set()
+    for raw, count in items:
+        name = _tres_name(raw, label, value)
+        if name in seen:
+            raise ValueError('%s %r: TRES %s is given twice' % (label, value, name))
+        seen.add(name)
+        if _is_clear(count) or (isinstance(count, int) and not isinstance(count, bool) and count < 0):
+            raise ValueError('%s %r: the count of %s is %r; to remove %s from this limit leave it out (the list replaces the '
+                             'whole limit), or give %s' % (label, value, name, count, name, _CLEAR_HINT))
+        if _bad_type(count):
+            raise ValueError('%s %r: the count of %s is %r, expected a whole number' % (label, value, name, count))
+        text = str(count).strip()
+        if name != 'mem' and (not re.match(r'^\d+$', text) or int(text) > MAX_TRES_COUNT):
+            raise ValueError('%s %r: the count of %s is %r, expected a whole number from 0 to %d'
+                             % (label, value, name, count, MAX_TRES_COUNT))
+    return tuple(sorted(parse_tres(value, label).items()))
+
+
+def _names_value(value, label):
+    if isinstance(value, str):
+        items = [item for item in value.split(',') if item.strip()] if value.strip() not in ("''", '') else []
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise ValueError('%s=%r: expected a list of QOS names such as [normal, gpu8] (an empty list clears it)' % (label, value))
+    names = []
+    for item in items:
+        if not isinstance(item, str):
+            raise ValueError('%s: %r is not a QOS name (expected a list of names such as [normal, gpu8])' % (label, item))
+        name = check_inventory_name(item.strip(), label)
+        if name in names:
+            raise ValueError('%s: QOS %s is listed twice' % (label, name))
+        names.append(name)
+    return frozenset(names)
+
+
+def _flags_value(field, value, label):
+    if isinstance(value, str):
+        items = value.split(',') if value.strip() not in ('', '-1') else []
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise ValueError('%s=%r: expected a list of QOS flags (an empty list clears them); valid flags: %s'
+                         % (label, value, ', '.join(QOS_FLAGS)))
+    for item in items:
+        if not isinstance(item, str) or not item.strip():
+            raise ValueError('%s: %r is not a QOS flag; valid flags: %s' % (label, item, ', '.join(QOS_FLAGS)))
+    return normalize(field, [i.strip() for i in items], label.rsplit(' ', 1)[0])
+
+
+def inventory_value(field, value, what):
+    """The comparable value of an inventory setting, after checking it strictly.
+
+    Unlike :func:`normalize` (which also reads sacctmgr's output), this
+    refuses what would be silently dropped or misread: negative numbers other
+    than -1, empty or null values, floats for counts, unknown TRES types, TRES
+    counts of -1, names in upper case, bad times.  -1 (or ``UNLIMITED``) is
+    the one way to remove a limit, as sacctmgr documents it.
+    """
+    label = '%s %s' % (what, field.name)
+    kind = field.kind
+    if kind == INT:
+        if _is_clear(value):
+            return None
+        return _int_value(value, label, 0, MAX_COUNT, _CLEAR_HINT)
+    if kind == FLOAT:
+        return _float_value(field, value, label)
+    if kind in (WALL, SECONDS):
+        return _duration_value(field, value, label)
+    if kind == TRES:
+        return _tres_value(value, label)
+    if kind == NAMES:
+        return _names_value(value, label)
+    if kind == FLAGS:
+        return _flags_value(field, value, label)
+    if kind == FAIRSHARE:
+        if isinstance(value, str) and value.strip().lower() == 'parent':
+            return 'parent'
+        if _is_clear(value):
+            return 1  # a cleared Fairshare reads back as its default 1
+        return _int_value(value, label, 1, MAX_FAIRSHARE, '"parent", or -1 to reset it to 1')
+    if kind == NAME:
+        if _is_clear(value) and field.name == 'DefaultQOS':
+            return ''
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError('%s=%r: expected a QOS name such as normal%s'
+                             % (label, value, ', or -1 to clear it' if field.name == 'DefaultQOS' else ''))
+        return check_inventory_name(value.strip(), label)
+    if kind in (TEXT, LOWER):
+        if not isinstance(value, str) or (kind == LOWER and not value.strip()):
+            allowed = ('; expected one of ' + ', '.join(PREEMPT_MODES if field.name == 'PreemptMode' else ADMIN_LEVELS)) if kind == LOWER else ''
+            raise ValueError('%s=%r: expected a string%s' % (label, value, allowed))
+    return normalize(field, value, what)
 
 
 # ----------------------------------------------------------------- reading
@@ -443,16 +662,27 @@ def parse_state(cluster, outputs):
 # ----------------------------------------------------------------- desired
 
 def _settings(spec, fields, what, reserved):
-    """Known settings of an item, normalised: ``{field name: comparable value}``."""
+    """Known settings of an item, checked and normalised: ``{field name: comparable value}``."""
     result = {}
     for key, value in spec.items():
         if key in reserved:
             continue
+        if not isinstance(key, str):
+            raise ValueError('%s: setting name %r is not a string' % (what, key))
         field = lookup_field(key, fields, what, reserved)
         if field.name in result:
             raise ValueError('%s: setting %s is given twice (as %r and another spelling)' % (what, field.name, key))
-        result[field.name] = normalize(field, value, what)
+        result[field.name] = inventory_value(field, value, what)
+    _check_default_qos(result, what)
     return result
+
+
+def _check_default_qos(settings, what):
+    """A DefaultQOS must be one of the QOS the same association is given."""
+    default = settings.get('DefaultQOS')
+    if default and 'QOS' in settings and default not in settings['QOS']:
+        raise ValueError('%s: DefaultQOS %s is not in its QOS list (%s); add it to QOS or choose one of them'
+                         % (what, default, ', '.join(sorted(settings['QOS'])) or 'empty'))
 
 
 def _state_of(spec, what):
@@ -481,54 +711,70 @@ def desired_state(cluster, qos=None, accounts=None, users=None):
     * users: ``{name, state, accounts: [name or {name, <association option>}], default_account,
       admin_level, <association option>: value}`` -- user-level association options apply to
       each of the user's accounts unless the account entry sets them.
+
+    Everything is checked before anything is returned, so a bad value stops
+    the module before its first sacctmgr command.
     """
-    check_name(cluster, 'cluster')
+    check_inventory_name(cluster, 'cluster')
     desired = {'cluster': cluster.lower(), 'qos': {}, 'accounts': {}, 'users': {}}
     for spec in _items(qos, 'qos'):
-        name = check_name(spec['name'], 'QOS').lower()
+        name = check_inventory_name(spec['name'], 'QOS')
         what = 'QOS %s' % name
         if name in desired['qos']:
             raise ValueError('QOS %s is listed twice' % name)
         desired['qos'][name] = {'state': _state_of(spec, what),
                                 'settings': _settings(spec, QOS_FIELDS, what, ('name', 'state'))}
     for spec in _items(accounts, 'accounts'):
-        name = check_name(spec['name'], 'account').lower()
+        name = check_inventory_name(spec['name'], 'account')
         what = 'account %s' % name
         if name in desired['accounts']:
             raise ValueError('account %s is listed twice' % name)
-        entity = _settings(dict((k, v) for k, v in spec.items() if k.lower() in ('description', 'organization')),
-                           ACCOUNT_FIELDS, what, ())
-        assoc = _settings(dict((k, v) for k, v in spec.items() if k.lower() not in ('description', 'organization')),
+        entity_keys = ('description', 'organization')
+        entity = _settings(dict((k, v) for k, v in spec.items() if str(k).lower() in entity_keys), ACCOUNT_FIELDS, what, ())
+        assoc = _settings(dict((k, v) for k, v in spec.items() if str(k).lower() not in entity_keys),
                           ASSOC_FIELDS, what, ('name', 'state', 'parent'))
-        parent = spec.get('parent') or 'root'
-        desired['accounts'][name] = {'state': _state_of(spec, what), 'parent': check_name(parent, what + ' parent').lower(),
+        parent = spec.get('parent', 'root')
+        desired['accounts'][name] = {'state': _state_of(spec, what), 'parent': check_inventory_name(parent, what + ' parent'),
                                      'entity': entity, 'assoc': assoc}
+        if name == desired['accounts'][name]['parent']:
+            raise ValueError('%s has itself as parent' % what)
     for spec in _items(users, 'users'):
-        name = check_name(spec['name'], 'user').lower()
+        name = check_inventory_name(spec['name'], 'user')
         what = 'user %s' % name
         if name in desired['users']:
             raise ValueError('user %s is listed twice' % name)
         state = _state_of(spec, what)
         common = _settings(spec, ASSOC_FIELDS, what, ('name', 'state', 'accounts', 'default_account', 'admin_level'))
+        entries = spec.get('accounts')
+        if entries is None:
+            entries = []
+        if not isinstance(entries, list):
+            raise ValueError('%s: accounts must be a list of account names (or dictionaries with a name), got %r' % (what, entries))
         assocs = {}
-        for entry in spec.get('accounts') or []:
+        for entry in entries:
             entry = {'name': entry} if isinstance(entry, str) else entry
             if not isinstance(entry, dict) or 'name' not in entry:
                 raise ValueError('%s: each of its accounts must be a name or a dictionary with a name, got %r' % (what, entry))
-            account = check_name(entry['name'], what + ' account').lower()
+            account = check_inventory_name(entry['name'], what + ' account')
+            if account in assocs:
+                raise ValueError('%s: account %s is listed twice in its accounts' % (what, account))
+            where = '%s account %s' % (what, account)
             settings = dict(common)
-            settings.update(_settings(entry, ASSOC_FIELDS, '%s account %s' % (what, account), ('name',)))
+            settings.update(_settings(entry, ASSOC_FIELDS, where, ('name',)))
+            _check_default_qos(settings, where)
             assocs[account] = settings
         if state == 'present' and not assocs:
             raise ValueError('%s has no accounts: list at least one in its accounts (a user exists only through an association)' % what)
-        default = str(spec.get('default_account') or '').lower()
+        default = spec.get('default_account')
+        if default is not None:
+            check_inventory_name(default, what + ' default_account')
         if state == 'present':
-            default = default or _first_name(spec['accounts'])
+            default = default or _first_name(entries)
             if default not in assocs:
                 raise ValueError('%s: default_account %s is not one of its accounts (%s)' % (what, default, ', '.join(sorted(assocs))))
         admin = spec.get('admin_level')
-        admin = normalize(USER_FIELDS[1], admin, what) if admin is not None else None
-        desired['users'][name] = {'state': state, 'assocs': assocs, 'default_account': default, 'admin_level': admin}
+        admin = inventory_value(USER_FIELDS[1], admin, what) if admin is not None else None
+        desired['users'][name] = {'state': state, 'assocs': assocs, 'default_account': default or '', 'admin_level': admin}
     _check_references(desired)
     return desired
 
@@ -833,11 +1079,32 @@ def problems(desired, current, purge=False):
                 result.append('user %s is in account %s, which is neither in the inventory nor in the cluster' % (name, account))
             for ref in sorted(_qos_refs(settings) - qos):
                 result.append('user %s uses QOS %s, which is neither in the inventory nor in slurmdbd' % (name, ref))
+    for name, spec in sorted(desired['accounts'].items()):
+        if spec['state'] == 'present':
+            result.extend(_default_qos_problem('account %s' % name, spec['assoc'], after['account_assocs'].get(name), qos))
+    for name, spec in sorted(desired['users'].items()):
+        if spec['state'] == 'present':
+            for account, settings in sorted(spec['assocs'].items()):
+                inherited = after['user_assocs'].get((name, account)) or {}
+                if not inherited.get('QOS'):
+                    inherited = after['account_assocs'].get(account)
+                result.extend(_default_qos_problem('user %s account %s' % (name, account), settings, inherited, qos))
     for name, spec in sorted(desired['qos'].items()):
         if spec['state'] == 'present':
             for ref in sorted(set(spec['settings'].get('Preempt') or ()) - qos):
                 result.append('QOS %s preempts QOS %s, which is neither in the inventory nor in slurmdbd' % (name, ref))
     return result
+
+
+def _default_qos_problem(what, settings, have, known):
+    """A DefaultQOS set without a QOS list must be in the QOS the association has (or inherits)."""
+    default = settings.get('DefaultQOS')
+    if not default or default not in known or 'QOS' in settings or not have or not have.get('QOS'):
+        return []  # an unknown QOS is reported on its own
+    if default in have['QOS']:
+        return []
+    return ['%s: DefaultQOS %s is not among the QOS it can use (%s); add it to its QOS list'
+            % (what, default, ', '.join(sorted(have['QOS'])))]
 
 
 def summarize(state):

@@ -48,8 +48,15 @@ options:
         C(MaxJobsPerAccount), C(MaxSubmitJobsPerAccount), C(GrpJobs), C(GrpSubmitJobs), C(MaxWall),
         C(GrpWall), C(MaxTRESMinsPerJob), C(Priority), C(Flags) (a list), C(Preempt) (a list),
         C(PreemptMode), C(GraceTime) (seconds), C(UsageFactor), C(UsageThreshold), C(Description).
-      - TRES values are C(name=count) strings (C(gres/gpu=8,cpu=64)) or dictionaries; a limit of V(-1)
-        removes it.
+      - TRES values are C(name=count) strings (C(gres/gpu=8,cpu=64)) or dictionaries. The list replaces the whole limit;
+        a TRES left out of it is removed from the limit.
+      - V(-1) (or V(UNLIMITED)) removes a limit, as C(sacctmgr) documents it; V(-1) resets C(UsageFactor) to its default 1.
+        Any other negative number, an empty or null value, a fraction where a whole number is wanted, a TRES count of
+        V(-1), a TRES name without its type (C(gpu) instead of C(gres/gpu)) or an unknown flag fails the module before
+        it changes anything.
+      - Times (C(MaxWall), C(GrpWall), C(GraceTime)) are C(MM), C(MM:SS), C(HH:MM:SS), C(D-HH), C(D-HH:MM) or
+        C(D-HH:MM:SS), or a bare number (minutes, seconds for C(GraceTime)). Slurm keeps wall-clock limits in whole
+        minutes and rounds seconds up; the module compares them the same way.
     type: list
     elements: dict
     default: []
@@ -61,6 +68,8 @@ options:
         C(GrpJobs), C(GrpSubmitJobs), C(GrpWall), C(MaxJobs), C(MaxSubmitJobs), C(MaxTRESPerJob),
         C(MaxTRESPerNode), C(MaxTRESMinsPerJob), C(MaxWall), C(Priority).
       - A limit set on an account is inherited by the associations below it that do not set it.
+      - C(Fairshare) is a whole number from 1 to 2147483646 or V(parent); V(-1) resets it to 1. C(DefaultQOS) must be
+        one of the association's C(QOS) (V(-1) clears it).
     type: list
     elements: dict
     default: []
@@ -94,7 +103,10 @@ notes:
   - Limits on a TRES (C(gres/gpu), C(gres/gpu:a100), ...) need that TRES in the database; slurmctld
     registers the TRES of C(AccountingStorageTRES) when it starts. The module fails, naming them,
     when a TRES is unknown.
-  - Slurm keeps names in lower case; names given in another case are compared and written in lower case.
+  - Slurm keeps names in lower case, so cluster, QOS, account and user names must be given in lower case (the module
+    fails naming the lower-case spelling otherwise).
+  - The whole of O(qos), O(accounts) and O(users) is checked before the first C(sacctmgr) command; a bad value fails
+    the module naming the item, the setting, the value and what is valid, and nothing is changed.
   - Partition-specific associations are left alone.
 seealso:
   - name: sacctmgr

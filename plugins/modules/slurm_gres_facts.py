@@ -87,11 +87,12 @@ options:
     choices: [none, mps, shard]
     default: none
   mps_count:
-    description: C(Count=) of each C(Name=mps) line (shares of one GPU).
+    description: C(Count=) of each C(Name=mps) line (shares of one GPU), a whole number from 1 to 4294967295.
     type: int
     default: 100
   shard_count:
-    description: C(Count=) of each C(Name=shard) line. Required when O(sharing=shard).
+    description:
+      - C(Count=) of each C(Name=shard) line, a whole number from 1 to 4294967295. Required when O(sharing=shard).
     type: int
   autodetect:
     description:
@@ -124,6 +125,8 @@ options:
     type: path
     default: /
 notes:
+  - Every option is checked before the node is read (counts in range, absolute paths, an existing O(device_root), a
+    O(type_map) of valid types); a bad one fails the module naming the option, the value and what is valid.
   - Slurm needs every device file named in C(gres.conf) to exist; the module fails when one is missing.
   - MIG instances do not survive a reboot; run this after they are re-created, and keep C(slurm.conf) in step, or
     the node registers fewer GRES than configured and drains.
@@ -298,6 +301,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._gres import (
     build_gres,
+    check_options,
     cpu_list_from_mask,
 )
 from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_minors import parse_mig_minors
@@ -467,10 +471,18 @@ def read_cpu_topology(device_root):
 
 def read_mig_minors(path):
     try:
-        with open(path) as handle:
-            text = handle.read()
+        with open(path, 'rb') as handle:
+            data = handle.read()
     except (IOError, OSError) as exc:
         raise CollectError('cannot read the MIG capability table %s: %s' % (path, exc.strerror or exc))
+    try:
+        text = data.decode('ascii')
+    except UnicodeDecodeError as exc:
+        raise CollectError('the MIG capability table %s is not text (byte %d is 0x%02x); the driver writes lines such as '
+                           '"gpu2/gi7/ci0/access 337": check mig_minors_path' % (path, exc.start, bytearray(data)[exc.start]))
+    if not text.strip():
+        raise CollectError('the MIG capability table %s is empty, but a GPU is in MIG mode; the driver lists a minor for each '
+                           'GPU and compute instance there: check mig_minors_path and that the nvidia-caps module is loaded' % path)
     try:
         return parse_mig_minors(text, source=path)
     except ValueError as exc:
@@ -498,6 +510,12 @@ def collect(params):
 def run_module(module):
     params = module.params
     root = params['device_root']
+    try:
+        check_options(params)
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    if not os.path.isdir(root):
+        module.fail_json(msg='device_root %s is not a directory; it is where /dev and /sys are read (/ on a node)' % root)
     try:
         node = collect(params)
         facts, warnings = build_gres(

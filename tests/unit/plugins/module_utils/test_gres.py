@@ -24,6 +24,7 @@ import pytest
 from ansible_collections.gpucluster.bringup.plugins.module_utils._gres import (
     DEFAULT_TYPE_MAP,
     build_gres,
+    check_options,
     compare_gres,
     cores_of_cpus,
     cpu_list_from_mask,
@@ -636,3 +637,79 @@ def test_compare_detects_order_and_content():
     assert result['unexpected'] == ['gpu:a100 files=/dev/nvidia0 cores=0-7', 'gpu:a100 files=/dev/nvidia1 cores=0-7']
     result = compare_gres(facts['entries'], parse_slurmd_gres(SLURMD_G_MULTIPLE.replace('Type=a100', 'Type=A100')))
     assert result['missing'][0] == 'gpu:a100 files=/dev/nvidia0 cores=0-15'
+
+
+# --- a GPU instance with several compute instances -------------------------
+# One A100 with GPU instance 1 (3 slices, 40 GB) split into compute instances
+# 0, 1 and 2, and GPU instance 2 (one CI).  The driver gives gi1 minor 12 and
+# its CIs 13, 14, 15; the "shuffled" table gives the same names minors with
+# no arithmetic relation, so only a lookup by name passes both.
+MULTI_CI_TABLES = {
+    'driver': ('gpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\ngpu0/gi1/ci1/access 14\ngpu0/gi1/ci2/access 15\n'
+               'gpu0/gi2/access 21\ngpu0/gi2/ci0/access 22\n', 12, [13, 14, 15], 21, 22),
+    'shuffled': ('gpu0/gi1/access 300\ngpu0/gi1/ci0/access 41\ngpu0/gi1/ci1/access 7\ngpu0/gi1/ci2/access 299\n'
+                 'gpu0/gi2/access 23\ngpu0/gi2/ci0/access 22\n', 300, [41, 7, 299], 23, 22),
+}
+
+
+def multi_ci_node(table):
+    devices = [{'index': i, 'uuid': 'MIG-1-%d' % ci, 'gi_id': 1, 'ci_id': ci, 'slice_count': 3, 'memory_mb': 40960}
+               for i, ci in enumerate([0, 1, 2])]
+    devices.append({'index': 3, 'uuid': 'MIG-2-0', 'gi_id': 2, 'ci_id': 0, 'slice_count': 1, 'memory_mb': 9728})
+    return {'gpus': [{'index': 0, 'minor': 0, 'name': 'NVIDIA A100 80GB PCIe', 'uuid': 'GPU-0', 'cpus': None,
+                      'mig_current': True, 'mig_pending': True, 'mig_devices': devices}],
+            'mig_minors': parse_mig_minors(table), 'cpu_topology': None}
+
+
+@pytest.mark.parametrize('name', sorted(MULTI_CI_TABLES))
+def test_several_compute_instances_of_one_gpu_instance(name):
+    table, gi1, ci1, gi2, ci2 = MULTI_CI_TABLES[name]
+    facts, _warnings = build_gres(multi_ci_node(table))
+    cap = '/dev/nvidia-caps/nvidia-cap%d'
+    assert [e['files'] for e in facts['entries']] == [['/dev/nvidia0', cap % gi1, cap % ci] for ci in ci1] + [
+        ['/dev/nvidia0', cap % gi2, cap % ci2]]
+    assert [(e['mig']['gi_id'], e['mig']['ci_id'], e['mig']['gi_minor'], e['mig']['ci_minor']) for e in facts['entries']] == [
+        (1, 0, gi1, ci1[0]), (1, 1, gi1, ci1[1]), (1, 2, gi1, ci1[2]), (2, 0, gi2, ci2)]
+    assert facts['node_gres'] == 'gpu:3g.40gb:3,gpu:1g.10gb:1'
+    assert facts['gres_conf_lines'][:3] == ['Name=gpu Type=3g.40gb MultipleFiles=/dev/nvidia0,%s,%s' % (cap % gi1, cap % ci) for ci in ci1]
+
+
+@pytest.mark.parametrize('name', sorted(MULTI_CI_TABLES))
+def test_several_compute_instances_ci_only(name):
+    table, _gi1, ci1, _gi2, ci2 = MULTI_CI_TABLES[name]
+    facts, _warnings = build_gres(multi_ci_node(table), mig_device_files='ci_only')
+    assert [e['files'] for e in facts['entries']] == [['/dev/nvidia-caps/nvidia-cap%d' % ci] for ci in ci1 + [ci2]]
+
+
+GOOD_OPTIONS = {'mig_minors_path': '/proc/driver/nvidia-caps/mig-minors', 'type_map': {}, 'mig_device_files': 'multiple',
+                'sharing': 'none', 'mps_count': 100, 'shard_count': None, 'autodetect': 'off',
+                'slurm_plugin_dirs': ['/usr/lib64/slurm'], 'cores': True, 'device_root': '/'}
+
+
+@pytest.mark.parametrize('change, message', [
+    ({'mps_count': 0}, 'mps_count 0 must be a whole number from 1 to 4294967295 (Count= of each Name=mps line, shares of one GPU)'),
+    ({'mps_count': -5}, 'mps_count -5 must be a whole number from 1 to 4294967295'),
+    ({'mps_count': 4294967296}, 'mps_count 4294967296 must be a whole number from 1 to 4294967295'),
+    ({'mps_count': True}, 'mps_count True must be a whole number'),
+    ({'shard_count': 0}, 'shard_count 0 must be a whole number from 1 to 4294967295 (Count= of each Name=shard line)'),
+    ({'sharing': 'shard'}, 'shard_count None must be a whole number from 1 to 4294967295'),
+    ({'sharing': 'shards'}, 'sharing "shards" is not one of: none, mps, shard'),
+    ({'type_map': {'A100': 'x', 'a100': 'y'}}, 'type_map keys "A100" and "a100" differ only in case (matching ignores case); keep one'),
+    ({'type_map': {'A100': 100}}, 'type_map value 100 for "A100" is not a valid Slurm GRES type'),
+    ({'type_map': {'A100': 'a100:80g'}}, 'type_map value \'a100:80g\' for "A100" is not a valid Slurm GRES type'),
+    ({'type_map': {' ': 'x'}}, 'type_map key \' \' must be a non-empty model-name substring such as "A100"'),
+    ({'mig_minors_path': 'mig-minors'}, 'mig_minors_path \'mig-minors\' must be an absolute path (starting with "/")'),
+    ({'device_root': ''}, 'device_root \'\' must be an absolute path'),
+    ({'slurm_plugin_dirs': ['lib/slurm']}, 'slurm_plugin_dirs entry \'lib/slurm\' must be an absolute path'),
+    ({'slurm_plugin_dirs': [], 'autodetect': 'nvml'}, 'autodetect nvml needs slurm_plugin_dirs, the directories to look for gpu_nvml.so in'),
+    ({'cores': 'yes'}, "cores 'yes' must be true or false"),
+])
+def test_check_options_errors(change, message):
+    with pytest.raises(ValueError) as err:
+        check_options(dict(GOOD_OPTIONS, **change))
+    assert str(err.value).startswith(message)
+
+
+def test_check_options_accepts_the_defaults():
+    assert check_options(GOOD_OPTIONS) is None
+    assert check_options(dict(GOOD_OPTIONS, sharing='shard', shard_count=8, type_map={'RTX 6000 Ada': 'rtx6000ada'})) is None

@@ -128,3 +128,71 @@ def test_instance_without_minor(gpu, gi, ci, message):
 ])
 def test_cap_device(minor, directory, path):
     assert cap_device(minor, directory) == path
+
+
+# A GPU instance with three compute instances, minors as the driver numbers them
+# (gpu0/gi1/access 12, its CIs 13, 14, 15), and the same names with minors that
+# follow no arithmetic at all: the lookup must go by name, never by
+# "CI minor = GI minor + 1".
+MULTI_CI = """config 1
+monitor 2
+gpu0/gi1/access 12
+gpu0/gi1/ci0/access 13
+gpu0/gi1/ci1/access 14
+gpu0/gi1/ci2/access 15
+gpu0/gi2/access 21
+gpu0/gi2/ci0/access 22
+"""
+SHUFFLED = """gpu0/gi1/ci2/access 40
+gpu0/gi1/access 300
+gpu0/gi1/ci1/access 7
+gpu0/gi1/ci0/access 301
+gpu0/gi2/ci0/access 12
+gpu0/gi2/access 13
+"""
+
+
+@pytest.mark.parametrize('table, gpu, gi, ci, expected', [
+    (MULTI_CI, 0, 1, 0, (12, 13)),
+    (MULTI_CI, 0, 1, 1, (12, 14)),
+    (MULTI_CI, 0, 1, 2, (12, 15)),
+    (MULTI_CI, 0, 2, 0, (21, 22)),
+    (SHUFFLED, 0, 1, 0, (300, 301)),
+    (SHUFFLED, 0, 1, 1, (300, 7)),
+    (SHUFFLED, 0, 1, 2, (300, 40)),
+    (SHUFFLED, 0, 2, 0, (13, 12)),
+])
+def test_several_compute_instances_in_one_gpu_instance(table, gpu, gi, ci, expected):
+    assert instance_minors(parse_mig_minors(table), gpu, gi, ci) == expected
+
+
+def test_a_compute_instance_without_its_own_line_is_an_error():
+    """gi1/ci3 is not listed: its minor must not be guessed from gi1's."""
+    with pytest.raises(ValueError) as err:
+        instance_minors(parse_mig_minors(MULTI_CI), 0, 1, 3)
+    assert str(err.value) == ('MIG instance gpu0/gi1/ci3 has no compute-instance minor in /proc/driver/nvidia-caps/mig-minors: '
+                              'no line "gpu0/gi1/ci3/access <minor>"')
+
+
+@pytest.mark.parametrize('text, message', [
+    ('gpu0/gi1/access 12\ngpu0/gi1/ci0/access 12',
+     '/proc/driver/nvidia-caps/mig-minors line 2: minor 12 of "gpu0/gi1/ci0/access" is also the minor of "gpu0/gi1/access" (line 1); '
+     'each capability has its own device file'),
+    ('config 1\nmonitor 1', '/proc/driver/nvidia-caps/mig-minors line 2: minor 1 of "monitor" is also the minor of "config" (line 1); '
+                            'each capability has its own device file'),
+    ('gpu0/gi1/access 1048576', '/proc/driver/nvidia-caps/mig-minors line 1: minor 1048576 of "gpu0/gi1/access" is above 1048575, '
+                                'the largest minor number Linux has'),
+    ('gpu0/gi1/access\t12 13', '/proc/driver/nvidia-caps/mig-minors line 1: "gpu0/gi1/access\t12 13" is not "<name> <minor>" '
+                               '(expected lines like "gpu2/gi7/ci0/access 337")'),
+    ('gpu0/gi1/ci0/access 1.5', '/proc/driver/nvidia-caps/mig-minors line 1: minor "1.5" of "gpu0/gi1/ci0/access" is not a non-negative integer'),
+    ('gpu0/gi1/ci0/ci1/access 5', '/proc/driver/nvidia-caps/mig-minors line 1: name "gpu0/gi1/ci0/ci1/access" is not "config", "monitor", '
+                                  '"gpu<N>/gi<M>/access" or "gpu<N>/gi<M>/ci<K>/access"'),
+])
+def test_more_malformed_tables(text, message):
+    with pytest.raises(ValueError) as err:
+        parse_mig_minors(text)
+    assert str(err.value) == message
+
+
+def test_largest_minor_is_accepted():
+    assert parse_mig_minors('gpu0/gi1/access 1048575')['gi'] == {(0, 1): 1048575}

@@ -47,7 +47,7 @@ REAL = {
 SPEC = {
     'qos': [
         {'name': 'gpu8', 'MaxTRESPerUser': 'gres/gpu=4', 'Priority': 10},
-        {'name': 'Interactive', 'MaxWall': '4:00:00', 'MaxTRESPerJob': {'gres/gpu': 2, 'mem': '64G'}, 'Flags': ['DenyOnLimit']},
+        {'name': 'interactive', 'MaxWall': '4:00:00', 'MaxTRESPerJob': {'gres/gpu': 2, 'mem': '64G'}, 'Flags': ['DenyOnLimit']},
     ],
     'accounts': [
         {'name': 'research', 'description': 'Research', 'Fairshare': 10, 'QOS': ['normal', 'gpu8', 'interactive']},
@@ -153,6 +153,11 @@ def test_format_tres(tres, expected):
     ('1-12', 'minutes', 129600),
     ('1-12:30', 'minutes', 131400),
     ('2-00:00:00', 'minutes', 172800),
+    # D-HH:MM:SS with every part non-zero: days, hours, minutes and seconds all count
+    ('1-02:03:04', 'minutes', 93784),
+    ('3-00:00:59', 'minutes', 259259),
+    ('0-00:00:07', 'seconds', 7),
+    ('1-12:30:01', 'seconds', 131401),
     ('120', 'seconds', 120),
     (120, 'seconds', 120),
     ('00:02:00', 'seconds', 120),
@@ -327,7 +332,8 @@ def test_desired_state_normalises():
     ({'cluster': 'my cluster'}, r"cluster name 'my cluster' is not valid"),
     ({'qos': {'name': 'x'}}, r"qos must be a list, got \{'name': 'x'\}"),
     ({'qos': ['gpu8']}, r"each item of qos must be a dictionary with a name, got 'gpu8'"),
-    ({'qos': [{'name': 'a'}, {'name': 'A'}]}, r'QOS a is listed twice'),
+    ({'qos': [{'name': 'a'}, {'name': 'a'}]}, r'QOS a is listed twice'),
+    ({'qos': [{'name': 'A'}]}, r"QOS name 'A' has upper-case letters: Slurm keeps names in lower case, so write 'a'"),
     ({'qos': [{'name': 'a', 'state': 'gone'}]}, r"QOS a: state 'gone' must be present or absent"),
     ({'qos': [{'name': 'a', 'MaxGPUs': 8}]}, r"QOS a: unknown setting 'MaxGPUs'; valid settings: Description, Flags, "),
     ({'qos': [{'name': 'a', 'MaxTRES': 'cpu=1', 'MaxTRESPerJob': 'cpu=2'}]},
@@ -337,11 +343,12 @@ def test_desired_state_normalises():
     ({'accounts': [{'name': 'a', 'MaxTRESPerUser': 'gres/gpu=8'}]}, r"account a: unknown setting 'MaxTRESPerUser'; valid settings: "),
     ({'accounts': [{'name': 'a', 'parent': 'b'}, {'name': 'b', 'parent': 'a'}]}, r'accounts a -> b -> a form a parent loop'),
     ({'accounts': [{'name': 'a', 'parent': 'bad parent'}]}, r"account a parent name 'bad parent' is not valid"),
-    ({'users': [{'name': 'u', 'accounts': ['a']}, {'name': 'U', 'accounts': ['a']}]}, r'user u is listed twice'),
+    ({'users': [{'name': 'u', 'accounts': ['a']}, {'name': 'u', 'accounts': ['a']}]}, r'user u is listed twice'),
     ({'users': [{'name': 'u'}]}, r'user u has no accounts: list at least one in its accounts'),
     ({'users': [{'name': 'u', 'accounts': [7]}]}, r'user u: each of its accounts must be a name or a dictionary with a name, got 7'),
     ({'users': [{'name': 'u', 'accounts': ['a', 'b'], 'default_account': 'c'}]}, r'user u: default_account c is not one of its accounts \(a, b\)'),
-    ({'users': [{'name': 'u', 'accounts': [{'name': 'a', 'Fairshare': 0}]}]}, r"user u account a Fairshare=0: expected a positive whole number"),
+    ({'users': [{'name': 'u', 'accounts': [{'name': 'a', 'Fairshare': 0}]}]},
+     r"user u account a Fairshare=0: 0 is out of range; expected a whole number from 1 to 2147483646, or \"parent\""),
     ({'users': [{'name': 'u', 'accounts': ['a'], 'admin_level': 'god'}]}, r"user u AdminLevel='god': expected one of none, operator, administrator"),
     ({'accounts': [{'name': 'a', 'state': 'absent'}], 'users': [{'name': 'u', 'accounts': ['a']}]}, r'user u is in account a, which has state absent'),
 ])
@@ -387,7 +394,7 @@ def test_an_empty_database_gets_everything_in_order():
     ({'qos': [{'name': 'interactive', 'MaxTRESPerJob': 'mem=65536,gres/gpu=2', 'MaxWall': 240, 'Flags': 'denyonlimit'}]}, []),
     ({'qos': [{'name': 'interactive', 'MaxWall': -1, 'Flags': []}]},
      ['modify qos where name=interactive set Flags=-1 MaxWall=-1']),
-    ({'qos': [{'name': 'q2', 'GraceTime': 120, 'UsageFactor': '0.5', 'Preempt': ['GPU8'], 'PreemptMode': 'REQUEUE',
+    ({'qos': [{'name': 'q2', 'GraceTime': 120, 'UsageFactor': '0.5', 'Preempt': ['gpu8'], 'PreemptMode': 'REQUEUE',
                'GrpWall': '2-0'}]}, []),
     ({'accounts': [{'name': 'ml', 'parent': 'root', 'GrpTRES': 'gres/gpu=16'}]},
      ['modify account where name=ml cluster=probe set Parent=root']),
@@ -414,6 +421,58 @@ def test_an_empty_database_gets_everything_in_order():
 ])
 def test_plan_changes_only_what_differs(change, expected):
     assert commands(acct.plan(desired(**change), state())) == expected
+
+
+@pytest.mark.parametrize('change,expected', [
+    # -1 (or UNLIMITED) is the one way to remove a limit; a cleared UsageFactor/Fairshare reads back as 1
+    ({'qos': [{'name': 'gpu8', 'Priority': -1, 'MaxTRESPerUser': -1}]}, ['modify qos where name=gpu8 set MaxTRESPerUser=gres/gpu=-1 Priority=-1']),
+    ({'qos': [{'name': 'gpu8', 'Priority': 'UNLIMITED', 'MaxTRESPerUser': 'unlimited'}]},
+     ['modify qos where name=gpu8 set MaxTRESPerUser=gres/gpu=-1 Priority=-1']),
+    ({'qos': [{'name': 'q2', 'UsageFactor': -1, 'GrpWall': '-1', 'GraceTime': 'INFINITE'}]},
+     ['modify qos where name=q2 set GraceTime=-1 UsageFactor=1.0 GrpWall=-1']),
+    ({'qos': [{'name': 'q2', 'UsageThreshold': -1, 'MaxJobsPerUser': -1}]}, []),
+    ({'accounts': [{'name': 'research', 'Fairshare': -1}]}, ['modify account where name=research cluster=probe set Fairshare=1']),
+    ({'users': [{'name': 'alice', 'accounts': ['ml', 'research'], 'DefaultQOS': -1}]},
+     ['modify user where name=alice account=ml cluster=probe set DefaultQOS=-1',
+      'modify user where name=alice account=research cluster=probe set DefaultQOS=-1']),
+    # MaxWall is kept in minutes, seconds rounded up as sacctmgr does (time_str2mins)
+    ({'qos': [{'name': 'interactive', 'MaxWall': '3:59:30'}]}, []),
+    ({'qos': [{'name': 'interactive', 'MaxWall': '1-00:00:30'}]}, ['modify qos where name=interactive set MaxWall=1-00:01:00']),
+    ({'qos': [{'name': 'interactive', 'MaxWall': '1-02:03:04'}]}, ['modify qos where name=interactive set MaxWall=1-02:04:00']),
+    ({'qos': [{'name': 'interactive', 'MaxWall': '239:01'}]}, []),
+    ({'qos': [{'name': 'q2', 'GraceTime': '0:02:01'}]}, ['modify qos where name=q2 set GraceTime=121']),
+    ({'qos': [{'name': 'interactive', 'MaxTRESPerJob': {'GRES/GPU': '2', 'mem': '64G'}}]}, []),
+    ({'qos': [{'name': 'gpu8', 'MaxTRESPerUser': 'license/matlab=2,fs/disk=10,billing=100'}]},
+     ['modify qos where name=gpu8 set MaxTRESPerUser=billing=100,fs/disk=10,gres/gpu=-1,license/matlab=2']),
+])
+def test_clearing_and_rounding(change, expected):
+    assert commands(acct.plan(desired(**change), state())) == expected
+
+
+@pytest.mark.parametrize('field,value,expected', [
+    (QF['MaxJobsPerUser'], 0, 0),
+    (QF['MaxJobsPerUser'], '4294967293', 4294967293),
+    (QF['MaxJobsPerUser'], -1, None),
+    (QF['UsageFactor'], 0, 0.0),
+    (QF['UsageFactor'], '2.5', 2.5),
+    (QF['UsageThreshold'], 1, 1.0),
+    (QF['UsageThreshold'], '-1', None),
+    (QF['MaxWall'], 0, 0),
+    (QF['MaxWall'], '90', 5400),
+    (QF['MaxWall'], '1-12', 129600),
+    (QF['GraceTime'], 30, 30),
+    (QF['Flags'], '-1', frozenset()),
+    (QF['Flags'], [], frozenset()),
+    (QF['Preempt'], [], frozenset()),
+    (QF['Preempt'], "''", frozenset()),
+    (AF['Fairshare'], 'Parent', 'parent'),
+    (AF['Fairshare'], 2147483646, 2147483646),
+    (AF['DefaultQOS'], 'normal', 'normal'),
+    (AF['DefaultQOS'], '-1', ''),
+    (QF['MaxTRESPerJob'], 'gres/gpu:H100=2,gres/shard=8,cpu=0', (('cpu', 0), ('gres/gpu:H100', 2), ('gres/shard', 8))),
+])
+def test_inventory_value(field, value, expected):
+    assert acct.inventory_value(field, value, 'QOS x') == expected
 
 
 def test_nothing_unlisted_is_removed_without_purge():

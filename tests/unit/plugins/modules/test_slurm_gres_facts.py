@@ -319,6 +319,7 @@ def test_cpu_affinity_not_supported(node, capsys):
 
 
 def test_no_driver(node, capsys):
+    os.makedirs(node.root)
     assert _failure(capsys, node, cores=False) == (
         'NVML could not be initialized: Driver Not Loaded; is the NVIDIA driver loaded (nvidia-smi)?')
 
@@ -356,3 +357,37 @@ def test_missing_pynvml(node, tmp_path):
     assert result.returncode == 1
     assert output['failed'] is True
     assert output['msg'].startswith('Failed to import the required Python library (nvidia-ml-py) on ')
+
+
+def test_gpu_instance_with_two_compute_instances(node, capsys):
+    """Two CIs in one GI: each entry gets its own CI capability from the driver table, the GI's is shared."""
+    node.create('a100-80gb-pcie-x4', '--auto-reset')
+    pynvml.nvmlInit()
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+        pynvml.nvmlDeviceSetMigMode(handle, pynvml.NVML_DEVICE_MIG_ENABLE)
+        profile = pynvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, pynvml.NVML_GPU_INSTANCE_PROFILE_3_SLICE)
+        gpu_instance = pynvml.nvmlDeviceCreateGpuInstance(handle, profile.id)
+        ci_profile = pynvml.nvmlGpuInstanceGetComputeInstanceProfileInfo(
+            gpu_instance, pynvml.NVML_COMPUTE_INSTANCE_PROFILE_1_SLICE, pynvml.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+        pynvml.nvmlGpuInstanceCreateComputeInstance(gpu_instance, ci_profile.id)
+        pynvml.nvmlGpuInstanceCreateComputeInstance(gpu_instance, ci_profile.id)
+    finally:
+        pynvml.nvmlShutdown()
+    minors = {}
+    for line in open(node.mig_minors).read().splitlines():
+        name, minor = line.split()
+        minors[name] = int(minor)
+    facts = run_module(capsys, node, cores=False)['ansible_facts']['slurm_gres']
+    mig = [e for e in facts['entries'] if e['mig']]
+    assert len(mig) == 2
+    gi = mig[0]['mig']['gi_id']
+    assert [e['mig']['gi_id'] for e in mig] == [gi, gi]
+    assert sorted(e['mig']['ci_id'] for e in mig) == [0, 1]
+    for entry in mig:
+        ci = entry['mig']['ci_id']
+        assert entry['mig']['gi_minor'] == minors['gpu0/gi%d/access' % gi]
+        assert entry['mig']['ci_minor'] == minors['gpu0/gi%d/ci%d/access' % (gi, ci)]
+        assert entry['files'] == ['/dev/nvidia0', '/dev/nvidia-caps/nvidia-cap%d' % minors['gpu0/gi%d/access' % gi],
+                                  '/dev/nvidia-caps/nvidia-cap%d' % minors['gpu0/gi%d/ci%d/access' % (gi, ci)]]
+    assert len(set(e['mig']['ci_minor'] for e in mig)) == 2
