@@ -12,6 +12,12 @@ Formats understood (see ``tests/unit/fixtures/nccl/README.md`` for the recorded 
   per-iteration columns (``-I 1``) and a trailing timestamp (``-S 1``); ``#wrong`` reading
   ``N/A`` with ``-c 0``; lines prefixed by ``srun --label`` or ``mpirun --tag-output``;
   ``NCCL_DEBUG=INFO`` lines interleaved anywhere, even inside a data row;
+* the text report of nccl-tests 2.0 to 2.10, whose ``error`` column is the largest absolute
+  difference to the expected values (a float such as ``4e-01``), not a count; it is kept as
+  ``error`` and gated against the tool's own tolerance (``ERROR_TOLERANCE``);
+* pastes: the head cut off (the paste starts inside the results table or at a data row; the
+  standard column layout is assumed and the result is marked truncated), the column header or
+  the last row cut off at the end, and ``#`` lines whose ``#`` a Markdown renderer ate;
 * the ``-J FILE`` JSON report (``JSON_FILE_VERSION`` 2 of nccl-tests' ``src/util.cu``).
 
 ``parse_all_reduce(text)`` and ``parse_json(text)`` return the same dictionary shape;
@@ -69,6 +75,22 @@ _JSON_PATH_RE = re.compile(r"^#\s*Writing JSON output to (.+?)\s*$")
 _HASH_ERROR_RE = re.compile(r"^#\s*error: (.+?)\s*$")
 _TEST_FAILURE_RE = re.compile(r"\bTest (?:CUDA |NCCL )?failure\b|\bTest timeout\b")
 _INT_RE = re.compile(r"^\d+$")
+_NUMBER_RE = re.compile(r"^(?:-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|N/A|-?nan|-?inf)$")
+_WORD_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+# ``#`` lines as pasted into Markdown outside a code block lose their ``#``: recognise them by their start.
+_HASHLESS_RE = re.compile(r"^(?:nThread\s+\d|Using devices\b|Rank\s+\d+\s|Out of bounds values\s*:|Avg bus bandwidth\s*:|"
+                          r"size\s+count\s|\(B\)\s|out-of-place\s|nccl-tests version\s|Collective test (?:starting|concluded):)")
+
+# nccl-tests 2.0 to 2.10 print, instead of a ``#wrong`` count, the largest absolute difference between the result and
+# the expected values ("%5.0le", e.g. ``4e-01``), and count a result as an error when
+#     maxDelta > DeltaMaxValue(type) * (nranks - 1)
+# with DeltaMaxValue 1e-2 for half and bfloat16, 1e-5 for float, 1e-12 for double and 1e-200 (any difference) for the
+# integer types (NVIDIA/nccl-tests src/common.cu, ``DeltaMaxValue`` and ``CheckData``, 2019-2021 versions, read through
+# the project's code search). The ``error`` gate applies the same bound.
+ERROR_TOLERANCE = {"half": 1e-2, "bfloat16": 1e-2, "float": 1e-5, "double": 1e-12}
+ERROR_TOLERANCE_OTHER = 1e-200
+# The column layout nccl-tests prints when a paste lacks its header: keys, then time/algbw/busbw/<check> twice.
+STANDARD_KEYS = ("size", "count", "type", "redop", "root")
 
 
 class NcclParseError(ValueError):
@@ -108,6 +130,7 @@ def _empty_result(fmt):
         "json_path": None,
         "truncated": False,
         "truncated_reason": None,
+        "columns_inferred": False,
     }
 
 
@@ -142,7 +165,7 @@ def _parse_column_header(tokens, lineno, line):
     if second and second[-1] == "timestamp":
         timestamp = True
         second = second[:-1]
-    names = {"#wrong": "wrong", "error": "wrong", "cputime": "time"}
+    names = {"#wrong": "wrong", "cputime": "time"}
     first = [names.get(tok, tok) for tok in first]
     second = [names.get(tok, tok) for tok in second]
     for group in (first, second):
@@ -157,6 +180,35 @@ def _parse_column_header(tokens, lineno, line):
         "timestamp": timestamp,
         "fields": len(keys) + len(first) + len(second) + (2 if timestamp else 0),
     }
+
+
+def _inferred_columns(tokens):
+    """The standard layout of a data row seen before any column header, or None when ``tokens`` is not one.
+
+    nccl-tests 2.11 and later: ``size count type redop root`` then ``time algbw busbw #wrong`` twice (13 fields);
+    2.0 to 2.10: the same with ``error`` (``0e+00``), older ones without ``root`` (12) or ``redop`` (11).
+    """
+    if len(tokens) not in (11, 12, 13) or not _INT_RE.match(tokens[0]) or not _INT_RE.match(tokens[1]):
+        return None
+    size, count = int(tokens[0]), int(tokens[1])
+    if size < count or (count and size % count):
+        # The size in bytes is a whole multiple of the count of elements (word size, times the ranks for gathers):
+        # anything else is a row cut inside its size, e.g. ``34217728 33554432 float ...`` from ``134217728 33554432``.
+        return None
+    nkeys = len(tokens) - 8
+    keys = list(STANDARD_KEYS[:nkeys])
+    if not all(_WORD_RE.match(tok) for tok in tokens[2:min(nkeys, 4)]):
+        return None
+    if nkeys == 5 and not re.match(r"^-?\d+$", tokens[4]):
+        return None
+    values = tokens[nkeys:]
+    if not all(_NUMBER_RE.match(tok) for tok in values):
+        return None
+    checks = (values[3], values[7])
+    name = "error" if any(("e" in tok or "." in tok) for tok in checks if tok != "N/A") else "wrong"
+    group = ["time", "algbw", "busbw", name]
+    return {"keys": keys, "out_of_place": list(group), "in_place": list(group), "time_label": "time", "per_iteration": False,
+            "timestamp": False, "fields": len(tokens), "inferred": True}
 
 
 def _to_float(token):
@@ -194,6 +246,8 @@ def _parse_row(tokens, columns):
             pos += 1
             if name == "wrong":
                 group[name] = None if token == "N/A" else int(float(token))
+            elif name == "error":
+                group[name] = _number(token)
             else:
                 value = _number(token)
                 if value is None and name in ("time", "algbw", "busbw"):
@@ -307,10 +361,16 @@ def _handle_comment(result, state, line, lineno):
         return True
     tokens = line.lstrip("#").split()
     if "size" in tokens and "count" in tokens and "busbw" in tokens:
-        columns = _parse_column_header(tokens, lineno, line)
-        if result["columns"] is None:
+        try:
+            columns = _parse_column_header(tokens, lineno, line)
+        except NcclParseError as exc:
+            # An error unless this is the last line: a header cut at the end of a paste is a truncated output.
+            state["header_error"] = (lineno, line, exc)
+            return True
+        current = result["columns"]
+        if current is None or (current.get("inferred") and columns["fields"] == current["fields"]):
             result["columns"] = columns
-        elif columns != result["columns"]:
+        elif columns != current:
             raise NcclParseError("line %d: a second column header differs from the first: %r" % (lineno, _clip(line)))
         return True
     if "Per-Iteration Report" in line:
@@ -343,7 +403,7 @@ def parse_all_reduce(text):
     if not isinstance(text, str):
         raise NcclParseError("nccl-tests output must be text, got %s" % type(text).__name__)
     result = _empty_result("text")
-    state = {"footers": 0}
+    state = {"footers": 0, "header_error": None, "inferred_at": None}
     pending = None          # (lineno, tokens) of a data row whose first part was cut by a debug line
     partial = None          # (lineno, line) of a data row that does not parse; an error unless it is the last one
     first_content = None
@@ -355,10 +415,14 @@ def parse_all_reduce(text):
             _handle_debug(result, debug)
         if not content.strip():
             continue
+        if state["header_error"] is not None:
+            raise state["header_error"][2]
         if first_content is None:
             first_content = (lineno, content)
         last_content = (lineno, content)
         stripped = content.strip()
+        if _HASHLESS_RE.match(stripped):
+            stripped = "# " + stripped
         if stripped.startswith("#"):
             if _handle_comment(result, state, stripped, lineno) and pending is not None:
                 partial, pending = (pending[0], " ".join(pending[1])), None
@@ -372,6 +436,11 @@ def parse_all_reduce(text):
             continue
         tokens = stripped.split()
         columns = result["columns"] or {}
+        if not columns and pending is None:
+            columns = _inferred_columns(tokens) or {}
+            if columns:
+                result["columns"] = columns
+                state["inferred_at"] = (lineno, stripped)
         if not columns or not _INT_RE.match(tokens[0] if pending is None else pending[1][0]):
             continue
         if partial is not None:
@@ -394,30 +463,51 @@ def parse_all_reduce(text):
             partial = (row_lineno, " ".join(tokens))
     if first_content is None:
         raise NcclParseError("nccl-tests output is empty: no line to parse")
-    if result["runs"] == 0 and not result["ranks"] and result["columns"] is None:
+    if result["runs"] == 0 and not result["ranks"] and result["columns"] is None and not state["footers"] and result["out_of_bounds"] is None:
         raise NcclParseError(
             "line %d: not nccl-tests output: no '# nThread N nGpus N minBytes N maxBytes N ...' header found; first line: %r" % (
                 first_content[0], _clip(first_content[1])))
     if pending is not None:
         partial = (pending[0], " ".join(pending[1]))
+    if state["header_error"] is not None:
+        partial = None
     result["transports"] = _sorted_transports(result["transports"])
     result["networks"] = sorted(set(result["networks"]))
-    _set_truncation(result, state, partial, last_content)
+    _set_truncation(result, state, partial, first_content, last_content)
     return result
 
 
-def _set_truncation(result, state, partial, last_content):
-    reason = None
-    if partial is not None:
-        reason = "data row at line %d is incomplete: %r" % (partial[0], _clip(partial[1]))
+def _head_missing(result, state, first_content):
+    """Why the head of the output is missing, or None when the ``# nThread`` line is there."""
+    if result["runs"]:
+        return None
+    reason = "the head of the output is missing: there is no '# nThread N nGpus N ...' parameter line, it starts at line %d: %r" % (
+        first_content[0], _clip(first_content[1], 80))
+    if state["inferred_at"] is not None:
+        reason += "; its rows were read with the standard column layout"
+    return reason
+
+
+def _set_truncation(result, state, partial, first_content, last_content):
+    reasons = []
+    head = _head_missing(result, state, first_content)
+    if head is not None:
+        reasons.append(head)
+    if state["header_error"] is not None:
+        lineno, line = state["header_error"][0], state["header_error"][1]
+        reasons.append("the column header at line %d is cut: %r" % (lineno, _clip(line)))
+    elif partial is not None:
+        reasons.append("data row at line %d is incomplete: %r" % (partial[0], _clip(partial[1])))
     elif state["footers"] < max(result["runs"], 1):
         if result["columns"] is None:
-            reason = "output ends before the results table (last line %d: %r)" % (last_content[0], _clip(last_content[1]))
+            reasons.append("output ends before the results table (last line %d: %r)" % (last_content[0], _clip(last_content[1])))
         elif not result["rows"]:
-            reason = "output ends after the column header, before any result row"
+            reasons.append("output ends after the column header, before any result row")
         else:
-            reason = "output ends after %d result rows (last size %d B) without the '# Avg bus bandwidth' footer" % (
-                len(result["rows"]), result["rows"][-1]["size"])
+            reasons.append("output ends after %d result rows (last size %d B) without the '# Avg bus bandwidth' footer" % (
+                len(result["rows"]), result["rows"][-1]["size"]))
+    result["columns_inferred"] = state["inferred_at"] is not None
+    reason = "; ".join(reasons) or None
     if reason is not None:
         if result["errors"]:
             reason += "; the binary reported: %s" % result["errors"][0]
@@ -698,7 +788,54 @@ def _check_single_run(result):
         return _check("single_run", "fail",
                       "output holds %d separate runs (one '# nThread' header each): the tasks did not form one job; "
                       "was nccl-tests built without MPI=1 or launched without --mpi?" % result["runs"])
+    if result["runs"] == 0 and result["format"] == "text":
+        return _check("single_run", "skip", "not checked: the head of the output (its '# nThread' line) is missing, so the runs and ranks are unknown")
+    if not result["ranks"]:
+        return _check("single_run", "pass", "one run; rank count unknown (the output has no '# Rank' device lines)")
     return _check("single_run", "pass", "one run of %d rank(s)" % len(result["ranks"]))
+
+
+def _min_ranks(result):
+    """(ranks, known): the ranks of the run, or when unknown a lower bound (nThread x nGpus of one process, at least the
+    2 of a reduction across GPUs): fewer ranks give a lower, stricter bound."""
+    if result["ranks"] and result["runs"]:
+        return len(result["ranks"]), True
+    # no '# Rank' lines, or the head cut off (the rank lines left may be the last few of them)
+    params = result["params"] or {}
+    return max(2, len(result["ranks"]), int(params.get("nThread") or 1) * int(params.get("nGpus") or 1)), False
+
+
+def error_tolerance(datatype, nranks):
+    """The largest ``error`` (2.0-2.10 column) nccl-tests itself accepts for ``datatype`` over ``nranks`` ranks."""
+    return ERROR_TOLERANCE.get(str(datatype or "").lower(), ERROR_TOLERANCE_OTHER) * max(nranks - 1, 0)
+
+
+def _check_error(result):
+    """Gate the ``error`` column of nccl-tests 2.0-2.10 as the tool does (``maxDelta > DeltaMaxValue(type) * (nranks - 1)``)."""
+    nranks, known = _min_ranks(result)
+    checked = 0
+    bad = []
+    largest = 0.0
+    for row in result["rows"]:
+        for place, label in (("out_of_place", "out-of-place"), ("in_place", "in-place")):
+            group = row.get(place)
+            if not group or group.get("error") is None:
+                continue
+            checked += 1
+            value = group["error"]
+            bound = error_tolerance(row.get("type"), nranks)
+            if math.isnan(value) or value > bound:
+                bad.append("%d B %s %s: %.0e > %.0e" % (row["size"], row.get("type") or "", label, value, bound))
+            elif value > largest:
+                largest = value
+    note = "" if known else " (rank count unknown: the bound for %d ranks, the fewest the output allows)" % nranks
+    if checked == 0:
+        return _check("wrong", "skip", "not checked: error reads N/A (the run used -c 0, no data validation)")
+    if bad:
+        more = ", ..." if len(bad) > 5 else ""
+        return _check("wrong", "fail", "error above nccl-tests' tolerance (DeltaMaxValue(type) x (ranks - 1)) in %d of %d results: %s%s%s" % (
+            len(bad), checked, ", ".join(bad[:5]), more, note), value=len(bad))
+    return _check("wrong", "pass", "error within nccl-tests' tolerance in all %d results (largest %.0e)%s" % (checked, largest, note), value=0)
 
 
 def _check_test_errors(result):
@@ -712,6 +849,8 @@ def _check_test_errors(result):
 
 
 def _check_wrong(result):
+    if any(row.get(place) and "error" in row[place] for row in result["rows"] for place in ("out_of_place", "in_place")):
+        return _check_error(result)
     checked = 0
     bad = []
     for row in result["rows"]:
@@ -796,6 +935,10 @@ def evaluate(result, expect=None):
     (NICs per node, multiplies the per-NIC ``ib-*`` thresholds), ``large_size_bytes`` (rows at or
     above it are gated, default 1 GiB; when none reaches it, the ``top_rows`` largest sizes are),
     ``expect_transport`` (``"ib"``: a run over ``NET/Socket`` fails).
+
+    The busbw gate passes when the mean busbw is at or above the threshold (``>=``): a threshold is the
+    lowest acceptable figure. ``wrong`` gates ``#wrong`` (any count above 0 fails) or, for nccl-tests
+    2.0-2.10, ``error`` (above ``error_tolerance(type, ranks)`` fails).
     """
     opts = _validate_expect(expect)
     threshold, source = threshold_for(expect)

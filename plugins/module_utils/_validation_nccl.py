@@ -101,7 +101,8 @@ def evaluate_run(name, result, hosts, expect, check='all_reduce'):
     """Records and plot series of one finished run (``result``: {rc, stdout, stderr, timed_out, timeout}).
 
     A run that printed nccl-tests output is gated by ``_nccl.evaluate`` (``#wrong``, busbw at the largest sizes,
-    transport) whatever its exit code; a run that printed none fails with the error it gave.
+    transport) whatever its exit code, a part of one too (its head or tail cut off: the ``complete`` check fails
+    and says what is missing); a run that printed none fails with the error it gave.
     """
     stdout = result.get('stdout') or ''
     parsed, parse_error = None, None
@@ -110,7 +111,8 @@ def evaluate_run(name, result, hosts, expect, check='all_reduce'):
             parsed = parse_run(stdout, result.get('json'))
         except NcclParseError as exc:
             parse_error = str(exc)
-    if parsed is None or (not parsed['rows'] and not parsed['ranks'] and not parsed['params']):
+    if parsed is None or (not parsed['rows'] and not parsed['ranks'] and not parsed['params'] and parsed['avg_busbw'] is None
+                          and parsed['out_of_bounds'] is None):
         text = ' '.join(((result.get('stderr') or '') + ' ' + stdout).split())
         if result.get('timed_out'):
             reason = 'all_reduce_perf timed out after %ss' % result.get('timeout')

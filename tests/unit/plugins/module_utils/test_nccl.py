@@ -21,6 +21,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._nccl import (
     REPORTED_BUSBW_GBPS,
     NcclParseError,
     busbw_series,
+    error_tolerance,
     evaluate,
     parse_all_reduce,
     parse_json,
@@ -281,6 +282,195 @@ def test_every_character_cut_never_crashes():
         assert isinstance(result["rows"], list)
 
 
+HEAD_CUT_FIXTURES = ["v2.13-era_h100_single_node.txt", "v2.18.3_h200_two_nodes.txt", "v2.17.8_gh200_two_nodes_wrong.txt",
+                     "rendered_v2.0-era_a100_error_column.txt", "rendered_v2.13-era_a100_single_node.txt"]
+
+
+@pytest.mark.parametrize("name", HEAD_CUT_FIXTURES)
+def test_every_head_cut_keeps_the_rows_and_is_truncated(name):
+    """Cut the head off a complete output before each of its lines (as a paste that starts inside the table):
+    the rows left are parsed with the standard layout, exactly as in the full parse, and the output is truncated."""
+    lines = fixture(name).splitlines(True)
+    full = parse_all_reduce("".join(lines))
+    params_line = [i for i, line in enumerate(lines) if "nThread" in line][0]
+    oob_line = [i for i, line in enumerate(lines) if "Out of bounds values" in line][0]
+    row_lines = [i for i, line in enumerate(lines) if line.strip() and line.split()[0].isdigit() and len(line.split()) >= 11]
+    assert len(row_lines) == len(full["rows"])
+    headless = 0
+    for cut in range(params_line + 1, oob_line + 1):
+        result = parse_all_reduce("".join(lines[cut:]))
+        kept = len([i for i in row_lines if i >= cut])
+        assert result["rows"] == full["rows"][len(full["rows"]) - kept:], cut
+        assert result["truncated"] is True, cut
+        assert result["truncated_reason"].startswith("the head of the output is missing"), result["truncated_reason"]
+        assert (result["avg_busbw"], result["out_of_bounds"]) == (full["avg_busbw"], full["out_of_bounds"])
+        checks = dict((c["check"], c) for c in evaluate(result, {"min_busbw_gbps": 1}))
+        assert checks["complete"]["status"] == "fail"
+        assert "the head of the output is missing" in checks["complete"]["reason"]
+        assert checks["single_run"]["status"] == "skip"
+        tail = full["rows"][len(full["rows"]) - kept:]
+        if kept:
+            bad = any(row[place].get("wrong") for row in tail for place in ("out_of_place", "in_place"))
+            assert checks["wrong"]["status"] == ("fail" if bad else "pass"), (cut, checks["wrong"])
+        else:
+            assert checks["busbw"]["status"] == "fail"
+        headless += result["columns_inferred"]
+    assert headless >= len(full["rows"])
+
+
+@pytest.mark.parametrize("name", HEAD_CUT_FIXTURES)
+def test_a_paste_starting_inside_a_row_never_invents_a_row(name):
+    """Cut the first data row at every character: the row is kept whole or dropped, never read with a cut size."""
+    text = fixture(name)
+    full = parse_all_reduce(text)
+    lines = text.splitlines(True)
+    first = [i for i, line in enumerate(lines) if line.strip() and line.split()[0].isdigit() and len(line.split()) >= 11][0]
+    rest = "".join(lines[first + 1:])
+    for cut in range(len(lines[first])):
+        result = parse_all_reduce(lines[first][cut:] + rest)
+        assert result["rows"] in (full["rows"], full["rows"][1:]), (cut, lines[first][cut:])
+
+
+def test_head_and_tail_cut_of_a_wrong_run_still_fails_the_wrong_gate():
+    lines = fixture("v2.17.8_gh200_two_nodes_wrong.txt").splitlines(True)
+    start = [i for i, line in enumerate(lines) if line.lstrip().startswith("1048576 ")][0]
+    result = parse_all_reduce("".join(lines[start:start + 3]))
+    assert [(r["size"], r["out_of_place"]["wrong"], r["in_place"]["wrong"]) for r in result["rows"]] == [
+        (1048576, 96, 32), (2097152, 0, 0), (4194304, 0, 0)]
+    assert result["truncated_reason"].startswith("the head of the output is missing")
+    assert result["truncated_reason"].endswith("output ends after 3 result rows (last size 4194304 B) without the '# Avg bus bandwidth' footer")
+    checks = dict((c["check"], c) for c in evaluate(result))
+    assert checks["wrong"]["status"] == "fail" and checks["wrong"]["value"] == 2
+    assert checks["complete"]["status"] == "fail"
+
+
+def test_markdown_that_ate_the_hashes_reads_like_the_original():
+    """A paste outside a code block loses the leading '#' of every comment line (it became a Markdown heading)."""
+    original = fixture("rendered_v2.0-era_a100_error_column.txt")
+    eaten = "\n".join(line[1:] if line.startswith("#") else line for line in original.splitlines()) + "\n"
+    assert "\n nThread 1 nGpus 8" in "\n" + eaten and "# " not in eaten
+    want, got = parse_all_reduce(original), parse_all_reduce(eaten)
+    for key in ("runs", "params", "ranks", "hosts", "columns", "rows", "avg_busbw", "out_of_bounds", "truncated"):
+        assert got[key] == want[key], key
+    assert got["truncated"] is False and len(got["rows"]) == 28
+
+
+@pytest.mark.parametrize("name,ranks,reason", [
+    ("v2.18.3_h200_two_nodes.txt", 16, "one run of 16 rank(s)"),
+    ("v2.18.3_h200_two_nodes.txt", 0, "one run; rank count unknown (the output has no '# Rank' device lines)"),
+    ("v2.13-era_h100_single_node.txt", 0, "one run; rank count unknown (the output has no '# Rank' device lines)"),
+])
+def test_single_run_with_rank_lines_trimmed_says_the_count_is_unknown(name, ranks, reason):
+    text = fixture(name)
+    if not ranks:
+        text = "".join(line for line in text.splitlines(True) if "  Rank " not in line)
+    result = parse_all_reduce(text)
+    assert len(result["ranks"]) == ranks
+    check = [c for c in evaluate(result) if c["check"] == "single_run"][0]
+    assert (check["status"], check["reason"]) == ("pass", reason)
+
+
+# --- nccl-tests 2.0-2.10: the error column (largest difference), gated with the tool's own bound ----------------------
+
+ERROR_FIXTURE = "rendered_v2.0-era_a100_error_column.txt"
+
+
+def _with_error(value, size="1073741824", place=0, text=None):
+    """The 8-rank float run of ERROR_FIXTURE with ``value`` as the error of ``size`` (place 0: out-of-place, 1: in-place)."""
+    lines = []
+    for line in (text or fixture(ERROR_FIXTURE)).splitlines(True):
+        tokens = line.split()
+        if tokens and tokens[0] == size:
+            index = 7 if place == 0 else 11
+            old = tokens[index]
+            head, tail = line.rsplit(old, 1) if index == 11 else line.split(old, 1)
+            line = head + ("%" + str(len(old)) + "s") % value + tail
+        lines.append(line)
+    return "".join(lines)
+
+
+def test_error_column_is_kept_as_a_float():
+    rows = parse_all_reduce(fixture(ERROR_FIXTURE))["rows"]
+    assert rows[0]["out_of_place"] == {"time": 24.2, "algbw": 0.0, "busbw": 0.0, "error": 0.0}
+    assert rows[-1]["in_place"]["error"] == 5e-07 and "wrong" not in rows[-1]["in_place"]
+    bad = parse_all_reduce(_with_error("4e-01"))["rows"]
+    assert bad[-1]["out_of_place"]["error"] == 0.4 and bad[-1]["in_place"]["error"] == 5e-07
+
+
+@pytest.mark.parametrize("value,place,status,reason", [
+    ("5e-07", 0, "pass", "error within nccl-tests' tolerance in all 56 results (largest 5e-07)"),
+    ("4e-01", 0, "fail", "error above nccl-tests' tolerance (DeltaMaxValue(type) x (ranks - 1)) in 1 of 56 results: "
+                         "1073741824 B float out-of-place: 4e-01 > 7e-05"),
+    ("4e-01", 1, "fail", "in 1 of 56 results: 1073741824 B float in-place: 4e-01 > 7e-05"),
+    # float over 8 ranks: DeltaMaxValue 1e-5 x 7 = 7e-05; the bound itself passes (the tool counts maxDelta > bound)
+    ("7e-05", 0, "pass", "error within nccl-tests' tolerance in all 56 results (largest 7e-05)"),
+    ("8e-05", 0, "fail", "1073741824 B float out-of-place: 8e-05 > 7e-05"),
+    ("nan", 0, "fail", "1073741824 B float out-of-place: nan > 7e-05"),
+])
+def test_error_column_gate(value, place, status, reason):
+    check = [c for c in evaluate(parse_all_reduce(_with_error(value, place=place))) if c["check"] == "wrong"][0]
+    assert check["status"] == status, check
+    assert reason in check["reason"]
+
+
+def test_error_column_bound_without_rank_lines_is_the_strictest_known():
+    # rank lines trimmed: nThread 1 x nGpus 8 from the parameter line still gives 8 ranks
+    trimmed = "".join(line for line in _with_error("6e-05").splitlines(True) if "  Rank " not in line)
+    check = [c for c in evaluate(parse_all_reduce(trimmed)) if c["check"] == "wrong"][0]
+    assert check["status"] == "pass"
+    assert check["reason"].endswith("(rank count unknown: the bound for 8 ranks, the fewest the output allows)")
+    # the head cut off too: nothing says how many ranks, so the bound for 2 ranks (1e-5 for float)
+    lines = _with_error("6e-05").splitlines(True)
+    headless = "".join(lines[[i for i, line in enumerate(lines) if line.split()[:1] == ["8"]][0]:])
+    check = [c for c in evaluate(parse_all_reduce(headless)) if c["check"] == "wrong"][0]
+    assert check["status"] == "fail"
+    assert "1073741824 B float out-of-place: 6e-05 > 1e-05" in check["reason"]
+    assert check["reason"].endswith("(rank count unknown: the bound for 2 ranks, the fewest the output allows)")
+
+
+@pytest.mark.parametrize("value,status", [("1e-05", "pass"), ("2e-05", "fail")])
+def test_error_exactly_at_the_bound_passes(value, status):
+    """The tool counts an error when maxDelta > bound: a paste without its head (bound for 2 ranks: exactly 1e-05 for float)."""
+    lines = _with_error(value).splitlines(True)
+    headless = "".join(lines[[i for i, line in enumerate(lines) if line.split()[:1] == ["8"]][0]:])
+    check = [c for c in evaluate(parse_all_reduce(headless)) if c["check"] == "wrong"][0]
+    assert check["status"] == status, check
+
+
+def test_error_column_with_c0_is_not_checked():
+    text = "\n".join(line.replace("0e+00", "  N/A").replace("2e-07", "  N/A").replace("5e-07", "  N/A")
+                     for line in fixture(ERROR_FIXTURE).splitlines())
+    check = [c for c in evaluate(parse_all_reduce(text)) if c["check"] == "wrong"][0]
+    assert (check["status"], check["reason"]) == ("skip", "not checked: error reads N/A (the run used -c 0, no data validation)")
+
+
+@pytest.mark.parametrize("datatype,nranks,bound", [
+    ("float", 8, 7e-05), ("float", 2, 1e-05), ("half", 8, 7e-02), ("bfloat16", 4, 3e-02), ("double", 16, 1.5e-11),
+    ("int32", 8, 7e-200), ("uint8", 2, 1e-200), ("FLOAT", 3, 2e-05), (None, 2, 1e-200),
+    ("float", 1, 0.0),
+])
+def test_error_tolerance_table(datatype, nranks, bound):
+    assert error_tolerance(datatype, nranks) == pytest.approx(bound, rel=1e-9)
+
+
+# --- busbw exactly at the threshold -----------------------------------------------------------------------------------
+
+def _flat_run(busbw):
+    rows = "".join("%12d  %12d     float     sum      -1   8000.0  171.43  %6.2f      0   8000.0  171.43  %6.2f      0\n" % (
+        size, size // 4, busbw, busbw) for size in (1073741824, 2147483648, 4294967296))
+    return HEADER + COLS + rows + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %g\n" % busbw
+
+
+@pytest.mark.parametrize("busbw,threshold,status", [
+    (300.0, 300, "pass"),      # the gate is mean >= threshold: exactly at it passes
+    (299.99, 300, "fail"),
+    (300.01, 300, "pass"),
+])
+def test_busbw_exactly_at_the_threshold_passes(busbw, threshold, status):
+    check = [c for c in evaluate(parse_all_reduce(_flat_run(busbw)), {"min_busbw_gbps": threshold}) if c["check"] == "busbw"][0]
+    assert (check["status"], check["value"], check["threshold"]) == (status, busbw, float(threshold))
+
+
 @pytest.mark.parametrize("text,reason", [
     ("# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n#\n# Using devices\n",
      "output ends before the results table (last line 3: '# Using devices')"),
@@ -291,6 +481,22 @@ def test_every_character_cut_never_crashes():
      "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
      "   134217728      33554432     float     sum      -1    613.3  218.85  382.99      0    614.3\n",
      "data row at line 3 is incomplete: '134217728 33554432 float sum -1 613.3 218.85 382.99 0 614.3'"),
+    # a column header cut at the end of the input is a cut output, like a cut data row
+    ("# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+     "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   alg",
+     "the column header at line 2 is cut: '#       size         count      type   redop    root     time   algbw   busbw #wrong     time   alg'"),
+    ("# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
+     "#       size         count      type   redop    root     time   algbw   busbw #wrong\n",
+     "the column header at line 2 is cut: '#       size         count      type   redop    root     time   algbw   busbw #wrong'"),
+    # the head cut off: read with the standard layout, both cuts named
+    ("   134217728      33554432     float     sum      -1    613.3  218.85  382.99      0    614.3  218.48  382.34      0\n"
+     "   268435456      67108864     float     sum      -1   1139.2  235.63  412.35      0   1134.8  236.56",
+     "the head of the output is missing: there is no '# nThread N nGpus N ...' parameter line, it starts at line 1: "
+     "'134217728      33554432     float     sum      -1    613.3  218.85  382.99   ...'; "
+     "its rows were read with the standard column layout; "
+     "data row at line 2 is incomplete: '268435456 67108864 float sum -1 1139.2 235.63 412.35 0 1134.8 236.56'"),
+    ("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 439.369\n",
+     "the head of the output is missing: there is no '# nThread N nGpus N ...' parameter line, it starts at line 1: '# Out of bounds values : 0 OK'"),
 ])
 def test_truncation_reasons(text, reason):
     result = parse_all_reduce(text)
@@ -318,9 +524,12 @@ ROW = "   134217728      33554432     float     sum      -1    613.3  218.85  38
      "'134217728 33554432 float sum -1 613.3 fast 382.99 0 614.3 218.48 382.34 0'"),
     (HEADER + COLS + "   134217728      33554432     float     sum\n" + ROW,
      "line 3: data row does not match the 13 columns of the header (size count type redop root): '134217728 33554432 float sum'"),
-    (HEADER + "#       size         count      type   redop    root     time   algbw   busbw #wrong\n",
+    # a header that does not parse is an error when more follows it (at the very end it is a cut header, truncated)
+    (HEADER + "#       size         count      type   redop    root     time   algbw   busbw #wrong\n" + ROW,
      "line 2: column header has 1 time columns, expected 2 (out-of-place and in-place)"),
-    (HEADER + "#  size count type redop root time algbw speed #wrong time algbw busbw #wrong\n",
+    (HEADER + "#  size count type redop root time algbw speed #wrong time algbw busbw #wrong\n" + ROW,
+     "line 2: column header group time algbw speed wrong lacks time/algbw/busbw"),
+    (HEADER + "#  size count type redop root time algbw speed #wrong time algbw busbw #wrong\n# Avg bus bandwidth    : 1\n",
      "line 2: column header group time algbw speed wrong lacks time/algbw/busbw"),
     (HEADER + COLS + ROW + "#  size count type redop root cputime algbw busbw #wrong cputime algbw busbw #wrong\n",
      "line 4: a second column header differs from the first"),

@@ -128,6 +128,33 @@ def test_plan_epilog(job, expected_runs):
     assert [e['name'] for e in result if e['run']] == expected_runs
 
 
+SEVERAL = [_hook('40-all-gpu-check', requires=['enroot', 'nvidia-smi', 'singularity'], timeout=7)]
+
+
+@pytest.mark.parametrize('present, run, reason', [
+    ({'enroot': True, 'nvidia-smi': True, 'singularity': True}, True, 'run'),
+    # every tool is checked, not only the first: each missing one alone skips the hook and is named
+    ({'enroot': False, 'nvidia-smi': True, 'singularity': True}, False, 'skipped: requires enroot, not found'),
+    ({'enroot': True, 'nvidia-smi': False, 'singularity': True}, False, 'skipped: requires nvidia-smi, not found'),
+    ({'enroot': True, 'nvidia-smi': True, 'singularity': False}, False, 'skipped: requires singularity, not found'),
+    # several missing: all named, in the header's order
+    ({'enroot': False, 'nvidia-smi': True, 'singularity': False}, False, 'skipped: requires enroot, singularity, not found'),
+    ({'enroot': False, 'nvidia-smi': False, 'singularity': False}, False, 'skipped: requires enroot, nvidia-smi, singularity, not found'),
+    # a tool nobody looked for counts as missing
+    ({'enroot': True, 'nvidia-smi': True}, False, 'skipped: requires singularity, not found'),
+])
+def test_plan_hook_with_several_required_tools(present, run, reason):
+    assert _summary(plan(SEVERAL, 'prolog', {}, present, 60)) == [('40-all-gpu-check', run, reason, 7)]
+
+
+def test_several_requires_lines_and_tools_all_reach_the_plan():
+    header = parse_header('#!/bin/sh\n# requires: enroot nvidia-smi\n# requires: singularity\n')
+    assert header['requires'] == ['enroot', 'nvidia-smi', 'singularity']
+    hooks = [{'name': '40-all-gpu-check', 'executable': True, 'header': header}]
+    assert plan(hooks, 'prolog', {}, {'enroot': True, 'nvidia-smi': True, 'singularity': False}, 60)[0]['reason'] == \
+        'skipped: requires singularity, not found'
+
+
 def test_plan_unknown_job_reasons():
     result = dict((e['name'], e['reason']) for e in plan(HOOKS, 'epilog', {}, {}, 60))
     assert result['60-exclusive-gpu-reset'] == 'skipped: could not tell whether the job owns the node'

@@ -107,6 +107,22 @@ def test_evaluate_run_socket_fallback():
     assert transport['reason'].startswith('NCCL fell back to NET/Socket (TCP) while InfiniBand was expected')
 
 
+@pytest.mark.parametrize('first, rows, complete', [
+    ('   536870912', 4, 'fail'),     # a paste that starts at a data row: the rows are gated, the head is missing
+    ('# Out of bounds', 0, 'fail'),  # only the footer: gated too (no result rows), not called "no output"
+])
+def test_evaluate_run_of_an_output_whose_head_is_missing(first, rows, complete):
+    lines = fixture('v2.13-era_h100_single_node.txt').splitlines(True)
+    start = [i for i, line in enumerate(lines) if line.startswith(first)][0]
+    records, series = vn.evaluate_run('gpu-01', {'rc': 0, 'stdout': ''.join(lines[start:])}, ['gpu-01'], vn.expect_for(topology='h100-nvlink-8'))
+    got = dict((r['check'], r) for r in records)
+    assert got['complete']['status'] == complete
+    assert got['complete']['reason'].startswith('output is incomplete: the head of the output is missing')
+    assert got['single_run']['status'] == 'skip'
+    assert got['busbw']['status'] == ('pass' if rows else 'fail')
+    assert len(series[0]['points'] if series else []) == rows
+
+
 def test_evaluate_run_nonzero_exit_with_clean_output_fails():
     records, dummy = vn.evaluate_run('gpu-01', {'rc': 3, 'stdout': fixture('v2.13-era_h100_single_node.txt')}, ['gpu-01'], {})
     assert [r['reason'] for r in records if r['status'] == 'fail'] == ['all_reduce_perf exited with rc 3']

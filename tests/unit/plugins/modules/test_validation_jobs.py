@@ -93,16 +93,22 @@ def test_mpi_env_and_skip_jobs(capsys):
 
 @pytest.mark.parametrize('jobs, message', [
     ([{'name': 'a', 'kind': 'srun', 'argv': ['true']}, {'name': 'a', 'kind': 'srun', 'argv': ['true']}], 'job names must be unique, these repeat: a'),
-    ([{'name': 'a', 'kind': 'srun'}], 'job a (kind srun) has no argv'),
-    ([{'name': 'a', 'kind': 'mpi', 'argv': ['true']}], 'job a (kind mpi) needs a path: srun_pmi, srun_plain, mpirun or pyxis'),
-    ([{'name': 'a', 'kind': 'srun', 'argv': ['true'], 'timeout': 0}], 'job a: timeout 0 must be at least 1 second'),
+    ([{'name': 'a', 'kind': 'srun'}], 'jobs[0] (a).argv is None, expected the command as a non-empty list (every kind but skip runs one)'),
+    ([{'name': 'a', 'kind': 'mpi', 'argv': ['true']}], 'jobs[0] (a) (kind mpi) needs a path: srun_pmi, srun_plain, mpirun, pyxis'),
+    ([{'name': 'a', 'kind': 'srun', 'argv': ['true'], 'timeout': 0}], 'jobs[0] (a).timeout is 0, expected a whole number of seconds of at least 1'),
 ])
 def test_bad_jobs(capsys, jobs, message):
     result = run_module(capsys, jobs=jobs)
     assert result['failed'] is True and result['msg'] == message
 
 
-def test_nccl_plan_with_standin_and_mpi_placeholder(capsys, tmp_path):
+def test_nccl_plan_with_standin_and_mpi_placeholder(capsys, tmp_path, monkeypatch):
+    # the all_reduce_perf stand-in picks its recording by the node's (simulated) GPU model
+    from nvmlsim import cli
+    monkeypatch.setenv('NVMLSIM_STATE', str(tmp_path / 'state.json'))
+    monkeypatch.setenv('NVMLSIM_ROOT', str(tmp_path / 'root'))
+    assert cli.main(['create', '--preset', 'h100-80gb-x8']) == 0
+    capsys.readouterr()
     # a local launcher for the planned srun argv: it records its options and runs the program here
     launcher = tmp_path / 'local-srun'
     launcher.write_text('#!/bin/sh\nwhile [ "${1#--}" != "$1" ]; do echo "$1" >> "%s"; shift; done\nexec "$@"\n' % (tmp_path / 'options'))
