@@ -16,13 +16,17 @@ and ``scontrol`` say and asks this module:
   does not understand), and the device files jobs need (``/dev/nvidiactl``,
   ``/dev/nvidia<minor>``, and each MIG instance's capability devices from
   the driver's mig-minors table);
+* :func:`find_failures` also judges the munge key's permissions (``_munge_key``:
+  mode 0400/0600 owned by the munge user, in a 0700 directory owned by it),
+  which a credential round trip does not see;
 * :func:`parse_scontrol_node` reads ``scontrol -o show node``;
 * :func:`decide` says whether to drain, to leave the node alone, or (only
   when asked, and only for a drain this check made) to resume it.  A node
   drained by anybody else is never resumed and its reason never replaced.
 
-Standard library only (the role copies this file and ``_mig_minors.py`` next
-to the program); bad input raises ``ValueError`` naming the bad value.
+Standard library only (the role copies this file, ``_mig_minors.py`` and
+``_munge_key.py`` next to the program); bad input raises ``ValueError``
+naming the bad value.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -32,8 +36,11 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_minors import cap_device, parse_mig_minors
+from ansible_collections.gpucluster.bringup.plugins.module_utils._munge_key import KEY_PATH as MUNGE_KEY_PATH
+from ansible_collections.gpucluster.bringup.plugins.module_utils._munge_key import USER as MUNGE_USER
+from ansible_collections.gpucluster.bringup.plugins.module_utils._munge_key import problems as munge_key_problems
 
-CHECKS = ('nvml', 'gpu-count', 'gpu-model', 'gpu-error', 'ecc', 'mig', 'device-files')
+CHECKS = ('nvml', 'gpu-count', 'gpu-model', 'gpu-error', 'ecc', 'mig', 'device-files', 'munge-key')
 MAX_REASON = 200
 
 DEFAULTS = {
@@ -49,10 +56,14 @@ DEFAULTS = {
     'auto_resume': False,
     'scontrol': 'scontrol',
     'status_file': '/run/gpucluster-healthcheck.json',
+    # the munge key must be private to the munge user; '' does not check it
+    'munge_key_path': MUNGE_KEY_PATH,
+    'munge_user': MUNGE_USER,
 }
 
 _PROFILE = re.compile(r'^\d+g\.\d+gb(\+[a-z]+)?$')
 _PREFIX = re.compile(r'^[A-Za-z][A-Za-z0-9_-]*$')
+_USER = re.compile(r'^[a-z_][a-z0-9_-]{0,31}$')
 
 
 class Failure(object):
@@ -122,6 +133,14 @@ def load_config(data):
     for key in ('node_name', 'dev_root', 'mig_minors_path', 'scontrol', 'status_file'):
         if not isinstance(config[key], str):
             raise ValueError('%s %r must be a string' % (key, config[key]))
+    key_path = config['munge_key_path']
+    if key_path is None:
+        config['munge_key_path'] = key_path = ''
+    if not isinstance(key_path, str) or (key_path and (not key_path.startswith('/') or key_path.endswith('/'))):
+        raise ValueError('munge_key_path %r must be the absolute path of the munge key such as "/etc/munge/munge.key", or "" not to check it'
+                         % (key_path,))
+    if not isinstance(config['munge_user'], str) or not _USER.match(config['munge_user']):
+        raise ValueError('munge_user %r must be a user name such as "munge"' % (config['munge_user'],))
     return config
 
 
@@ -211,14 +230,30 @@ def required_files(gpus, minors_text=None, minors_source=DEFAULTS['mig_minors_pa
     return files
 
 
+def munge_key_failures(config, munge_key):
+    """``munge-key`` failures of ``munge_key`` (a ``_munge_key.observe`` result; ``None``: not observed).
+
+    Not checked when the configuration's ``munge_key_path`` is empty.
+    """
+    if not config.get('munge_key_path'):
+        return []
+    if munge_key is None:
+        return [Failure('munge-key', None, 'the permissions of the munge key %s were not observed' % config['munge_key_path'])]
+    return [Failure('munge-key', None, text) for text in munge_key_problems(munge_key)]
+
+
 def find_failures(config, observed, present_files=None, minors_text=None):
     """Every failed check, in the order of :data:`CHECKS`.
 
     ``observed``: ``{'nvml_error': text or None, 'gpus': [{index, name, pci_bus_id, minor,
     error, mig_current, mig_pending, mig_devices: [{profile, gi, ci}], ecc_uncorrected,
-    retired_pages_pending, remap_pending, remap_failure}]}``;
+    retired_pages_pending, remap_pending, remap_failure}], 'munge_key': _munge_key.observe() result}``;
     ``present_files``: the set of device paths that exist (see :func:`required_files`).
     """
+    return _gpu_failures(config, observed, present_files, minors_text) + munge_key_failures(config, observed.get('munge_key'))
+
+
+def _gpu_failures(config, observed, present_files, minors_text):
     if observed.get('nvml_error'):
         if config['gpu_count'] == 0 and not config['mig_layout']:
             return []  # a node without GPUs (no driver, no NVML) is healthy as far as this check goes

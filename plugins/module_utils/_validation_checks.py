@@ -16,6 +16,10 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import expand
+from ansible_collections.gpucluster.bringup.plugins.module_utils._munge_key import problems as munge_key_problems
+from ansible_collections.gpucluster.bringup.plugins.module_utils._nccl import threshold_for
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
+    InputError, require_bool, require_choice, require_dict, require_int, require_list, require_match, require_str, require_word, show)
 
 NODE_CHECKS = ('nvml', 'gpu_count', 'gpu_models', 'mig_layout', 'gres_conf', 'munge', 'slurmd', 'node_state', 'enroot', 'pyxis')
 # Base states and flags of ``scontrol -o show node`` that keep a node from taking jobs.
@@ -196,7 +200,7 @@ def node_records(node, observed, expect, stage='node'):
     ``observed`` keys (each optional; a missing key makes its check ``skip``):
     ``nvml_error`` (text or None), ``gpus`` ([{index, name}]), ``mig`` ({actions: [...], reset_required: [...]}
     from ``nvidia_mig`` in check mode, or None when no layout is wanted), ``gres_conf`` ({path, text, expected}),
-    ``munge`` ({rc, output}), ``services`` ({unit: state}), ``scontrol`` (``scontrol -o show node`` text),
+    ``munge`` ({rc, output}), ``munge_key`` (``_munge_key.observe``), ``services`` ({unit: state}), ``scontrol`` (``scontrol -o show node`` text),
     ``enroot`` ({rc, output, conf_present, conf_path}), ``pyxis`` ({rc, output}).
     ``expect``: ``gpu_count``, ``gpu_models``, ``enroot`` (bool), ``pyxis`` (bool), ``node_name``.
     """
@@ -242,7 +246,7 @@ def node_records(node, observed, expect, stage='node'):
             gres['path'], _clip(gres['error']))))
     else:
         records.append(gres_conf_record(stage, node, gres['path'], gres.get('text'), gres['expected']))
-    records.append(_munge_record(stage, node, observed.get('munge'), (observed.get('services') or {}).get('munge')))
+    records.append(_munge_record(stage, node, observed.get('munge'), (observed.get('services') or {}).get('munge'), observed.get('munge_key')))
     services = observed.get('services') or {}
     if 'slurmd' not in services:
         records.append(record(stage, node, 'slurmd', 'skip', 'not checked: slurmd state unknown'))
@@ -280,16 +284,28 @@ def _mig_record(stage, node, mig, nvml_error):
     return record(stage, node, 'mig_layout', 'pass', 'MIG layout equals the wanted one')
 
 
-def _munge_record(stage, node, munge, service_state):
-    if munge is None and service_state is None:
+def _munge_record(stage, node, munge, service_state, key=None):
+    """munged active, a credential round-trips, and (``key``: a ``_munge_key.observe`` result) the key is private."""
+    if munge is None and service_state is None and key is None:
         return record(stage, node, 'munge', 'skip', 'not checked: munge was not queried')
     if service_state is not None and service_state != 'active':
         return record(stage, node, 'munge', 'fail', 'munge is %s' % (service_state or 'not running'))
+    if key is not None:
+        found = munge_key_problems(key)
+        if found:
+            return record(stage, node, 'munge', 'fail', '; '.join(found))
     if munge is not None and munge.get('rc') != 0:
         return record(stage, node, 'munge', 'fail', 'munge -n | unmunge failed (rc %s): %s' % (munge.get('rc'), _clip(munge.get('output'))))
     if munge is not None and 'STATUS:' in (munge.get('output') or '') and 'Success' not in munge['output']:
         return record(stage, node, 'munge', 'fail', 'unmunge did not decode a fresh credential: %s' % _clip(munge['output']))
-    return record(stage, node, 'munge', 'pass', 'munge is active and a credential round-trips')
+    done = []
+    if service_state is not None:
+        done.append('munge is active')
+    if munge is not None:
+        done.append('a credential round-trips')
+    if key is not None:
+        done.append('%s is private to %s (mode %04o, directory 0700)' % (key['path'], key.get('user') or 'munge', key['key']['mode'] & 0o7777))
+    return record(stage, node, 'munge', 'pass', ', '.join(done))
 
 
 def _enroot_record(stage, node, enroot, wanted):
@@ -519,14 +535,6 @@ MPI_PLAN_KEYS = ('nodes', 'binary', 'srun', 'salloc', 'mpirun', 'mpirun_args', '
 NO_PMI_TIMEOUT = 60
 
 
-def _check_plan(plan, keys, what):
-    if not isinstance(plan, dict):
-        raise ValueError('the %s plan must be a dict with keys %s, got %r' % (what, ', '.join(keys), plan))
-    unknown = sorted(set(plan) - set(keys))
-    if unknown:
-        raise ValueError('unknown %s plan key(s) %s; valid keys: %s' % (what, ', '.join(unknown), ', '.join(keys)))
-
-
 def _export(env):
     for key in sorted(env or {}):
         if not re.match(r'^[A-Za-z_][A-Za-z0-9_]*$', key):
@@ -544,7 +552,8 @@ def slurm_jobs(plan):
     _check_plan(plan, SLURM_PLAN_KEYS, 'Slurm')
     nodes = plan.get('nodes') or []
     if not nodes or not all(isinstance(n, dict) and n.get('name') for n in nodes):
-        raise ValueError('Slurm plan nodes must be a non-empty list of {name, gpus, mig}, got %r' % (nodes,))
+        raise ValueError('Slurm plan nodes must be a non-empty list of {name, gpus, usable}, got %r' % (nodes,))
+    _check_slurm_nodes(nodes)
     srun = plan.get('srun') or 'srun'
     common = ['--time=%s' % (plan.get('time_limit') or 2), _export(plan.get('env'))]
     if plan.get('partition'):
@@ -593,7 +602,7 @@ def mpi_jobs(plan):
     at most ``timeout``; default ``NO_PMI_TIMEOUT``).
     """
     _check_plan(plan, MPI_PLAN_KEYS, 'MPI')
-    nodes = list(plan.get('nodes') or [])
+    nodes = require_list('nodes', plan.get('nodes') or [], element=lambda item, name: slurm_name(item, name, 'a Slurm node name'))
     labels = {'srun_pmi': 'srun --mpi={mpi}', 'srun_plain': 'srun --mpi=none (no PMI)', 'mpirun': 'mpirun in a salloc allocation',
               'pyxis': 'srun --mpi={mpi} --container-image'}
     if plan.get('skip_reason') or not nodes or not plan.get('binary'):
@@ -633,3 +642,163 @@ def mpi_jobs(plan):
         jobs.append({'name': 'pyxis', 'kind': 'skip', 'path': 'pyxis', 'label': labels['pyxis'], 'hosts': nodes, 'ranks': len(nodes),
                      'reason': 'not run: no MPI container image given (validate_mpi_container_image)'})
     return jobs
+
+
+# ---------------------------------------------------------------- input checks (before anything runs)
+
+# Slurm node, partition and reservation names as these modules accept them: no whitespace, no "," (a list
+# separator on Slurm command lines) and no "=" (scontrol's key=value separator).
+SLURM_NAME = r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}'
+SLURM_NAME_TEXT = 'letters, digits, "_", "-" and "." (no spaces, commas or "="), starting with a letter or digit, at most 64 characters'
+# systemd unit names (systemd.unit(5)): ASCII letters, digits, ":", "-", "_", ".", "\\" and "@"; not an option.
+UNIT_NAME = r'[A-Za-z0-9:_.\\@][A-Za-z0-9:_.\\@-]*'
+USER_NAME = r'[a-z_][a-z0-9_-]{0,31}'
+# Slurm's --time: minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]], or UNLIMITED.
+SLURM_TIME = r'0*[1-9]\d*|\d+:\d+|\d+:\d+:\d+|\d+-\d+(:\d+){0,2}|UNLIMITED|INFINITE|unlimited|infinite'
+ENV_NAME = r'[A-Za-z_][A-Za-z0-9_]*'
+JOB_KINDS = ('srun', 'gres', 'container', 'mpi', 'nccl', 'env', 'skip')
+
+
+def slurm_name(name, value, what='a Slurm name', allow_empty=False):
+    """``value`` as a Slurm node/partition/reservation name; raises ``InputError`` naming ``name``."""
+    return require_match(name, value, SLURM_NAME, '%s: %s%s' % (what, SLURM_NAME_TEXT, ', or empty' if allow_empty else ''),
+                         allow_empty=allow_empty)
+
+
+def check_env(name, env):
+    """A job environment: a dict of variable names to scalar values (strings, numbers, booleans)."""
+    if env is None:
+        return {}
+    require_dict(name, env)
+    for key, value in env.items():
+        require_match('%s key' % name, key, ENV_NAME, 'an environment variable name (letters, digits and "_", not starting with a digit)')
+        if value is None or isinstance(value, (dict, list, tuple)):
+            raise InputError('%s[%s] is %s, expected a string or number' % (name, key, show(value)))
+    return env
+
+
+def check_time_limit(name, value):
+    """A Slurm ``--time`` value: whole minutes (1 or more) or a Slurm time string such as ``"0:30:00"`` or ``"1-00:00:00"``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return require_int(name, value, minimum=1, unit='minutes')
+    return require_match(name, value, SLURM_TIME, 'a Slurm time limit: minutes (1 or more), "MM:SS", "HH:MM:SS", "D-HH[:MM[:SS]]" or UNLIMITED')
+
+
+def check_mig_result(name, result):
+    """The registered result of ``nvidia_mig`` in check mode: ``actions`` a list of strings, ``gpus`` a list of dicts."""
+    require_dict(name, result)
+    if result.get('failed') or 'actions' not in result:
+        return result
+    require_list(name + '.actions', result['actions'], allow_none=True, element=require_str)
+    require_list(name + '.gpus', result.get('gpus'), allow_none=True, element=require_dict)
+    return result
+
+
+def check_node_input(params):
+    """``node_check``'s options beyond the argument spec; raises ``InputError`` naming the option, the value and what is valid."""
+    if params.get('node_name'):
+        slurm_name('node_name', params['node_name'], 'a Slurm node name')
+    require_int('gpu_count', params.get('gpu_count'), minimum=0, allow_none=True)
+    require_list('gpu_models', params.get('gpu_models') or [], element=require_str)
+    if params.get('mig_result') is not None:
+        check_mig_result('mig_result', params['mig_result'])
+    require_list('services', params.get('services') or [], element=lambda item, unit: require_match(
+        item, unit, UNIT_NAME, 'a systemd unit name such as "slurmd" or "munge.service" (no spaces, not starting with "-")'))
+    for key in ('gres_conf_path', 'enroot_conf_path'):
+        require_str(key, params.get(key))
+    if params.get('munge_key_check', True):
+        require_match('munge_key_path', params.get('munge_key_path'), r'/.*[^/]', 'an absolute path to a file such as /etc/munge/munge.key')
+        require_match('munge_user', params.get('munge_user'), USER_NAME, 'a user name such as "munge"')
+    require_word('hook_log_ident', params.get('hook_log_ident'), 'a syslog identifier such as "slurm-hooks" (no spaces, not starting with "-")')
+    require_int('hook_log_lines', params.get('hook_log_lines'), minimum=1, maximum=1000000)
+    require_list('hook_log_files', params.get('hook_log_files') or [], element=require_str)
+
+
+def _plan_str(name, value):
+    return require_str(name, value, allow_empty=True, allow_none=True)
+
+
+def _check_plan(plan, keys, what):
+    if not isinstance(plan, dict):
+        raise ValueError('the %s plan must be a dict with keys %s, got %r' % (what, ', '.join(keys), plan))
+    unknown = sorted(set(plan) - set(keys))
+    if unknown:
+        raise ValueError('unknown %s plan key(s) %s; valid keys: %s' % (what, ', '.join(unknown), ', '.join(keys)))
+    for key in ('timeout', 'no_pmi_timeout'):
+        if plan.get(key) is not None:
+            require_int(key, plan[key], minimum=1, unit='seconds')
+    if plan.get('time_limit') not in (None, ''):
+        check_time_limit('time_limit', plan['time_limit'])
+    slurm_name('partition', plan.get('partition') or '', 'a Slurm partition name', allow_empty=True)
+    check_env('env', plan.get('env'))
+    for key in ('srun', 'salloc', 'mpirun', 'binary', 'container_image', 'container_mounts', 'skip_reason'):
+        _plan_str(key, plan.get(key))
+    for key in ('pyxis', 'no_pmi_path'):
+        if plan.get(key) is not None:
+            require_bool(key, plan[key])
+    if plan.get('mpirun_args') is not None:
+        require_list('mpirun_args', plan['mpirun_args'], element=require_str)
+
+
+def _check_slurm_nodes(nodes):
+    require_list('nodes', nodes, min_items=1, element=require_dict)
+    for index, node in enumerate(nodes):
+        slurm_name('nodes[%d].name' % index, node.get('name'), 'a Slurm node name')
+        require_int('nodes[%d].gpus' % index, node.get('gpus') or 0, minimum=0)
+        if node.get('usable') is not None:
+            require_bool('nodes[%d].usable' % index, node['usable'])
+
+
+def check_jobs(jobs, label='jobs', mpi_paths=MPI_PATHS):
+    """Validate (and normalise the numbers of) ``validation_jobs`` jobs before any runs; raises ``InputError``.
+
+    Each job: ``name`` non-empty, ``timeout`` 1 or more seconds, ``round`` 0 or more, ``gpus`` 0 or more, ``ranks``
+    1 or more, ``env`` variable names to scalars, ``argv`` a non-empty list (except ``kind: skip``) whose first item
+    is not empty, ``hosts`` non-empty names, ``path`` for ``kind: mpi``, and ``expect`` only on ``kind: nccl``, where
+    it must be a valid ``_nccl`` expectation (unknown keys, unknown topologies and bad numbers are refused).
+    """
+    for index, job in enumerate(jobs):
+        where = '%s[%d]' % (label, index)
+        require_dict(where, job)
+        require_str(where + '.name', job.get('name'))
+        where = '%s[%d] (%s)' % (label, index, job['name'])
+        kind = require_choice(where + '.kind', job.get('kind'), JOB_KINDS)
+        job['timeout'] = require_int(where + '.timeout', job.get('timeout'), minimum=1, unit='seconds')
+        job['round'] = require_int(where + '.round', job.get('round'), minimum=0)
+        job['gpus'] = require_int(where + '.gpus', job.get('gpus'), minimum=0, allow_none=True)
+        job['ranks'] = require_int(where + '.ranks', job.get('ranks'), minimum=1, allow_none=True)
+        check_env(where + '.env', job.get('env'))
+        if kind != 'skip':
+            if not job.get('argv'):
+                raise InputError('%s.argv is %s, expected the command as a non-empty list (every kind but skip runs one)'
+                                 % (where, show(job.get('argv'))))
+            require_list(where + '.argv', job['argv'], min_items=1)
+            require_str(where + '.argv[0]', job['argv'][0])
+        require_list(where + '.hosts', job.get('hosts'), allow_none=True, element=require_str)
+        if kind == 'mpi' and not job.get('path'):
+            raise InputError('%s (kind mpi) needs a path: %s' % (where, ', '.join(mpi_paths)))
+        if job.get('path') is not None:
+            require_choice(where + '.path', job['path'], mpi_paths)
+        if job.get('expect') is not None:
+            if kind != 'nccl':
+                raise InputError('%s.expect is %s, but only kind nccl jobs take an expectation (this job is kind %s)'
+                                 % (where, show(job['expect']), kind))
+            try:
+                threshold_for(job['expect'])
+            except (ValueError, TypeError, AttributeError) as exc:
+                raise InputError('%s.expect is %s: %s' % (where, show(job['expect']), exc))
+    names = [job['name'] for job in jobs]
+    duplicates = sorted(set(n for n in names if names.count(n) > 1))
+    if duplicates:
+        raise InputError('job names must be unique, these repeat: %s' % ', '.join(duplicates))
+    return jobs
+
+
+def check_jobs_input(params):
+    """``validation_jobs``' top-level options: ``stage``, ``mpi_plugin``, ``srun``, ``mpi_required_paths``."""
+    require_word('stage', params.get('stage'), 'a stage name such as "slurm" (no spaces)')
+    require_match('mpi_plugin', params.get('mpi_plugin'), r'auto|[a-z][a-z0-9_]*',
+                  'auto or a Slurm MPI plugin type such as pmix, pmix_v4, pmi2 or none')
+    require_word('srun', params.get('srun'), 'the srun command or its path')
+    require_list('mpi_required_paths', params.get('mpi_required_paths') or [],
+                 element=lambda item, path: require_choice(item, path, MPI_PATHS))

@@ -23,7 +23,10 @@ import math
 import xml.etree.ElementTree as ET
 from html import escape
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import require_list, require_number, require_str, require_word
+
 STATUSES = ("pass", "fail", "skip")
+REPORT_FILES = ("report.html", "report.json", "report.junit.xml", "report.md")
 RECORD_KEYS = ("stage", "node", "check", "status", "reason", "value", "threshold", "hosts")
 _REQUIRED = ("stage", "node", "check", "status")
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -361,3 +364,15 @@ def render_html(report):
              "td.pass{background:#e6f4ea}td.fail{background:#fce8e6;font-weight:bold}td.skip{color:#777}")
     return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>%s</title><style>%s</style></head><body>\n%s\n</body></html>\n' % (
         esc(report["title"]), style, "\n".join(body)))
+
+
+def check_report_input(params):
+    """``validation_report``'s options beyond the argument spec (``dest`` is checked by ``_validate_input.check_writable_dest``).
+
+    ``expected_nodes`` and ``drain_nodes`` hold non-empty names without spaces; ``threshold_gbps`` is above 0;
+    ``title`` is a string. Raises ``InputError`` naming the option, the value and what is valid.
+    """
+    for key in ("expected_nodes", "drain_nodes"):
+        require_list(key, params.get(key) or [], element=lambda item, name: require_word(item, name, "a node name (no spaces)"))
+    require_number("threshold_gbps", params.get("threshold_gbps"), above=0, allow_none=True)
+    require_str("title", params.get("title"), allow_empty=True)

@@ -16,7 +16,9 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import node_problem
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import node_problem, slurm_name
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
+    InputError, require_choice, require_dict, require_int, require_list, require_str, show)
 
 CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down', 'admin')
 # Causes a passing node is resumed from without being told to; an admin's drain (any other reason) is not.
@@ -128,7 +130,7 @@ def decide(node, diagnosis, check_records, resume_admin_drains=False):
     failed = [rec for rec in check_records if rec['status'] == 'fail' and rec['check'] != 'node_state']
     if failed:
         return {'action': 'keep', 'reason': 'node checks still fail: %s; cause: %s' % (
-            '; '.join('%s: %s' % (rec['check'], rec['reason']) for rec in failed), diagnosis['detail'])}
+            '; '.join('%s: %s' % (rec['check'], rec.get('reason') or 'failed') for rec in failed), diagnosis['detail'])}
     if diagnosis['cause'] not in AUTO_RESUME_CAUSES and not resume_admin_drains:
         return {'action': 'keep', 'reason': '%s; not resumed: an admin drain is resumed only with validate_resume_admin_drains' % diagnosis['detail']}
     return {'action': 'resume', 'reason': 'node checks pass; cause was: %s' % diagnosis['detail']}
@@ -145,3 +147,43 @@ def probe_outcome(name, probe, node_after, log_text=None):
         return {'ok': False, 'reason': 'probe job on %s failed (rc %s: %s) and %s%s' % (
             name, probe.get('rc'), text or 'no output', problem, '; cause: %s' % cause if cause else '')}
     return {'ok': False, 'reason': 'probe job on %s failed (rc %s): %s' % (name, probe.get('rc'), text or 'no output')}
+
+
+# ---------------------------------------------------------------- input checks (before anything runs)
+
+RECORD_STATUSES = ('pass', 'fail', 'skip')
+# The longest a probe job may be given: a probe that needs more than a day is not a probe.
+MAX_PROBE_TIMEOUT = 86400
+
+
+def check_records(name, records):
+    """A node's check records as ``decide`` reads them: a list of dicts with ``check`` and ``status`` (and a string ``reason``)."""
+    require_list(name, records, element=require_dict)
+    for index, rec in enumerate(records):
+        where = '%s[%d]' % (name, index)
+        require_str(where + '.check', rec.get('check'))
+        require_choice(where + '.status', rec.get('status'), RECORD_STATUSES)
+        require_str(where + '.reason', rec.get('reason'), allow_empty=True, allow_none=True)
+    return records
+
+
+def check_resume_input(params):
+    """``validation_resume``'s options beyond the argument spec; raises ``InputError`` naming the option, the value and what is valid.
+
+    ``names``: Slurm node names. ``checks``: node name -> the registered ``node_check`` result (a dict; its
+    ``records`` a list of records, its ``hook_log`` a string; other keys of a registered result are ignored).
+    ``probe_timeout``: 1 to 86400 seconds. ``reservation``: a Slurm reservation name or empty.
+    """
+    require_list('names', params.get('names') or [], element=lambda item, name: slurm_name(item, name, 'a Slurm node name'))
+    checks = require_dict('checks', params.get('checks') or {})
+    for node, result in checks.items():
+        slurm_name('checks key', node, 'a Slurm node name')
+        where = 'checks[%s]' % show(node)
+        if not isinstance(result, dict):
+            raise InputError('%s is %s, expected the registered result of gpucluster.bringup.node_check (a dict with records and hook_log)'
+                             % (where, show(result)))
+        if result.get('records') is not None:
+            check_records(where + '.records', result['records'])
+        require_str(where + '.hook_log', result.get('hook_log'), allow_empty=True, allow_none=True)
+    require_int('probe_timeout', params.get('probe_timeout'), minimum=1, maximum=MAX_PROBE_TIMEOUT, unit='seconds')
+    slurm_name('reservation', params.get('reservation') or '', 'a Slurm reservation name (empty: probe without one)', allow_empty=True)

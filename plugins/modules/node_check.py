@@ -21,7 +21,8 @@ description:
     O(mig_result). The C(gres.conf) lines to expect come from C(gpucluster.bringup.slurm_gres_facts); pass them as
     O(gres_conf_expected).
   - Optionally reads the log of the slurm role's prolog/epilog hook runner and returns the last failed hook.
-  - Nothing on the node is changed.
+  - Nothing on the node is changed. Bad input (a negative count, a unit name with a space, a malformed O(mig_result)) fails the
+    task before any command runs, naming the option.
 author:
   - gpucluster.bringup maintainers (@gpucluster-bringup)
 requirements:
@@ -82,6 +83,21 @@ options:
     description: Encode and decode a credential with C(munge -n | unmunge).
     type: bool
     default: true
+  munge_key_check:
+    description:
+      - Check that the munge key is private (the C(munge) check fails otherwise) - O(munge_key_path) of mode 0400 or 0600
+        owned by O(munge_user), in a directory of mode 0700 owned by O(munge_user). Whoever can read the key can forge
+        credentials for any user. Only the file modes and owners are read, never the key.
+    type: bool
+    default: true
+  munge_key_path:
+    description: The munge key (munged's C(--key-file)).
+    type: path
+    default: /etc/munge/munge.key
+  munge_user:
+    description: The user munged runs as, which must own the key and its directory.
+    type: str
+    default: munge
   slurm_state:
     description: Check the node's Slurm state (not drained, down or not responding) with C(scontrol -o show node).
     type: bool
@@ -107,7 +123,7 @@ options:
     type: str
     default: slurm-hooks
   hook_log_lines:
-    description: How many of the newest log lines to read.
+    description: How many of the newest log lines to read (1 to 1000000).
     type: int
     default: 500
   hook_log_files:
@@ -176,7 +192,9 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import NODE_CHECKS, node_records, record
+from ansible_collections.gpucluster.bringup.plugins.module_utils._munge_key import observe as observe_munge_key
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import NODE_CHECKS, check_node_input, node_records, record
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_resume import last_hook_failure
 
 try:
@@ -235,6 +253,9 @@ def main():
             gres_facts_error=dict(type='str'),
             services=dict(type='list', elements='str', default=['munge', 'slurmd']),
             munge_roundtrip=dict(type='bool', default=True),
+            munge_key_check=dict(type='bool', default=True),
+            munge_key_path=dict(type='path', default='/etc/munge/munge.key'),
+            munge_user=dict(type='str', default='munge'),
             slurm_state=dict(type='bool', default=True),
             enroot=dict(type='bool', default=False),
             enroot_conf_path=dict(type='path', default='/etc/enroot/enroot.conf'),
@@ -247,6 +268,10 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    try:
+        check_node_input(params)
+    except InputError as exc:
+        module.fail_json(msg=str(exc))
     name = params['node_name'] or socket.gethostname().split('.')[0]
     observed = {}
     if params['nvml']:
@@ -259,7 +284,7 @@ def main():
         try:
             with open(params['gres_conf_path']) as handle:
                 text = handle.read()
-        except (IOError, OSError):
+        except (IOError, OSError, ValueError):
             text = None
         observed['gres_conf'] = {'path': params['gres_conf_path'], 'text': text, 'expected': params['gres_conf_expected']}
 
@@ -284,6 +309,9 @@ def main():
             else:
                 rc, out, err = module.run_command([unmunge], data=cred, binary_data=True)
                 observed['munge'] = {'rc': rc, 'output': out + err}
+
+    if params['munge_key_check'] and 'munge' in params['checks']:
+        observed['munge_key'] = observe_munge_key(params['munge_key_path'], params['munge_user'])
 
     if params['slurm_state']:
         scontrol = module.get_bin_path('scontrol')
@@ -336,8 +364,12 @@ def main():
         if not text:
             for path in params['hook_log_files']:
                 if os.path.isfile(path):
-                    with open(path) as handle:
-                        lines = [line for line in handle if params['hook_log_ident'] in line]
+                    try:
+                        with open(path, errors='replace') as handle:
+                            lines = [line for line in handle if params['hook_log_ident'] in line]
+                    except (IOError, OSError) as exc:
+                        module.warn('cannot read %s: %s' % (path, exc))
+                        continue
                     text = ''.join(lines[-params['hook_log_lines']:])
                     break
         result['hook_log'] = '\n'.join(text.splitlines()[-50:])

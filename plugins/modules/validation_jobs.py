@@ -19,7 +19,9 @@ description:
     take the time of one node.
   - Each finished job is judged by its O(jobs[].kind) and turned into check records for
     C(gpucluster.bringup.validation_report); C(nccl) jobs also return their busbw-vs-size series.
-  - A job that fails is a failed check, never a failed task; the module fails only on bad input.
+  - A job that fails is a failed check, never a failed task; the module fails only on bad input, and then before any job
+    (or C(srun --mpi=list)) runs - a timeout below 1, a negative round or GPU count, an unknown key in O(jobs[].expect),
+    an O(jobs[].expect) on a job that is not V(nccl), an MPI path that does not exist in O(mpi_required_paths).
 author:
   - gpucluster.bringup maintainers (@gpucluster-bringup)
 attributes:
@@ -58,11 +60,11 @@ options:
         type: dict
         default: {}
       timeout:
-        description: Seconds before the job is stopped (coreutils C(timeout) - SIGTERM, then SIGKILL 10 seconds later).
+        description: Seconds before the job is stopped (coreutils C(timeout) - SIGTERM, then SIGKILL 10 seconds later); 1 or more.
         type: int
         default: 300
       round:
-        description: Jobs of one round run at once; rounds run in increasing order.
+        description: Jobs of one round run at once; rounds run in increasing order (0 or more).
         type: int
         default: 0
       hosts:
@@ -86,7 +88,9 @@ options:
         description: Ranks an V(mpi) job must report.
         type: int
       expect:
-        description: C(_nccl.evaluate) expectation of an V(nccl) job (topology, min_busbw_gbps, thresholds, nics, expect_transport).
+        description:
+          - C(_nccl.evaluate) expectation of an V(nccl) job (topology, min_busbw_gbps, thresholds, nics, large_size_bytes, top_rows,
+            expect_transport). Checked before any job runs; only V(nccl) jobs take one.
         type: dict
       check:
         description: Check name of an V(nccl) job's records when its output cannot be parsed.
@@ -131,7 +135,7 @@ options:
     type: str
     default: srun
   mpi_required_paths:
-    description: MPI launch paths whose failure fails the validation; others are reported only.
+    description: MPI launch paths (V(srun_pmi), V(srun_plain), V(mpirun), V(pyxis)) whose failure fails the validation; others are reported only.
     type: list
     elements: str
     default: []
@@ -186,8 +190,10 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import (
-    choose_mpi_plugin, container_record, gres_job_record, mpi_jobs, mpi_record, parse_mpi_list, record, slow_env_warnings, slurm_jobs, srun_record)
+    check_jobs, check_jobs_input, choose_mpi_plugin, container_record, gres_job_record, mpi_jobs, mpi_record, parse_mpi_list, record,
+    slow_env_warnings, slurm_jobs, srun_record)
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_nccl import evaluate_run, plan_jobs
 
 TAIL = 4000
@@ -290,13 +296,17 @@ def main():
         ),
         supports_check_mode=False,
     )
-    jobs = [dict(job) for job in module.params['jobs']]
+    try:
+        check_jobs_input(module.params)
+        jobs = check_jobs([dict(job) for job in module.params['jobs']])
+    except InputError as exc:
+        module.fail_json(msg=str(exc))
     planned = []
     for key, builder in (('slurm', slurm_jobs), ('mpi', mpi_jobs), ('nccl', plan_jobs)):
         if module.params[key]:
             try:
                 planned.extend(builder(module.params[key]))
-            except ValueError as exc:
+            except (ValueError, TypeError, AttributeError) as exc:
                 module.fail_json(msg='%s plan: %s' % (key, exc))
     if planned:
         for job in planned:
@@ -304,18 +314,12 @@ def main():
             full.update(env={}, timeout=300, round=0, check='all_reduce', status='skip')
             full.update(job)
             jobs.append(full)
+    try:
+        check_jobs(jobs, label='jobs (with the planned ones)')
+    except InputError as exc:
+        module.fail_json(msg=str(exc))
+    # everything is checked: from here on commands run
     mpi_info = resolve_mpi(module, jobs)
-    names = [job['name'] for job in jobs]
-    duplicates = sorted(set(n for n in names if names.count(n) > 1))
-    if duplicates:
-        module.fail_json(msg='job names must be unique, these repeat: %s' % ', '.join(duplicates))
-    for job in jobs:
-        if job['kind'] != 'skip' and not job['argv']:
-            module.fail_json(msg='job %s (kind %s) has no argv' % (job['name'], job['kind']))
-        if job['kind'] == 'mpi' and not job['path']:
-            module.fail_json(msg='job %s (kind mpi) needs a path: srun_pmi, srun_plain, mpirun or pyxis' % job['name'])
-        if job['timeout'] < 1:
-            module.fail_json(msg='job %s: timeout %d must be at least 1 second' % (job['name'], job['timeout']))
 
     results = {}
     for number in sorted(set(job['round'] for job in jobs)):

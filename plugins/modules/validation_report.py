@@ -45,7 +45,7 @@ options:
     elements: str
     default: []
   expected_nodes:
-    description: Nodes that must have records of stage V(node); a node without any gets a failed C(reachable) check.
+    description: Nodes (non-empty names) that must have records of stage V(node); a node without any gets a failed C(reachable) check.
     type: list
     elements: str
     default: []
@@ -55,7 +55,9 @@ options:
     elements: str
     default: []
   dest:
-    description: Directory to write the files into (created when missing).
+    description:
+      - Directory to write the files into (created when missing). Checked before anything is written - a path under C(/proc) or
+        C(/sys), a path whose parent is a file, an existing file, or a location this user cannot write fails the task naming it.
     type: path
     required: true
   title:
@@ -63,7 +65,7 @@ options:
     type: str
     default: Cluster validation
   threshold_gbps:
-    description: busbw threshold drawn in the plot.
+    description: busbw threshold drawn in the plot (a number above 0).
     type: float
 '''
 
@@ -121,9 +123,10 @@ from html import escape
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, check_writable_dest
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import drain_reasons, missing_node_records
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_report import (
-    build_report, failure_message, render_html, render_json, render_junit, render_markdown)
+    REPORT_FILES, build_report, check_report_input, failure_message, render_html, render_json, render_junit, render_markdown)
 
 
 def render_all(records, series, warnings, title, threshold_gbps):
@@ -140,14 +143,21 @@ def render_all(records, series, warnings, title, threshold_gbps):
 
 def _write(module, path, text):
     if os.path.isfile(path):
-        with open(path) as handle:
-            if handle.read() == text:
-                return False
+        try:
+            with open(path) as handle:
+                if handle.read() == text:
+                    return False
+        except ValueError:
+            pass  # not text: replaced
     if module.check_mode:
         return True
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.validation-')
-    with os.fdopen(fd, 'w') as handle:
-        handle.write(text)
+    try:
+        with os.fdopen(fd, 'w') as handle:
+            handle.write(text)
+    except (IOError, OSError):
+        os.unlink(tmp)
+        raise
     module.atomic_move(tmp, path)
     return True
 
@@ -167,24 +177,36 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    try:
+        check_report_input(params)
+        dest = check_writable_dest('dest', params['dest'], directory=True)
+        for name in REPORT_FILES:
+            path = os.path.join(dest, name)
+            if os.path.lexists(path) and not os.path.isfile(path):
+                raise InputError('dest is %r, but %s there is not a regular file, so the report cannot be written; '
+                                 'expected a directory whose report files are regular files (or absent)' % (params['dest'], path))
+    except InputError as exc:
+        module.fail_json(msg=str(exc))
     records = list(params['records']) + missing_node_records(params['records'], params['expected_nodes'])
     try:
         report, files = render_all(records, params['series'], params['warnings'], params['title'], params['threshold_gbps'])
-    except ValueError as exc:
+    except (ValueError, TypeError) as exc:
         module.fail_json(msg='cannot build the validation report: %s' % exc)
-    dest = params['dest']
-    if not os.path.isdir(dest):
-        if not module.check_mode:
-            os.makedirs(dest)
+    # everything is checked: from here on files are written
     changed = False
     paths = []
-    for name in sorted(files):
-        path = os.path.join(dest, name)
-        paths.append(path)
-        if os.path.isdir(dest) or not module.check_mode:
-            changed = _write(module, path, files[name]) or changed
-        else:
-            changed = True
+    try:
+        if not os.path.isdir(dest) and not module.check_mode:
+            os.makedirs(dest)
+        for name in sorted(files):
+            path = os.path.join(dest, name)
+            paths.append(path)
+            if os.path.isdir(dest) or not module.check_mode:
+                changed = _write(module, path, files[name]) or changed
+            else:
+                changed = True
+    except (IOError, OSError) as exc:
+        module.fail_json(msg='cannot write the validation report into dest %s: %s' % (dest, exc))
     module.exit_json(changed=changed, status=report['status'], failed_nodes=report['failed_nodes'], message=failure_message(report),
                      summary=files['report.md'], totals=report['totals'], files=paths,
                      drain_reasons=drain_reasons(records, params['drain_nodes']))

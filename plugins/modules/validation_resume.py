@@ -22,6 +22,8 @@ description:
     no user job lands on the node first). A node whose probe fails (the hook still fails and the runner drains it
     again) is reported with the cause.
   - Runs on a host with the Slurm client commands and rights to update nodes (the controller).
+  - Bad input (a malformed O(checks) entry, a O(probe_timeout) below 1, a reservation name Slurm would not take) fails the task
+    before any command runs.
 author:
   - gpucluster.bringup maintainers (@gpucluster-bringup)
 attributes:
@@ -38,14 +40,15 @@ options:
     choices: [query, resume]
     default: query
   names:
-    description: Consider only these nodes (default all).
+    description: Consider only these nodes (default all); Slurm node names.
     type: list
     elements: str
     default: []
   checks:
     description:
       - Per node name, the registered C(node_check) result (C(records), C(hook_log)). A problem node without an entry
-        is not resumed.
+        is not resumed. Each entry must be a dict; C(records) a list of check records (C(check), C(status) of V(pass),
+        V(fail) or V(skip), C(reason)); C(hook_log) a string. Other keys of a registered result are ignored.
     type: dict
     default: {}
   resume_admin_drains:
@@ -57,11 +60,13 @@ options:
     type: bool
     default: true
   probe_timeout:
-    description: Seconds a probe job may take.
+    description: Seconds a probe job may take (1 to 86400).
     type: int
     default: 120
   reservation:
-    description: Name of the maintenance reservation the probes run in; empty runs the probes without one.
+    description:
+      - Name of the maintenance reservation the probes run in; empty runs the probes without one. Letters, digits, C(_), C(-)
+        and C(.), starting with a letter or digit (no spaces, commas or C(=)).
     type: str
     default: gpucluster-resume
 '''
@@ -98,7 +103,9 @@ records:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import parse_scontrol_nodes, record
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_resume import decide, diagnose, probe_outcome, problem_nodes
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_resume import (
+    check_resume_input, decide, diagnose, probe_outcome, problem_nodes)
 
 
 def show_nodes(module, scontrol):
@@ -132,6 +139,11 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
+    try:
+        check_resume_input(params)
+    except InputError as exc:
+        module.fail_json(msg=str(exc))
+    # everything is checked: from here on commands run
     scontrol = module.get_bin_path('scontrol', required=True)
     nodes = show_nodes(module, scontrol)
     unknown = [name for name in params['names'] if name not in nodes]

@@ -7,13 +7,16 @@ daemons and commands a user and an admin run: sacctmgr, sacct, squeue, sinfo,
 scontrol, file modes, the output of real ansible-playbook runs. The second run
 of site.yml (changed=0, the password never shown) is test_00_second_run.py.
 """
+import json
 import re
+import subprocess
 import time
 
 import pytest
 import yaml
 
-from simcluster import COMPUTE, CONTROLLER, GROUPS, NODES, ROOT, ctl, node, run_playbook, sh, states, wait_idle
+from simcluster import (ANSIBLE_PLAYBOOK, COMPUTE, CONTROLLER, GROUPS, NODES, ROOT, ctl, inventories, node, playbook_env, run_playbook, sh,
+                        states, wait_idle)
 
 HEALTHCHECK = "/usr/local/sbin/gpucluster-healthcheck"
 GENERATED_PASS = "/var/lib/gpucluster/slurmdbd-storage-pass"
@@ -167,6 +170,41 @@ def test_the_health_check_passes_on_healthy_nodes_and_never_resumes_an_admin_dra
         assert reason(admin) == "rack 4 maintenance"
     finally:
         ctl("scontrol update nodename=%s state=resume" % admin)
+
+
+def _node_check_munge(name):
+    """validate.yml's node check of munge on one node (ad hoc, as the validate role calls the module)."""
+    env = playbook_env()
+    env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    result = subprocess.run([str(ANSIBLE_PLAYBOOK.parent / "ansible")] + inventories() + [name, "-m", "gpucluster.bringup.node_check",
+                                                                                        "-a", "checks=munge services=munge"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT), check=False)
+    answer = json.loads(result.stdout)["plays"][0]["tasks"][0]["hosts"][name]
+    return [r for r in answer.get("records", []) if r.get("check") == "munge"]
+
+
+def test_a_world_readable_munge_key_fails_the_health_check_and_the_validation():
+    name = BROKEN_NODE
+    wait_idle([name])
+    assert [r["status"] for r in _node_check_munge(name)] == ["pass"]
+    sh(name, "chmod 0644 /etc/munge/munge.key")
+    try:
+        # munge itself still works with it: only the permission checks can catch it
+        assert sh(name, "munge -n | unmunge", check=False).rc == 0
+        records = _node_check_munge(name)
+        assert [r["status"] for r in records] == ["fail"], records
+        assert "/etc/munge/munge.key" in records[0]["reason"] and "0644" in records[0]["reason"], records
+        result = sh(name, HEALTHCHECK, check=False)
+        assert result.rc == 1, result.stdout + result.stderr
+        assert states()[name] in ("drain", "drng")
+        assert reason(name).startswith("healthcheck: munge-key: ") and "0644" in reason(name), reason(name)
+    finally:
+        sh(name, "chmod 0400 /etc/munge/munge.key")
+    # fixed: the health check returns the node it drained itself
+    result = sh(name, "%s --resume" % HEALTHCHECK, check=False)
+    assert result.rc == 0, result.stdout + result.stderr
+    wait_idle([name], timeout=60)
+    assert reason(name) == ""
 
 
 def test_a_missing_gpu_device_file_drains_the_node_naming_the_gpu_until_resumed():

@@ -9,8 +9,9 @@ node's Python 3 (slurm_healthcheck_python) put in front.
 
 Installed by the role gpucluster.bringup.slurm_healthcheck.  slurmd runs it
 every HealthCheckInterval seconds.  It reads the GPUs through NVML (pynvml),
-checks them and their device files against /etc/gpucluster/healthcheck.json
-and, when a check fails, drains the node with the reason
+checks them and their device files against /etc/gpucluster/healthcheck.json,
+checks that the munge key is private to the munge user (mode 0400/0600, in a
+0700 directory, both owned by munge) and, when a check fails, drains the node with the reason
 "healthcheck: <check>: <detail>".  It never resumes a node drained by
 someone else; it resumes its own drain only with --resume (the resume
 playbook) or auto_resume in the configuration.
@@ -42,6 +43,7 @@ if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
     sys.path.insert(0, LIB_DIR)
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _healthcheck as hc  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _munge_key  # noqa: E402
 
 DEFAULT_CONFIG = '/etc/gpucluster/healthcheck.json'
 # Optional NVML queries that a GPU may not support; these errors mean "not available", not "broken".
@@ -146,9 +148,17 @@ def _import_pynvml():
     return pynvml, None
 
 
+def observe_munge_key(config):
+    """The munge key's mode and owner (and its directory's), or ``None`` when the configuration does not check it."""
+    if not config['munge_key_path']:
+        return None
+    return _munge_key.observe(config['munge_key_path'], config['munge_user'])
+
+
 def check(config, pynvml):
     """``(observed, failures)`` for this node."""
     observed = observe(pynvml)
+    observed['munge_key'] = observe_munge_key(config)
     minors_text = None
     if any(g.get('mig_devices') for g in observed['gpus']):
         try:
@@ -233,7 +243,8 @@ def main(argv=None, pynvml=None):
             print('gpucluster-healthcheck: %s' % missing, file=sys.stderr)
             return 2
         # a node that is to have no GPUs needs no NVML bindings
-        observed, failures = {'nvml_error': missing, 'gpus': []}, []
+        observed = {'nvml_error': missing, 'gpus': [], 'munge_key': observe_munge_key(config)}
+        failures = hc.find_failures(config, observed)
     else:
         observed, failures = check(config, pynvml)
     for failure in failures:

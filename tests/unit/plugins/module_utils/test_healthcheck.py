@@ -23,7 +23,8 @@ SCONTROL_DRAINED = (
 SCONTROL_IDLE = ('NodeName=gpu-02 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 State=IDLE ThreadsPerCore=1 TmpDisk=0 Weight=1 '
                  'Partitions=batch BootTime=None CfgTRES=cpu=2 AllocTRES= CapWatts=n/a CurrentWatts=0 AveWatts=0\n')
 
-CONFIG = hc.load_config({'gpu_count': 2, 'gpu_models': ['H100'], 'mig_layout': {'1': ['1g.10gb', '1g.10gb']}})
+# the munge key's permissions have their own tables (test_munge_key_*); these GPU tables do not observe it
+CONFIG = hc.load_config({'gpu_count': 2, 'gpu_models': ['H100'], 'mig_layout': {'1': ['1g.10gb', '1g.10gb']}, 'munge_key_path': ''})
 
 
 def gpu(index, **extra):
@@ -164,7 +165,7 @@ def test_device_file_check_reports_an_unreadable_minors_table():
 
 
 def test_checks_that_are_not_configured_are_skipped():
-    config = hc.load_config({'check_device_files': False, 'ecc_uncorrected_max': None})
+    config = hc.load_config({'check_device_files': False, 'ecc_uncorrected_max': None, 'munge_key_path': ''})
     observed = {'gpus': [gpu(0, name='Tesla T4', ecc_uncorrected=9, mig_current=True, mig_pending=True)]}
     assert hc.find_failures(config, observed, [], None) == []
 
@@ -270,3 +271,58 @@ def test_baseline_records_what_the_node_has():
 def test_baseline_errors(observed, message):
     with pytest.raises(ValueError, match=message):
         hc.baseline(observed)
+
+
+# ------------------------------------------------------------------ munge key
+
+def munge_seen(key_mode=0o400, dir_mode=0o700, key_uid=103):
+    return {'path': '/etc/munge/munge.key', 'user': 'munge', 'uid': 103, 'key': {'mode': 0o100000 | key_mode, 'uid': key_uid},
+            'dir': {'mode': 0o040000 | dir_mode, 'uid': 103}}
+
+
+def test_munge_key_is_checked_by_default():
+    config = hc.load_config({})
+    assert (config['munge_key_path'], config['munge_user']) == ('/etc/munge/munge.key', 'munge')
+
+
+@pytest.mark.parametrize('munge_key, expected', [
+    (munge_seen(), []),
+    (munge_seen(key_mode=0o600), []),
+    (munge_seen(key_mode=0o644), ['munge-key: munge key /etc/munge/munge.key has mode 0644, expected 0400 or 0600 (no group or other access: '
+                                  "whoever reads the key can forge any user's credentials)"]),
+    (munge_seen(dir_mode=0o755), ['munge-key: munge key directory /etc/munge has mode 0755, expected 0700']),
+    (munge_seen(key_uid=0), ['munge-key: munge key /etc/munge/munge.key is owned by uid 0, expected munge (uid 103)']),
+    (None, ['munge-key: the permissions of the munge key /etc/munge/munge.key were not observed']),
+])
+def test_munge_key_failures(munge_key, expected):
+    config = hc.load_config({'gpu_count': 0, 'mig_layout': {}})
+    observed = {'nvml_error': 'nvmlInit failed: Driver Not Loaded', 'gpus': [], 'munge_key': munge_key}
+    assert texts(hc.find_failures(config, observed, [], None)) == expected
+
+
+def test_munge_key_comes_after_the_gpu_checks_and_drains_with_its_name():
+    config = dict(CONFIG, munge_key_path='/etc/munge/munge.key')
+    observed = dict(HEALTHY, gpus=[gpu(0)], munge_key=munge_seen(key_mode=0o644))
+    failures = hc.find_failures(config, observed, ALL_FILES, MINORS)
+    assert [f.check for f in failures] == ['gpu-count', 'munge-key']
+    decision = hc.decide(failures[1:], hc.parse_scontrol_node(SCONTROL_IDLE), 'healthcheck')
+    assert decision.action == 'drain'
+    assert decision.reason.startswith("healthcheck: munge-key: munge key /etc/munge/munge.key has mode 0644, expected 0400 or 0600")
+
+
+def test_an_empty_munge_key_path_does_not_check_it():
+    config = hc.load_config({'gpu_count': 0, 'mig_layout': {}, 'munge_key_path': ''})
+    assert hc.find_failures(config, {'nvml_error': 'x', 'gpus': [], 'munge_key': munge_seen(key_mode=0o666)}) == []
+
+
+@pytest.mark.parametrize('data, message', [
+    ({'munge_key_path': 'etc/munge/munge.key'}, r'munge_key_path .etc/munge/munge.key. must be the absolute path of the munge key'),
+    ({'munge_key_path': '/etc/munge/'}, r'munge_key_path ./etc/munge/. must be the absolute path'),
+    ({'munge_key_path': 5}, r'munge_key_path 5 must be the absolute path'),
+    ({'munge_user': 'Munge User'}, r"munge_user 'Munge User' must be a user name such as \"munge\""),
+    ({'munge_user': ''}, r"munge_user '' must be a user name"),
+    ({'munge_user': None}, r'munge_user None must be a user name'),
+])
+def test_load_config_munge_errors(data, message):
+    with pytest.raises(ValueError, match=message):
+        hc.load_config(data)

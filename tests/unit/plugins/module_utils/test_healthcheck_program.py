@@ -104,8 +104,9 @@ class Node(object):
         return self.configure(**config)
 
     def configure(self, **config):
+        # munge_key_path '': the munge key has its own tests below (test_munge_key_*)
         settings = {'node_name': 'gpu-01', 'dev_root': self.root, 'mig_minors_path': self.minors, 'scontrol': self.scontrol,
-                    'status_file': str(self.tmp / 'status.json')}
+                    'status_file': str(self.tmp / 'status.json'), 'munge_key_path': ''}
         settings.update(config)
         with open(self.config_path, 'w') as handle:
             json.dump(settings, handle)
@@ -308,3 +309,70 @@ def test_a_node_without_gpus_needs_no_nvml_bindings(node, capsys, monkeypatch):
     node.set_slurm('IDLE', flags=['DRAIN'], reason='rack 4 maintenance', by='admin')
     assert program.main(['--config', node.config_path, '--resume']) == 0
     assert node.updates() == [] and node.slurm_node()['reason'] == 'rack 4 maintenance'
+
+
+# ------------------------------------------------------------------ munge key (real files; the munge user is the test's own user)
+
+ME = __import__('pwd').getpwuid(os.getuid()).pw_name
+
+
+def munge_key(tmp, key_mode, dir_mode=0o700):
+    folder = tmp / 'munge'
+    folder.mkdir()
+    key = folder / 'munge.key'
+    key.write_bytes(b'k' * 128)
+    os.chmod(str(key), key_mode)
+    os.chmod(str(folder), dir_mode)
+    return str(key)
+
+
+@pytest.mark.parametrize('key_mode, dir_mode, fails', [
+    (0o400, 0o700, []),
+    (0o600, 0o700, []),
+    (0o644, 0o700, ['munge-key: munge key {key} has mode 0644, expected 0400 or 0600']),
+    (0o640, 0o700, ['munge-key: munge key {key} has mode 0640, expected 0400 or 0600']),
+    (0o604, 0o700, ['munge-key: munge key {key} has mode 0604, expected 0400 or 0600']),
+    (0o600, 0o755, ['munge-key: munge key directory {dir} has mode 0755, expected 0700']),
+    (0o666, 0o777, ['munge-key: munge key {key} has mode 0666, expected 0400 or 0600', 'munge-key: munge key directory {dir} has mode 0777']),
+])
+def test_munge_key_permissions_drain_the_node(node, capsys, key_mode, dir_mode, fails):
+    key = munge_key(node.tmp, key_mode, dir_mode)
+    node.create('h100-80gb-x8', munge_key_path=key, munge_user=ME, **H100)
+    rc, out, _err = node.run(capsys)
+    got = [line[len('FAIL '):] for line in out.splitlines() if line.startswith('FAIL ')]
+    assert len(got) == len(fails), out
+    for line, fragment in zip(got, fails):
+        assert fragment.format(key=key, dir=os.path.dirname(key)) in line
+    if fails:
+        assert rc == 1
+        assert node.updates()[0][:3] == ['update', 'nodename=gpu-01', 'state=drain']
+        assert node.slurm_node()['reason'].startswith('healthcheck: munge-key: munge key ')
+    else:
+        assert rc == 0 and node.updates() == []
+
+
+def test_munge_key_owned_by_another_user_drains(node, capsys):
+    key = munge_key(node.tmp, 0o400)
+    os.chown(key, 4242, -1)  # the tests run as root on the development machine and in CI
+    node.create('h100-80gb-x8', munge_key_path=key, munge_user=ME, **H100)
+    rc, out, _err = node.run(capsys, '--dry-run')
+    assert rc == 1
+    assert 'FAIL munge-key: munge key %s is owned by uid 4242, expected %s (uid %d)' % (key, ME, os.getuid()) in out
+    assert node.updates() == []
+
+
+def test_munge_key_is_checked_on_a_node_without_gpus_and_without_nvml(node, capsys, monkeypatch):
+    key = munge_key(node.tmp, 0o644)
+    node.configure(gpu_count=0, gpu_models=[], mig_layout={}, munge_key_path=key, munge_user=ME)
+    monkeypatch.setattr(program, '_import_pynvml', lambda: (None, 'the Python NVML bindings are missing'))
+    rc = program.main(['--config', node.config_path, '--dry-run'])
+    out = capsys.readouterr().out
+    assert rc == 1
+    assert 'FAIL munge-key: munge key %s has mode 0644, expected 0400 or 0600' % key in out
+
+
+def test_missing_munge_key_fails(node, capsys):
+    node.create('h100-80gb-x8', munge_key_path=str(node.tmp / 'absent' / 'munge.key'), munge_user=ME, **H100)
+    rc, out, _err = node.run(capsys, '--dry-run')
+    assert rc == 1
+    assert 'FAIL munge-key: munge key %s cannot be read: No such file or directory' % (node.tmp / 'absent' / 'munge.key') in out

@@ -334,9 +334,9 @@ def test_slurm_jobs():
 
 
 @pytest.mark.parametrize('plan, message', [
-    ({'nodes': []}, 'Slurm plan nodes must be a non-empty list of {name, gpus, mig}, got []'),
+    ({'nodes': []}, 'Slurm plan nodes must be a non-empty list of {name, gpus, usable}, got []'),
     ({'nodes': [{'name': 'n'}], 'image': 'x'}, 'unknown Slurm plan key(s) image; valid keys: nodes, srun, partition'),
-    ({'nodes': [{'name': 'n'}], 'env': {'A-B': '1'}}, "environment variable name 'A-B' is not valid (letters, digits and _)"),
+    ({'nodes': [{'name': 'n'}], 'env': {'A-B': '1'}}, "env key is 'A-B', expected an environment variable name"),
     ('gpu-01', "the Slurm plan must be a dict with keys nodes, srun"),
 ])
 def test_slurm_jobs_errors(plan, message):
@@ -386,3 +386,78 @@ def test_slurm_jobs_skip_nodes_that_cannot_take_jobs():
 ])
 def test_is_false(value, expected):
     assert vc.is_false(value) is expected
+
+
+# ---------------------------------------------------------------- munge key and input checks
+
+def munge_key(key_mode=0o400, dir_mode=0o700, key_uid=103):
+    return {'path': '/etc/munge/munge.key', 'user': 'munge', 'uid': 103, 'key': {'mode': 0o100000 | key_mode, 'uid': key_uid},
+            'dir': {'mode': 0o040000 | dir_mode, 'uid': 103}}
+
+
+ROUNDTRIP = {'rc': 0, 'output': 'STATUS:          Success (0)\n'}
+
+
+@pytest.mark.parametrize('observed, status, reason', [
+    ({'munge': ROUNDTRIP, 'services': {'munge': 'active'}, 'munge_key': munge_key()}, 'pass',
+     'munge is active, a credential round-trips, /etc/munge/munge.key is private to munge (mode 0400, directory 0700)'),
+    ({'munge': ROUNDTRIP, 'services': {'munge': 'active'}}, 'pass', 'munge is active, a credential round-trips'),
+    ({'munge_key': munge_key(key_mode=0o600)}, 'pass', '/etc/munge/munge.key is private to munge (mode 0600, directory 0700)'),
+    ({'munge': ROUNDTRIP, 'services': {'munge': 'active'}, 'munge_key': munge_key(key_mode=0o644)}, 'fail',
+     "munge key /etc/munge/munge.key has mode 0644, expected 0400 or 0600 (no group or other access: whoever reads the key can forge any user's credentials)"),
+    ({'munge': ROUNDTRIP, 'munge_key': munge_key(dir_mode=0o755, key_uid=0)}, 'fail',
+     'munge key /etc/munge/munge.key is owned by uid 0, expected munge (uid 103); munge key directory /etc/munge has mode 0755, expected 0700'),
+    ({'services': {'munge': 'failed'}, 'munge_key': munge_key(key_mode=0o644)}, 'fail', 'munge is failed'),
+    ({'munge': {'rc': 1, 'output': 'unmunge: Error: Invalid credential'}, 'munge_key': munge_key()}, 'fail',
+     'munge -n | unmunge failed (rc 1): unmunge: Error: Invalid credential'),
+    ({}, 'skip', 'not checked: munge was not queried'),
+])
+def test_munge_record_with_key(observed, status, reason):
+    rec = dict((r['check'], r) for r in vc.node_records('gpu-01', observed, {}))['munge']
+    assert (rec['status'], rec['reason']) == (status, reason)
+
+
+@pytest.mark.parametrize('value', [1, 30, '30', '0:30', '01:00:00', '1-0', '1-00:00:00', '2-12:30', 'UNLIMITED', 'infinite'])
+def test_time_limits_slurm_takes(value):
+    assert vc.check_time_limit('time_limit', value) == value
+
+
+@pytest.mark.parametrize('value', [0, '0', -1, 'soon', '1:2:3:4', '1h', True, None, 1.5])
+def test_time_limits_refused(value):
+    with pytest.raises(ValueError, match='time_limit is'):
+        vc.check_time_limit('time_limit', value)
+
+
+@pytest.mark.parametrize('result', [
+    {'changed': False, 'actions': [], 'gpus': [{'index': 0, 'reset_required': False}]},
+    {'changed': False, 'failed': True, 'msg': 'no profile 1g.5gb'},
+    {'changed': False, 'msg': 'registered with failed_when: false'},
+])
+def test_mig_results_accepted(result):
+    assert vc.check_mig_result('mig_result', result) is result
+
+
+@pytest.mark.parametrize('name, ok', [('gpu-01', True), ('node.a_1', True), ('9gpu', True), ('gpu 01', False), ('a,b', False), ('a=b', False),
+                                      ('-a', False), ('', False), ('x' * 64, True), ('x' * 65, False)])
+def test_slurm_names(name, ok):
+    if ok:
+        assert vc.slurm_name('n', name) == name
+    else:
+        with pytest.raises(ValueError, match='n is'):
+            vc.slurm_name('n', name)
+
+
+def test_planned_jobs_of_the_role_pass_the_job_checks():
+    """The plans as roles/validate passes them (numbers from templates may be strings) give jobs check_jobs accepts."""
+    jobs = vc.slurm_jobs({'nodes': [{'name': 'gpu-01', 'gpus': '2', 'usable': True, 'model': 'x', 'whole_gpus': 2}], 'partition': '',
+                          'time_limit': '2', 'timeout': '180', 'pyxis': 'True', 'container_image': '', 'env': {'NCCL_DEBUG': 'INFO'}})
+    jobs += vc.mpi_jobs({'nodes': ['gpu-01', 'gpu-02'], 'binary': '/opt/mpi_hello', 'partition': 'batch', 'time_limit': 2, 'timeout': 180,
+                         'mpirun_args': [], 'container_image': '', 'env': {}, 'no_pmi_path': False, 'skip_reason': None})
+    full = []
+    for job in jobs:
+        item = dict(env={}, timeout=300, round=0)
+        item.update(job)
+        full.append(item)
+    checked = vc.check_jobs(full)
+    assert [job['timeout'] for job in checked if job['kind'] == 'srun'] == [180]
+    assert all(isinstance(job['timeout'], int) for job in checked)

@@ -115,3 +115,39 @@ def test_probe_outcome():
                                             'cause: prolog hook 95-all-rootless failed (exit 1)'}
     assert vr.probe_outcome('gpu-01', {'rc': 1, 'stdout': 'x'}, node(flags=())) == {'ok': False, 'reason': 'probe job on gpu-01 failed (rc 1): x'}
     assert vr.probe_outcome('gpu-01', {'rc': 0}, None)['reason'] == 'probe job on gpu-01 failed (rc 0: no output) and Slurm no longer lists gpu-01'
+
+
+# ---------------------------------------------------------------- input checks
+
+REGISTERED = {'changed': False, 'records': [{'stage': 'node', 'node': 'gpu-01', 'check': 'munge', 'status': 'pass', 'reason': 'ok'}],
+              'hook_log': '', 'passed': True, 'failed_checks': [], 'node_name': 'gpu-01', 'gpus': [], 'invocation': {'module_args': {}}}
+
+
+@pytest.mark.parametrize('params', [
+    {'names': [], 'checks': {}, 'probe_timeout': 120, 'reservation': 'gpucluster-resume'},
+    {'names': ['gpu-01'], 'checks': {'gpu-01': REGISTERED}, 'probe_timeout': 1, 'reservation': ''},
+    {'names': ['gpu-01'], 'checks': {'gpu-01': {'name': 'gpu-01', 'records': [], 'hook_log': None}}, 'probe_timeout': 86400, 'reservation': None},
+    {'checks': {'gpu-01': {'skipped': True, 'changed': False}}, 'probe_timeout': '60', 'reservation': 'maint.2026_01'},
+    {'checks': {'gpu-01': {'records': [{'check': 'x', 'status': 'fail'}]}}, 'probe_timeout': 5, 'reservation': 'r'},
+])
+def test_resume_input_accepted(params):
+    assert vr.check_resume_input(params) is None
+
+
+@pytest.mark.parametrize('params, message', [
+    ({'checks': {'n1': 'notadict'}, 'probe_timeout': 1}, "checks['n1'] is 'notadict', expected the registered result of gpucluster.bringup.node_check"),
+    ({'checks': {'n1': {'records': [{'check': 'x', 'status': 'ok'}]}}, 'probe_timeout': 1}, "checks['n1'].records[0].status is 'ok', expected one of"),
+    ({'probe_timeout': -1}, 'probe_timeout is -1, expected a whole number of seconds between 1 and 86400'),
+    ({'probe_timeout': 1, 'reservation': 'a b'}, "reservation is 'a b', expected a Slurm reservation name (empty: probe without one): letters"),
+    ({'probe_timeout': 1, 'names': ['a b']}, "names[0] is 'a b', expected a Slurm node name"),
+])
+def test_resume_input_refused(params, message):
+    with pytest.raises(ValueError) as err:
+        vr.check_resume_input(params)
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_a_failed_record_without_reason_is_named():
+    node = {'name': 'gpu-01', 'state': 'IDLE', 'flags': ['DRAIN'], 'reason': 'validate: x', 'reason_user': 'root'}
+    decision = vr.decide(node, vr.diagnose(node), [{'check': 'gres_conf', 'status': 'fail'}])
+    assert decision == {'action': 'keep', 'reason': 'node checks still fail: gres_conf: failed; cause: validate: x'}

@@ -40,6 +40,7 @@ def sim(tmp_path, monkeypatch):
 def run_module(capsys, **args):
     args.setdefault('services', [])
     args.setdefault('munge_roundtrip', False)
+    args.setdefault('munge_key_check', False)  # the key's permissions have their own tests (test_munge_key_*)
     args.setdefault('slurm_state', False)
     args.setdefault('node_name', 'gpu-01')
     with patch_module_args(args):
@@ -146,3 +147,44 @@ def test_mig_layout_against_nvidia_mig_check_mode(sim, capsys, tmp_path):
     check = by_check(run_module(capsys, mig_result=other))['mig_layout']
     assert check['status'] == 'fail'
     assert check['reason'].startswith('MIG layout differs from the wanted one; nvidia_mig would: GPU 0: ')
+
+
+ME = __import__('pwd').getpwuid(os.getuid()).pw_name
+
+
+@pytest.mark.parametrize('key_mode, dir_mode, status, reason', [
+    (0o400, 0o700, 'pass', '{key} is private to {me} (mode 0400, directory 0700)'),
+    (0o600, 0o700, 'pass', '{key} is private to {me} (mode 0600, directory 0700)'),
+    (0o644, 0o700, 'fail', 'munge key {key} has mode 0644, expected 0400 or 0600 (no group or other access'),
+    (0o640, 0o700, 'fail', 'munge key {key} has mode 0640, expected 0400 or 0600'),
+    (0o600, 0o755, 'fail', 'munge key directory {dir} has mode 0755, expected 0700'),
+])
+def test_munge_key_permissions(capsys, tmp_path, key_mode, dir_mode, status, reason):
+    """chmod 644 on the key fails the munge check even though a credential still round-trips."""
+    folder = tmp_path / 'munge'
+    folder.mkdir()
+    key = folder / 'munge.key'
+    key.write_bytes(b'k' * 128)
+    os.chmod(str(key), key_mode)
+    os.chmod(str(folder), dir_mode)
+    result = run_module(capsys, nvml=False, checks=['munge'], munge_key_check=True, munge_key_path=str(key), munge_user=ME)
+    check = by_check(result)['munge']
+    assert check['status'] == status
+    assert reason.format(key=key, dir=folder, me=ME) in check['reason']
+    assert result['passed'] is (status == 'pass')
+
+
+def test_munge_key_of_another_owner_fails(capsys, tmp_path):
+    folder = tmp_path / 'munge'
+    folder.mkdir(mode=0o700)
+    key = folder / 'munge.key'
+    key.write_bytes(b'k' * 128)
+    os.chmod(str(key), 0o400)
+    os.chown(str(key), 4242, -1)  # the unit tests run as root
+    result = run_module(capsys, nvml=False, checks=['munge'], munge_key_check=True, munge_key_path=str(key), munge_user=ME)
+    assert by_check(result)['munge']['reason'] == 'munge key %s is owned by uid 4242, expected %s (uid %d)' % (key, ME, os.getuid())
+
+
+def test_munge_key_is_not_read_when_the_munge_check_is_not_wanted(capsys, tmp_path):
+    result = run_module(capsys, nvml=False, checks=['slurmd'], munge_key_check=True, munge_key_path=str(tmp_path / 'absent.key'))
+    assert [r['check'] for r in result['records']] == ['slurmd'] and result['passed'] is True

@@ -70,3 +70,22 @@ def test_bad_record_fails_with_its_index(capsys, tmp_path):
     result = run_module(capsys, records=[{'stage': 'node', 'node': 'gpu-01', 'check': 'x', 'status': 'broken'}], dest=str(tmp_path))
     assert result['failed'] is True
     assert result['msg'] == "cannot build the validation report: result 0: status 'broken' is not one of pass, fail, skip"
+
+
+def test_a_missing_dest_is_created_with_its_parents(tmp_path):
+    from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import run_module as run
+    dest = tmp_path / 'a' / 'b' / 'report'
+    outcome = run(validation_report.main, {'records': [{'stage': 'node', 'node': 'n', 'check': 'c', 'status': 'pass'}], 'dest': str(dest)})
+    assert outcome.failed is False, outcome.result
+    assert sorted(os.listdir(str(dest))) == ['report.html', 'report.json', 'report.junit.xml', 'report.md']
+
+
+def test_a_write_error_is_a_clear_failure(tmp_path, monkeypatch):
+    from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input
+
+    def full_disk(**kwargs):
+        raise OSError(28, 'No space left on device')
+    monkeypatch.setattr(validation_report.tempfile, 'mkstemp', full_disk)
+    bad_input(validation_report.main, {'records': [{'stage': 'node', 'node': 'n', 'check': 'c', 'status': 'pass'}], 'dest': str(tmp_path)},
+              'cannot write the validation report into dest %s' % tmp_path, 'No space left on device')
+    assert os.listdir(str(tmp_path)) == []

@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tables for _munge_key: the munge key's mode and owner, and its directory's."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import pwd
+import stat
+
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _munge_key as mk
+
+FILE, DIR = stat.S_IFREG, stat.S_IFDIR
+MUNGE = 103
+KEY = '/etc/munge/munge.key'
+
+
+def seen(key_mode=0o400, key_uid=MUNGE, dir_mode=0o700, dir_uid=MUNGE, uid=MUNGE, key_type=FILE, dir_type=DIR, key=None, folder=None):
+    return {'path': KEY, 'user': 'munge', 'uid': uid,
+            'key': key if key is not None else {'mode': key_type | key_mode, 'uid': key_uid, 'owner': 'root' if key_uid == 0 else None},
+            'dir': folder if folder is not None else {'mode': dir_type | dir_mode, 'uid': dir_uid}}
+
+
+@pytest.mark.parametrize('observed, expected', [
+    (seen(), []),
+    (seen(key_mode=0o600), []),
+    (seen(key_mode=0o644), ["munge key /etc/munge/munge.key has mode 0644, expected 0400 or 0600 (no group or other access: "
+                            "whoever reads the key can forge any user's credentials)"]),
+    (seen(key_mode=0o440), ['munge key /etc/munge/munge.key has mode 0440, expected 0400 or 0600 (no group or other access: '
+                            "whoever reads the key can forge any user's credentials)"]),
+    (seen(key_mode=0o404), ['munge key /etc/munge/munge.key has mode 0404, expected 0400 or 0600 (no group or other access: '
+                            "whoever reads the key can forge any user's credentials)"]),
+    (seen(key_mode=0o700), ['munge key /etc/munge/munge.key has mode 0700, expected 0400 or 0600 (no group or other access: '
+                            "whoever reads the key can forge any user's credentials)"]),
+    (seen(key_mode=0o4600), ['munge key /etc/munge/munge.key has mode 4600, expected 0400 or 0600 (no group or other access: '
+                             "whoever reads the key can forge any user's credentials)"]),
+    (seen(key_mode=0o000), ['munge key /etc/munge/munge.key has mode 0000, expected 0400 or 0600 (no group or other access: '
+                            "whoever reads the key can forge any user's credentials)"]),
+    (seen(key_uid=0), ['munge key /etc/munge/munge.key is owned by uid 0 (root), expected munge (uid 103)']),
+    (seen(key_uid=1000), ['munge key /etc/munge/munge.key is owned by uid 1000, expected munge (uid 103)']),
+    (seen(key_type=DIR), ['munge key /etc/munge/munge.key is not a regular file; expected a file of mode 0400 or 0600 owned by munge']),
+    (seen(key={'error': 'No such file or directory'}),
+     ['munge key /etc/munge/munge.key cannot be read: No such file or directory; expected a file of mode 0400 or 0600 owned by munge']),
+    (seen(dir_mode=0o755), ['munge key directory /etc/munge has mode 0755, expected 0700']),
+    (seen(dir_mode=0o750), ['munge key directory /etc/munge has mode 0750, expected 0700']),
+    (seen(dir_mode=0o500), ['munge key directory /etc/munge has mode 0500, expected 0700']),
+    (seen(dir_uid=0), ['munge key directory /etc/munge is owned by uid 0, expected munge (uid 103)']),
+    (seen(dir_type=FILE), ['munge key directory /etc/munge is not a directory']),
+    (seen(folder={'error': 'Permission denied'}),
+     ['munge key directory /etc/munge cannot be read: Permission denied; expected a directory of mode 0700 owned by munge']),
+    (seen(uid=None), ['there is no user munge to own the munge key /etc/munge/munge.key (munged runs as that user)']),
+    (seen(key_mode=0o644, key_uid=0, dir_mode=0o777), [
+        "munge key /etc/munge/munge.key has mode 0644, expected 0400 or 0600 (no group or other access: "
+        "whoever reads the key can forge any user's credentials)",
+        'munge key /etc/munge/munge.key is owned by uid 0 (root), expected munge (uid 103)',
+        'munge key directory /etc/munge has mode 0777, expected 0700']),
+])
+def test_problems(observed, expected):
+    assert mk.problems(observed) == expected
+
+
+@pytest.mark.parametrize('observed', [None, {}, {'path': KEY}, {'path': KEY, 'key': {}, 'dir': None}, 'x'])
+def test_problems_refuses_a_malformed_observation(observed):
+    with pytest.raises(ValueError, match='munge key observation'):
+        mk.problems(observed)
+
+
+ME = pwd.getpwuid(os.getuid()).pw_name
+
+
+@pytest.mark.parametrize('key_mode, dir_mode, count', [(0o400, 0o700, 0), (0o600, 0o700, 0), (0o644, 0o700, 1), (0o600, 0o711, 1), (0o666, 0o755, 2)])
+def test_observe_real_files(tmp_path, key_mode, dir_mode, count):
+    folder = tmp_path / 'munge'
+    folder.mkdir()
+    key = folder / 'munge.key'
+    key.write_bytes(b'x' * 32)
+    os.chmod(str(key), key_mode)
+    os.chmod(str(folder), dir_mode)
+    observed = mk.observe(str(key), ME)
+    assert observed['uid'] == os.getuid()
+    assert stat.S_IMODE(observed['key']['mode']) == key_mode and observed['key']['owner'] == ME
+    assert len(mk.problems(observed)) == count
+
+
+def test_observe_missing_key_and_unknown_user(tmp_path):
+    observed = mk.observe(str(tmp_path / 'nope' / 'munge.key'), 'no-such-user-gpucluster')
+    assert observed['uid'] is None
+    assert observed['key'] == {'error': 'No such file or directory'}
+    assert mk.problems(observed)[0] == 'there is no user no-such-user-gpucluster to own the munge key %s (munged runs as that user)' % (
+        tmp_path / 'nope' / 'munge.key')

@@ -1,0 +1,150 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tables for _validate_input: each check returns the (converted) value or names the option, the value and what is valid."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _validate_input as vi
+
+
+@pytest.mark.parametrize('call, expected', [
+    (lambda: vi.require_int('n', 5, minimum=1), 5),
+    (lambda: vi.require_int('n', '7', minimum=0), 7),
+    (lambda: vi.require_int('n', 0, minimum=0), 0),
+    (lambda: vi.require_int('n', 3.0), 3),
+    (lambda: vi.require_int('n', None, allow_none=True), None),
+    (lambda: vi.require_int('n', 10, minimum=1, maximum=10), 10),
+    (lambda: vi.require_number('x', 0.5, above=0), 0.5),
+    (lambda: vi.require_number('x', '2.5', minimum=0), 2.5),
+    (lambda: vi.require_number('x', None, allow_none=True), None),
+    (lambda: vi.require_bool('b', 'yes'), True),
+    (lambda: vi.require_bool('b', 'off'), False),
+    (lambda: vi.require_bool('b', 0), False),
+    (lambda: vi.require_str('s', 'a'), 'a'),
+    (lambda: vi.require_str('s', '', allow_empty=True), ''),
+    (lambda: vi.require_choice('c', 'b', ('a', 'b')), 'b'),
+    (lambda: vi.require_match('m', 'ab1', r'[a-z]+\d', 'letters then a digit'), 'ab1'),
+    (lambda: vi.require_match('m', '', r'[a-z]+', 'letters', allow_empty=True), ''),
+    (lambda: vi.require_list('l', ('a', 'b'), element=vi.require_str), ['a', 'b']),
+    (lambda: vi.require_keys('d', {'a': 1}, ('a', 'b'), required=('a',)), {'a': 1}),
+    (lambda: vi.require_dict('d', {'a': 1}, allowed=('a',)), {'a': 1}),
+    (lambda: vi.require_word('w', 'slurm-hooks'), 'slurm-hooks'),
+])
+def test_valid_values(call, expected):
+    assert call() == expected
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: vi.require_int('hook_log_lines', -5, minimum=1), 'hook_log_lines is -5, expected a whole number of at least 1'),
+    (lambda: vi.require_int('t', 0, minimum=1, unit='seconds'), 't is 0, expected a whole number of seconds of at least 1'),
+    (lambda: vi.require_int('t', 11, minimum=1, maximum=10), 't is 11, expected a whole number between 1 and 10'),
+    (lambda: vi.require_int('t', 11, maximum=10), 't is 11, expected a whole number of at most 10'),
+    (lambda: vi.require_int('t', True), 't is True, expected a whole number'),
+    (lambda: vi.require_int('t', '5x'), "t is '5x', expected a whole number"),
+    (lambda: vi.require_int('t', 2.5), 't is 2.5, expected a whole number'),
+    (lambda: vi.require_int('t', None), 't is None, expected a whole number'),
+    (lambda: vi.require_int('t', [1]), 't is [1], expected a whole number'),
+    (lambda: vi.require_number('x', 0, above=0), 'x is 0, expected a number above 0'),
+    (lambda: vi.require_number('x', -1, minimum=0), 'x is -1, expected a number of at least 0'),
+    (lambda: vi.require_number('x', float('nan')), 'x is nan, expected a number'),
+    (lambda: vi.require_number('x', 'fast'), "x is 'fast', expected a number"),
+    (lambda: vi.require_number('x', False), 'x is False, expected a number'),
+    (lambda: vi.require_number('x', 5, maximum=4), 'x is 5, expected a number of at most 4'),
+    (lambda: vi.require_bool('b', 'maybe'), "b is 'maybe', expected true or false"),
+    (lambda: vi.require_bool('b', 2), 'b is 2, expected true or false'),
+    (lambda: vi.require_str('s', ''), "s is '', expected a non-empty string"),
+    (lambda: vi.require_str('s', '  '), "s is '  ', expected a non-empty string"),
+    (lambda: vi.require_str('s', 5, allow_empty=True), 's is 5, expected a string'),
+    (lambda: vi.require_choice('c', 'x', ('a', 'b')), "c is 'x', expected one of a, b"),
+    (lambda: vi.require_match('reservation', 'a b', r'\w+', 'a word'), "reservation is 'a b', expected a word"),
+    (lambda: vi.require_match('m', None, r'\w+', 'a word'), 'm is None, expected a word'),
+    (lambda: vi.require_list('l', 'abc'), "l is 'abc', expected a list"),
+    (lambda: vi.require_list('l', [], min_items=1), 'l is [], expected a list of at least 1 item(s)'),
+    (lambda: vi.require_list('l', ['a', 5], element=vi.require_str), 'l[1] is 5, expected a non-empty string'),
+    (lambda: vi.require_keys('expect', {'topology': 1, 'bogus': 2}, ('topology', 'nics')),
+     'expect has unknown key(s) bogus; valid keys: topology, nics'),
+    (lambda: vi.require_keys('d', {}, ('a', 'b'), required=('a',)), 'd lacks the key(s) a (required: a)'),
+    (lambda: vi.require_dict('checks["n1"]', 'notadict'), 'checks["n1"] is \'notadict\', expected a dict'),
+    (lambda: vi.require_dict('d', [], allowed=('a',)), 'd is [], expected a dict with keys a'),
+    (lambda: vi.require_dict('d', {'z': 1}, allowed=('a',)), 'd has unknown key(s) z; valid keys: a'),
+    (lambda: vi.require_word('ident', '-n'), "ident is '-n', expected one word"),
+    (lambda: vi.require_word('ident', 'two words'), "ident is 'two words', expected one word"),
+])
+def test_bad_values(call, message):
+    with pytest.raises(vi.InputError) as err:
+        call()
+    assert str(err.value).startswith(message), str(err.value)
+
+
+def test_long_values_are_clipped():
+    assert vi.show('x' * 500).endswith('...') and len(vi.show('x' * 500)) == 120
+
+
+@pytest.fixture
+def tree(tmp_path):
+    (tmp_path / 'afile').write_text('x')
+    (tmp_path / 'adir').mkdir()
+    (tmp_path / 'adir' / 'report.json').write_text('{}')
+    return tmp_path
+
+
+@pytest.mark.parametrize('path, directory, message', [
+    ('{tmp}/afile/sub', True, "dest is '{tmp}/afile/sub', but {tmp}/afile is a file, not a directory, so the directory cannot be created"),
+    ('{tmp}/afile/a/b/c', True, 'but {tmp}/afile is a file, not a directory'),
+    ('{tmp}/afile', True, "dest is '{tmp}/afile', which exists and is not a directory; expected a directory"),
+    ('{tmp}/adir', False, "dest is '{tmp}/adir', which is a directory; expected a file path"),
+    ('/proc/x', True, "dest is '/proc/x', which is under /proc, a kernel file system that cannot hold files"),
+    ('/proc', True, "dest is '/proc', which is under /proc"),
+    ('/sys/kernel/report', True, "dest is '/sys/kernel/report', which is under /sys"),
+    ('{tmp}/elsewhere/x', True, 'which is under {tmp}/elsewhere, a kernel file system'),
+    ('', True, "dest is '', expected a path to a directory"),
+    ('   ', False, "dest is '   ', expected a path to a file"),
+])
+def test_check_writable_dest_refuses(tree, path, directory, message):
+    before = sorted(os.listdir(str(tree)))
+    with pytest.raises(vi.InputError) as err:
+        vi.check_writable_dest('dest', path.format(tmp=tree), directory=directory, pseudo_roots=('/proc', '/sys', str(tree / 'elsewhere')))
+    assert message.format(tmp=tree) in str(err.value), str(err.value)
+    assert sorted(os.listdir(str(tree))) == before
+
+
+@pytest.mark.parametrize('path, directory', [
+    ('{tmp}/adir', True),
+    ('{tmp}/new/deeper/still', True),
+    ('{tmp}/adir/report.json', False),
+    ('{tmp}/adir/new.json', False),
+])
+def test_check_writable_dest_accepts_and_creates_nothing(tree, path, directory):
+    before = sorted(os.listdir(str(tree)))
+    assert vi.check_writable_dest('dest', path.format(tmp=tree), directory=directory) == path.format(tmp=tree)
+    assert sorted(os.listdir(str(tree))) == before
+
+
+def test_check_writable_dest_refuses_an_unwritable_parent(tree, monkeypatch):
+    # root may write anywhere, so the permission answer is given by a stand-in for os.access
+    monkeypatch.setattr(vi.os, 'access', lambda path, mode: False)
+    with pytest.raises(vi.InputError) as err:
+        vi.check_writable_dest('dest', str(tree / 'new'))
+    assert str(err.value) == "dest is '%s', but this user may not create files in %s; expected a writable location" % (tree / 'new', tree)
+
+
+def test_check_writable_dest_refuses_a_read_only_file_system(tree, monkeypatch):
+    class Ro(object):
+        f_flag = vi.os.ST_RDONLY
+    monkeypatch.setattr(vi.os, 'statvfs', lambda path: Ro())
+    with pytest.raises(vi.InputError) as err:
+        vi.check_writable_dest('dest', str(tree / 'adir'))
+    assert str(err.value) == "dest is '%s', but %s is on a read-only file system; expected a writable location" % (tree / 'adir', tree / 'adir')
+
+
+def test_nearest_existing(tree):
+    assert vi.nearest_existing(str(tree / 'a' / 'b')) == (str(tree), ['a', 'b'])
+    assert vi.nearest_existing(str(tree / 'adir')) == (str(tree / 'adir'), [])
