@@ -5,23 +5,45 @@
 """enroot image references, command lines, import records and error messages.
 
 Facts taken from NVIDIA enroot's sources (``src/docker.sh``, ``src/runtime.sh``,
-``src/common.sh``, ``doc/cmd/import.md``):
+``src/common.sh``, ``conf/enroot.conf.in``, ``doc/cmd/import.md``), enroot 4.x:
 
-* ``enroot import [--arch A] [--output FILE] [--] URI`` with the schemes
-  ``docker://[USER@][REGISTRY#]IMAGE[:TAG]``, ``dockerd://IMAGE[:TAG]`` and
-  ``podman://IMAGE[:TAG]``; it refuses an existing output ("File already exists: FILE")
-  and writes the squashfs straight to FILE (an interrupted import leaves a partial file,
-  which is why the module imports into a temporary directory and renames);
-* without ``--output`` the file is ``IMAGE.sqsh`` with ``/`` turned into ``+``, the
-  registry and Docker Hub's ``library/`` dropped and ``+TAG`` appended (``latest`` when
-  no tag is given); for ``dockerd://``/``podman://`` ``:`` and ``/`` become ``+``;
+* ``enroot import [--arch A] [--output FILE] [--] URI`` with the schemes ``docker://``,
+  ``dockerd://IMAGE[:TAG]`` and ``podman://IMAGE[:TAG]``; it refuses an existing output
+  ("File already exists: FILE") and writes the squashfs straight to FILE (an interrupted
+  import leaves a partial file, which is why the module imports into a temporary directory
+  and renames);
+* ``docker://`` references (``docker::_parse_uri``), tried in this order, each with an
+  optional ``USER@`` in front:
+  ``FIRST/IMAGE:TAG@DIGEST``, ``FIRST/IMAGE@DIGEST``, ``FIRST/IMAGE[:TAG]`` (FIRST is the
+  registry when it holds a ``.`` or a ``:``, otherwise a Docker Hub namespace: ``localhost``
+  alone is a namespace), ``NAME:TAG@DIGEST``, ``NAME@DIGEST``, ``NAME[:TAG]`` (Docker Hub
+  ``library/NAME``), then the enroot form ``REGISTRY#IMAGE:TAG@DIGEST``,
+  ``REGISTRY#IMAGE@DIGEST``, ``REGISTRY#IMAGE[:TAG]``. Docker Hub is
+  ``registry-1.docker.io``; a digest replaces the tag (the tag next to it is ignored); no
+  tag means ``latest``;
+* without ``--output`` the file is ``IMAGE.sqsh`` with ``/`` turned into ``+``,
+  ``library/`` dropped for Docker Hub and ``+TAG`` appended (``+sha256:HEX`` for a digest,
+  ``+latest`` when neither is given); for ``dockerd://``/``podman://`` ``:`` and ``/``
+  become ``+``;
 * ``enroot digest URI`` prints the manifest digest (``sha256:...``) without importing;
   versions without that command print the usage text and exit 0;
 * ``enroot create --name NAME IMAGE`` unpacks into ``$ENROOT_DATA_PATH/NAME``, ``enroot
   list`` prints one container name a line, ``enroot remove --force NAME`` deletes one;
 * errors go to stderr as ``[ERROR] message``; a failed HTTP request reads
   ``[ERROR] URL <url> returned error code: <status>``; connection problems are curl's own
-  ``curl: (N) ...`` lines.
+  ``curl: (N) ...`` lines; without ``ENROOT_ALLOW_HTTP`` every request is HTTPS, so a
+  plain-HTTP registry answers with curl's "(35) ... wrong version number";
+* the ``--arch`` values enroot converts (``common::debarch``): ``x86_64``, ``aarch64``,
+  ``ppc64le``;
+* release assets: ``enroot_<version>-<release>_<debarch>.deb`` and
+  ``enroot+caps_<version>-<release>_<debarch>.deb`` (``doc/installation.md``).
+
+Where enroot's parser lets through a part that no registry accepts, :func:`parse_uri`
+rejects it with the reason instead of letting the import fail at the registry: a digest
+that is not ``sha256:`` and 64 lower-case hex digits, an image or Docker Hub name with
+characters other than enroot's own image characters (lower-case letters, digits, ``.``,
+``_``, ``-``, ``/``), a tag outside Docker's tag grammar, a registry that is not
+``host[:port]``.  Only ASCII is accepted.
 
 Pure functions, standard library only.  Bad input raises ``ValueError`` naming the bad value.
 """
@@ -31,20 +53,41 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os.path
 import re
 
-VALID_FORMS = ('docker://[USER@][REGISTRY#]IMAGE[:TAG], dockerd://IMAGE[:TAG] or podman://IMAGE[:TAG] '
-               '(for example docker://nvcr.io#nvidia/pytorch:24.01-py3)')
+VALID_FORMS = ('docker://[USER@][REGISTRY/]IMAGE[:TAG][@sha256:DIGEST] (REGISTRY with a "." or a ":port"), '
+               'docker://[USER@]REGISTRY#IMAGE[:TAG][@sha256:DIGEST], dockerd://IMAGE[:TAG] or podman://IMAGE[:TAG] '
+               '(for example docker://nvcr.io/nvidia/pytorch:24.01-py3 or docker://nvcr.io#nvidia/pytorch:24.01-py3)')
 
-# The character classes of enroot's docker::_parse_uri, without the ones that would make
-# the parts ambiguous ('@', '#' and '/' never belong to a user or a registry).
-_USER = r"[A-Za-z0-9_.!~*'()%;:&=+$,-]+"
-_REGISTRY = r'[^#@/\s]+'
-_IMAGE = r'[a-z0-9._-]+(?:/[a-z0-9._-]+)*'
-_TAG = r'[A-Za-z0-9_][A-Za-z0-9._-]{0,127}'
-_DOCKER_RE = re.compile(r'^docker://(?:(?P<user>%s)@)?(?:(?P<registry>%s)#)?(?P<image>%s)(?::(?P<tag>%s))?$'
-                        % (_USER, _REGISTRY, _IMAGE, _TAG))
-_DAEMON_RE = re.compile(r'^(?P<scheme>dockerd|podman)://(?P<image>[A-Za-z0-9._/-]+)(?::(?P<tag>%s))?$' % _TAG)
+DOCKER_HUB = 'registry-1.docker.io'
+
+# The character classes of enroot's docker::_parse_uri (ASCII).  enroot's user class ends in
+# the range ",-@", so a user may hold "/", ":" and "@" too; the longest user that leaves a
+# valid rest is taken, as bash's POSIX regex does.
+_U = r"(?:(?P<user>[A-Za-z0-9_.!~*\\'()%;:&=+$,-@]+)@)?"
+_I = r'[a-z0-9/._-]+'
+_T = r'[A-Za-z0-9._:-]+'
+_D = r'sha256:[A-Za-z0-9]+'
+# (name, pattern, how the first part is read) in enroot's order.
+_DOCKER_FORMS = (
+    ('slash', re.compile(r'^docker://%s(?P<first>[^/#]+)/(?P<image>%s):(?P<tag>%s)@(?P<digest>%s)$' % (_U, _I, _T, _D))),
+    ('slash', re.compile(r'^docker://%s(?P<first>[^/#]+)/(?P<image>%s)@(?P<digest>%s)$' % (_U, _I, _D))),
+    ('slash', re.compile(r'^docker://%s(?P<first>[^/#]+)/(?P<image>%s)(?::(?P<tag>%s))?$' % (_U, _I, _T))),
+    ('hub', re.compile(r'^docker://%s(?P<image>[^/@#:]+):(?P<tag>%s)@(?P<digest>%s)$' % (_U, _T, _D))),
+    ('hub', re.compile(r'^docker://%s(?P<image>[^/@#:]+)@(?P<digest>%s)$' % (_U, _D))),
+    ('hub', re.compile(r'^docker://%s(?P<image>[^/@#:]+)(?::(?P<tag>%s))?$' % (_U, _T))),
+    ('hash', re.compile(r'^docker://%s(?P<registry>[^#/@]+)#(?P<image>%s):(?P<tag>%s)@(?P<digest>%s)$' % (_U, _I, _T, _D))),
+    ('hash', re.compile(r'^docker://%s(?P<registry>[^#/@]+)#(?P<image>%s)@(?P<digest>%s)$' % (_U, _I, _D))),
+    ('hash', re.compile(r'^docker://%s(?P<registry>[^#/@]+)#(?P<image>%s)(?::(?P<tag>%s))?$' % (_U, _I, _T))),
+)
+_USER_RE = re.compile(r"^[A-Za-z0-9_.!~*\\'()%;:&=+$,-@]+$")
+_IMAGE_RE = re.compile(r'^[a-z0-9/._-]+$')
+_NAME_RE = re.compile(r'^[a-z0-9._-]+$')
+# Docker's tag grammar (what a registry accepts).
+_TAG_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$')
+_REGISTRY_RE = re.compile(r'^(?:[A-Za-z0-9][A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$')
+_DAEMON_RE = re.compile(r'^(?P<scheme>dockerd|podman)://(?P<image>[A-Za-z0-9._/-]+)(?::(?P<tag>%s))?$' % _TAG_RE.pattern[1:-1])
 _DIGEST_RE = re.compile(r'^sha256:[0-9a-f]{64}$')
 CONTAINER_NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
 
@@ -54,24 +97,37 @@ RECORD_SUFFIX = '.import.json'
 
 
 class ImageRef(object):
-    """A parsed enroot image URI."""
+    """A parsed enroot image URI, split as enroot splits it.
 
-    def __init__(self, uri, scheme, image, tag=None, user=None, registry=None):
+    For ``docker://``: ``registry`` is the registry enroot talks to (``registry-1.docker.io``
+    for Docker Hub), ``image`` the repository path there (``library/ubuntu``), ``tag`` the tag
+    (``latest`` when neither a tag nor a digest is given, ``None`` for ``IMAGE@DIGEST``),
+    ``digest`` the pinned digest or ``None``.  For ``dockerd://``/``podman://`` ``image`` and
+    ``tag`` are as written.
+    """
+
+    def __init__(self, uri, scheme, image, tag=None, user=None, registry=None, digest=None):
         self.uri = uri
         self.scheme = scheme
         self.image = image
         self.tag = tag
         self.user = user
         self.registry = registry
+        self.digest = digest
 
     @property
     def from_registry(self):
         """True for ``docker://``: the image comes from a registry and has a digest there."""
         return self.scheme == 'docker'
 
+    @property
+    def reference(self):
+        """What enroot asks the registry for: the digest when one is pinned, else the tag."""
+        return self.digest or self.tag
+
     def as_dict(self):
         return {'uri': self.uri, 'scheme': self.scheme, 'image': self.image, 'tag': self.tag,
-                'user': self.user, 'registry': self.registry}
+                'user': self.user, 'registry': self.registry, 'digest': self.digest}
 
 
 def _bad_uri(uri, why):
@@ -89,51 +145,108 @@ def parse_uri(uri):
         raise _bad_uri(uri, 'it has no scheme')
     if scheme not in ('docker', 'dockerd', 'podman'):
         raise _bad_uri(uri, 'scheme "%s" is not one enroot imports from' % scheme)
-    if scheme == 'docker':
-        match = _DOCKER_RE.match(uri)
+    if scheme != 'docker':
+        match = _DAEMON_RE.match(uri)
         if not match:
-            raise _bad_uri(uri, _docker_reason(rest))
-        image = match.group('image')
-        registry = match.group('registry')
-        first = image.split('/', 1)[0]
-        if registry is None and '/' in image and ('.' in first or ':' in first or first == 'localhost'):
-            raise _bad_uri(uri, '"%s" looks like a registry; enroot separates the registry with "#": docker://%s#%s%s'
-                           % (first, first, image.split('/', 1)[1], (':' + match.group('tag')) if match.group('tag') else ''))
-        return ImageRef(uri, scheme, image, match.group('tag'), match.group('user'), registry)
-    match = _DAEMON_RE.match(uri)
-    if not match:
-        raise _bad_uri(uri, 'the image part "%s" is not IMAGE[:TAG]' % rest)
-    return ImageRef(uri, scheme, match.group('image'), match.group('tag'))
+            raise _bad_uri(uri, 'the image part "%s" is not IMAGE[:TAG]' % rest)
+        return ImageRef(uri, scheme, match.group('image'), match.group('tag'))
+    for form, pattern in _DOCKER_FORMS:
+        match = pattern.match(uri)
+        if match:
+            return _docker_ref(uri, form, match)
+    raise _bad_uri(uri, _docker_reason(rest))
+
+
+def _docker_ref(uri, form, match):
+    parts = match.groupdict()
+    image = parts['image']
+    if form == 'slash':
+        first = parts['first']
+        if '.' in first or ':' in first:
+            registry = first
+        else:
+            registry, image = DOCKER_HUB, '%s/%s' % (first, image)
+    elif form == 'hub':
+        registry, image = DOCKER_HUB, 'library/' + image
+    else:
+        registry = parts['registry']
+    digest, tag = parts.get('digest'), parts.get('tag')
+    why = _registry_reason(registry, image, tag, digest)
+    if why:
+        raise _bad_uri(uri, why)
+    return ImageRef(uri, 'docker', image, tag if tag or digest else 'latest', parts['user'], registry, digest)
+
+
+def _registry_reason(registry, image, tag, digest):
+    """Why a part that enroot's parser lets through cannot be served by a registry, or None."""
+    if registry != DOCKER_HUB and not _REGISTRY_RE.match(registry):
+        return 'the registry "%s" is not a host[:port]' % registry
+    if not _IMAGE_RE.match(image) or '//' in image or image.endswith('/'):
+        return 'the image "%s" must be lower-case letters, digits, ".", "_", "-" and "/"' % _strip_library(registry, image)
+    if tag is not None and not _TAG_RE.match(tag):
+        return ('the tag "%s" is not a valid tag (letters, digits, "_", "." and "-", at most 128, not starting with "." or "-")'
+                % tag)
+    if digest is not None and not _DIGEST_RE.match(digest):
+        return 'the digest "%s" must be "sha256:" and 64 lower-case hexadecimal digits' % digest
+    return None
+
+
+def _strip_library(registry, image):
+    if registry == DOCKER_HUB and image.startswith('library/'):
+        return image[len('library/'):]
+    return image
 
 
 def _docker_reason(rest):
-    """Say which part of a ``docker://`` reference is wrong."""
+    """Say which part of a ``docker://`` reference is wrong (the reference matched none of enroot's forms)."""
     if not rest:
         return 'the image is missing'
     body = rest
-    if '@' in body.split('#', 1)[0]:
+    head = re.split('[/#]', body, 1)[0]
+    if '@' in head and not head.rsplit('@', 1)[1].startswith('sha256:'):
         user, body = body.split('@', 1)
-        if not re.match('^%s$' % _USER, user):
+        if not _USER_RE.match(user):
             return 'the user "%s" has characters enroot does not accept' % user
+    registry = None
     if '#' in body:
         registry, body = body.split('#', 1)
-        if not registry or not re.match('^%s$' % _REGISTRY, registry):
-            return 'the registry "%s" is not a host[:port]' % registry
-    image, _sep, tag = body.partition(':')
-    if not image:
+    elif '/' in body and re.search('[.:]', body.split('/', 1)[0]):
+        registry, body = body.split('/', 1)
+    if registry is not None and not _REGISTRY_RE.match(registry):
+        return 'the registry "%s" is not a host[:port]' % registry
+    if '#' in body:
+        return 'it has more than one "#"'
+    body, at, digest = body.partition('@')
+    if at and not _DIGEST_RE.match(digest):
+        return 'the digest "%s" must be "sha256:" and 64 lower-case hexadecimal digits' % digest
+    image, colon, tag = body.partition(':')
+    if not image or image.endswith('/'):
         return 'the image is missing'
-    if not re.match('^%s$' % _IMAGE, image):
+    if not _IMAGE_RE.match(image):
         return 'the image "%s" must be lower-case letters, digits, ".", "_", "-" and "/"' % image
-    return 'the tag "%s" is not a valid tag' % tag
+    if colon:
+        return 'the tag "%s" is not a valid tag' % tag
+    return 'it is none of the forms enroot reads'
+
+
+def uri_warnings(ref):
+    """Warnings for references that enroot reads differently from what they may be meant as."""
+    warnings = []
+    written = ref.uri[len('docker://'):]
+    if ref.user is not None:
+        written = written[len(ref.user) + 1:]
+    if ref.scheme == 'docker' and ref.registry == DOCKER_HUB and written.startswith('localhost/'):
+        warnings.append('%s names the Docker Hub repository %s: enroot reads the first part as a registry only when it '
+                        'holds a "." or a ":port"; for a registry on this host write docker://localhost:PORT/%s'
+                        % (ref.uri, ref.image, ref.image.split('/', 1)[1]))
+    return warnings
 
 
 def default_output_name(ref):
     """The file name ``enroot import`` picks when no ``--output`` is given."""
     if ref.scheme == 'docker':
-        image = ref.image
-        if ref.registry is None and image.startswith('library/'):
-            image = image[len('library/'):]
-        return '%s+%s.sqsh' % (image.replace('/', '+'), ref.tag or 'latest')
+        image = _strip_library(ref.registry, ref.image)
+        return '%s+%s.sqsh' % (image.replace('/', '+'), ref.reference or 'latest')
     name = ref.image + ((':' + ref.tag) if ref.tag else '')
     return name.replace(':', '+').replace('/', '+') + '.sqsh'
 
@@ -233,7 +346,9 @@ def plan_import(ref, exists, size, record, current_digest, force):
     """Decide whether to import.  Returns ``(import_needed, reason)``.
 
     ``exists``/``size``: the destination file; ``record``: its parsed import record or
-    ``None``; ``current_digest``: what the registry serves now, ``None`` when unknown.
+    ``None``; ``current_digest``: what the registry serves now, ``None`` when unknown.  For a
+    digest-pinned ``ref`` the pinned digest is compared with the record and ``current_digest``
+    is not used.
     """
     if force:
         return True, 'force is set'
@@ -245,6 +360,11 @@ def plan_import(ref, exists, size, record, current_digest, force):
         return True, 'the image file was imported from %s, not %s' % (record['uri'], ref.uri)
     if record['size'] != size:
         return True, 'the image file is %d bytes, the import recorded %d' % (size, record['size'])
+    if ref.digest is not None:
+        # A pinned digest names content that never changes: no registry call is needed.
+        if record['digest'] != ref.digest:
+            return True, 'the URI pins %s, the file holds %s' % (ref.digest, record['digest'])
+        return False, 'the image file holds digest %s, the one pinned in the URI' % ref.digest
     if current_digest is None or record['digest'] is None:
         return False, 'the image file exists and the image digest cannot be known'
     if current_digest != record['digest']:
@@ -321,6 +441,7 @@ _ERROR_PATTERNS = (
     ('invalid_uri', re.compile(r'Invalid image reference: (?P<what>\S+)')),
     ('missing_command', re.compile(r'Command not found: (?P<what>\S+)')),
     ('exists', re.compile(r'File already exists: (?P<what>\S+)')),
+    ('plain_http', re.compile(r'curl: \(35\) (?P<what>.*wrong version number.*)')),
     ('unreachable', re.compile(r'curl: \(6\) (?P<what>Could not resolve (?:host|proxy): \S+)')),
     ('unreachable', re.compile(r'curl: \((?:7|28|35|52|56)\) (?P<what>.+)')),
     ('auth', re.compile(r'URL (?P<what>\S+) returned error code: (?:401|403)')),
@@ -337,7 +458,7 @@ OCI_ONLY_TEXT = 'OCI manifest found, but accept header does not support OCI mani
 def classify_error(stderr):
     """Return ``(kind, detail)`` for a failed enroot command from its stderr.
 
-    ``kind`` is one of ``invalid_uri``, ``missing_command``, ``exists``, ``unreachable``,
+    ``kind`` is one of ``invalid_uri``, ``missing_command``, ``exists``, ``plain_http``, ``unreachable``,
     ``auth``, ``not_found``, ``registry_error``, ``bad_manifest``, ``checksum`` or
     ``unknown``; ``detail`` is the matched URL, host, command or file (or the last line).
     """
@@ -375,6 +496,11 @@ def error_message(kind, detail, uri, rc, stderr, oci_only=False):
         return 'enroot import of %s needs the command "%s", which is not installed on this host' % (uri, detail)
     if kind == 'exists':
         return 'enroot refused to overwrite %s (File already exists)' % detail
+    if kind == 'plain_http':
+        return ('the registry of %s answers plain HTTP, and enroot speaks HTTPS unless ENROOT_ALLOW_HTTP is set (curl: %s); '
+                'set enroot_allow_http: true for the role gpucluster.bringup.enroot, which writes ENROOT_ALLOW_HTTP to '
+                '/etc/enroot/enroot.conf: pyxis jobs (srun --container-image) read only enroot.conf, an environment: on an '
+                'Ansible task does not reach them; or serve the registry over HTTPS' % (uri, detail))
     if kind == 'unreachable':
         return 'cannot reach the registry of %s: %s (check the registry name, DNS, proxy and firewall)' % (uri, detail)
     if kind == 'auth':
@@ -390,3 +516,111 @@ def error_message(kind, detail, uri, rc, stderr, oci_only=False):
     if kind == 'checksum':
         return 'a layer of %s failed its checksum (%s); the download was corrupted, retry' % (uri, detail)
     return 'enroot import of %s failed with exit code %s: %s' % (uri, rc, tail or 'no error output')
+
+
+# ---- option checks of the enroot_import module -------------------------------------------
+
+ARCHES = ('x86_64', 'aarch64', 'ppc64le')
+_ARCH_ALIASES = {'amd64': 'x86_64', 'arm64': 'aarch64', 'ppc64el': 'ppc64le'}
+
+# Kernel pseudo file systems: no place for an image file (writes fail or land in memory).
+PSEUDO_FILESYSTEMS = frozenset(('proc', 'sysfs', 'devtmpfs', 'devpts', 'cgroup', 'cgroup2', 'debugfs', 'tracefs',
+                                'securityfs', 'pstore', 'bpf', 'configfs', 'fusectl', 'efivarfs', 'mqueue',
+                                'binfmt_misc', 'autofs', 'nsfs', 'rpc_pipefs', 'hugetlbfs', 'selinuxfs'))
+
+
+def option_problems(params):
+    """Problems of the options that have a range or a shape, one sentence each (empty when all are valid).
+
+    ``params`` holds ``retries``, ``connect_timeout``, ``timeout``, ``arch``, ``executable``,
+    ``dest`` and ``container_record_dir`` as the module received them.
+    """
+    problems = []
+    for option, meaning in (('retries', 'transfer retries'), ('connect_timeout', 'seconds'), ('timeout', 'seconds, 0 for no limit')):
+        value = params.get(option)
+        if value is not None and value < 0:
+            problems.append('%s must be 0 or more (%s), got %d' % (option, meaning, value))
+    arch = params.get('arch')
+    if arch is not None and arch not in ARCHES:
+        hint = (' (%s is written %s here, as uname -m prints it)' % (arch, _ARCH_ALIASES[arch])) if arch in _ARCH_ALIASES else ''
+        problems.append('arch must be one of %s, the architectures enroot imports for, got "%s"%s; leave arch out for the host\'s'
+                        % (', '.join(ARCHES), arch, hint))
+    executable = params.get('executable')
+    if executable is not None and (not executable.strip() or ('/' in executable and not executable.startswith('/'))):
+        problems.append('executable must be a command name looked up in PATH or an absolute path, got "%s"' % executable)
+    for option in ('dest', 'container_record_dir'):
+        value = params.get(option)
+        if value is not None and not value.startswith('/'):
+            problems.append('%s must be an absolute path, got "%s"' % (option, value))
+    return problems
+
+
+def unescape_mount_field(field):
+    """A mount point as /proc/self/mounts writes it (space, tab, newline, backslash as octal escapes)."""
+    return re.sub(r'\\([0-7]{3})', lambda m: chr(int(m.group(1), 8)), field)
+
+
+def filesystem_type(path, mounts_text):
+    """The file system type of ``path`` (absolute, symlinks resolved) from /proc/self/mounts text, or None."""
+    best, fstype = -1, None
+    for line in (mounts_text or '').splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        point = unescape_mount_field(fields[1])
+        inside = path == point or point == '/' or path.startswith(point.rstrip('/') + '/')
+        # The last of several mounts on one point is the visible one.
+        if inside and len(point) >= best:
+            best, fstype = len(point), fields[2]
+    return fstype
+
+
+def directory_problem(option, value, directory, probe, create=False):
+    """Why files cannot be created in ``directory`` (for option ``option`` = ``value``), or None.
+
+    ``probe`` answers about the file system: ``exists(path)``, ``is_dir(path)``, ``fstype(path)``,
+    ``read_only(path)``, ``writable(path)`` and ``uid()``.  ``create``: the module creates a
+    missing directory (then its nearest existing parent must take new entries).
+    """
+    existing, missing = directory, []
+    while not probe.exists(existing):
+        missing.append(existing)
+        parent = os.path.dirname(existing)
+        if parent == existing:
+            break
+        existing = parent
+    if not probe.is_dir(existing):
+        return ('%s %s: %s is a file, not a directory, so nothing can be created under it; use a path under a directory'
+                % (option, value, existing))
+    fstype = probe.fstype(existing)
+    if fstype in PSEUDO_FILESYSTEMS:
+        return ('%s %s: %s is on a %s file system (a kernel pseudo file system), which cannot hold files written there; '
+                'use a directory on a local disk or a shared file system' % (option, value, existing, fstype))
+    if missing and not create:
+        return '%s %s: the directory %s does not exist; create it first' % (option, value, directory)
+    if probe.read_only(existing):
+        return '%s %s: %s is on a read-only file system; use a writable directory' % (option, value, existing)
+    if not probe.writable(existing):
+        return ('%s %s: the user the module runs as (uid %d) cannot create files in %s; use a directory it can write to, '
+                'or become its owner' % (option, value, probe.uid(), existing))
+    return None
+
+
+# ---- enroot release packages (role gpucluster.bringup.enroot) ----------------------------
+
+DEB_ARCHES = {'x86_64': 'amd64', 'aarch64': 'arm64', 'ppc64le': 'ppc64el'}
+
+
+def deb_arch(machine):
+    """The Debian architecture of an ``uname -m`` name (as the role's ``_enroot_deb_arch_map``), else the name itself."""
+    return DEB_ARCHES.get(machine, machine)
+
+
+def package_files(version, release, machine, caps=True):
+    """The release asset names of enroot ``version``: ``enroot[+caps]_<version>-<release>_<debarch>.deb``."""
+    if not isinstance(version, str) or not re.match(r'^[0-9][0-9A-Za-z.+~]*$', version):
+        raise ValueError('invalid enroot version "%s": use the release tag without "v", e.g. 4.1.2' % (version,))
+    if not isinstance(release, str) or not re.match(r'^[0-9A-Za-z.+~]+$', release):
+        raise ValueError('invalid package release "%s": the Debian revision, e.g. 1' % (release,))
+    names = ['enroot'] + (['enroot+caps'] if caps else [])
+    return ['%s_%s-%s_%s.deb' % (name, version, release, deb_arch(machine)) for name in names]

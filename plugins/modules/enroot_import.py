@@ -22,9 +22,13 @@ description:
   - Idempotent. Next to O(dest) the module keeps an import record, C(<dest>.import.json), with
     the URI, the image digest (when it can be known) and the file size. A later run leaves
     the file alone when it exists, matches the record and, for C(docker://) images, the
-    registry still serves the recorded digest (C(enroot digest)). When the digest cannot be
-    known (C(dockerd://), C(podman://), an enroot without the C(digest) command, a registry
-    that cannot be reached) an existing file is kept.
+    registry still serves the recorded digest (C(enroot digest)). For a digest-pinned URI
+    (C(...@sha256:<hex>)) the pinned digest is recorded and compared, without asking the
+    registry. When the digest cannot be known (C(dockerd://), C(podman://), an enroot without
+    the C(digest) command, a registry that cannot be reached) an existing file is kept.
+  - Every option is checked before anything runs (URI form, O(dest) and its directory, O(name),
+    ranges, O(arch), O(executable), O(container_record_dir)); bad input fails with one message
+    naming the option, the value and what is valid, and nothing on the host changes.
   - A file at O(dest) that has no import record was not made by this module; it is kept
     unless O(force=true).
 author:
@@ -39,16 +43,23 @@ attributes:
 options:
   uri:
     description:
-      - The image, as enroot names it.
-      - C(docker://[USER@][REGISTRY#]IMAGE[:TAG]) for a registry (note the C(#) between registry
-        and image, e.g. C(docker://nvcr.io#nvidia/pytorch:24.01-py3)), C(dockerd://IMAGE[:TAG])
-        for the local Docker daemon, C(podman://IMAGE[:TAG]) for local Podman storage.
+      - The image, as enroot 4.x names it.
+      - For a registry, C(docker://[USER@][REGISTRY/]IMAGE[:TAG][@sha256:DIGEST]), where the first
+        part is the registry when it holds a C(.) or a C(:port) (C(docker://nvcr.io/nvidia/pytorch:24.01-py3),
+        C(docker://127.0.0.1:5000/test/tiny:1.0)) and otherwise a Docker Hub name
+        (C(docker://ubuntu), C(docker://nvidia/cuda:12.4.1-base-ubuntu22.04)); or enroot's own
+        C(docker://[USER@]REGISTRY#IMAGE[:TAG][@sha256:DIGEST]) (C(docker://nvcr.io#nvidia/pytorch:24.01-py3)).
+        A digest pins the image (a tag next to it is ignored, as enroot ignores it).
+      - C(dockerd://IMAGE[:TAG]) for the local Docker daemon, C(podman://IMAGE[:TAG]) for local Podman storage.
+      - In an sbatch script C(#SBATCH --container-image=host:5000#img:tag) is cut at the C(#); use the
+        C(/) form there.
     type: str
     required: true
   dest:
     description:
-      - Path of the squashfs file to write, e.g. C(/shared/images/pytorch+24.01-py3.sqsh).
-        Its directory must exist.
+      - Absolute path of the squashfs file to write, e.g. C(/shared/images/pytorch+24.01-py3.sqsh).
+        Its directory must exist, be writable by the user the module runs as and not be on a
+        kernel pseudo file system (C(/proc), C(/sys), C(/dev)).
       - An existing directory stands for the file enroot would name by default in it
         (C(nvidia+pytorch+24.01-py3.sqsh) for C(docker://nvcr.io#nvidia/pytorch:24.01-py3));
         RV(dest) returns the file.
@@ -80,7 +91,9 @@ options:
     type: int
     default: 0
   arch:
-    description: Image architecture to import (C(enroot import --arch)); the host's by default.
+    description:
+      - Image architecture to import (C(enroot import --arch)), as C(uname -m) names it -
+        V(x86_64), V(aarch64) or V(ppc64le); the host's by default.
     type: str
   executable:
     description: The enroot command, a name looked up in C(PATH) or an absolute path.
@@ -91,13 +104,15 @@ options:
       - Directory where the module remembers which image file (path, size, mtime, digest) each
         named container was created from, so that a container is recreated when the image file
         changes, also when another host re-imported a file on shared storage.
-      - Defaults to C(~/.local/state/gpucluster.bringup/enroot) of the user the module runs as.
+      - An absolute path; created when missing. Defaults to C(~/.local/state/gpucluster.bringup/enroot)
+        of the user the module runs as.
     type: path
 notes:
   - enroot reads its settings from the environment first, then C(enroot.conf); registry
-    credentials come from C($ENROOT_CONFIG_PATH/.credentials). Use the task's C(environment)
-    keyword for per-task settings such as C(ENROOT_ALLOW_HTTP) for an internal plain-HTTP
-    registry.
+    credentials come from C($ENROOT_CONFIG_PATH/.credentials). For an internal plain-HTTP
+    registry set C(enroot_allow_http=true) for the role gpucluster.bringup.enroot, which writes
+    C(ENROOT_ALLOW_HTTP) to C(/etc/enroot/enroot.conf), the only place pyxis jobs read it from. The
+    task's C(environment) keyword reaches this module's enroot only, not the jobs.
   - Some enroot releases cannot import a tag that holds only an OCI image manifest from a
     Distribution 2.8 registry (404 "OCI manifest found, but accept header does not support
     OCI manifests"); the module reports that case in so many words.
@@ -120,9 +135,17 @@ EXAMPLES = r"""
     dest: /shared/images/nvidia+pytorch+24.01-py3.sqsh
     name: pytorch
 
+- name: Import a digest-pinned image (no registry call once the file holds that digest)
+  gpucluster.bringup.enroot_import:
+    uri: docker://nvcr.io/nvidia/pytorch@sha256:7a982606367a3542274d4dc4fb30de0f0eb6e03ee560f26b4bd00975af405b0a
+    dest: /shared/images/
+
+# An internal plain-HTTP registry: set enroot_allow_http: true for the role
+# gpucluster.bringup.enroot (enroot.conf, read by pyxis jobs too); the environment
+# keyword below reaches this task's enroot only.
 - name: Import from an internal plain-HTTP registry
   gpucluster.bringup.enroot_import:
-    uri: docker://registry.cluster.internal:5000#ml/base:2024.06
+    uri: docker://registry.cluster.internal:5000/ml/base:2024.06
     dest: /shared/images/ml+base+2024.06.sqsh
   environment:
     ENROOT_ALLOW_HTTP: "yes"
@@ -140,7 +163,7 @@ uri:
   type: str
   sample: docker://nvcr.io#nvidia/pytorch:24.01-py3
 digest:
-  description: The image digest the registry serves (or served at import), when it can be known.
+  description: The image digest the registry serves (or served at import, or the one pinned in the URI), when it can be known.
   returned: always
   type: str
   sample: sha256:7a982606367a3542274d4dc4fb30de0f0eb6e03ee560f26b4bd00975af405b0a
@@ -175,9 +198,9 @@ actions:
   sample: ["import docker://nvcr.io#nvidia/pytorch:24.01-py3", "create pyxis_pytorch"]
 error_kind:
   description:
-    - On failure, the class of the error - V(invalid_uri), V(missing_command), V(unreachable),
-      V(auth), V(not_found), V(oci_manifest), V(registry_error), V(bad_manifest), V(checksum),
-      V(timeout), V(interrupted) or V(unknown).
+    - On failure, the class of the error - V(invalid_uri), V(invalid_name), V(bad_dest), V(bad_option),
+      V(missing_enroot), V(missing_command), V(plain_http), V(unreachable), V(auth), V(not_found),
+      V(oci_manifest), V(registry_error), V(bad_manifest), V(checksum), V(timeout), V(interrupted) or V(unknown).
   returned: on failure
   type: str
   sample: oci_manifest
@@ -201,23 +224,51 @@ class EnrootImport(object):
 
     def __init__(self, module):
         self.module = module
-        params = module.params
+        self.ref = self.container = self.dest = None
+        self.check_input()
+        for warning in _enroot.uri_warnings(self.ref):
+            module.warn(warning)
+        self.directory = os.path.dirname(self.dest)
+        self.enroot = self._find_enroot(module.params['executable'])
+        self.env = _enroot.import_environment(module.params['retries'], module.params['connect_timeout'])
+        self.actions = []
+
+    def check_input(self):
+        """Check every option before anything runs; fail with all problems in one message."""
+        params = self.module.params
+        problems = []  # (error_kind, sentence)
         try:
             self.ref = _enroot.parse_uri(params['uri'])
         except ValueError as exc:
-            module.fail_json(msg=str(exc), error_kind='invalid_uri')
-        try:
-            self.container = _enroot.container_name(params['name']) if params['name'] is not None else None
-        except ValueError as exc:
-            module.fail_json(msg=str(exc), error_kind='invalid_name')
-        self.dest = os.path.abspath(params['dest'])
-        if os.path.isdir(self.dest):
-            # A directory: the file gets the name enroot itself would give it.
-            self.dest = os.path.join(self.dest, _enroot.default_output_name(self.ref))
-        self.directory = os.path.dirname(self.dest)
-        self.enroot = self._find_enroot(params['executable'])
-        self.env = _enroot.import_environment(params['retries'], params['connect_timeout'])
-        self.actions = []
+            problems.append(('invalid_uri', 'uri: %s' % exc))
+        if params['name'] is not None:
+            try:
+                self.container = _enroot.container_name(params['name'])
+            except ValueError as exc:
+                problems.append(('invalid_name', 'name: %s' % exc))
+        problems.extend(('bad_option', text) for text in _enroot.option_problems(params))
+        probe = _Probe()
+        value = params['dest']
+        if value.startswith('/'):
+            self.dest = os.path.abspath(value)
+            problem = None
+            if value.endswith('/') and not os.path.isdir(self.dest):
+                problem = 'dest %s: the directory %s does not exist; create it first, or give the image file name' % (value, self.dest)
+            elif os.path.isdir(self.dest) and self.ref is not None:
+                # A directory: the file gets the name enroot itself would give it.
+                self.dest = os.path.join(self.dest, _enroot.default_output_name(self.ref))
+            if problem is None and os.path.lexists(self.dest) and not os.path.isfile(self.dest):
+                problem = 'dest %s exists and is not a regular file' % self.dest
+            if problem is None:
+                problem = _enroot.directory_problem('dest', value, os.path.dirname(self.dest), probe)
+            if problem:
+                problems.append(('bad_dest', problem))
+        if self.container is not None and (params['container_record_dir'] or '/').startswith('/'):
+            problem = _enroot.directory_problem('container_record_dir', self.record_dir(), self.record_dir(), probe, create=True)
+            if problem:
+                problems.append(('bad_option', problem))
+        if problems:
+            self.module.fail_json(msg='; '.join(text for _kind, text in problems), error_kind=problems[0][0])
 
     def _find_enroot(self, executable):
         if os.sep in executable:
@@ -234,9 +285,11 @@ class EnrootImport(object):
         return self.module.run_command(argv, environ_update=self.env)
 
     def current_digest(self):
-        """The digest the registry serves now, or ``None`` when it cannot be known."""
+        """The digest the registry serves now (the pinned one for a digest-pinned URI), or ``None`` when it cannot be known."""
         if not self.ref.from_registry:
             return None
+        if self.ref.digest is not None:
+            return self.ref.digest
         rc, out, err = self._run(_enroot.digest_argv(self.enroot, self.ref.uri, self.module.params['arch']))
         digest = _enroot.parse_digest_output(out) if rc == 0 else None
         if digest is None and rc != 0:
@@ -249,9 +302,6 @@ class EnrootImport(object):
         exists = os.path.isfile(self.dest)
         if os.path.lexists(self.dest) and not exists:
             self.module.fail_json(msg='dest %s exists and is not a regular file' % self.dest, error_kind='bad_dest')
-        if not os.path.isdir(self.directory):
-            self.module.fail_json(msg='the directory of dest %s does not exist; create %s first' % (self.dest, self.directory),
-                                  error_kind='bad_dest')
         size = os.path.getsize(self.dest) if exists else 0
         record = None
         if exists and os.path.isfile(_enroot.record_path(self.dest)):
@@ -277,8 +327,12 @@ class EnrootImport(object):
     def do_import(self):
         """Import into a temporary directory next to dest, then rename; clean up on any failure."""
         self.remove_stale_temporaries()
-        tmpdir = tempfile.mkdtemp(prefix=_enroot.temp_prefix(os.path.basename(self.dest), socket.gethostname(), os.getpid()),
-                                  dir=self.directory)
+        try:
+            tmpdir = tempfile.mkdtemp(prefix=_enroot.temp_prefix(os.path.basename(self.dest), socket.gethostname(), os.getpid()),
+                                      dir=self.directory)
+        except OSError as exc:
+            self.module.fail_json(msg='dest %s: cannot create the temporary import directory in %s: %s'
+                                      % (self.dest, self.directory, exc.strerror or exc), error_kind='bad_dest')
         output = os.path.join(tmpdir, os.path.basename(self.dest))
         argv = _enroot.import_argv(self.enroot, self.ref.uri, output, self.module.params['arch'])
         env = dict(os.environ)
@@ -302,7 +356,12 @@ class EnrootImport(object):
                 self._cleanup(tmpdir)
                 self.module.fail_json(msg='enroot import of %s exited 0 but wrote no image file' % self.ref.uri,
                                       stdout=out, stderr=err, error_kind='unknown')
-            os.rename(output, self.dest)
+            try:
+                os.rename(output, self.dest)
+            except OSError as exc:
+                self._cleanup(tmpdir)
+                self.module.fail_json(msg='dest %s: cannot move the imported image into place: %s' % (self.dest, exc.strerror or exc),
+                                      error_kind='bad_dest')
         finally:
             self._cleanup(tmpdir)
 
@@ -341,10 +400,14 @@ class EnrootImport(object):
 
     def write_record(self, digest):
         text = _enroot.make_record(self.ref, digest, os.path.getsize(self.dest))
-        handle, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(_enroot.record_path(self.dest)), dir=self.directory)
-        with os.fdopen(handle, 'w') as out:
-            out.write(text)
-        os.chmod(tmp, 0o644)
+        try:
+            handle, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(_enroot.record_path(self.dest)), dir=self.directory)
+            with os.fdopen(handle, 'w') as out:
+                out.write(text)
+            os.chmod(tmp, 0o644)
+        except OSError as exc:
+            self.module.fail_json(msg='dest %s: cannot write the import record %s: %s'
+                                      % (self.dest, _enroot.record_path(self.dest), exc.strerror or exc), error_kind='bad_dest')
         self.module.atomic_move(tmp, _enroot.record_path(self.dest))
 
     def record_dir(self):
@@ -366,11 +429,15 @@ class EnrootImport(object):
 
     def save_container_identity(self, identity):
         directory = self.record_dir()
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o700)
-        handle, tmp = tempfile.mkstemp(prefix='.%s.' % self.container, dir=directory)
-        with os.fdopen(handle, 'w') as out:
-            out.write(json.dumps(identity, sort_keys=True) + '\n')
+        try:
+            if not os.path.isdir(directory):
+                os.makedirs(directory, 0o700)
+            handle, tmp = tempfile.mkstemp(prefix='.%s.' % self.container, dir=directory)
+            with os.fdopen(handle, 'w') as out:
+                out.write(json.dumps(identity, sort_keys=True) + '\n')
+        except OSError as exc:
+            self.module.fail_json(msg='container_record_dir %s: cannot write the record of %s: %s' % (directory, self.container, exc.strerror or exc),
+                                  error_kind='bad_option')
         self.module.atomic_move(tmp, _enroot.container_record_path(directory, self.container))
 
     def create_container(self, exists):
@@ -423,6 +490,43 @@ class EnrootImport(object):
         self.module.exit_json(**result)
 
 
+class _Probe(object):
+    """What _enroot.directory_problem asks about the file system."""
+
+    def __init__(self):
+        try:
+            with open('/proc/self/mounts') as handle:
+                self.mounts = handle.read()
+        except (IOError, OSError):
+            self.mounts = ''
+
+    @staticmethod
+    def exists(path):
+        return os.path.exists(path)
+
+    @staticmethod
+    def is_dir(path):
+        return os.path.isdir(path)
+
+    def fstype(self, path):
+        return _enroot.filesystem_type(os.path.realpath(path), self.mounts)
+
+    @staticmethod
+    def read_only(path):
+        try:
+            return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+        except OSError:
+            return False
+
+    @staticmethod
+    def writable(path):
+        return os.access(path, os.W_OK | os.X_OK)
+
+    @staticmethod
+    def uid():
+        return os.getuid()
+
+
 def _pid_alive(pid):
     try:
         os.kill(pid, 0)
@@ -449,9 +553,6 @@ def main():
         ),
         supports_check_mode=True,
     )
-    for option in ('retries', 'connect_timeout', 'timeout'):
-        if module.params[option] < 0:
-            module.fail_json(msg='%s must be 0 or more, got %d' % (option, module.params[option]), error_kind='bad_option')
     EnrootImport(module).run()
 
 

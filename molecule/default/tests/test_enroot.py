@@ -5,6 +5,7 @@ Everything is checked on the nodes: installed packages, files, and the real Slur
 srun/sbatch/slurmstepd loading the stand-in pyxis plugin through plugstack.conf.
 """
 import json
+import re
 
 from simcluster import COMPUTE, CONTROLLER, GROUPS, node
 
@@ -30,9 +31,10 @@ def test_pyxis_built_against_installed_slurm():
     for name in NODES:
         host = node(name)
         record = json.loads(host.file("/var/lib/gpucluster/pyxis-build.json").content_string)
-        header = host.check_output("grep -o 'SLURM_VERSION_NUMBER 0x[0-9a-fA-F]*' /usr/include/slurm/slurm_version.h")
-        number = int(header.split()[1], 16)
-        assert record["slurm_version"] == "%d.%d.%d" % (number >> 16, (number >> 8) & 0xff, number & 0xff), name
+        # the version as Slurm prints it ("slurm 22.05.8"), not the header's number decoded as 22.5.8
+        printed = host.check_output("srun --version").split()[-1]
+        assert re.match(r"^\d+\.\d{2}\.\d+$", printed), printed
+        assert record["slurm_version"] == printed, name
         assert record["pyxis_version"] == "0.0.0-standin"
         assert host.file("/usr/local/lib/slurm/spank_pyxis.so").is_file
         dropin = host.file("/etc/slurm/plugstack.conf.d/pyxis.conf").content_string

@@ -9,6 +9,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
+import subprocess
 
 import pytest
 
@@ -18,23 +20,100 @@ DIGEST_A = 'sha256:' + 'a' * 64
 DIGEST_B = 'sha256:' + 'b' * 64
 
 
-@pytest.mark.parametrize('uri, expected', [
-    ('docker://ubuntu', ('docker', None, None, 'ubuntu', None)),
-    ('docker://ubuntu:22.04', ('docker', None, None, 'ubuntu', '22.04')),
-    ('docker://nvcr.io#nvidia/pytorch:24.01-py3', ('docker', None, 'nvcr.io', 'nvidia/pytorch', '24.01-py3')),
-    ('docker://$oauthtoken@nvcr.io#nvidia/tensorflow:19.01-py3', ('docker', '$oauthtoken', 'nvcr.io', 'nvidia/tensorflow', '19.01-py3')),
-    ('docker://127.0.0.1:5000#test/v2img:1.0', ('docker', None, '127.0.0.1:5000', 'test/v2img', '1.0')),
-    ('docker://alice@registry.local:5000#a/b/c', ('docker', 'alice', 'registry.local:5000', 'a/b/c', None)),
-    ('docker://library/ubuntu:latest', ('docker', None, None, 'library/ubuntu', 'latest')),
-    ('dockerd://myimage:dev', ('dockerd', None, None, 'myimage', 'dev')),
-    ('podman://localhost/myimage', ('podman', None, None, 'localhost/myimage', None)),
-])
-def test_parse_uri_valid(uri, expected):
+HEX = '0123456789abcdef' * 4
+PIN = 'sha256:' + HEX
+HUB = 'registry-1.docker.io'
+
+# (uri, (scheme, user, registry, image, tag, digest), default output name): enroot 4.x's split
+# (src/docker.sh docker::_parse_uri) and the file name enroot import gives it without --output.
+VALID = [
+    ('docker://ubuntu', ('docker', None, HUB, 'library/ubuntu', 'latest', None), 'ubuntu+latest.sqsh'),
+    ('docker://ubuntu:22.04', ('docker', None, HUB, 'library/ubuntu', '22.04', None), 'ubuntu+22.04.sqsh'),
+    ('docker://library/ubuntu:22.04', ('docker', None, HUB, 'library/ubuntu', '22.04', None), 'ubuntu+22.04.sqsh'),
+    ('docker://nvidia/cuda:12.0', ('docker', None, HUB, 'nvidia/cuda', '12.0', None), 'nvidia+cuda+12.0.sqsh'),
+    ('docker://registry-1.docker.io/library/ubuntu', ('docker', None, HUB, 'library/ubuntu', 'latest', None), 'ubuntu+latest.sqsh'),
+    # The slash form: the first part is the registry when it holds a "." or a ":".
+    ('docker://127.0.0.1:5000/test/tiny:1.0', ('docker', None, '127.0.0.1:5000', 'test/tiny', '1.0', None), 'test+tiny+1.0.sqsh'),
+    ('docker://nvcr.io/nvidia/pytorch:24.01-py3', ('docker', None, 'nvcr.io', 'nvidia/pytorch', '24.01-py3', None),
+     'nvidia+pytorch+24.01-py3.sqsh'),
+    ('docker://localhost:5000/img', ('docker', None, 'localhost:5000', 'img', 'latest', None), 'img+latest.sqsh'),
+    ('docker://docker.io/library/ubuntu', ('docker', None, 'docker.io', 'library/ubuntu', 'latest', None), 'library+ubuntu+latest.sqsh'),
+    # localhost alone has neither: enroot reads a Docker Hub name (uri_warnings says so).
+    ('docker://localhost/img', ('docker', None, HUB, 'localhost/img', 'latest', None), 'localhost+img+latest.sqsh'),
+    ('docker://user@nvcr.io/nvidia/pytorch:1', ('docker', 'user', 'nvcr.io', 'nvidia/pytorch', '1', None), 'nvidia+pytorch+1.sqsh'),
+    # The enroot form with "#".
+    ('docker://nvcr.io#nvidia/pytorch:24.01-py3', ('docker', None, 'nvcr.io', 'nvidia/pytorch', '24.01-py3', None),
+     'nvidia+pytorch+24.01-py3.sqsh'),
+    ('docker://$oauthtoken@nvcr.io#nvidia/tensorflow:19.01-py3', ('docker', '$oauthtoken', 'nvcr.io', 'nvidia/tensorflow', '19.01-py3', None),
+     'nvidia+tensorflow+19.01-py3.sqsh'),
+    ('docker://127.0.0.1:5000#test/v2img:1.0', ('docker', None, '127.0.0.1:5000', 'test/v2img', '1.0', None), 'test+v2img+1.0.sqsh'),
+    ('docker://alice@registry.local:5000#a/b/c', ('docker', 'alice', 'registry.local:5000', 'a/b/c', 'latest', None), 'a+b+c+latest.sqsh'),
+    ('docker://reg:5000#library/base:1', ('docker', None, 'reg:5000', 'library/base', '1', None), 'library+base+1.sqsh'),
+    # Digest-pinned: the digest is what is fetched and names the file; a tag next to it is kept but ignored.
+    ('docker://ubuntu@' + PIN, ('docker', None, HUB, 'library/ubuntu', None, PIN), 'ubuntu+%s.sqsh' % PIN),
+    ('docker://ubuntu:22.04@' + PIN, ('docker', None, HUB, 'library/ubuntu', '22.04', PIN), 'ubuntu+%s.sqsh' % PIN),
+    ('docker://nvidia/cuda@' + PIN, ('docker', None, HUB, 'nvidia/cuda', None, PIN), 'nvidia+cuda+%s.sqsh' % PIN),
+    ('docker://127.0.0.1:5000/test/tiny@' + PIN, ('docker', None, '127.0.0.1:5000', 'test/tiny', None, PIN), 'test+tiny+%s.sqsh' % PIN),
+    ('docker://127.0.0.1:5000/test/tiny:1.0@' + PIN, ('docker', None, '127.0.0.1:5000', 'test/tiny', '1.0', PIN), 'test+tiny+%s.sqsh' % PIN),
+    ('docker://127.0.0.1:5000#test/tiny@' + PIN, ('docker', None, '127.0.0.1:5000', 'test/tiny', None, PIN), 'test+tiny+%s.sqsh' % PIN),
+    ('docker://127.0.0.1:5000#test/tiny:1.0@' + PIN, ('docker', None, '127.0.0.1:5000', 'test/tiny', '1.0', PIN), 'test+tiny+%s.sqsh' % PIN),
+    ('docker://bot@nvcr.io/nvidia/pytorch@' + PIN, ('docker', 'bot', 'nvcr.io', 'nvidia/pytorch', None, PIN), 'nvidia+pytorch+%s.sqsh' % PIN),
+    # enroot's user class ends in the range ",-@": the longest user that leaves a valid rest is taken.
+    ('docker://a@b@c.io/x:1', ('docker', 'a@b', 'c.io', 'x', '1', None), 'x+1.sqsh'),
+    ('docker://u:p@reg.io/x', ('docker', 'u:p', 'reg.io', 'x', 'latest', None), 'x+latest.sqsh'),
+    # Not a digest: enroot reads user "ubuntu", Docker Hub image md5, tag abc.
+    ('docker://ubuntu@md5:abc', ('docker', 'ubuntu', HUB, 'library/md5', 'abc', None), 'md5+abc.sqsh'),
+    ('dockerd://myimage:dev', ('dockerd', None, None, 'myimage', 'dev', None), 'myimage+dev.sqsh'),
+    ('podman://localhost/myimage', ('podman', None, None, 'localhost/myimage', None, None), 'localhost+myimage.sqsh'),
+]
+
+
+@pytest.mark.parametrize('uri, expected, name', VALID)
+def test_parse_uri_valid(uri, expected, name):
     ref = _enroot.parse_uri(uri)
-    assert (ref.scheme, ref.user, ref.registry, ref.image, ref.tag) == expected
+    assert (ref.scheme, ref.user, ref.registry, ref.image, ref.tag, ref.digest) == expected
     assert ref.uri == uri
     assert ref.from_registry == (expected[0] == 'docker')
-    assert ref.as_dict()['image'] == expected[3]
+    assert ref.reference == (expected[5] or expected[4])
+    assert ref.as_dict() == dict(zip(('scheme', 'user', 'registry', 'image', 'tag', 'digest'), expected), uri=uri)
+    assert _enroot.default_output_name(ref) == name
+
+
+STANDIN = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'standins', 'enroot-standin', 'enroot')
+
+
+def standin_split(uri, tmp_path):
+    """How the stand-in enroot (which follows enroot 4.x's docker::_parse_uri) reads uri, or None when it rejects it."""
+    env = {'PATH': os.environ['PATH'], 'HOME': str(tmp_path), 'ENROOT_SYSCONF_PATH': str(tmp_path / 'none'),
+           'ENROOT_STANDIN_PARSE_ONLY': 'y'}
+    proc = subprocess.run(['bash', STANDIN, 'digest', '--', uri], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, check=False)
+    if proc.returncode != 0:
+        assert proc.stderr == '[ERROR] Invalid image reference: %s\n' % uri
+        return None
+    user, registry, image, reference = proc.stdout.split('\n')[:4]
+    return (user or None, registry, image, reference)
+
+
+@pytest.mark.parametrize('uri, expected, name', [case for case in VALID if case[1][0] == 'docker'])
+def test_parse_uri_agrees_with_the_standin(uri, expected, name, tmp_path):
+    ref = _enroot.parse_uri(uri)
+    assert standin_split(uri, tmp_path) == (ref.user, ref.registry, ref.image, ref.reference)
+
+
+@pytest.mark.parametrize('uri, warnings', [
+    ('docker://localhost/img', ['docker://localhost/img names the Docker Hub repository localhost/img: enroot reads the first part '
+                                'as a registry only when it holds a "." or a ":port"; for a registry on this host write '
+                                'docker://localhost:PORT/img']),
+    ('docker://localhost:5000/img', []),
+    ('docker://registry-1.docker.io/localhost/img', []),
+    ('docker://ubuntu', []),
+    ('docker://bot@localhost/img', ['docker://bot@localhost/img names the Docker Hub repository localhost/img: enroot reads the first '
+                                    'part as a registry only when it holds a "." or a ":port"; for a registry on this host write '
+                                    'docker://localhost:PORT/img']),
+])
+def test_uri_warnings(uri, warnings):
+    assert _enroot.uri_warnings(_enroot.parse_uri(uri)) == warnings
 
 
 @pytest.mark.parametrize('uri, reason', [
@@ -45,15 +124,20 @@ def test_parse_uri_valid(uri, expected):
     ('http://ubuntu', 'scheme "http" is not one enroot imports from'),
     ('docker://', 'the image is missing'),
     ('docker://Ubuntu', 'the image "Ubuntu" must be lower-case letters, digits, ".", "_", "-" and "/"'),
+    ('docker://x.io/Foo', 'the image "Foo" must be lower-case letters, digits, ".", "_", "-" and "/"'),
+    ('docker://Nvidia/cuda', 'the image "Nvidia/cuda" must be lower-case letters, digits, ".", "_", "-" and "/"'),
     ('docker://nvcr.io#', 'the image is missing'),
     ('docker://#nvidia/pytorch', 'the registry "" is not a host[:port]'),
+    ('docker://reg.io:abc/x', 'the registry "reg.io:abc" is not a host[:port]'),
+    ('docker://a#b#c', 'it has more than one "#"'),
     ('docker://ubuntu:bad tag', 'the tag "bad tag" is not a valid tag'),
     ('docker://ubuntu:', 'the tag "" is not a valid tag'),
+    ('docker://ubuntu:22.04:x', 'the tag "22.04:x" is not a valid tag (letters, digits, "_", "." and "-", at most 128, not starting with '
+                                '"." or "-")'),
     ('docker://us er@nvcr.io#nvidia/pytorch', 'the user "us er" has characters enroot does not accept'),
-    ('docker://nvcr.io/nvidia/pytorch:24.01-py3',
-     '"nvcr.io" looks like a registry; enroot separates the registry with "#": docker://nvcr.io#nvidia/pytorch:24.01-py3'),
-    ('docker://127.0.0.1:5000/test/img', 'the tag "5000/test/img" is not a valid tag'),
-    ('docker://localhost/test/img', '"localhost" looks like a registry; enroot separates the registry with "#": docker://localhost#test/img'),
+    ('docker://ubuntu@sha256:abc', 'the digest "sha256:abc" must be "sha256:" and 64 lower-case hexadecimal digits'),
+    ('docker://ubuntu@sha256:' + HEX.upper(), 'the digest "sha256:%s" must be "sha256:" and 64 lower-case hexadecimal digits' % HEX.upper()),
+    ('docker://nvcr.io/nvidia/pytorch@sha256:', 'the digest "sha256:" must be "sha256:" and 64 lower-case hexadecimal digits'),
     ('dockerd://', 'the image part "" is not IMAGE[:TAG]'),
     ('podman://my image', 'the image part "my image" is not IMAGE[:TAG]'),
 ])
@@ -63,16 +147,21 @@ def test_parse_uri_invalid(uri, reason):
     assert str(err.value) == 'invalid image URI "%s": %s; valid forms are %s' % (uri, reason, _enroot.VALID_FORMS)
 
 
-@pytest.mark.parametrize('uri, name', [
-    ('docker://ubuntu', 'ubuntu+latest.sqsh'),
-    ('docker://library/ubuntu:22.04', 'ubuntu+22.04.sqsh'),
-    ('docker://nvcr.io#nvidia/pytorch:24.01-py3', 'nvidia+pytorch+24.01-py3.sqsh'),
-    ('docker://reg:5000#library/base:1', 'library+base+1.sqsh'),
-    ('dockerd://myimage:dev', 'myimage+dev.sqsh'),
-    ('podman://localhost/myimage', 'localhost+myimage.sqsh'),
-])
-def test_default_output_name(uri, name):
-    assert _enroot.default_output_name(_enroot.parse_uri(uri)) == name
+# Parts enroot's parser lets through but no registry serves: parse_uri names them before anything runs.
+@pytest.mark.parametrize('uri', ['docker://Ubuntu', 'docker://ubuntu:22.04:x', 'docker://ubuntu@sha256:abc', 'docker://reg.io:abc/x',
+                                 'docker://Nvidia/cuda'])
+def test_rejected_parts_enroot_would_pass_on(uri, tmp_path):
+    assert standin_split(uri, tmp_path) is not None
+    with pytest.raises(ValueError):
+        _enroot.parse_uri(uri)
+
+
+@pytest.mark.parametrize('uri', ['docker://', 'docker://nvcr.io#', 'docker://#nvidia/pytorch', 'docker://us er@nvcr.io#nvidia/pytorch',
+                                 'docker://x.io/Foo', 'docker://a#b#c'])
+def test_rejected_by_enroot_too(uri, tmp_path):
+    assert standin_split(uri, tmp_path) is None
+    with pytest.raises(ValueError):
+        _enroot.parse_uri(uri)
 
 
 @pytest.mark.parametrize('name, expected', [('pytorch', 'pyxis_pytorch'), ('nccl-tests_2.19', 'pyxis_nccl-tests_2.19')])
@@ -169,6 +258,24 @@ def test_plan_import(exists, size, record, digest, force, expected):
     assert _enroot.plan_import(REF, exists, size, record, digest, force) == expected
 
 
+PINNED = _enroot.parse_uri('docker://reg:5000/test/img@' + DIGEST_A)
+PREC = {'uri': PINNED.uri, 'digest': DIGEST_A, 'size': 100}
+
+
+# A digest-pinned URI: the pinned digest decides; what the registry serves (current) is not asked for.
+@pytest.mark.parametrize('exists, record, current, expected', [
+    (False, None, None, (True, 'the image file does not exist')),
+    (True, PREC, None, (False, 'the image file holds digest %s, the one pinned in the URI' % DIGEST_A)),
+    (True, PREC, DIGEST_B, (False, 'the image file holds digest %s, the one pinned in the URI' % DIGEST_A)),
+    (True, dict(PREC, digest=DIGEST_B), None, (True, 'the URI pins %s, the file holds %s' % (DIGEST_A, DIGEST_B))),
+    (True, dict(PREC, digest=None), None, (True, 'the URI pins %s, the file holds None' % DIGEST_A)),
+    (True, dict(PREC, uri='docker://reg:5000/test/img:1'), None,
+     (True, 'the image file was imported from docker://reg:5000/test/img:1, not %s' % PINNED.uri)),
+])
+def test_plan_import_pinned(exists, record, current, expected):
+    assert _enroot.plan_import(PINNED, exists, 100, record, current, False) == expected
+
+
 # stderr as enroot (src/common.sh, src/docker.sh) and curl -S print it.
 @pytest.mark.parametrize('stderr, kind, detail', [
     ('[ERROR] Invalid image reference: docker://Bad#x\n', 'invalid_uri', 'docker://Bad#x'),
@@ -180,6 +287,10 @@ def test_plan_import(exists, size, record, digest, force, expected):
      'unreachable', "Failed to connect to 127.0.0.1 port 5099 after 0 ms: Couldn't connect to server"),
     ('curl: (28) Connection timed out after 30001 milliseconds\n', 'unreachable', 'Connection timed out after 30001 milliseconds'),
     ('curl: (35) OpenSSL SSL_connect: Connection reset by peer\n', 'unreachable', 'OpenSSL SSL_connect: Connection reset by peer'),
+    # HTTPS to a plain-HTTP registry (no ENROOT_ALLOW_HTTP), as curl 7.88 with OpenSSL 3 and curl 8 print it.
+    ('[INFO] Querying registry for permission grant\ncurl: (35) OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version number\n',
+     'plain_http', 'OpenSSL/3.0.19: error:0A00010B:SSL routines::wrong version number'),
+    ('curl: (35) error:0A00010B:SSL routines::wrong version number\n', 'plain_http', 'error:0A00010B:SSL routines::wrong version number'),
     ('[ERROR] URL https://nvcr.io/v2/nvidia/pytorch/manifests/24.01-py3 returned error code: 401\n',
      'auth', 'https://nvcr.io/v2/nvidia/pytorch/manifests/24.01-py3'),
     ('[ERROR] URL https://r/v2/a/manifests/1 returned error code: 403\n', 'auth', 'https://r/v2/a/manifests/1'),
@@ -204,6 +315,11 @@ U = 'docker://reg#a:1'
     ('invalid_uri', 'docker://Bad', 'enroot rejected the image URI "docker://Bad" as invalid; valid forms are ' + _enroot.VALID_FORMS),
     ('missing_command', 'mksquashfs', 'enroot import of %s needs the command "mksquashfs", which is not installed on this host' % U),
     ('exists', '/d/x', 'enroot refused to overwrite /d/x (File already exists)'),
+    ('plain_http', 'error:0A00010B:SSL routines::wrong version number',
+     'the registry of %s answers plain HTTP, and enroot speaks HTTPS unless ENROOT_ALLOW_HTTP is set (curl: error:0A00010B:SSL '
+     'routines::wrong version number); set enroot_allow_http: true for the role gpucluster.bringup.enroot, which writes '
+     'ENROOT_ALLOW_HTTP to /etc/enroot/enroot.conf: pyxis jobs (srun --container-image) read only enroot.conf, an environment: '
+     'on an Ansible task does not reach them; or serve the registry over HTTPS' % U),
     ('unreachable', 'Could not resolve host: reg',
      'cannot reach the registry of %s: Could not resolve host: reg (check the registry name, DNS, proxy and firewall)' % U),
     ('auth', 'https://reg/v2/a/manifests/1',
@@ -301,3 +417,128 @@ def test_temp_prefix(name, host, pid, expected):
 ])
 def test_temp_owner_pid(entry, expected):
     assert _enroot.temp_owner_pid(entry, 'a.sqsh', 'node01') == expected
+
+
+OPTIONS = {'retries': 3, 'connect_timeout': 30, 'timeout': 0, 'arch': None, 'executable': 'enroot', 'dest': '/s/x.sqsh',
+           'container_record_dir': None}
+
+
+@pytest.mark.parametrize('changes, problems', [
+    ({}, []),
+    ({'arch': 'aarch64', 'executable': '/usr/bin/enroot', 'container_record_dir': '/var/lib/x', 'retries': 0}, []),
+    ({'retries': -1}, ['retries must be 0 or more (transfer retries), got -1']),
+    ({'connect_timeout': -5}, ['connect_timeout must be 0 or more (seconds), got -5']),
+    ({'timeout': -1}, ['timeout must be 0 or more (seconds, 0 for no limit), got -1']),
+    ({'arch': 'amd64'}, ['arch must be one of x86_64, aarch64, ppc64le, the architectures enroot imports for, got "amd64" (amd64 is '
+                         'written x86_64 here, as uname -m prints it); leave arch out for the host\'s']),
+    ({'arch': 'riscv64'}, ['arch must be one of x86_64, aarch64, ppc64le, the architectures enroot imports for, got "riscv64"; '
+                           'leave arch out for the host\'s']),
+    ({'arch': ''}, ['arch must be one of x86_64, aarch64, ppc64le, the architectures enroot imports for, got ""; leave arch out for the host\'s']),
+    ({'executable': ''}, ['executable must be a command name looked up in PATH or an absolute path, got ""']),
+    ({'executable': 'bin/enroot'}, ['executable must be a command name looked up in PATH or an absolute path, got "bin/enroot"']),
+    ({'dest': 'x.sqsh'}, ['dest must be an absolute path, got "x.sqsh"']),
+    ({'dest': ''}, ['dest must be an absolute path, got ""']),
+    ({'container_record_dir': 'state'}, ['container_record_dir must be an absolute path, got "state"']),
+    ({'retries': -1, 'timeout': -2}, ['retries must be 0 or more (transfer retries), got -1',
+                                      'timeout must be 0 or more (seconds, 0 for no limit), got -2']),
+])
+def test_option_problems(changes, problems):
+    assert _enroot.option_problems(dict(OPTIONS, **changes)) == problems
+
+
+MOUNTS = """overlay / overlay rw 0 0
+proc /proc proc rw,nosuid 0 0
+sysfs /sys sysfs ro 0 0
+tmpfs /sys/fs/cgroup tmpfs rw 0 0
+devtmpfs /dev devtmpfs rw 0 0
+server:/export /shared nfs4 rw 0 0
+tmpfs /shared tmpfs rw 0 0
+/dev/sdb1 /mnt/my\\040disk ext4 rw 0 0
+"""
+
+
+@pytest.mark.parametrize('path, fstype', [
+    ('/', 'overlay'), ('/proc', 'proc'), ('/proc/x.sqsh', 'proc'), ('/procfoo', 'overlay'), ('/sys/kernel', 'sysfs'),
+    ('/sys/fs/cgroup/x', 'tmpfs'), ('/dev', 'devtmpfs'), ('/shared/images', 'tmpfs'), ('/mnt/my disk/a', 'ext4'), ('/mnt/my', 'overlay'),
+])
+def test_filesystem_type(path, fstype):
+    assert _enroot.filesystem_type(path, MOUNTS) == fstype
+
+
+def test_filesystem_type_without_mounts():
+    assert _enroot.filesystem_type('/x', '') is None
+
+
+class FakeProbe(object):
+    """A file system of directories, files, read-only and unwritable places."""
+
+    def __init__(self, dirs, files=(), read_only=(), unwritable=(), fstypes=None):
+        self.dirs, self.files = set(dirs) | {'/'}, set(files)
+        self.ro, self.unwritable, self.fstypes = set(read_only), set(unwritable), fstypes or {}
+
+    def exists(self, path):
+        return path in self.dirs or path in self.files
+
+    def is_dir(self, path):
+        return path in self.dirs
+
+    def fstype(self, path):
+        return self.fstypes.get(path, 'ext4')
+
+    def read_only(self, path):
+        return path in self.ro
+
+    def writable(self, path):
+        return path not in self.unwritable
+
+    @staticmethod
+    def uid():
+        return 1000
+
+
+FS = FakeProbe(dirs=['/proc', '/sys', '/sys/kernel', '/srv', '/srv/images', '/ro', '/locked'], files=['/srv/file'],
+               read_only=['/ro'], unwritable=['/locked'], fstypes={'/proc': 'proc', '/sys': 'sysfs', '/sys/kernel': 'sysfs'})
+
+
+@pytest.mark.parametrize('directory, create, problem', [
+    ('/srv/images', False, None),
+    ('/srv/new', True, None),
+    ('/srv/new/deeper', True, None),
+    ('/proc', False, 'dest V: /proc is on a proc file system (a kernel pseudo file system), which cannot hold files written there; '
+                     'use a directory on a local disk or a shared file system'),
+    ('/sys/kernel/x', False, 'dest V: /sys/kernel is on a sysfs file system (a kernel pseudo file system), which cannot hold files written '
+                             'there; use a directory on a local disk or a shared file system'),
+    ('/srv/file', False, 'dest V: /srv/file is a file, not a directory, so nothing can be created under it; use a path under a directory'),
+    ('/srv/file/sub', True, 'dest V: /srv/file is a file, not a directory, so nothing can be created under it; use a path under a directory'),
+    ('/srv/missing', False, 'dest V: the directory /srv/missing does not exist; create it first'),
+    ('/srv/a/b', False, 'dest V: the directory /srv/a/b does not exist; create it first'),
+    ('/ro', False, 'dest V: /ro is on a read-only file system; use a writable directory'),
+    ('/ro/new', True, 'dest V: /ro is on a read-only file system; use a writable directory'),
+    ('/locked', False, 'dest V: the user the module runs as (uid 1000) cannot create files in /locked; use a directory it can write to, '
+                       'or become its owner'),
+])
+def test_directory_problem(directory, create, problem):
+    assert _enroot.directory_problem('dest', 'V', directory, FS, create=create) == problem
+
+
+@pytest.mark.parametrize('version, release, machine, caps, files', [
+    ('4.1.2', '1', 'x86_64', True, ['enroot_4.1.2-1_amd64.deb', 'enroot+caps_4.1.2-1_amd64.deb']),
+    ('4.1.2', '1', 'aarch64', False, ['enroot_4.1.2-1_arm64.deb']),
+    ('4.1.2', '2', 'ppc64le', True, ['enroot_4.1.2-2_ppc64el.deb', 'enroot+caps_4.1.2-2_ppc64el.deb']),
+    ('0.0.0~standin', '1', 'x86_64', True, ['enroot_0.0.0~standin-1_amd64.deb', 'enroot+caps_0.0.0~standin-1_amd64.deb']),
+    ('4.1.2', '1', 'riscv64', False, ['enroot_4.1.2-1_riscv64.deb']),
+])
+def test_package_files(version, release, machine, caps, files):
+    assert _enroot.package_files(version, release, machine, caps) == files
+
+
+@pytest.mark.parametrize('version, release, msg', [
+    ('v4.1.2', '1', 'invalid enroot version "v4.1.2": use the release tag without "v", e.g. 4.1.2'),
+    ('', '1', 'invalid enroot version "": use the release tag without "v", e.g. 4.1.2'),
+    (4.1, '1', 'invalid enroot version "4.1": use the release tag without "v", e.g. 4.1.2'),
+    ('4.1.2', '', 'invalid package release "": the Debian revision, e.g. 1'),
+])
+def test_package_files_invalid(version, release, msg):
+    with pytest.raises(ValueError) as err:
+        _enroot.package_files(version, release, 'x86_64')
+    assert str(err.value) == msg

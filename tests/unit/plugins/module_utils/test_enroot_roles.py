@@ -87,11 +87,63 @@ def kernel_files(tmp_path, userns='15000', mntns='15000', clone=None):
     ('url', {'enroot_release_url': ''}, 'enroot_release_url'),
 ])
 def test_package_source_needs_its_location(tmp_path, source, extra, needs):
-    files = 'enroot_4.2.1-1_{0}.deb, enroot+caps_4.2.1-1_{0}.deb'.format(deb_arch())
+    files = 'enroot_4.1.2-1_{0}.deb, enroot+caps_4.1.2-1_{0}.deb'.format(deb_arch())
     extra_vars = dict(kernel_files(tmp_path), enroot_package_source=source, **extra)
     rc, msgs = run_check(tmp_path, role_play('enroot'), extra_vars)
     assert rc != 0
     assert msgs == ['enroot_package_source=%s needs %s to be set' % (source, needs.format(files=files))]
+
+
+def release_files():
+    return ['enroot_4.1.2-1_{0}.deb'.format(deb_arch()), 'enroot+caps_4.1.2-1_{0}.deb'.format(deb_arch())]
+
+
+RELEASE = 'the .deb assets of the enroot v4.1.2 release for {0} (https://github.com/NVIDIA/enroot/releases/download/v4.1.2/)'
+
+
+@pytest.mark.parametrize('present', [[], [0], [1]])
+def test_local_source_names_the_missing_files(tmp_path, present):
+    files = release_files()
+    local = tmp_path / 'debs'
+    local.mkdir()
+    for index in present:
+        (local / files[index]).write_bytes(b'not really a deb')
+    missing = [name for index, name in enumerate(files) if index not in present]
+    rc, msgs = run_check(tmp_path, role_play('enroot'), dict(kernel_files(tmp_path), enroot_package_source='local', enroot_local_dir=str(local)))
+    assert rc != 0
+    assert msgs == ['enroot_package_source=local: enroot_local_dir %s on the controller lacks %s; it must hold %s, %s'
+                    % (local, ', '.join(missing), ', '.join(files), RELEASE.format(deb_arch()))]
+
+
+def test_file_mirror_names_the_missing_files(tmp_path):
+    files = release_files()
+    mirror = tmp_path / 'mirror'
+    mirror.mkdir()
+    (mirror / files[0]).write_bytes(b'not really a deb')
+    url = 'file://%s' % mirror
+    rc, msgs = run_check(tmp_path, role_play('enroot'), dict(kernel_files(tmp_path), enroot_package_source='mirror', enroot_mirror_url=url))
+    assert rc != 0
+    assert msgs == ['enroot_package_source=mirror: %s/%s cannot be fetched from localhost; enroot_mirror_url %s must serve %s, %s'
+                    % (url, files[1], url, ', '.join(files), RELEASE.format(deb_arch()))]
+
+
+def test_http_mirror_names_the_missing_files(tmp_path):
+    files = release_files()
+    mirror = tmp_path / 'mirror'
+    mirror.mkdir()
+    (mirror / files[1]).write_bytes(b'not really a deb')
+    server = subprocess.Popen([sys.executable, '-m', 'http.server', '0', '--bind', '127.0.0.1', '--directory', str(mirror)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True)
+    try:
+        port = server.stdout.readline().split('port ')[1].split(' ')[0]
+        url = 'http://127.0.0.1:%s' % port
+        rc, msgs = run_check(tmp_path, role_play('enroot'), dict(kernel_files(tmp_path), enroot_package_source='mirror', enroot_mirror_url=url))
+    finally:
+        server.terminate()
+        server.wait(10)
+    assert rc != 0
+    assert msgs == ['enroot_package_source=mirror: %s/%s cannot be fetched from localhost; enroot_mirror_url %s must serve %s, %s'
+                    % (url, files[0], url, ', '.join(files), RELEASE.format(deb_arch()))]
 
 
 def test_extra_config_keys(tmp_path):

@@ -355,24 +355,24 @@ def test_registry_asking_for_credentials(registries, env, tmp_path):
 
 
 @pytest.mark.parametrize('uri, reason', [
-    ('docker://nvcr.io/nvidia/pytorch:24.01-py3',
-     '"nvcr.io" looks like a registry; enroot separates the registry with "#": docker://nvcr.io#nvidia/pytorch:24.01-py3'),
+    ('docker://ubuntu@sha256:abc', 'the digest "sha256:abc" must be "sha256:" and 64 lower-case hexadecimal digits'),
     ('docker://Ubuntu', 'the image "Ubuntu" must be lower-case letters, digits, ".", "_", "-" and "/"'),
     ('oras://x', 'scheme "oras" is not one enroot imports from'),
 ])
 def test_malformed_uri(env, tmp_path, uri, reason):
     result = run_module(tmp_path, env, uri=uri, dest=str(tmp_path / 'x.sqsh'))
     assert result['error_kind'] == 'invalid_uri'
-    assert result['msg'] == 'invalid image URI "%s": %s; valid forms are %s' % (
-        uri, reason, 'docker://[USER@][REGISTRY#]IMAGE[:TAG], dockerd://IMAGE[:TAG] or podman://IMAGE[:TAG] '
-        '(for example docker://nvcr.io#nvidia/pytorch:24.01-py3)')
+    assert result['msg'] == 'uri: invalid image URI "%s": %s; valid forms are %s' % (
+        uri, reason, 'docker://[USER@][REGISTRY/]IMAGE[:TAG][@sha256:DIGEST] (REGISTRY with a "." or a ":port"), '
+        'docker://[USER@]REGISTRY#IMAGE[:TAG][@sha256:DIGEST], dockerd://IMAGE[:TAG] or podman://IMAGE[:TAG] '
+        '(for example docker://nvcr.io/nvidia/pytorch:24.01-py3 or docker://nvcr.io#nvidia/pytorch:24.01-py3)')
     assert enroot_calls(env) == []
 
 
 def test_bad_container_name(env, tmp_path):
     result = run_module(tmp_path, env, uri='docker://ubuntu', dest=str(tmp_path / 'x.sqsh'), name='a/b')
     assert result['error_kind'] == 'invalid_name'
-    assert result['msg'] == 'invalid container name "a/b": use letters, digits, "_", "." and "-", starting with a letter or digit'
+    assert result['msg'] == 'name: invalid container name "a/b": use letters, digits, "_", "." and "-", starting with a letter or digit'
 
 
 def test_missing_enroot(env, tmp_path):
@@ -389,7 +389,7 @@ def test_dest_directory_must_exist(env, tmp_path):
     dest = tmp_path / 'nodir' / 'x.sqsh'
     result = run_module(tmp_path, env, uri='docker://ubuntu', dest=str(dest))
     assert result['error_kind'] == 'bad_dest'
-    assert result['msg'] == 'the directory of dest %s does not exist; create %s first' % (dest, dest.parent)
+    assert result['msg'] == 'dest %s: the directory %s does not exist; create it first' % (dest, dest.parent)
     os.symlink(str(tmp_path / 'nowhere'), str(tmp_path / 'dangling.sqsh'))
     other = run_module(tmp_path, env, uri='docker://ubuntu', dest=str(tmp_path / 'dangling.sqsh'))
     assert other['msg'] == 'dest %s exists and is not a regular file' % (tmp_path / 'dangling.sqsh')
@@ -408,7 +408,62 @@ def test_dest_directory_gets_enroot_default_name(registries, env, tmp_path):
 
 def test_negative_timeout(env, tmp_path):
     result = run_module(tmp_path, env, uri='docker://ubuntu', dest=str(tmp_path / 'x.sqsh'), timeout=-1)
-    assert result['msg'] == 'timeout must be 0 or more, got -1'
+    assert result['msg'] == 'timeout must be 0 or more (seconds, 0 for no limit), got -1'
+
+
+@pytest.mark.parametrize('form', ['docker://{host}/test/v2img:1.0', 'docker://{host}#test/v2img:1.0'])
+def test_slash_and_hash_forms_import_the_same_image(registries, env, tmp_path, form):
+    reg = registries['plain']
+    uri = form.format(host=reg.host)
+    images = tmp_path / 'images'
+    images.mkdir()
+    result = run_module(tmp_path, env, uri=uri, dest=str(images))
+    assert result['changed'] is True, result
+    assert result['dest'] == str(images / 'test+v2img+1.0.sqsh')
+    assert result['digest'] == reg.digest('test/v2img', '1.0')
+    assert is_squashfs(result['dest'])
+
+
+def test_digest_pinned_import_needs_no_registry_call_when_current(registries, env, tmp_path):
+    reg = registries['plain']
+    reg.push(registries['layout'], '1.0', 'test/pinned', 'v2s2')
+    pinned = reg.digest('test/pinned', '1.0')
+    uri = 'docker://%s/test/pinned:1.0@%s' % (reg.host, pinned)
+    images = tmp_path / 'images'
+    images.mkdir()
+    first = run_module(tmp_path, env, uri=uri, dest=str(images))
+    assert first['changed'] is True, first
+    # enroot names the file after the digest, which replaces the tag.
+    dest = images / ('test+pinned+%s.sqsh' % pinned)
+    assert first['dest'] == str(dest) and is_squashfs(str(dest))
+    record = json.loads((images / (dest.name + '.import.json')).read_text())
+    assert record['digest'] == pinned and record['uri'] == uri
+    # The tag now points at other content: the pinned file is still what the URI names.
+    subprocess.run(['skopeo', 'copy', '--quiet', '--dest-tls-verify=false', '--format', 'v2s2',
+                    'oci:%s:2.0' % registries['layout'], 'docker://%s/test/pinned:1.0' % reg.host], check=True)
+    assert reg.digest('test/pinned', '1.0') != pinned
+    second = run_module(tmp_path, env, uri=uri, dest=str(images))
+    assert second['changed'] is False, second
+    assert second['reason'] == 'the image file holds digest %s, the one pinned in the URI' % pinned
+    assert enroot_calls(env) == ['import'], 'a digest-pinned URI needs no enroot digest call'
+    listing = subprocess.run(['unsquashfs', '-cat', str(dest), 'etc/os-release'], stdout=subprocess.PIPE, check=True,
+                             universal_newlines=True).stdout
+    assert 'test image 1.0' in listing
+
+
+def test_plain_http_registry_without_allow_http(registries, env, tmp_path):
+    env = dict(env)
+    del env['ENROOT_ALLOW_HTTP']
+    uri = 'docker://%s/test/v2img:1.0' % registries['plain'].host
+    result = run_module(tmp_path, env, uri=uri, dest=str(tmp_path / 'x.sqsh'), retries=0)
+    assert result['error_kind'] == 'plain_http', result
+    assert result['msg'].startswith('the registry of %s answers plain HTTP, and enroot speaks HTTPS unless ENROOT_ALLOW_HTTP is set '
+                                    '(curl: ' % uri)
+    assert 'wrong version number' in result['msg']
+    assert result['msg'].endswith('set enroot_allow_http: true for the role gpucluster.bringup.enroot, which writes ENROOT_ALLOW_HTTP to '
+                                  '/etc/enroot/enroot.conf: pyxis jobs (srun --container-image) read only enroot.conf, an environment: '
+                                  'on an Ansible task does not reach them; or serve the registry over HTTPS')
+    assert not (tmp_path / 'x.sqsh').exists() and leftovers(tmp_path) == []
 
 
 def _wait_for_partial(tmp_path, proc, seconds=30):
