@@ -98,10 +98,34 @@ def slurm_munge_key_errors(key_b64):
     return munge_key_errors(key_b64)
 
 
+def slurm_unreachable_nodes(hosts, hostvars, register):
+    """``host: why`` for each host whose registered fact-gathering result (``register``) did not reach it.
+
+    A result counts when it is ``unreachable`` (ssh could not connect) or ``failed`` (the connection ran
+    nothing, as the podman connection reports a stopped container).  The reason is the first sentence of
+    the result's ``msg`` and the first line of the module's stderr, when there is one.
+    """
+    down = []
+    for host in hosts or []:
+        result = hostvars[host].get(register) if host in hostvars else None
+        if not isinstance(result, dict) or not (result.get('unreachable') or result.get('failed')):
+            continue
+        why = ' '.join(str(result.get('msg') or 'no answer').split())
+        # Ansible's wrapping and advice aside: "Task failed: Failed to create temporary directory. In some ..."
+        if why.startswith('Task failed: '):
+            why = why[len('Task failed: '):]
+        why = why.split('. ', 1)[0].rstrip('.')
+        stderr = (result.get('module_stderr') or '').strip().splitlines()
+        if stderr:
+            why += ' (%s)' % stderr[0].strip()
+        down.append('%s: %s' % (host, why))
+    return down
+
+
 class FilterModule(object):
     """gpucluster.bringup slurm filters."""
 
     def filters(self):
         return dict((func.__name__, _wrap(func)) for func in (
             slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_preflight_errors, slurm_gres_errors,
-            slurm_change_actions, slurm_munge_key_errors))
+            slurm_change_actions, slurm_munge_key_errors, slurm_unreachable_nodes))

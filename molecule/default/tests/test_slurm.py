@@ -17,7 +17,7 @@ import pytest
 
 import yaml
 
-from simcluster import (ANSIBLE_PLAYBOOK, COMPUTE, CONTROLLER, GPU_NODES, NODES, PREFIX, ROOT, SIMULATED_VARS, SITE, ctl, inventories,
+from simcluster import (ANSIBLE_PLAYBOOK, COMPUTE, CONTROLLER, GPU_NODES, NODES, PREFIX, ROOT, SIMULATED_VARS, SITE, ctl, inventories, sh,
                         node, playbook_env, recap, run_playbook, wait_idle)
 
 HOOKS_DIR = "/usr/local/lib/gpucluster-slurm"
@@ -53,6 +53,8 @@ def test_munge_key_is_0400_munge_and_the_same_everywhere(name):
     assert key.exists
     assert key.mode == 0o400, oct(key.mode)
     assert key.user == "munge" and key.group == "munge"
+    directory = node(name).file("/etc/munge")
+    assert directory.mode == 0o700 and directory.user == "munge", (oct(directory.mode), directory.user)
     reference = node(CONTROLLER).run("sha256sum /etc/munge/munge.key").stdout.split()[0]
     assert node(name).run("sha256sum /etc/munge/munge.key").stdout.split()[0] == reference
 
@@ -120,10 +122,37 @@ def test_sinfo_every_node_idle_with_its_gres():
                 assert item in gres, (name, item, gres)
 
 
-def test_slurmd_registered_the_gres_of_gres_conf():
-    for name in GPU_NODES:
-        out = ctl("scontrol show node %s" % name).stdout
-        assert "Gres=%s" % node_gres_from_conf()[name] in out, out
+def _index_set(text):
+    """IDX:0-1,4 -> {0, 1, 4}"""
+    found = set()
+    for part in text.split(","):
+        first, _sep, last = part.partition("-")
+        found.update(range(int(first), int(last or first) + 1))
+    return found
+
+
+@pytest.mark.parametrize("name", GPU_NODES)
+def test_a_job_can_hold_every_gpu_gres_slurmd_registered(name):
+    """What slurmd registered, not what slurm.conf says: a job asking for every gpu GRES of the node runs, and
+    the indexes Slurm gives it (positions in slurmd's registered GRES list) are exactly 0..N-1, N = slurmd -G's count."""
+    wanted = [g for g in node_gres_from_conf()[name].split(",") if g.startswith("gpu:")]
+    total = sum(int(g.rsplit(":", 1)[1]) for g in wanted)
+    registered = [line for line in sh(name, "slurmd -G 2>&1").stdout.splitlines() if "Gres Name=gpu " in line]
+    assert len(registered) == total, registered
+    wait_idle([name])
+    job = ctl("sbatch --parsable -w %s --gres=%s -o /dev/null --wrap 'sleep 30'" % (name, ",".join(wanted))).stdout.strip()
+    try:
+        deadline = time.time() + 60
+        while "RUNNING" not in ctl("squeue -h -j %s -o %%T" % job, check=False).stdout and time.time() < deadline:
+            time.sleep(1)
+        detail = ctl("scontrol -d show job %s" % job).stdout
+        held = dict((m.group(1), _index_set(m.group(3))) for m in re.finditer(r"gpu:([^:(,\s]+):(\d+)\(IDX:([0-9,-]+)\)", detail))
+        assert sorted("gpu:%s:%d" % (t, len(i)) for t, i in held.items()) == sorted(wanted), detail
+        every = [i for indexes in held.values() for i in indexes]
+        assert sorted(every) == list(range(total)), detail
+    finally:
+        ctl("scancel %s" % job, check=False)
+    wait_idle([name], timeout=60)
 
 
 def _gres_facts(name):
@@ -268,21 +297,22 @@ def test_hook_whose_tool_is_missing_is_skipped_not_drained():
         _resume(target)
 
 
-def test_every_hook_is_logged_with_exit_code_and_duration():
-    target = GPU_NODES[0]
+@pytest.mark.parametrize("target", GPU_NODES)
+def test_every_hook_ran_and_is_logged_with_exit_code_and_duration(target):
+    """On a GPU node the shipped hooks really run (rc=0, status=ok): none is skipped for a missing tool."""
     wait_idle([target])
     job = ctl("timeout 60 srun -w %s printenv SLURM_JOB_ID" % target).stdout.strip()
-    wanted = [r"%s job=%s hook=%s rc=\S+ duration=[0-9.]+s status=" % (phase, job, hook)
+    wanted = [r"%s job=%s hook=%s rc=0 duration=[0-9.]+s status=ok$" % (phase, job, hook)
               for phase, hook in (("prolog", "10-all-gpu-healthcheck"), ("prolog", "50-all-enroot-dirs"),
                                   ("epilog", "40-all-gpu-cleanup"), ("epilog", "95-lastuserjob-enroot-cleanup"))]
     log = ""
     for _attempt in range(30):  # the epilog runs after srun returns, one hook after the other
-        log = node(target).run("journalctl -t slurm-hooks --no-pager -n 100").stdout
-        if all(re.search(pattern, log) for pattern in wanted):
+        log = node(target).run("journalctl -t slurm-hooks --no-pager -n 100 -o cat").stdout
+        if all(re.search(pattern, log, re.M) for pattern in wanted):
             break
         time.sleep(1)
     for pattern in wanted:
-        assert re.search(pattern, log), log
+        assert re.search(pattern, log, re.M), (pattern, log)
 
 
 # --- configuration changes restart only what they must ----------------------------

@@ -12,12 +12,13 @@ last tests (site.yml puts back the inventory's own: mig_layout of each node).
 import importlib.machinery
 import importlib.util
 import json
+import re
 import subprocess
 import time
 
 import yaml
 
-from simcluster import PREFIX, ROOT, node, recap, run_playbook, sh
+from simcluster import ANSIBLE_PLAYBOOK, PREFIX, ROOT, inventories, node, playbook_env, recap, run_playbook, sh
 
 VARS = ROOT / "molecule" / "default" / "vars" / "mig-changes.yml"
 MUTATING = ("nvmlDeviceSetMigMode", "nvmlDeviceCreateGpuInstance", "nvmlDeviceCreateGpuInstanceWithPlacement", "nvmlGpuInstanceDestroy",
@@ -208,6 +209,60 @@ def test_a_gpu_with_a_running_process_is_refused_and_nothing_changes():
     assert after == before
     view = wait_idle([H100])[H100]
     assert view["reason"] is None and view["gres"] == gres_before
+
+
+# ----------------------------------------------------------------------------- slurmctld dies during a change
+
+
+def test_a_change_whose_slurmctld_dies_reports_the_cause_first_and_the_node_says_what_to_run():
+    wait_idle([H100])
+    before = layout(H100)
+    # the layout in place (the shrink test's, or all-balanced when this test runs alone)
+    in_place = "molecule-gpu3-3g" if profiles(H100)[3] == ["3g.40gb", "3g.40gb"] else "all-balanced"
+    job = sh(CONTROLLER, "sbatch --parsable -w %s -o /dev/null --wrap 'sleep 20'" % H100).stdout.strip()
+    deadline = time.time() + 60
+    while "RUNNING" not in sh(CONTROLLER, "squeue -h -j %s -o %%T" % job, check=False).stdout and time.time() < deadline:
+        time.sleep(1)
+    change = subprocess.Popen([str(ANSIBLE_PLAYBOOK)] + inventories() + ["gpucluster.bringup.mig_change", "-e", "@%s" % VARS,
+                                                                        "--limit", H100, "-e", "mig_layout=molecule-gpu5-7g"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=playbook_env(), cwd=str(ROOT))
+    try:
+        # the role drained the node and waits for the job: now slurmctld dies
+        deadline = time.time() + 120
+        while "applying layout molecule-gpu5-7g" not in (slurm_node(H100)["reason"] or "") and time.time() < deadline:
+            time.sleep(1)
+        sh(CONTROLLER, "systemctl stop slurmctld")
+        output = change.communicate(timeout=300)[0]
+    finally:
+        if change.poll() is None:
+            change.kill()
+        sh(CONTROLLER, "systemctl start slurmctld")
+    assert change.returncode != 0, output
+    fatal = [line for line in output.splitlines() if line.startswith("fatal: [%s]" % H100)]
+    msg = json.loads(fatal[-1].split("=> ", 1)[1])["msg"]
+    # the cause first (the job wait could not ask slurmctld), then what to do, then the rescue's own failure
+    cause, stays, resume = re.match(r"^(.*?)\. (%s stays drained: .*?); (resuming it failed too: .*)$" % H100, msg).groups()
+    assert re.match(r"^(scontrol show node %s --oneliner|squeue --noheader --nodelist %s .*) failed \(exit 1\): .*"
+                    r"Unable to contact slurm controller" % (H100, H100), cause), msg
+    assert stays == "%s stays drained: fix the cause, then run gpucluster.bringup.mig_change --limit %s" % (H100, H100), msg
+    assert resume.startswith("resuming it failed too: scontrol show node %s --oneliner failed (exit 1): " % H100), msg
+    assert layout(H100) == before
+    # slurmctld is back: the node is still drained by the role, and its reason says what to run
+    deadline = time.time() + 60
+    while sh(CONTROLLER, "scontrol ping", check=False).rc != 0 and time.time() < deadline:
+        time.sleep(1)
+    view = slurm_node(H100)
+    assert "DRAIN" in view["state"] or "DRAINED" in view["state"] or "DRAINING" in view["state"], view
+    assert view["reason"] == ("gpucluster.bringup.mig: applying layout molecule-gpu5-7g; if this stays, fix the cause, "
+                              "then run gpucluster.bringup.mig_change --limit %s" % H100), view
+    # as the reason says: once the job has ended, mig_change (with the layout in place) resumes the node
+    deadline = time.time() + 60
+    while sh(CONTROLLER, "squeue -h -w %s" % H100).stdout.strip() and time.time() < deadline:
+        time.sleep(1)
+    rc, output = playbook("--limit", H100, "-e", "mig_layout=%s" % in_place)
+    assert rc == 0, output
+    view = wait_idle([H100])[H100]
+    assert view["reason"] is None and layout(H100) == before
 
 
 # ----------------------------------------------------------------------------- a wrong name

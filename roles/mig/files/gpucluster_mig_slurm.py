@@ -176,7 +176,7 @@ def act(slurm, args, sleep=None, clock=None):
     sleep = sleep or time.sleep
     clock = clock or time.time
     name, owner, action = args.node, args.owner, args.action
-    if action == 'drained' and not (args.reason or '').startswith(owner):
+    if action in ('drained', 'noted') and not (args.reason or '').startswith(owner):
         raise SlurmError('reason %r must start with %r so that the role can recognise its own drain' % (args.reason, owner))
     view = slurm.node(name)
     result = {'changed': False, 'owned': is_owned(view, owner), 'jobs': []}
@@ -185,6 +185,12 @@ def act(slurm, args, sleep=None, clock=None):
         if not is_drained(view):
             slurm.update(name, 'state=drain', 'reason=%s' % args.reason)
             result['changed'] = result['owned'] = True
+            view = slurm.node(name)
+    elif action == 'noted':
+        # a new reason on a node this role drained: what failed and what to run
+        if result['owned'] and view['reason'] != args.reason:
+            slurm.update(name, 'state=drain', 'reason=%s' % args.reason)
+            result['changed'] = True
             view = slurm.node(name)
     elif action == 'resumed':
         if result['owned']:
@@ -225,9 +231,9 @@ def act(slurm, args, sleep=None, clock=None):
 
 def parser():
     parse = argparse.ArgumentParser(prog='gpucluster_mig_slurm.py', description='Drain, wait for, check and resume one Slurm node.')
-    parse.add_argument('action', choices=['query', 'drained', 'jobs_done', 'registered', 'resumed'])
+    parse.add_argument('action', choices=['query', 'drained', 'noted', 'jobs_done', 'registered', 'resumed'])
     parse.add_argument('--node', required=True, help='Slurm node name')
-    parse.add_argument('--reason', help='drain reason (drained); must start with --owner')
+    parse.add_argument('--reason', help='drain reason (drained, noted); must start with --owner')
     parse.add_argument('--owner', default=OWNER, help='prefix of this role\'s drain reasons (default %(default)s)')
     parse.add_argument('--gres', help='Gres= the node must show (registered)')
     parse.add_argument('--restarted-since', help='SlurmdStartTime before slurmd was restarted: wait for a newer registration (registered)')

@@ -18,7 +18,7 @@ HW = {'NodeName': 'gpu-01', 'CPUs': 2, 'Boards': 1, 'SocketsPerBoard': 1, 'Cores
 
 def test_filter_names():
     assert sorted(FILTERS) == ['slurm_change_actions', 'slurm_conf_lines', 'slurm_gres_errors', 'slurm_munge_key_errors',
-                               'slurm_parse_slurmd_c', 'slurm_preflight_errors', 'slurm_settings_lines']
+                               'slurm_parse_slurmd_c', 'slurm_preflight_errors', 'slurm_settings_lines', 'slurm_unreachable_nodes']
 
 
 def test_conf_lines_merges_nodes_and_computes_gres_types():
@@ -89,3 +89,26 @@ def test_settings_lines_filter():
     with pytest.raises(AnsibleFilterError) as err:
         FILTERS['slurm_settings_lines']({'A': 'x y'})
     assert "slurm.conf setting A='x y' contains spaces" in str(err.value)
+
+
+@pytest.mark.parametrize('results, expected', [
+    pytest.param({'n1': {'changed': False, 'failed': False}}, [], id='reached'),
+    pytest.param({'n1': {'unreachable': True, 'msg': 'Failed to connect to the host via ssh: Connection refused'}},
+                 ['n1: Failed to connect to the host via ssh: Connection refused'], id='ssh-unreachable'),
+    pytest.param({'n1': {'failed': True, 'msg': 'MODULE FAILURE\nSee stdout/stderr for the exact error',
+                         'module_stderr': 'Error: can only create exec sessions on running containers: container state improper\n'}},
+                 ['n1: MODULE FAILURE See stdout/stderr for the exact error'
+                  ' (Error: can only create exec sessions on running containers: container state improper)'], id='podman-stopped'),
+    pytest.param({'n1': {'unreachable': True, 'msg': 'Task failed: Failed to create temporary directory. In some cases, you may have been'
+                                                     ' able to authenticate. Failed command was: ( umask 77 && mkdir -p "~/.ansible/tmp" )'}},
+                 ['n1: Failed to create temporary directory'], id='ansible-advice-cut'),
+    pytest.param({'n1': {'unreachable': True, 'msg': 'Task failed: Failed to connect to the host via ssh: ssh: connect to host'
+                                                     ' 10.0.0.5 port 22: No route to host'}},
+                 ['n1: Failed to connect to the host via ssh: ssh: connect to host 10.0.0.5 port 22: No route to host'], id='ssh-prefix-cut'),
+    pytest.param({'n1': {'failed': True}, 'n2': {'failed': False}, 'n3': {'unreachable': True, 'msg': 'timed out'}},
+                 ['n1: no answer', 'n3: timed out'], id='several-in-order'),
+    pytest.param({'n1': None}, [], id='not-registered'),
+])
+def test_unreachable_nodes(results, expected):
+    hostvars = dict((host, {'_site_facts': result} if result is not None else {}) for host, result in results.items())
+    assert FILTERS['slurm_unreachable_nodes'](sorted(results), hostvars, '_site_facts') == expected

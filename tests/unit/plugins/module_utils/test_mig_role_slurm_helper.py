@@ -254,3 +254,25 @@ def test_unexpected_output_is_reported(capsys, argv, output, message):
         return standin(command)
     status, out = run(garbled, *argv, capsys=capsys)
     assert status == 1 and out['msg'] == message
+
+
+FAILED_REASON = 'gpucluster.bringup.mig: layout all-balanced failed, fix the cause, then run gpucluster.bringup.mig_change --limit gpu-01: boom'
+
+
+@pytest.mark.parametrize('state, reason, changed, final_reason', [
+    pytest.param('IDLE+DRAIN', REASON, True, FAILED_REASON, id='own-drain-gets-the-failure'),
+    pytest.param('IDLE+DRAIN', FAILED_REASON, False, FAILED_REASON, id='already-noted'),
+    pytest.param('IDLE+DRAIN', 'bad DIMM (ticket 42)', False, 'bad DIMM (ticket 42)', id='admin-drain-untouched'),
+    pytest.param('IDLE', None, False, None, id='not-drained-untouched'),
+])
+def test_noted_rewrites_only_the_roles_own_drain_reason(capsys, state, reason, changed, final_reason):
+    slurm = StandIn(state=state, reason=reason)
+    status, out = run(slurm, 'noted', '--node', 'gpu-01', '--reason', FAILED_REASON, capsys=capsys)
+    assert status == 0 and out['changed'] is changed
+    assert slurm.node['reason'] == final_reason
+    assert slurm.updates() == ([['scontrol', 'update', 'nodename=gpu-01', 'state=drain', 'reason=' + FAILED_REASON]] if changed else [])
+
+
+def test_noted_needs_the_owner_prefix(capsys):
+    status, out = run(StandIn(state='IDLE+DRAIN', reason=REASON), 'noted', '--node', 'gpu-01', '--reason', 'it broke', capsys=capsys)
+    assert status == 1 and out['msg'].startswith("reason 'it broke' must start with 'gpucluster.bringup.mig:'")
