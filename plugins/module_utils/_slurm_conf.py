@@ -68,24 +68,46 @@ def validate_node_name(name):
     return name
 
 
-def preflight_errors(controllers, compute, node_names=None):
-    """Problems with the inventory that stop the role before it changes anything.
+def preflight_errors(controllers, compute, node_names=None, gpu_nodes=None, group_names=None):
+    """Problems with the inventory that stop the run before it changes anything.
 
     ``controllers`` and ``compute`` are the host lists of the controller and
-    compute groups; ``node_names`` the Slurm node names of the compute hosts
-    (defaults to the host names).
+    compute groups; ``node_names`` the Slurm node names to check (defaults to
+    the compute host names); ``gpu_nodes`` the hosts of the GPU group, which
+    must all be compute hosts (checked when given).
+
+    ``group_names`` (``{'controller': ..., 'compute': ..., 'gpu': ...}``)
+    names the inventory groups in the messages (site.yml's preflight); a group
+    given as ``None`` is then reported as missing rather than empty.  Without
+    it the messages speak of "the controller group" (the slurm role).
     """
     errors = []
-    controllers = list(controllers or [])
-    compute = list(compute or [])
-    if not controllers:
-        errors.append('the controller group is empty: put exactly one host in it (slurmctld runs there)')
-    elif len(controllers) > 1:
-        errors.append('the controller group has %d hosts (%s): exactly one is supported until slurmctld HA is'
-                      % (len(controllers), ', '.join(controllers)))
-    if not compute:
-        errors.append('the compute group is empty: put at least one host in it (slurmd runs there)')
-    for name in (compute if node_names is None else node_names):
+    names = dict(group_names or {})
+    named = bool(names)
+
+    def group(role, fallback):
+        return 'inventory group %s' % names[role] if role in names else fallback
+
+    def state(hosts):
+        return 'is missing' if named and hosts is None else 'is empty'
+
+    controller_hosts = list(controllers or [])
+    compute_hosts = list(compute or [])
+    if not controller_hosts:
+        errors.append('%s %s: put exactly one host in it (slurmctld runs there)'
+                      % (group('controller', 'the controller group'), state(controllers)))
+    elif len(controller_hosts) > 1:
+        errors.append('%s has %d hosts (%s): exactly one is supported until slurmctld HA is'
+                      % (group('controller', 'the controller group'), len(controller_hosts), ', '.join(controller_hosts)))
+    if not compute_hosts:
+        errors.append('%s %s: put at least one host in it (slurmd runs there)'
+                      % (group('compute', 'the compute group'), state(compute)))
+    if gpu_nodes is not None:
+        outside = [host for host in gpu_nodes if host not in compute_hosts]
+        if outside:
+            errors.append('hosts of %s must also be in %s (GPUs are scheduled as GRES of compute nodes), these are not: %s'
+                          % (group('gpu', 'the GPU group'), group('compute', 'the compute group'), ', '.join(outside)))
+    for name in (compute_hosts if node_names is None else node_names):
         try:
             validate_node_name(name)
         except ValueError as exc:

@@ -1,9 +1,9 @@
-"""site.yml refuses an inventory that does not describe one Slurm cluster.
+"""site.yml refuses nodes that do not boot with systemd.
 
-Runs the real playbook with ansible-playbook against small inventories (the
-preflight play runs on the controller only, so no node is contacted), and
-against a container that does not boot with systemd. Each failure message
-the playbook can print is asserted here.
+Runs the real playbook with ansible-playbook against a container that does
+not boot with systemd (the facts play). The preflight's refusals of bad
+inventories and bad role variables need no container: they are asserted in
+tests/unit/plugins/action/test_preflight_playbook.py.
 """
 import os
 import pathlib
@@ -37,45 +37,6 @@ def run_site(tmp_path, children, hostvars=None):
 
 def hosts(*names):
     return {"hosts": {n: None for n in names}}
-
-
-CASES = [
-    pytest.param(
-        {"slurm_controller": hosts("c1", "c2"), "slurm_compute": hosts("n1")},
-        'inventory group slurm_controller must hold exactly one host (the slurmctld host), it holds 2: ["c1", "c2"]',
-        id="two-controllers"),
-    pytest.param(
-        {"slurm_compute": hosts("n1")},
-        "inventory group slurm_controller must hold exactly one host (the slurmctld host), it holds 0: []",
-        id="no-controller"),
-    pytest.param(
-        {"slurm_controller": hosts("c1")},
-        "inventory group slurm_compute must hold at least one host (the slurmd hosts), it is missing",
-        id="no-compute-group"),
-    pytest.param(
-        {"slurm_controller": hosts("c1"), "slurm_compute": {"hosts": {}}, "gpu_nodes": hosts("g1")},
-        "inventory group slurm_compute must hold at least one host (the slurmd hosts), it is empty",
-        id="empty-compute-group"),
-    pytest.param(
-        {"slurm_controller": hosts("c1"), "slurm_compute": hosts("n1"), "gpu_nodes": hosts("n1", "g3")},
-        "hosts in inventory group gpu_nodes must also be in slurm_compute (GPUs are scheduled as GRES of compute nodes),"
-        ' these are not: ["g3"]',
-        id="gpu-node-not-compute"),
-    pytest.param(
-        {"slurm_controller": hosts("c1"), "slurm_compute": hosts("gpu_01", "gpu-02", "-n3")},
-        'invalid Slurm node name(s) ["gpu_01", "-n3"]: a node name is a host name'
-        " (letters, digits and '-', labels joined with '.', no '_', ',', '[', ']', '=' or spaces)",
-        id="bad-node-names"),
-]
-
-
-@pytest.mark.parametrize("children, message", CASES)
-def test_preflight_rejects(tmp_path, children, message):
-    rc, output = run_site(tmp_path, children)
-    assert rc != 0
-    assert message in output, output[-3000:]
-    # The preflight play stops the run: no node was contacted.
-    assert "Gathering Facts" not in output
 
 
 @pytest.fixture(name="container_without_systemd")

@@ -1,0 +1,187 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Action of gpucluster.bringup.preflight: the inventory and every role's inputs, on the controller.
+
+Contacts no host: the inventory groups and each host's variables come from
+``task_vars`` (``groups``, ``hostvars``), the roles' argument specs and
+defaults from the collection's own ``roles/`` directory.  The checks and the
+messages are in ``module_utils/_preflight.py``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+from ansible.errors import AnsibleError, AnsibleUndefinedVariable
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight as preflight
+from ansible_collections.gpucluster.bringup.plugins.module_utils._slurm_conf import preflight_errors
+
+# plugins/action/preflight.py -> the collection root
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+ROLE_NAMES = [name for name, groups in preflight.SITE_ROLES]
+
+ARGUMENT_SPEC = dict(
+    controller_group=dict(type='str', default='slurm_controller'),
+    compute_group=dict(type='str', default='slurm_compute'),
+    gpu_group=dict(type='str', default='gpu_nodes'),
+    roles=dict(type='list', elements='dict', options=dict(
+        name=dict(type='str', required=True, choices=ROLE_NAMES),
+        groups=dict(type='list', elements='str', required=True),
+    )),
+    hosts=dict(type='list', elements='str'),
+)
+
+
+class _Skip(Exception):
+    """A value that cannot be templated before the facts are gathered."""
+
+
+def _plain(value):
+    """``value`` as plain Python data (resolving lazily templated containers)."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, dict) or hasattr(value, 'keys'):
+        return dict((_plain(k), _plain(value[k])) for k in value.keys())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _first_line(text):
+    lines = str(text).strip().splitlines()
+    return lines[0] if lines else str(text)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def _load(self, role, name, trusted=False):
+        path = os.path.join(COLLECTION_ROOT, 'roles', role, name)
+        if not os.path.isfile(path):
+            return None
+        if trusted:
+            try:
+                return self._loader.load_from_file(path, cache='none', trusted_as_template=True)
+            except TypeError:  # ansible-core < 2.19: every loaded string is a template
+                pass
+        return self._loader.load_from_file(path, cache='none')
+
+    def _template(self, templar, value):
+        try:
+            return _plain(templar.template(value))
+        except AnsibleUndefinedVariable as exc:
+            raise _Skip(str(exc)) from exc
+        except AnsibleError as exc:
+            if 'undefined' in str(exc).lower():
+                raise _Skip(str(exc)) from exc
+            raise
+
+    def _host_values(self, raw, options, defaults):
+        """``(values, skipped, problems)`` of one host (its untemplated variables ``raw``) for one role's options."""
+        context = dict(defaults)
+        context.update(raw)
+        templar = self._templar.copy_with_new_env(available_variables=context)
+        values, skipped, problems = {}, [], []
+        for name in sorted(options):
+            if name in raw:
+                value = raw[name]
+            elif name in defaults:
+                value = defaults[name]
+            else:
+                continue
+            try:
+                values[name] = self._template(templar, value)
+            except _Skip:
+                skipped.append(name)
+            except AnsibleError as exc:
+                if preflight.is_secret(name, options[name]):
+                    problems.append('%s cannot be templated (the value is not shown)' % name)
+                else:
+                    problems.append('%s cannot be templated: %s' % (name, _first_line(exc)))
+        return values, skipped, problems
+
+    @staticmethod
+    def _validator_problems(options, values, found):
+        """Problems ArgumentSpecValidator finds that the plain checks did not already name."""
+        problems = []
+        named = set()
+        for message in found:
+            named.add(message.split(' ', 1)[0].split('[', 1)[0].split('.', 1)[0])
+        for name in sorted(values):
+            if name in named:
+                continue
+            result = ArgumentSpecValidator({name: options[name]}).validate({name: values[name]})
+            errors = [str(e) for e in result.error_messages]
+            if not errors:
+                continue
+            if preflight.is_secret(name, options[name]):
+                problems.append('%s does not match its argument spec (the value is not shown)' % name)
+            else:
+                problems.extend('%s: %s' % (name, _first_line(e)) for e in errors)
+        return problems
+
+    def run(self, tmp=None, task_vars=None):
+        task_vars = task_vars or {}
+        result = super().run(tmp, task_vars)
+        del tmp
+
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
+        groups = task_vars.get('groups') or {}
+        hostvars = task_vars.get('hostvars') or {}
+        play_hosts = args['hosts'] if args['hosts'] is not None else list(task_vars.get('ansible_play_hosts_all') or [])
+        roles = args['roles']
+        if roles is None:
+            roles = [dict(name=name, groups=list(role_groups)) for name, role_groups in preflight.SITE_ROLES]
+
+        controllers = groups.get(args['controller_group'])
+        compute = groups.get(args['compute_group'])
+        gpu_nodes = list(groups.get(args['gpu_group']) or [])
+        names = []
+        for host in list(controllers or []) + list(compute or []) + gpu_nodes:
+            if host not in names:
+                names.append(host)
+        inventory = preflight_errors(controllers, compute, names, gpu_nodes,
+                                     dict(controller=args['controller_group'], compute=args['compute_group'], gpu=args['gpu_group']))
+
+        problems, skipped, checked, raw_vars = [], [], 0, {}
+        for entry in roles:
+            role = entry['name']
+            specs = self._load(role, os.path.join('meta', 'argument_specs.yml')) or {}
+            options = ((specs.get('argument_specs') or {}).get('main') or {}).get('options') or {}
+            defaults = self._load(role, os.path.join('defaults', 'main.yml'), trusted=True) or {}
+            members = set()
+            for group in entry['groups']:
+                members.update(groups.get(group) or [])
+            for host in [h for h in play_hosts if h in members]:
+                if host not in raw_vars:
+                    raw_vars[host] = dict(hostvars.raw_get(host) if hasattr(hostvars, 'raw_get') else hostvars[host])
+                values, host_skipped, found = self._host_values(raw_vars[host], options, defaults)
+                checked += len(values)
+                skipped.extend('%s: %s (role %s.%s)' % (host, name, preflight.COLLECTION, role) for name in host_skipped)
+                found.extend(preflight.role_problems(role, host, options, values, groups))
+                found.extend(self._validator_problems(options, values, found))
+                problems.extend((host, role, message) for message in found)
+
+        lines = preflight.report(inventory, problems)
+        result.update(changed=False, problems=lines, skipped_values=skipped, checked_values=checked)
+        if lines:
+            result.update(failed=True, msg=preflight.failure_message(lines))
+        else:
+            result['msg'] = ('the inventory describes one Slurm cluster; %d values checked, %d left for after the facts'
+                             % (checked, len(skipped)))
+        return result

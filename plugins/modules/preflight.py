@@ -1,0 +1,150 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: preflight
+short_description: Check the inventory and every role's inputs on the Ansible controller before anything changes
+version_added: 0.1.0
+description:
+  - Runs on the Ansible controller (an action plugin) and contacts no host. It is the first task of C(playbooks/site.yml).
+  - Checks the shape of the inventory - exactly one host in O(controller_group), at least one in O(compute_group), every host
+    of O(gpu_group) also in O(compute_group), host names Slurm accepts as node names.
+  - For each role of O(roles) and each host of its O(roles[].groups) that is in this run (O(hosts)), takes the host's value of
+    every variable of the role's C(meta/argument_specs.yml) (its inventory or extra var, else the role's C(defaults/main.yml)
+    value), templates it, and checks it against the argument spec (type, choices, elements, required, sub-options and unknown
+    keys, with the same conversions as Ansible's role argument validation, then with
+    C(ansible.module_utils.common.arg_spec.ArgumentSpecValidator)), then makes the role's own checks that need no facts (the
+    MIG layout is in the catalogue, the package source names its location, the database password rules, partition names ...).
+  - A value that cannot be templated before the facts are gathered (it uses C(ansible_facts), a fact of another host or a
+    variable set at run time) is left for the role and listed in RV(skipped_values).
+  - All problems of all hosts make one failure, one plain line per problem naming the host(s), the variable, the bad value,
+    what would be valid and the role; the same problem on several hosts is one line with a hostlist.
+  - The value of a secret (an option with C(no_log), or named like a password, key, secret, token or credentials) is never
+    shown, only its name.
+author:
+  - gpucluster.bringup maintainers (@gpucluster-bringup)
+attributes:
+  check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
+    support: full
+  diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
+    support: none
+options:
+  controller_group:
+    description: Inventory group of the one slurmctld host.
+    type: str
+    default: slurm_controller
+  compute_group:
+    description: Inventory group of the slurmd hosts.
+    type: str
+    default: slurm_compute
+  gpu_group:
+    description: Inventory group of the GPU nodes; each must also be in O(compute_group).
+    type: str
+    default: gpu_nodes
+  roles:
+    description:
+      - The roles to check and the inventory groups each runs on.
+      - Not set, the roles of C(playbooks/site.yml) on the groups of their playbooks - C(munge) on C(slurm_controller),
+        C(slurm_compute) and C(slurmdbd); C(mig) on C(gpu_nodes); C(slurmdbd) on C(slurmdbd); C(slurm_healthcheck) on
+        C(slurm_compute); C(slurm), C(enroot) and C(pyxis) on C(slurm_controller) and C(slurm_compute).
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: A role of this collection (its main entry point is checked).
+        type: str
+        required: true
+        choices: [munge, mig, slurmdbd, slurm_healthcheck, slurm, enroot, pyxis]
+      groups:
+        description: Inventory groups whose hosts run the role.
+        type: list
+        elements: str
+        required: true
+  hosts:
+    description:
+      - The hosts of this run; a role is checked on those of its groups' hosts that are in this list.
+      - Not set, the hosts of the play (C(ansible_play_hosts_all)), so that C(--limit) limits the checks as it limits the run.
+    type: list
+    elements: str
+notes:
+  - The inventory checks always look at the whole groups, also under C(--limit).
+  - Play variables of later plays (C(vars), C(vars_files)) are not seen; set the role variables in the inventory.
+seealso:
+  - name: Role argument validation
+    description: How Ansible validates a role's arguments when the role runs.
+    link: https://docs.ansible.com/ansible/latest/playbook_guide/playbooks_reuse_roles.html#role-argument-validation
+'''
+
+EXAMPLES = r'''
+- name: The inventory and every role's inputs, before the first change
+  gpucluster.bringup.preflight:
+  run_once: true
+
+- name: Only the slurm role, on its usual groups
+  gpucluster.bringup.preflight:
+    roles:
+      - name: slurm
+        groups: [slurm_controller, slurm_compute]
+  run_once: true
+'''
+
+RETURN = r'''
+msg:
+  description: The failure, a count and one line per problem; or a summary when there is none.
+  returned: always
+  type: str
+  sample: |-
+    the inventory has 1 problem, nothing was changed:
+    gpu-[01-02]: slurm_gres_sharing is 'shards'; valid values: none, mps, shard (role gpucluster.bringup.slurm)
+problems:
+  description: One line per problem (inventory problems first, then per role, hosts with the same problem on one line).
+  returned: always
+  type: list
+  elements: str
+  sample: ["gpu-02: mig_layout is 'all-balancd', not a layout of mig_layouts or mig_layouts_custom; valid layouts: ..."]
+skipped_values:
+  description: The variables left for the roles because they cannot be templated before the facts are gathered.
+  returned: always
+  type: list
+  elements: str
+  sample: ["gpu-01: slurm_node_params (role gpucluster.bringup.slurm)"]
+checked_values:
+  description: How many host values were checked.
+  returned: always
+  type: int
+  sample: 412
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            controller_group=dict(type='str', default='slurm_controller'),
+            compute_group=dict(type='str', default='slurm_compute'),
+            gpu_group=dict(type='str', default='gpu_nodes'),
+            roles=dict(type='list', elements='dict', options=dict(
+                name=dict(type='str', required=True, choices=['munge', 'mig', 'slurmdbd', 'slurm_healthcheck', 'slurm', 'enroot', 'pyxis']),
+                groups=dict(type='list', elements='str', required=True),
+            )),
+            hosts=dict(type='list', elements='str'),
+        ),
+        supports_check_mode=True,
+    )
+    module.fail_json(msg='gpucluster.bringup.preflight runs on the Ansible controller through its action plugin; '
+                         'it cannot run as a module on a host')
+
+
+if __name__ == '__main__':
+    main()
