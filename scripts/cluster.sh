@@ -69,8 +69,8 @@ start_node() {
     if pm container exists "$name"; then
         [ "$(pm container inspect --format '{{index .Config.Labels "'"$GPUCLUSTER_SIM_LABEL"'"}}' "$name")" = cluster ] \
             || die "container $name exists but was not made by this script (no label $OWNER)"
-        state=$(pm container inspect --format '{{.State.Status}} {{.ImageName}}' "$name")
-        if [ "$state" = "running $image" ]; then
+        state=$(pm container inspect --format '{{.State.Status}} {{.ImageName}} privileged={{.HostConfig.Privileged}}' "$name")
+        if [ "$state" = "running $image privileged=$([ -n "$(node_gpu_preset "$node")" ] && echo true || echo false)" ]; then
             log "$name is already running $image"
             return 0
         fi
@@ -84,10 +84,16 @@ start_node() {
     for entry in "${GPUCLUSTER_SIM_NODES[@]}"; do
         hosts+=(--add-host "${entry%%:*}:$GPUCLUSTER_SIM_NET_BASE.${entry##*:}")
     done
+    # GPU (compute) nodes confine jobs with Slurm's cgroup/v1 plugin: they run
+    # privileged (as molecule's scenario does). Not --cgroupns=private: there
+    # the container's systemd would see and manage the host's whole name=systemd
+    # tree, and stopping one such node broke the others' cgroups.
+    local confine=()
+    [ -z "$(node_gpu_preset "$node")" ] || confine=(--privileged)
     log "starting $name ($node, $GPUCLUSTER_SIM_NET_BASE.$octet)"
     if ! out=$(pm run -d --name "$name" --hostname "$node" --label "$OWNER" \
             --network "$GPUCLUSTER_SIM_NETWORK" --ip "$GPUCLUSTER_SIM_NET_BASE.$octet" --network-alias "$node" \
-            "${hosts[@]}" --systemd=always "$image" /sbin/init 2>&1); then
+            "${hosts[@]}" "${confine[@]}" --systemd=always "$image" /sbin/init 2>&1); then
         die "starting $name failed: $out"
     fi
 }

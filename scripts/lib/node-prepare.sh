@@ -4,7 +4,9 @@
 #   bash scripts/lib/node-prepare.sh CONTAINER [GPU_PRESET]
 #
 # 1. wait until systemd in the container has booted;
-# 2. refresh the apt lists (a real machine has them; the image has none);
+# 2. refresh the apt lists (a real machine has them; the image has none) and
+#    install the OpenSSH server, as every node of a real site has one (the
+#    slurm role's pam_slurm_adopt option works on sshd's PAM stack);
 # 3. with a GPU_PRESET (an `nvmlsim create --preset` name): install the NVML
 #    simulator from nvml_sim/src as the node's `pynvml` and `nvmlsim`
 #    packages, the /usr/local/bin/nvmlsim command and nvmlsim-boot.service,
@@ -101,8 +103,15 @@ install_nccl_standin() {
     in_node chmod 0755 /opt/nccl-tests-STANDIN/build/all_reduce_perf
 }
 
+install_sshd() {
+    in_node sh -c 'command -v sshd >/dev/null' 2>/dev/null && return 0
+    in_node env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null \
+        || die "$container: installing openssh-server failed"
+}
+
 wait_for_systemd
 apt_update
+install_sshd
 if [ -n "$preset" ]; then
     install_simulator
     install_nccl_standin

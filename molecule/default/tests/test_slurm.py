@@ -395,9 +395,11 @@ def _start_new_node(like):
     hosts = ["--add-host=%s:%s" % (name, json.loads(_podman("container", "inspect", PREFIX + name))[0]
                                    ["NetworkSettings"]["Networks"][network]["IPAddress"]) for name in NODES]
     _podman("rm", "-f", "-t", "5", PREFIX + NEW_NODE, check=False)
+    # confined like the GPU node it copies (privileged: Slurm's cgroup/v1 plugin)
+    confine = ["--privileged"] if info["HostConfig"].get("Privileged") else []
     _podman("run", "-d", "--name", PREFIX + NEW_NODE, "--hostname", NEW_NODE, "--network", network, "--ip", address,
             "--network-alias", NEW_NODE, "--add-host=%s:%s" % (NEW_NODE, address), "--systemd=always",
-            *(labels + hosts), info["ImageName"], "/sbin/init")
+            *(labels + hosts + confine), info["ImageName"], "/sbin/init")
     for name in NODES:
         node(name).run_test("grep -q ' %s$' /etc/hosts || echo '%s %s' >> /etc/hosts" % (NEW_NODE, address, NEW_NODE))
     prepared = subprocess.run(["bash", str(ROOT / "scripts" / "lib" / "node-prepare.sh"), PREFIX + NEW_NODE, "a100-40gb-x8"],
