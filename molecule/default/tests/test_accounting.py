@@ -232,3 +232,31 @@ def test_a_missing_gpu_device_file_drains_the_node_naming_the_gpu_until_resumed(
     assert rc == 0, output[-5000:]
     wait_idle([BROKEN_NODE], timeout=60)
     assert reason(BROKEN_NODE) == ""
+
+
+# --- a node DOWN past SlurmdTimeout --------------------------------------------
+
+def test_a_node_down_past_slurmd_timeout_returns_through_resume_yml():
+    """slurmd dies; past SlurmdTimeout slurmctld marks the node DOWN (not responding); resume.yml starts slurmd,
+    waits until slurmctld hears from it, checks the node and it is back. (SlurmdTimeout is lowered to 10 s for the
+    test on the controller only, then slurm.conf is put back byte for byte.)"""
+    name = BROKEN_NODE
+    wait_idle([name])
+    conf = "/etc/slurm/slurm.conf"
+    ctl("cp -p %s /root/slurm.conf.keep && sed -i 's/^SlurmdTimeout=.*/SlurmdTimeout=10/' %s && scontrol reconfigure" % (conf, conf))
+    try:
+        sh(name, "systemctl stop slurmd")
+        deadline = time.time() + 90
+        while states().get(name) != "down*" and time.time() < deadline:
+            time.sleep(2)
+        assert states().get(name) == "down*", states()
+    finally:
+        ctl("cp -p /root/slurm.conf.keep %s && rm -f /root/slurm.conf.keep && scontrol reconfigure" % conf)
+    assert sh(name, "systemctl is-active slurmd", check=False).stdout.strip() == "inactive"
+    rc, output = run_playbook(ROOT / "playbooks" / "resume.yml")
+    assert rc == 0, output[-5000:]
+    assert re.search(r"TASK \[gpucluster\.bringup\.validate : Start slurmd where it is stopped on a down node\][^\n]*\n(.*\n)*?changed: \[%s\]"
+                     % re.escape(name), output), output[-5000:]
+    assert sh(name, "systemctl is-active slurmd").stdout.strip() == "active"
+    wait_idle([name], timeout=60)
+    assert reason(name) == ""
