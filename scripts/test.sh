@@ -86,7 +86,8 @@ stage_deps() {
 stage_unit() {
     local junit="$OUTDIR/unit.xml" rc
     rm -f "$junit"
-    [ -f "$NVML_REF" ] && export NVMLSIM_REAL_PYNVML="$NVML_REF"
+    # the comparison with the real nvidia-ml-py runs here, or fails: never skipped
+    export NVMLSIM_REAL_PYNVML="$NVML_REF" NVMLSIM_REQUIRE_REAL_PYNVML=1
     "$VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$junit" tests/unit nvml_sim/tests
     rc=$?
     # pytest exits 5 when it collected nothing: that is a failure here.

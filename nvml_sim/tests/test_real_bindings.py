@@ -1,8 +1,11 @@
 """Compare the simulator's API surface with nvidia-ml-py's real ``pynvml.py``.
 
-Skipped unless ``NVMLSIM_REAL_PYNVML`` names a copy of the real module
-(e.g. unpacked from ``pip download nvidia-ml-py``); it is loaded under
-another name and never talks to a GPU (it only needs ctypes to import).
+``NVMLSIM_REAL_PYNVML`` names a copy of the real module (the test command,
+scripts/test.sh, downloads the pinned nvidia-ml-py and sets it); it is loaded
+under another name and never talks to a GPU (it only needs ctypes to import).
+Outside the test command the tests are skipped when it is unset; with
+``NVMLSIM_REQUIRE_REAL_PYNVML=1`` (the test command sets it) a missing or
+unreadable reference fails them instead of skipping.
 """
 import ctypes
 import importlib.util
@@ -15,7 +18,14 @@ import pytest
 import pynvml
 
 REAL_PATH = os.environ.get("NVMLSIM_REAL_PYNVML")
-pytestmark = pytest.mark.skipif(not REAL_PATH, reason="set NVMLSIM_REAL_PYNVML to nvidia-ml-py's pynvml.py")
+REQUIRED = os.environ.get("NVMLSIM_REQUIRE_REAL_PYNVML") == "1"
+pytestmark = pytest.mark.skipif(not REAL_PATH and not REQUIRED, reason="set NVMLSIM_REAL_PYNVML to nvidia-ml-py's pynvml.py")
+
+
+def test_the_reference_is_there():
+    """In the test command the comparison must run: a missing reference is a failure, not a skip."""
+    assert REAL_PATH and os.path.isfile(REAL_PATH), \
+        "NVMLSIM_REAL_PYNVML=%r is not a file: the pinned nvidia-ml-py was not downloaded (scripts/test.sh deps)" % REAL_PATH
 
 
 @pytest.fixture(scope="module")
