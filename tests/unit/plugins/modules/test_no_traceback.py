@@ -61,6 +61,7 @@ def _base(name, tmp):
         'node_check': {'gres_conf_path': os.path.join(tmp, 'gres.conf'), 'enroot_conf_path': os.path.join(tmp, 'enroot.conf'),
                        'munge_key_path': os.path.join(tmp, 'munge', 'munge.key')},
         'nvidia_mig': {'gpus': [{'gpu': 'all', 'mig': False}]},
+        'preflight': {'roles': [{'name': 'munge', 'groups': ['slurm_controller']}]},
         'slurm_assoc': {'cluster': 'probe', 'executable': '/nonexistent/sacctmgr'},
         'slurm_gres_facts': {'mig_minors_path': os.path.join(tmp, 'mig-minors'), 'device_root': tmp},
         'validation_jobs': {'jobs': [], 'srun': '/nonexistent/srun'},
