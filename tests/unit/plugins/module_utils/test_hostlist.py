@@ -134,3 +134,16 @@ def test_format_int_ranges_errors(values, message):
     with pytest.raises(ValueError) as err:
         format_int_ranges(values)
     assert str(err.value) == message
+
+
+# Found by mutation testing (benchmarks/mutation.sh): a single "0" has no zero padding, so it joins a bracket
+# of unpadded numbers of any length; a name may hold any character but a comma, a bracket or white space.
+@pytest.mark.parametrize('names, expression', [
+    (['gpu0', 'gpu10'], 'gpu[0,10]'),
+    (['gpu1', 'gpu0'], 'gpu[1,0]'),
+    (['nodeX1', 'nodeX2'], 'nodeX[1-2]'),
+    (['rack-X'], 'rack-X'),
+])
+def test_compress_edges(names, expression):
+    assert compress(names) == expression
+    assert expand(expression) == names

@@ -196,3 +196,19 @@ def test_more_malformed_tables(text, message):
 
 def test_largest_minor_is_accepted():
     assert parse_mig_minors('gpu0/gi1/access 1048575')['gi'] == {(0, 1): 1048575}
+
+
+# Found by mutation testing (benchmarks/mutation.sh): the result always has all four keys, and only the
+# trailing slashes of the capability directory are stripped.
+def test_lines_without_config_or_monitor_leave_them_none():
+    assert parse_mig_minors('gpu0/gi1/access 12\ngpu0/gi1/ci0/access 13\n') == {
+        'config': None, 'monitor': None, 'gi': {(0, 1): 12}, 'ci': {(0, 1, 0): 13}}
+
+
+@pytest.mark.parametrize('minor, cap_dir, path', [
+    (337, '/dev/nvidia-caps', '/dev/nvidia-caps/nvidia-cap337'),
+    (337, '/dev/nvidia-caps//', '/dev/nvidia-caps/nvidia-cap337'),
+    (5, '/tmp/caps-X/', '/tmp/caps-X/nvidia-cap5'),
+])
+def test_cap_device_dirs(minor, cap_dir, path):
+    assert cap_device(minor, cap_dir) == path

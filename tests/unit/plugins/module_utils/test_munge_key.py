@@ -94,3 +94,35 @@ def test_observe_missing_key_and_unknown_user(tmp_path):
     assert observed['key'] == {'error': 'No such file or directory'}
     assert mk.problems(observed)[0] == 'there is no user no-such-user-gpucluster to own the munge key %s (munged runs as that user)' % (
         tmp_path / 'nope' / 'munge.key')
+
+
+# Found by mutation testing (benchmarks/mutation.sh): the exact message, every malformed part on its own,
+# and a bare file name whose directory is ".".
+@pytest.mark.parametrize('observed', [
+    {'key': {'mode': 0o100400, 'uid': 103}, 'dir': {'mode': 0o40700, 'uid': 103}},
+    {'path': KEY, 'key': None, 'dir': {'mode': 0o40700, 'uid': 103}},
+])
+def test_problems_malformed_message(observed):
+    with pytest.raises(ValueError) as err:
+        mk.problems(observed)
+    assert str(err.value) == 'munge key observation %r lacks path, key or dir' % (observed,)
+
+
+def test_problems_bare_file_name_names_the_current_directory():
+    observed = {'path': 'munge.key', 'user': 'munge', 'uid': 103, 'key': {'mode': 0o100400, 'uid': 103}, 'dir': {'error': 'Permission denied'}}
+    assert mk.problems(observed) == [
+        'munge key directory . cannot be read: Permission denied; expected a directory of mode 0700 owned by munge']
+
+
+def test_observe_bare_file_name_looks_at_the_current_directory(tmp_path, monkeypatch):
+    (tmp_path / 'munge.key').write_bytes(b'x' * 32)
+    monkeypatch.chdir(str(tmp_path))
+    observed = mk.observe('munge.key', ME)
+    assert observed['dir'] == {'mode': os.stat(str(tmp_path)).st_mode, 'uid': os.getuid(), 'owner': ME}
+
+
+def test_observe_error_without_strerror_is_the_exception_text(monkeypatch):
+    def stat_fails(path):
+        raise OSError('stat of %s refused' % path)
+    monkeypatch.setattr(mk.os, 'stat', stat_fails)
+    assert mk.observe('/etc/munge/munge.key', ME)['key'] == {'error': 'stat of /etc/munge/munge.key refused'}

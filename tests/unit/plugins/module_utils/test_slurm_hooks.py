@@ -255,3 +255,104 @@ def test_task_prolog_errors():
     with pytest.raises(ValueError) as err:
         parse_uuid_map('0 MIG-x\n')
     assert 'GRES UUID map line 1: "0 MIG-x" is not "<index> <type> <uuid>"' in str(err.value)
+
+
+# --- found by mutation testing (benchmarks/mutation.sh) -----------------------------------------------
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: parse_hook_name('50-sometimes-x'), 'hook "50-sometimes-x" has class "sometimes"; valid classes: all, exclusive, lastuserjob'),
+    (lambda: parse_header('# timeout: 0\n'), '"# timeout: 0" must be a whole number of seconds, at least 1'),
+    (lambda: parse_header('# requires: $(rm)\n'), '"# requires:" names "$(rm)", which is not a command name or path'),
+    (lambda: plan(HOOKS, 'task', {}, {}, 60), 'phase "task" is not one of: prolog, epilog'),
+    (lambda: plan(HOOKS, 'prolog', {}, {}, 0), 'default hook timeout 0 must be a whole number of seconds, at least 1'),
+    (lambda: plan(HOOKS, 'prolog', {}, {}, '60'), "default hook timeout '60' must be a whole number of seconds, at least 1"),
+    (lambda: phase_from_program('/usr/bin/runner'),
+     'cannot tell prolog from epilog by the name "/usr/bin/runner"; call the runner as "... prolog" or "... epilog"'),
+    (lambda: task_prolog_lines({}, UUIDS, 'some'), 'TaskProlog mode "some" is not one of: mig, all'),
+    (lambda: parse_uuid_map('# map\n0 MIG-x\n'), 'GRES UUID map line 2: "0 MIG-x" is not "<index> <type> <uuid>"'),
+    (lambda: parse_uuid_map('x 1g.10gb MIG-x\n'), 'GRES UUID map line 1: "x 1g.10gb MIG-x" is not "<index> <type> <uuid>"'),
+])
+def test_error_messages_are_exact(call, message):
+    with pytest.raises(ValueError) as err:
+        call()
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize('text, expected', [
+    ('# timeout: 1\n', {'requires': [], 'timeout': 1}),
+    ('# requires: ,enroot\n', {'requires': ['enroot'], 'timeout': None}),
+    ('# requires: enroot,, nvidia-smi\n', {'requires': ['enroot', 'nvidia-smi'], 'timeout': None}),
+    (None, {'requires': [], 'timeout': None}),
+])
+def test_parse_header_edges(text, expected):
+    assert parse_header(text) == expected
+
+
+def test_needed_job_facts_looks_past_a_badly_named_hook():
+    assert needed_job_facts(['junk', '10-exclusive-a', '20-lastuserjob-b'], 'epilog') == {'exclusive', 'last_user_job'}
+
+
+@pytest.mark.parametrize('hooks, phase, job, expected', [
+    # a badly named hook sorted first does not hide the hooks after it
+    ([_hook('00-bad'), _hook('10-all-health')], 'prolog', {},
+     [('00-bad', False, 'skipped: hook "00-bad" is not named <NN>-<class>-<name> (e.g. "50-all-enroot-dirs"); '
+                        'classes: all, exclusive, lastuserjob', 60), ('10-all-health', True, 'run', 60)]),
+    # a skipped lastuserjob hook does not hide the hooks after it
+    ([_hook('95-lastuserjob-cleanup'), _hook('99-all-final')], 'epilog', {'last_user_job': False},
+     [('95-lastuserjob-cleanup', False, 'skipped: the user has other jobs on this node', 60), ('99-all-final', True, 'run', 60)]),
+    # a header with only a timeout, and a hook without a header
+    ([{'name': '10-all-a', 'executable': True, 'header': {'timeout': 5}}, {'name': '20-all-b', 'executable': True}], 'prolog', {},
+     [('10-all-a', True, 'run', 5), ('20-all-b', True, 'run', 60)]),
+])
+def test_plan_keeps_going(hooks, phase, job, expected):
+    assert _summary(plan(hooks, phase, job, {}, 60)) == expected
+
+
+def test_plan_entries_have_exactly_four_keys_and_one_second_is_a_valid_default():
+    assert plan([_hook('10-all-a')], 'prolog', {}, {}, 1) == [{'name': '10-all-a', 'run': True, 'reason': 'run', 'timeout': 1}]
+
+
+@pytest.mark.parametrize('text, expected', [
+    (JOB_LINE.replace('OverSubscribe=NO', 'Shared=NO'), True),
+    (JOB_LINE.replace('OverSubscribe=NO', 'Shared=0'), True),
+    (JOB_LINE.replace('OverSubscribe=NO', 'Shared=OK'), False),
+    (JOB_LINE.replace('OverSubscribe=NO', 'OverSubscribe=0'), True),
+])
+def test_is_exclusive_older_shared_field(text, expected):
+    assert is_exclusive(parse_scontrol_job(text)) is expected
+
+
+@pytest.mark.parametrize('args, expected', [
+    (('prolog', '10-all-x', 0, False), 'prolog hook 10-all-x failed (exit 0)'),
+    (('epilog', '10-all-x', None, False), 'epilog hook 10-all-x failed (exit None)'),
+])
+def test_drain_reason_edges(args, expected):
+    assert drain_reason(*args) == expected
+
+
+@pytest.mark.parametrize('program, phase', [
+    # only the last path component counts: a directory named after the other phase does not
+    ('/etc/slurm/prolog.d/epilog', 'epilog'),
+    ('/etc/slurm/epilog.d/prolog', 'prolog'),
+])
+def test_phase_from_program_uses_the_base_name(program, phase):
+    assert phase_from_program(program) == phase
+
+
+def test_phase_from_program_ignores_the_directory():
+    with pytest.raises(ValueError):
+        phase_from_program('/opt/prolog-tools/runner')
+
+
+@pytest.mark.parametrize('env, expected', [
+    ({'SLURM_STEP_GPUS': '0,,1'}, ['export CUDA_VISIBLE_DEVICES=MIG-aaaa,MIG-bbbb']),
+    ({'SLURM_STEP_GPUS': '0, 1,'}, ['export CUDA_VISIBLE_DEVICES=MIG-aaaa,MIG-bbbb']),
+    ({'SLURM_STEP_GPUS': '2'}, []),
+])
+def test_task_prolog_lines_default_mode_is_mig(env, expected):
+    assert task_prolog_lines(env, UUIDS) == expected
+
+
+@pytest.mark.parametrize('text', [None, '', '# only a comment\n\n'])
+def test_parse_uuid_map_empty(text):
+    assert parse_uuid_map(text) == {}

@@ -33,3 +33,9 @@ def test_messages_never_contain_the_key():
     short = base64.b64encode(b'secretsecret').decode()
     for message in munge_key_errors(short):
         assert short not in message
+
+
+# Found by mutation testing (benchmarks/mutation.sh): both size limits are inclusive.
+@pytest.mark.parametrize('size', [32, 1024 * 1024])
+def test_munge_key_errors_limits_are_inclusive(size):
+    assert munge_key_errors(base64.b64encode(b'x' * size).decode()) == []

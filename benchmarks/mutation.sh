@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Mutation testing of plugins/module_utils/ with mutmut (pinned below), not run by CI (slow).
+#
+#   bash benchmarks/mutation.sh                     # every plugins/module_utils/_*.py
+#   bash benchmarks/mutation.sh --file _hostlist.py --file _mig_minors.py
+#   bash benchmarks/mutation.sh --jobs 2            # mutants run 2 at a time (default 1)
+#   bash benchmarks/mutation.sh --report            # print the last results again (also of a run stopped early)
+#
+# On a shared machine run it as `nice -n 19 bash benchmarks/mutation.sh ...`.
+#
+# mutmut and the test tool-chain go into their own virtualenv, .build/mutation-venv
+# (pytest and ansible-core at the pins of requirements-dev.txt); .venv is not touched.
+# The tests import the collection as ansible_collections.gpucluster.bringup, and mutmut
+# names a mutant after the path of its file, so the checkout (its git files, untracked
+# ones included) is staged as .build/mutation/work/ansible_collections/gpucluster/bringup
+# and mutmut runs in .build/mutation/work: the mutated module has the name the tests
+# import, and the copied conftest.py links the mutated copy, not the checkout.
+# mutmut runs the tests once to record which tests call each function, then each
+# mutant against only those tests (stopping at the first failure).
+#
+# Each file's result goes to .build/mutation/results/<file>.json (kept until that file is
+# run again, so partial runs add up); the table is printed and written to
+# .build/mutation/report.txt, the diff of every mutant not killed and not listed in
+# benchmarks/mutation-equivalent.txt to .build/mutation/survivors.txt, mutmut's own
+# output to .build/mutation/mutmut.log.
+set -euo pipefail
+
+MUTMUT_VERSION=3.8.1
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+VENV=$ROOT/.build/mutation-venv
+OUT=$ROOT/.build/mutation
+WORK=$OUT/work
+RESULTS=$OUT/results
+COLL_REL=ansible_collections/gpucluster/bringup
+COLL=$WORK/$COLL_REL
+UTILS=plugins/module_utils
+EQUIVALENT=$ROOT/benchmarks/mutation-equivalent.txt
+HELPER=$ROOT/benchmarks/mutation_report.py
+
+usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+die() { echo "mutation.sh: $*" >&2; exit 2; }
+
+jobs=1
+report_only=0
+files=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --file)
+            [ $# -ge 2 ] || die "--file needs a file of $UTILS, e.g. --file _hostlist.py"
+            name=$(basename "$2" .py).py
+            [ -f "$UTILS/$name" ] || die "--file $2: no $UTILS/$name (files: $(cd "$UTILS" && echo _*.py))"
+            files+=("$name")
+            shift 2 ;;
+        --jobs)
+            [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--jobs needs a positive whole number, got '${2:-}'"
+            jobs=$2
+            shift 2 ;;
+        --report) report_only=1; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) die "unknown argument '$1' (valid: --file NAME, --jobs N, --report, --help)" ;;
+    esac
+done
+if [ ${#files[@]} -eq 0 ]; then
+    mapfile -t files < <(cd "$UTILS" && ls _*.py)
+fi
+
+mkdir -p "$OUT" "$RESULTS"
+
+# --- virtualenv: mutmut plus the pins the tests need ---------------------------------
+pin() {
+    grep -E "^$1==" requirements-dev.txt || die "requirements-dev.txt pins no $1"
+}
+requirements=("mutmut==$MUTMUT_VERSION" "$(pin pytest)" "$(pin ansible-core)")
+stamp=$VENV/.requirements
+if [ "$(cat "$stamp" 2>/dev/null)" != "${requirements[*]}" ]; then
+    echo "installing ${requirements[*]} into ${VENV#"$ROOT"/}"
+    rm -rf "$VENV"
+    python3 -m venv "$VENV"
+    "$VENV/bin/pip" install -q "${requirements[@]}"
+    echo "${requirements[*]}" > "$stamp"
+fi
+PY=$VENV/bin/python
+
+if [ "$report_only" -eq 1 ]; then
+    # an interrupted run leaves its results in the work tree: take them (mutants not run show as unchecked)
+    [ ! -d "$WORK/mutants" ] || "$PY" "$HELPER" collect "$WORK" "$RESULTS" >/dev/null
+    "$PY" "$HELPER" report "$RESULTS" "$EQUIVALENT" "$OUT"
+    exit
+fi
+
+# --- stage the checkout under its collection path --------------------------------------
+rm -rf "$WORK"
+mkdir -p "$COLL"
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+    git ls-files -z -co --exclude-standard \
+        | while IFS= read -r -d '' f; do [ -f "$f" ] && printf '%s\0' "$f"; done \
+        | tar --null -T - -cf - | tar -xf - -C "$COLL"
+else
+    tar --exclude=./.git --exclude=./.build --exclude=./.venv --exclude=./.cache -cf - . | tar -xf - -C "$COLL"
+fi
+find "$COLL" -name __pycache__ -prune -exec rm -rf {} +
+
+mapfile -t tests < <(cd "$COLL" && "$PY" "$HELPER" select . "${files[@]/#/$UTILS/}")
+[ ${#tests[@]} -gt 0 ] || die "no test file names ${files[*]}"
+
+# Everything but plugins/module_utils is copied unchanged into mutmut's tree.
+also_copy=()
+for entry in "$COLL"/* "$COLL"/.[!.]*; do
+    [ -e "$entry" ] || continue
+    name=${entry#"$COLL"/}
+    if [ "$name" = plugins ]; then
+        for sub in "$COLL"/plugins/*; do
+            [ "$sub" = "$COLL/$UTILS" ] || also_copy+=("$COLL_REL/${sub#"$COLL"/}")
+        done
+    else
+        also_copy+=("$COLL_REL/$name")
+    fi
+done
+
+# A test that fails on the unmutated tree (work in progress elsewhere) would stop mutmut:
+# such tests are run once here, listed and deselected (they could not kill a mutant anyway).
+echo "running the ${#tests[@]} selected test files once on the unmutated copy"
+(cd "$WORK" && "$PY" -m pytest --rootdir=. -q -p no:randomly -o cache_dir="$OUT/pytest-cache" --cache-clear \
+    "${tests[@]/#/$COLL_REL/}") > "$OUT/clean-run.log" 2>&1 || true
+# Tests that run a copied module_utils file with an environment of their own (no mutmut there):
+# the mutated copy cannot even be imported, so they are left out like failing ones.
+# test_node_check's nvidia_mig check-mode test passes alone but fails in mutmut's second in-process
+# pytest run ("Failed to decode JSON module parameters": state of ansible's module loader).
+failing=(tests/unit/plugins/modules/test_mig_boot.py::test_installed_like_the_role_does_it_runs_without_ansible
+         tests/unit/plugins/modules/test_node_check.py::test_mig_layout_against_nvidia_mig_check_mode)
+failing=("${failing[@]/#/$COLL_REL/}")
+mapfile -t -O ${#failing[@]} failing < <("$PY" -c 'import json, sys
+try:
+    print(*sorted(json.load(open(sys.argv[1]))), sep="\n")
+except FileNotFoundError:
+    pass' "$OUT/pytest-cache/v/cache/lastfailed")
+if [ ${#failing[@]} -gt 2 ]; then
+    echo "WARNING: $((${#failing[@]} - 2)) test(s) fail on the unmutated tree and are left out (see ${OUT#"$ROOT"/}/clean-run.log):" >&2
+    printf '  %s\n' "${failing[@]:2}" >&2
+fi
+
+indent() { local x; for x in "$@"; do x=${x//%/%%}; printf '    %s\n' "$x"; done; }
+{
+    echo "[mutmut]"
+    echo "source_paths = $COLL_REL/$UTILS"
+    echo "only_mutate ="
+    indent "${files[@]/#/$COLL_REL/$UTILS/}"
+    echo "also_copy ="
+    indent "${also_copy[@]}"
+    echo "pytest_add_cli_args_test_selection ="
+    indent "${tests[@]/#/$COLL_REL/}"
+    echo "pytest_add_cli_args ="
+    indent -p no:cacheprovider "${failing[@]/#/--deselect=}"
+    echo "use_git_change_detection = false"
+} > "$WORK/setup.cfg"
+
+# --- run -------------------------------------------------------------------------------
+# Some tests copy a module_utils file and run it with another python3 in a subprocess; the
+# mutated copy imports mutmut's trampoline, so that python gets mutmut (alone) on its path.
+# The mutant stays inactive there (mutmut picks it by module name), the original code runs.
+shim=$OUT/pythonpath
+rm -rf "$shim"
+mkdir -p "$shim"
+site=$("$PY" -c 'import os, mutmut; print(os.path.dirname(os.path.dirname(mutmut.__file__)))')
+ln -s "$site/mutmut" "$site/mutmut-$MUTMUT_VERSION.dist-info" "$shim/"
+
+echo "mutmut $MUTMUT_VERSION: ${#files[@]} file(s), ${#tests[@]} test file(s), $jobs job(s); log: ${OUT#"$ROOT"/}/mutmut.log"
+start=$(date +%s)
+rc=0
+(cd "$WORK" && PYTHONHASHSEED=0 PATH="$VENV/bin:$PATH" PYTHONPATH="$shim${PYTHONPATH:+:$PYTHONPATH}" "$VENV/bin/mutmut" run --max-children "$jobs") > "$OUT/mutmut.log" 2>&1 || rc=$?
+elapsed=$(($(date +%s) - start))
+if [ "$rc" -ne 0 ]; then
+    tail -c 3000 "$OUT/mutmut.log" | tr '\r' '\n' | tail -n 30 >&2
+    die "mutmut failed (exit $rc) after ${elapsed}s; whole output in ${OUT#"$ROOT"/}/mutmut.log"
+fi
+mutants=$("$PY" "$HELPER" collect "$WORK" "$RESULTS")
+echo "ran ${files[*]}: $mutants mutants in ${elapsed}s ($(awk -v t="$elapsed" -v n="$mutants" 'BEGIN { printf "%.2f", n ? t / n : 0 }')s per mutant, test recording included)"
+echo
+"$PY" "$HELPER" report "$RESULTS" "$EQUIVALENT" "$OUT"
