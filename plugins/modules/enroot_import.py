@@ -33,13 +33,15 @@ description:
     unless O(force=true).
 author:
   - gpucluster.bringup contributors (@gpucluster)
+extends_documentation_fragment:
+  - gpucluster.bringup.attributes
 attributes:
   check_mode:
     support: full
-    description: Queries the registry digest and the container list (read-only), reports what would change, writes nothing.
+    details: Queries the registry digest and the container list (read-only), reports what would change, writes nothing.
   diff_mode:
     support: full
-    description: Shows the image file, its URI and digest, and the container before and after.
+    details: Shows the image file, its URI and digest, and the container before and after.
 options:
   uri:
     description:

@@ -27,12 +27,12 @@ author:
   - gpucluster.bringup maintainers (@gpucluster-bringup)
 requirements:
   - nvidia-ml-py (the C(pynvml) module) on the node when O(nvml=true)
+extends_documentation_fragment:
+  - gpucluster.bringup.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 options:
   checks:

@@ -33,13 +33,13 @@ author:
 requirements:
   - nvidia-ml-py (the C(pynvml) module) on the managed host
   - the NVIDIA driver; changing instances requires root
+extends_documentation_fragment:
+  - gpucluster.bringup.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: Plans and reports the changes; no NVML call that changes the GPU is made.
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
     details: Before and after layout of every selected GPU.
 options:

@@ -26,13 +26,15 @@ description:
     from what was asked (a setting sacctmgr silently ignored).
 author:
   - gpucluster.bringup maintainers (@gpucluster-bringup)
+extends_documentation_fragment:
+  - gpucluster.bringup.attributes
 attributes:
   check_mode:
     support: full
-    description: Reads the database (read-only) and reports the commands it would run.
+    details: Reads the database (read-only) and reports the commands it would run.
   diff_mode:
     support: full
-    description: Shows the QOS, accounts and users of the cluster before and after.
+    details: Shows the QOS, accounts and users of the cluster before and after.
 options:
   cluster:
     description:

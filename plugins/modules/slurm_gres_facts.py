@@ -35,13 +35,12 @@ author:
 requirements:
   - nvidia-ml-py (the C(pynvml) module) on the managed node
   - the NVIDIA driver (C(libnvidia-ml.so.1)) on the managed node
-extends_documentation_fragment: []
+extends_documentation_fragment:
+  - gpucluster.bringup.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
   facts:
     description: Action returns an C(ansible_facts) dictionary that will update existing host facts.

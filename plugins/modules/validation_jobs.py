@@ -24,12 +24,12 @@ description:
     an O(jobs[].expect) on a job that is not V(nccl), an MPI path that does not exist in O(mpi_required_paths).
 author:
   - gpucluster.bringup maintainers (@gpucluster-bringup)
+extends_documentation_fragment:
+  - gpucluster.bringup.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: none
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 options:
   jobs:

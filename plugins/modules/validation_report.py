@@ -21,12 +21,12 @@ description:
   - The module itself does not fail when checks fail; the playbook decides.
 author:
   - gpucluster.bringup maintainers (@gpucluster-bringup)
+extends_documentation_fragment:
+  - gpucluster.bringup.attributes
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 options:
   records:
