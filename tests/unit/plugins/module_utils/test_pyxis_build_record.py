@@ -21,19 +21,11 @@ import os
 import pytest
 import yaml
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible.template import Templar
+
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.test_enroot_role_files import trusted
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
-
-
-def trusted(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {key: trusted(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [trusted(item) for item in value]
-    return value
 
 
 def task(path, name):
