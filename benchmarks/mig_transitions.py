@@ -46,7 +46,7 @@ sys.path[:0] = [os.path.join(ROOT, 'nvml_sim', 'src'), COLLECTIONS]
 import pynvml  # noqa: E402  (the simulator)
 from nvmlsim import cli  # noqa: E402
 
-from ansible_collections.gpucluster.bringup.plugins.modules import nvidia_mig  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _mig_nvml  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_plan import (  # noqa: E402
     expand_instances, plan_node, recreate_all_counts, select_gpus)
 from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils import mig_optimum  # noqa: E402
@@ -95,17 +95,6 @@ TRANSITIONS = [
 ]
 
 
-class _Module:
-    """The two AnsibleModule members nvidia_mig.run() uses."""
-
-    def __init__(self, gpus):
-        self.params = {'gpus': gpus, 'force': False}
-        self.check_mode = False
-
-    def fail_json(self, msg, **_kwargs):
-        raise RuntimeError(msg)
-
-
 def _normalise(wanted):
     """What AnsibleModule's argument spec fills in."""
     out = []
@@ -143,7 +132,7 @@ def _baseline(wanted):
     the planner's own time (ms) for the same node and request, and the optimum (fewest GIs destroyed)."""
     pynvml.nvmlInit()
     try:
-        gpus = nvidia_mig.Nvml(pynvml).read_node()
+        gpus = _mig_nvml.Nvml(pynvml).read_node()
     finally:
         pynvml.nvmlShutdown()
     destroyed = created = best = 0
@@ -167,13 +156,13 @@ def run_transition(preset, before, after, repeat):
         os.environ['NVMLSIM_ROOT'] = os.path.join(tmp, 'root')
         for _run in range(repeat):
             cli.run(['create', '--preset', preset, '--auto-reset', '--force'])
-            nvidia_mig.run(_Module(_normalise(before)), pynvml)
+            _mig_nvml.apply_layout(pynvml, _normalise(before))
             baseline = _baseline(_normalise(after))
             plan_times.append(baseline[2])
             counts, restore = _counting()
             started = time.perf_counter()
             try:
-                result = nvidia_mig.run(_Module(_normalise(after)), pynvml)
+                result = _mig_nvml.apply_layout(pynvml, _normalise(after))
             finally:
                 restore()
             times.append((time.perf_counter() - started) * 1000.0)

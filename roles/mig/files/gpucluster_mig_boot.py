@@ -15,13 +15,12 @@ find fewer GRES than slurm.conf declares and the node would go INVAL.
     gpucluster-mig-boot --layout-file FILE
 
 The layout file is {"layout": NAME, "gpus": [...]}, "gpus" in the format of
-the nvidia_mig module's option. The program runs that very module's code
-(plugins/modules/nvidia_mig.py and plugins/module_utils/_mig_plan.py, which
-the role copies under LIB_DIR, GPUCLUSTER_MIG_LIB overrides it): the same
-validation, the same minimal-change planner, the same refusal to touch
-instances that processes use, the same rollback. The module file imports
-AnsibleModule, which the program does not use; where Ansible is not
-installed (a GPU node usually) a stand-in for that import is registered.
+the nvidia_mig module's option. The program runs the MIG manager the module
+runs (plugins/module_utils/_mig_nvml.py and _mig_plan.py, standard library
+only, which the role copies under LIB_DIR; GPUCLUSTER_MIG_LIB overrides it):
+the same validation, the same minimal-change planner, the same refusal to
+touch instances that processes use, the same rollback. Ansible is not needed
+on the node.
 
 Exit status: 0 the layout is in place (or, with --check, was planned),
 1 applying failed or a GPU reset is still needed, 2 the program could not
@@ -34,7 +33,6 @@ import argparse
 import json
 import os
 import sys
-import types
 
 LIB_DIR = os.environ.get('GPUCLUSTER_MIG_LIB', '/usr/local/lib/gpucluster-mig')
 DEFAULT_LAYOUT_FILE = '/etc/gpucluster/mig-layout.json'
@@ -52,42 +50,19 @@ class BootError(Exception):
         self.code = code
 
 
-def _stub_ansible():
-    """Register a stand-in for ``ansible.module_utils.basic`` (imported by the module file, not used here)."""
-    def missing_required_lib(library, **_kwargs):
-        return 'Failed to import the required Python library (%s)' % library
-
-    class AnsibleModule(object):  # pylint: disable=too-few-public-methods
-        def __init__(self, *_args, **_kwargs):
-            raise RuntimeError('AnsibleModule is not available in %s' % PROG)
-
-    package = types.ModuleType('ansible')
-    package.__path__ = []
-    utils = types.ModuleType('ansible.module_utils')
-    utils.__path__ = []
-    basic = types.ModuleType('ansible.module_utils.basic')
-    basic.AnsibleModule = AnsibleModule
-    basic.missing_required_lib = missing_required_lib
-    package.module_utils = utils
-    utils.basic = basic
-    sys.modules.update({'ansible': package, 'ansible.module_utils': utils, 'ansible.module_utils.basic': basic})
-
-
-def load_module_code():
-    """The nvidia_mig module (its ``run`` function and the planner it imports)."""
+def load_manager():
+    """``(manager module, pynvml)``: the MIG manager copied under LIB_DIR and the NVML bindings."""
     if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
         sys.path.insert(0, LIB_DIR)
     try:
-        import ansible.module_utils.basic  # noqa: F401 pylint: disable=unused-import,import-outside-toplevel
-    except ImportError:
-        _stub_ansible()
-    try:
-        from ansible_collections.gpucluster.bringup.plugins.modules import nvidia_mig  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpucluster.bringup.plugins.module_utils import _mig_nvml  # pylint: disable=import-outside-toplevel
     except ImportError as exc:
-        raise BootError('cannot load the MIG planner from %s: %s; re-run the gpucluster.bringup.mig role' % (LIB_DIR, exc), 2)
-    if nvidia_mig.pynvml is None:
+        raise BootError('cannot load the MIG manager from %s: %s; re-run the gpucluster.bringup.mig role' % (LIB_DIR, exc), 2)
+    try:
+        import pynvml  # pylint: disable=import-outside-toplevel
+    except ImportError:
         raise BootError('pynvml (nvidia-ml-py) cannot be imported by %s; install it for this Python' % sys.executable, 2)
-    return nvidia_mig
+    return _mig_nvml, pynvml
 
 
 def _normalise_instance(spec, where):
@@ -141,21 +116,13 @@ def read_layout(path):
     return str(data.get('layout') or 'unnamed'), normalise(data['gpus'])
 
 
-class _Module(object):  # pylint: disable=too-few-public-methods
-    """What nvidia_mig.run() uses of AnsibleModule: params, check_mode, fail_json."""
-
-    def __init__(self, gpus, check_mode):
-        self.params = {'gpus': gpus, 'force': False}
-        self.check_mode = check_mode
-
-    def fail_json(self, msg, **_result):
-        raise BootError(msg, 1)
-
-
 def apply(gpus, check_mode=False):
-    """Run the module's code on this node; returns its result (changed, actions, gpus)."""
-    code = load_module_code()
-    return code.run(_Module(gpus, check_mode), code.pynvml)
+    """Apply ``gpus`` on this node; returns the manager's result (changed, actions, gpus)."""
+    manager, pynvml = load_manager()
+    try:
+        return manager.apply_layout(pynvml, gpus, force=False, check_mode=check_mode)
+    except manager.MigFailure as exc:
+        raise BootError(exc.msg, 1)
 
 
 def report(name, result, check_mode):

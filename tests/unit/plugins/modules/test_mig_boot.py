@@ -186,14 +186,23 @@ def test_an_invalid_layout_is_refused_before_anything_changes(node, calls, tmp_p
     assert calls == []
 
 
+def role_copied_library():
+    """The module_utils files roles/mig/tasks/boot.yml copies next to the program."""
+    with open(os.path.join(ROOT, 'roles', 'mig', 'tasks', 'boot.yml')) as handle:
+        block = yaml.safe_load(handle)[0]['block']
+    copies = [task for task in block if '/plugins/module_utils/' in task.get('ansible.builtin.copy', {}).get('src', '')]
+    assert len(copies) == 1, copies
+    return copies[0]['loop']
+
+
 def test_installed_like_the_role_does_it_runs_without_ansible(node, tmp_path):
     """The program as the role installs it: #! line, library copied under LIB_DIR, a Python without Ansible (-S)."""
     node('a100-40gb-x8')
     lib = tmp_path / 'lib'
-    for sub, name in (('module_utils', '_mig_plan.py'), ('modules', 'nvidia_mig.py')):
-        target = lib / 'ansible_collections' / 'gpucluster' / 'bringup' / 'plugins' / sub
-        target.mkdir(parents=True)
-        shutil.copy(os.path.join(ROOT, 'plugins', sub, name), str(target / name))
+    target = lib / 'ansible_collections' / 'gpucluster' / 'bringup' / 'plugins' / 'module_utils'
+    target.mkdir(parents=True)
+    for name in role_copied_library():
+        shutil.copy(os.path.join(ROOT, 'plugins', 'module_utils', name), str(target / name))
     program = tmp_path / 'gpucluster-mig-boot'
     with open(PROGRAM) as source:
         program.write_text('#!%s -S\n%s' % (sys.executable, source.read()))
@@ -201,6 +210,7 @@ def test_installed_like_the_role_does_it_runs_without_ansible(node, tmp_path):
     env = dict(os.environ, GPUCLUSTER_MIG_LIB=str(lib), PYTHONPATH=os.path.join(ROOT, 'nvml_sim', 'src'))
     probe = subprocess.run([sys.executable, '-S', '-c', 'import ansible'], env=env, capture_output=True, text=True, check=False)
     assert probe.returncode != 0  # Ansible really is out of reach
+    assert 'ansible.module_utils.basic' not in program.read_text()  # and no stand-in for it is needed
     done = subprocess.run([str(program), '--layout-file', write_layout(tmp_path, 'all-balanced')], env=env, capture_output=True,
                           text=True, check=False)
     assert done.returncode == 0, done.stderr
@@ -209,7 +219,7 @@ def test_installed_like_the_role_does_it_runs_without_ansible(node, tmp_path):
     missing = subprocess.run([str(program), '--layout-file', write_layout(tmp_path, 'all-balanced')],
                              env=dict(env, GPUCLUSTER_MIG_LIB=str(tmp_path / 'nowhere')), capture_output=True, text=True, check=False)
     assert missing.returncode == 2
-    assert missing.stderr.startswith('gpucluster-mig-boot: error: cannot load the MIG planner from %s: ' % (tmp_path / 'nowhere'))
+    assert missing.stderr.startswith('gpucluster-mig-boot: error: cannot load the MIG manager from %s: ' % (tmp_path / 'nowhere'))
 
 
 # ----------------------------------------------------------------- the catalogue
@@ -280,8 +290,7 @@ def test_every_catalogue_entry_uses_only_the_module_keys():
 
 def test_a_python_without_pynvml_is_named(node, tmp_path, capsys, monkeypatch):
     node('h100-80gb-x8')
-    code = boot.load_module_code()
-    monkeypatch.setattr(code, 'pynvml', None)
+    monkeypatch.setitem(sys.modules, 'pynvml', None)  # import pynvml raises ImportError
     assert boot.main(['--layout-file', write_layout(tmp_path, 'all-balanced')]) == 2
     assert capsys.readouterr().err == ('gpucluster-mig-boot: error: pynvml (nvidia-ml-py) cannot be imported by %s; '
                                        'install it for this Python\n' % sys.executable)

@@ -21,7 +21,7 @@ from nvmlsim import cli, store
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _mig_plan
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _mig_nvml, _mig_plan
 from ansible_collections.gpucluster.bringup.plugins.modules import nvidia_mig
 
 MUTATING = ('nvmlDeviceSetMigMode', 'nvmlDeviceCreateGpuInstance', 'nvmlDeviceCreateGpuInstanceWithPlacement', 'nvmlGpuInstanceDestroy',
@@ -383,7 +383,7 @@ def test_reset_blockers_include_device_file_holders(node, tmp_path, monkeypatch)
     node('a100-80gb-pcie-x4', auto_reset=False)
     dev = tmp_path / 'dev'
     dev.mkdir()
-    monkeypatch.setattr(nvidia_mig, 'DEV_DIR', str(dev))
+    monkeypatch.setattr(_mig_nvml, 'DEV_DIR', str(dev))
     minor = state()['gpus'][2]['minor']
     with open(str(dev / ('nvidia%d' % minor)), 'w'):
         result = ok({'gpus': [{'gpu': '2'}]})
