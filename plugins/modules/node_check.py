@@ -239,6 +239,145 @@ def _mig(result):
             'reset_required': [gpu.get('index') for gpu in result.get('gpus') or [] if gpu.get('reset_required')]}
 
 
+class NodeChecker(object):
+    """Observes this node (one method per observation) and judges it with the pure checks of _validation_checks."""
+
+    def __init__(self, module):
+        self.module = module
+        self.params = module.params
+        self.name = self.params['node_name'] or socket.gethostname().split('.')[0]
+        self.observed = {}
+
+    def _run(self, argv, **kwargs):
+        return self.module.run_command(argv, **kwargs)
+
+    def _bin(self, name):
+        return self.module.get_bin_path(name)
+
+    def check(self):
+        """The module's result: the check records of this node."""
+        params = self.params
+        observed = self.observed
+        if params['nvml']:
+            observed.update(query_nvml())
+        observed['mig'] = _mig(params['mig_result'])
+        self.observe_gres_conf()
+        observed['services'] = self.services()
+        if params['munge_roundtrip']:
+            observed['munge'] = self.munge_roundtrip()
+        if params['munge_key_check'] and 'munge' in params['checks']:
+            observed['munge_key'] = observe_munge_key(params['munge_key_path'], params['munge_user'])
+        if params['slurm_state']:
+            self.observe_slurm()
+        if params['enroot']:
+            observed['enroot'] = self.enroot()
+        if params['pyxis']:
+            observed['pyxis'] = self.pyxis()
+        records = self.records()
+        result = dict(changed=False, records=records, failed_checks=[r['check'] for r in records if r['status'] == 'fail'],
+                      node_name=self.name, gpus=observed.get('gpus') or [])
+        result['passed'] = not result['failed_checks']
+        if params['hook_log']:
+            text = self.hook_log()
+            result['hook_log'] = '\n'.join(text.splitlines()[-50:])
+            result['hook_failure'] = last_hook_failure(text)
+        return result
+
+    def observe_gres_conf(self):
+        params = self.params
+        if params['gres_facts_error']:
+            self.observed['gres_conf'] = {'path': params['gres_conf_path'], 'error': params['gres_facts_error']}
+        elif params['gres_conf_expected'] is not None:
+            text = None
+            try:
+                with open(params['gres_conf_path']) as handle:
+                    text = handle.read()
+            except (IOError, OSError, ValueError):
+                text = None
+            self.observed['gres_conf'] = {'path': params['gres_conf_path'], 'text': text, 'expected': params['gres_conf_expected']}
+
+    def services(self):
+        systemctl = self._bin('systemctl')
+        services = {}
+        for unit in self.params['services']:
+            if systemctl:
+                dummy, out, err = self._run([systemctl, 'is-active', unit])
+                services[unit] = (out or err).strip().splitlines()[0] if (out or err).strip() else 'unknown'
+            else:
+                services[unit] = 'unknown (no systemctl)'
+        return services
+
+    def munge_roundtrip(self):
+        munge, unmunge = self._bin('munge'), self._bin('unmunge')
+        if not munge or not unmunge:
+            return {'rc': 127, 'output': 'munge/unmunge not found in PATH'}
+        rc, cred, err = self._run([munge, '-n'])
+        if rc != 0:
+            return {'rc': rc, 'output': err or cred}
+        rc, out, err = self._run([unmunge], data=cred, binary_data=True)
+        return {'rc': rc, 'output': out + err}
+
+    def observe_slurm(self):
+        scontrol = self._bin('scontrol')
+        if not scontrol:
+            self.observed['scontrol'] = ''
+            self.observed['scontrol_error'] = 'scontrol is not installed'
+            return
+        rc, out, err = self._run([scontrol, '-o', 'show', 'node', self.name])
+        self.observed['scontrol'] = out
+        if rc != 0:
+            self.observed['scontrol_error'] = (err or out).strip() or 'rc %d' % rc
+
+    def enroot(self):
+        conf_path = self.params['enroot_conf_path']
+        enroot = self._bin('enroot')
+        if not enroot:
+            return {'rc': None, 'conf_path': conf_path}
+        rc, out, err = self._run([enroot, 'version'])
+        return {'rc': rc, 'output': (out or err).strip(), 'conf_path': conf_path, 'conf_present': os.path.isfile(conf_path)}
+
+    def pyxis(self):
+        srun = self._bin('srun')
+        if not srun:
+            return {'rc': None}
+        rc, out, err = self._run([srun, '--help'])
+        return {'rc': rc, 'output': out + err}
+
+    def records(self):
+        params = self.params
+        name = self.name
+        try:
+            records = node_records(name, self.observed, {'gpu_count': params['gpu_count'], 'gpu_models': params['gpu_models'],
+                                                         'enroot': params['enroot'], 'pyxis': params['pyxis'], 'node_name': name})
+        except ValueError as exc:
+            raise InputError(str(exc))
+        records = [rec for rec in records if rec['check'] in params['checks']]
+        for unit, state in self.observed['services'].items():
+            if unit in NODE_CHECKS:
+                continue
+            records.append(record('node', name, unit, 'pass' if state == 'active' else 'fail', '%s is %s' % (unit, state)))
+        return records
+
+    def hook_log(self):
+        """The hook runner's recent log lines: from the journal, else from the first log file that exists."""
+        params = self.params
+        journalctl = self._bin('journalctl')
+        if journalctl:
+            rc, out, dummy = self._run([journalctl, '--no-pager', '-o', 'cat', '-t', params['hook_log_ident'], '-n', str(params['hook_log_lines'])])
+            if rc == 0 and out:
+                return out
+        for path in params['hook_log_files']:
+            if os.path.isfile(path):
+                try:
+                    with open(path, errors='replace') as handle:
+                        lines = [line for line in handle if params['hook_log_ident'] in line]
+                except (IOError, OSError) as exc:
+                    self.module.warn('cannot read %s: %s' % (path, exc))
+                    continue
+                return ''.join(lines[-params['hook_log_lines']:])
+        return ''
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -267,115 +406,12 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
     try:
-        check_node_input(params)
+        check_node_input(module.params)
+        result = NodeChecker(module).check()
     except InputError as exc:
         module.fail_json(msg=str(exc))
-    name = params['node_name'] or socket.gethostname().split('.')[0]
-    observed = {}
-    if params['nvml']:
-        observed.update(query_nvml())
-    observed['mig'] = _mig(params['mig_result'])
-    if params['gres_facts_error']:
-        observed['gres_conf'] = {'path': params['gres_conf_path'], 'error': params['gres_facts_error']}
-    elif params['gres_conf_expected'] is not None:
-        text = None
-        try:
-            with open(params['gres_conf_path']) as handle:
-                text = handle.read()
-        except (IOError, OSError, ValueError):
-            text = None
-        observed['gres_conf'] = {'path': params['gres_conf_path'], 'text': text, 'expected': params['gres_conf_expected']}
-
-    systemctl = module.get_bin_path('systemctl')
-    services = {}
-    for unit in params['services']:
-        if systemctl:
-            dummy, out, err = module.run_command([systemctl, 'is-active', unit])
-            services[unit] = (out or err).strip().splitlines()[0] if (out or err).strip() else 'unknown'
-        else:
-            services[unit] = 'unknown (no systemctl)'
-    observed['services'] = services
-
-    if params['munge_roundtrip']:
-        munge, unmunge = module.get_bin_path('munge'), module.get_bin_path('unmunge')
-        if not munge or not unmunge:
-            observed['munge'] = {'rc': 127, 'output': 'munge/unmunge not found in PATH'}
-        else:
-            rc, cred, err = module.run_command([munge, '-n'])
-            if rc != 0:
-                observed['munge'] = {'rc': rc, 'output': err or cred}
-            else:
-                rc, out, err = module.run_command([unmunge], data=cred, binary_data=True)
-                observed['munge'] = {'rc': rc, 'output': out + err}
-
-    if params['munge_key_check'] and 'munge' in params['checks']:
-        observed['munge_key'] = observe_munge_key(params['munge_key_path'], params['munge_user'])
-
-    if params['slurm_state']:
-        scontrol = module.get_bin_path('scontrol')
-        if not scontrol:
-            observed['scontrol'] = ''
-            observed['scontrol_error'] = 'scontrol is not installed'
-        else:
-            rc, out, err = module.run_command([scontrol, '-o', 'show', 'node', name])
-            observed['scontrol'] = out
-            if rc != 0:
-                observed['scontrol_error'] = (err or out).strip() or 'rc %d' % rc
-
-    if params['enroot']:
-        enroot = module.get_bin_path('enroot')
-        if enroot:
-            rc, out, err = module.run_command([enroot, 'version'])
-            observed['enroot'] = {'rc': rc, 'output': (out or err).strip(), 'conf_path': params['enroot_conf_path'],
-                                  'conf_present': os.path.isfile(params['enroot_conf_path'])}
-        else:
-            observed['enroot'] = {'rc': None, 'conf_path': params['enroot_conf_path']}
-    if params['pyxis']:
-        srun = module.get_bin_path('srun')
-        if srun:
-            rc, out, err = module.run_command([srun, '--help'])
-            observed['pyxis'] = {'rc': rc, 'output': out + err}
-        else:
-            observed['pyxis'] = {'rc': None}
-
-    try:
-        records = node_records(name, observed, {'gpu_count': params['gpu_count'], 'gpu_models': params['gpu_models'],
-                                                'enroot': params['enroot'], 'pyxis': params['pyxis'], 'node_name': name})
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
-    records = [rec for rec in records if rec['check'] in params['checks']]
-    for unit, state in services.items():
-        if unit in NODE_CHECKS:
-            continue
-        records.append(record('node', name, unit, 'pass' if state == 'active' else 'fail', '%s is %s' % (unit, state)))
-
-    result = dict(changed=False, records=records, failed_checks=[r['check'] for r in records if r['status'] == 'fail'],
-                  node_name=name, gpus=observed.get('gpus') or [])
-    result['passed'] = not result['failed_checks']
-    if params['hook_log']:
-        journalctl = module.get_bin_path('journalctl')
-        text = ''
-        if journalctl:
-            rc, out, err = module.run_command([journalctl, '--no-pager', '-o', 'cat', '-t', params['hook_log_ident'],
-                                               '-n', str(params['hook_log_lines'])])
-            text = out if rc == 0 else ''
-        if not text:
-            for path in params['hook_log_files']:
-                if os.path.isfile(path):
-                    try:
-                        with open(path, errors='replace') as handle:
-                            lines = [line for line in handle if params['hook_log_ident'] in line]
-                    except (IOError, OSError) as exc:
-                        module.warn('cannot read %s: %s' % (path, exc))
-                        continue
-                    text = ''.join(lines[-params['hook_log_lines']:])
-                    break
-        result['hook_log'] = '\n'.join(text.splitlines()[-50:])
-        result['hook_failure'] = last_hook_failure(text)
     module.exit_json(**result)
-
 
 if __name__ == '__main__':
     main()
