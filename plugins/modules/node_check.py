@@ -136,7 +136,8 @@ options:
 EXAMPLES = r'''
 - name: Compare the MIG layout with the wanted one
   gpucluster.bringup.nvidia_mig:
-    gpus: "{{ validate_mig_gpus }}"
+    gpus:
+      - {gpu: all, instances: [{profile: 3g.40gb, count: 2}]}
   check_mode: true
   register: mig
 

@@ -189,6 +189,39 @@ def test_changing_one_gpu_drains_waits_for_the_job_and_shrinks_the_gres():
     assert rc == 0 and recap(output)[H100]["changed"] == 0, output
 
 
+# ----------------------------------------------------------------------------- one MIG vocabulary
+
+
+def validate_records(tmp_path, *extra):
+    """Run validate.yml (node and Slurm checks) with ``extra`` arguments; {(node, check): record} of its report."""
+    report = tmp_path / "report"
+    run_playbook(ROOT / "playbooks" / "validate.yml",
+                 ["-e", json.dumps({"validate_report_dir": str(report), "validate_mpi": False, "validate_nccl": False})] + list(extra),
+                 log=tmp_path / "validate.log")
+    data = json.loads((report / "report.json").read_text())
+    return dict(((rec["node"], rec["check"]), rec) for st in data["stages"] for entry in st["nodes"] for rec in entry["checks"])
+
+
+def test_mig_layout_alone_moves_the_layout_the_health_check_and_the_validation(tmp_path):
+    """The admin states mig_layout once: the mig role applied it (the test before), the health check recorded it,
+    and the validation compares the node with it; nothing else was set (no validate_* or slurm_healthcheck_* layout)."""
+    wait_idle([H100])
+    have = profiles(H100)
+    assert have[3] == ["3g.40gb", "3g.40gb"]  # molecule-gpu3-3g, applied by the test before
+    recorded = json.loads(sh(H100, "cat /etc/gpucluster/healthcheck.json").stdout)["mig_layout"]
+    assert dict((int(index), sorted(names)) for index, names in recorded.items()) == dict((i, p) for i, p in have.items() if p)
+    assert sh(H100, "/usr/local/sbin/gpucluster-healthcheck").stdout.strip() == "gpucluster-healthcheck: healthy"
+    # the same mig_layout the change used: the H100's layout is the wanted one
+    now = validate_records(tmp_path / "same", "-e", "@%s" % VARS, "-e", "mig_layout=molecule-gpu3-3g")
+    assert now[(H100, "mig_layout")]["status"] == "pass", now[(H100, "mig_layout")]
+    # mig_layout of the vars file (all-balanced): only GPU 3 of the H100 differs; the A100 has all-balanced
+    other = validate_records(tmp_path / "other", "-e", "@%s" % VARS)
+    record = other[(H100, "mig_layout")]
+    assert record["status"] == "fail" and "nvidia_mig would: GPU 3: " in record["reason"], record
+    assert not any("GPU %d:" % i in record["reason"] for i in range(8) if i != 3), record
+    assert other[(A100, "mig_layout")]["status"] == "pass", other[(A100, "mig_layout")]
+
+
 # ----------------------------------------------------------------------------- a GPU in use
 
 
