@@ -220,6 +220,10 @@ def test_mig_layout_alone_moves_the_layout_the_health_check_and_the_validation(t
     assert record["status"] == "fail" and "nvidia_mig would: GPU 3: " in record["reason"], record
     assert not any("GPU %d:" % i in record["reason"] for i in range(8) if i != 3), record
     assert other[(A100, "mig_layout")]["status"] == "pass", other[(A100, "mig_layout")]
+    # a name that is no layout stops the validation at its preflight (the collection's one), naming the valid ones
+    rc, output = run_playbook(ROOT / "playbooks" / "validate.yml", ["-e", "@%s" % VARS, "-e", "mig_layout=molecule-gpu3-3x"])
+    assert rc != 0 and "mig_layout is 'molecule-gpu3-3x', not a layout of mig_layouts or mig_layouts_custom; valid layouts: " in output, output
+    assert "TASK [gpucluster.bringup.validate : Compute the GPU GRES" not in output
 
 
 # ----------------------------------------------------------------------------- a GPU in use
