@@ -1,9 +1,9 @@
-"""plugins/module_utils/_awx_survey.py: AWX's survey spec rules, with AWX's messages."""
+"""tests/unit/awx/awx_survey.py: AWX's survey spec rules, with AWX's messages."""
 import copy
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._awx_survey import (
+from ansible_collections.gpucluster.bringup.tests.unit.awx.awx_survey import (
     answer_errors,
     check_defaults,
     launch_defaults,

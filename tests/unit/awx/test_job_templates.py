@@ -9,7 +9,7 @@ import sys
 import pytest
 import yaml
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._awx_survey import check_defaults, validate_spec
+from ansible_collections.gpucluster.bringup.tests.unit.awx.awx_survey import check_defaults, validate_spec
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
 VENV_BIN = os.path.dirname(sys.executable)
