@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import node_problem, slurm_name
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import node_problem, record, slurm_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     InputError, require_choice, require_dict, require_int, require_list, require_str, show)
 
@@ -147,6 +147,45 @@ def probe_outcome(name, probe, node_after, log_text=None):
         return {'ok': False, 'reason': 'probe job on %s failed (rc %s: %s) and %s%s' % (
             name, probe.get('rc'), text or 'no output', problem, '; cause: %s' % cause if cause else '')}
     return {'ok': False, 'reason': 'probe job on %s failed (rc %s): %s' % (name, probe.get('rc'), text or 'no output')}
+
+
+def plan_resume(problems, checks, resume_admin_drains=False):
+    """``(to_resume, kept)`` of the problem nodes after their node checks ran (``checks``: node name -> ``node_check`` result).
+
+    ``to_resume``: the names to resume; ``kept``: name -> why not. Each node gets its ``diagnosis``, a resumed one its ``decision``.
+    """
+    to_resume, kept = [], {}
+    for node in problems:
+        result = checks.get(node['name'])
+        node['diagnosis'] = diagnose(node, (result or {}).get('hook_log'))
+        decision = decide(node, node['diagnosis'], (result or {}).get('records'), resume_admin_drains)
+        if decision['action'] == 'resume':
+            to_resume.append(node['name'])
+            node['decision'] = decision['reason']
+        else:
+            kept[node['name']] = decision['reason']
+    return to_resume, kept
+
+
+def resume_records(problems, resumed, kept):
+    """One check record (stage ``resume``) per problem node: passed when it was resumed, else failed with why it was kept."""
+    records = []
+    for node in problems:
+        name = node['name']
+        if name in resumed:
+            records.append(record('resume', name, 'resume', 'pass', '%s (was %s)' % (node.get('decision'), node['problem'])))
+        else:
+            records.append(record('resume', name, 'resume', 'fail', kept.get(name, 'not resumed')))
+    return records
+
+
+class ResumeFailure(Exception):
+    """The call failed; ``msg`` says why, ``result`` holds the fields to report with it."""
+
+    def __init__(self, msg, **result):
+        super(ResumeFailure, self).__init__(msg)
+        self.msg = msg
+        self.result = result
 
 
 # ---------------------------------------------------------------- input checks (before anything runs)

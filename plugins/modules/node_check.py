@@ -414,5 +414,6 @@ def main():
         module.fail_json(msg=str(exc))
     module.exit_json(**result)
 
+
 if __name__ == '__main__':
     main()

@@ -190,102 +190,123 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import (
-    check_jobs, check_jobs_input, choose_mpi_plugin, container_record, gres_job_record, mpi_jobs, mpi_record, parse_mpi_list, record,
-    slow_env_warnings, slurm_jobs, srun_record)
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_nccl import evaluate_run, plan_jobs
-
-TAIL = 4000
-JOB_KEYS = ('name', 'kind', 'argv', 'env', 'timeout', 'round', 'hosts', 'gpus', 'image', 'path', 'label', 'ranks', 'expect', 'check', 'reason',
-            'status')
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import choose_mpi_plugin, parse_mpi_list
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_jobs import (
+    JobsFailure, checked_jobs, fill_mpi, judge_jobs, needing_mpi, tails)
 
 
-def resolve_mpi(module, jobs):
-    """Fill ``{mpi}`` in job argv from ``srun --mpi=list``; jobs that need it when there is none become skipped."""
-    needing = [job for job in jobs if job['kind'] != 'skip' and any('{mpi}' in arg for arg in job['argv'] or [])]
-    if not needing:
-        return {}
-    wanted = module.params['mpi_plugin']
-    available = []
-    if wanted == 'auto':
-        rc, out, err = module.run_command([module.params['srun'], '--mpi=list'])
-        available = parse_mpi_list(out + '\n' + err)
-    chosen = choose_mpi_plugin(available) if wanted == 'auto' else wanted
-    for job in needing:
-        if chosen:
-            job['argv'] = [arg.replace('{mpi}', chosen) for arg in job['argv']]
-            if job.get('label'):
-                job['label'] = job['label'].replace('{mpi}', chosen)
-        else:
-            job['kind'] = 'skip'
-            job['reason'] = 'srun offers no PMI plugin (srun --mpi=list: %s), so MPI ranks cannot be wired' % (', '.join(available) or 'nothing')
-            if job.get('label'):
-                job['label'] = job['label'].replace('{mpi}', 'none')
-    return {'mpi_plugin': chosen, 'mpi_available': available}
+class JobsClient(object):
+    """Runs the module's commands through ``run_command`` and passes its warnings on."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def run(self, argv):
+        """(rc, stdout, stderr) of one command."""
+        return self.module.run_command(argv)
+
+    def run_job(self, argv, timeout, env=None):
+        """Run one job under coreutils ``timeout`` (SIGTERM, then SIGKILL 10 s later): its result dict."""
+        start = time.time()
+        env = dict((str(k), str(v)) for k, v in (env or {}).items())
+        try:
+            rc, out, err = self.module.run_command(['timeout', '--kill-after=10', str(timeout)] + list(argv), environ_update=env)
+        except Exception as exc:  # pylint: disable=broad-except
+            rc, out, err = 127, '', 'cannot run %s: %s' % (argv[0], exc)
+        seconds = round(time.time() - start, 2)
+        timed_out = rc in (124, 137) and seconds >= timeout
+        return {'rc': None if timed_out else rc, 'stdout': out, 'stderr': err, 'timed_out': timed_out, 'timeout': timeout, 'seconds': seconds}
+
+    def warn(self, text):
+        self.module.warn(text)
 
 
-def run_job(module, job, results):
-    """Run one job under coreutils ``timeout`` (SIGTERM, then SIGKILL 10 s later) and store its result."""
-    start = time.time()
-    argv = ['timeout', '--kill-after=10', str(job['timeout'])] + list(job['argv'])
-    env = dict((str(k), str(v)) for k, v in (job.get('env') or {}).items())
-    try:
-        rc, out, err = module.run_command(argv, environ_update=env)
-    except Exception as exc:  # pylint: disable=broad-except
-        rc, out, err = 127, '', 'cannot run %s: %s' % (job['argv'][0], exc)
-    seconds = round(time.time() - start, 2)
-    timed_out = rc in (124, 137) and seconds >= job['timeout']
-    results[job['name']] = {'rc': None if timed_out else rc, 'stdout': out, 'stderr': err, 'timed_out': timed_out,
-                            'timeout': job['timeout'], 'seconds': seconds}
+class JobsManager(object):
+    """One validation_jobs call: check and plan the jobs, fill in ``{mpi}``, run them round by round, judge them, report.
+
+    Every failure is one ``JobsFailure``; nothing runs before every job is checked.
+    """
+
+    def __init__(self, client, params):
+        self.client = client
+        self.params = params
+
+    def run(self):
+        """The module's result; raises ``JobsFailure``."""
+        jobs = self.validate()
+        # everything is checked: from here on commands run
+        mpi_info = self.resolve_mpi(jobs)
+        results = self.run_jobs(jobs)
+        records, series, warnings = self.judge(jobs, results, mpi_info)
+        return self.report(records, series, warnings, results, mpi_info)
+
+    def validate(self):
+        """The jobs given and planned, checked before anything runs."""
+        return checked_jobs(self.params)
+
+    def resolve_mpi(self, jobs):
+        """Fill ``{mpi}`` in job argv from ``srun --mpi=list``; jobs that need it when there is none become skipped."""
+        needing = needing_mpi(jobs)
+        if not needing:
+            return {}
+        wanted = self.params['mpi_plugin']
+        available = []
+        if wanted == 'auto':
+            _rc, out, err = self.client.run([self.params['srun'], '--mpi=list'])
+            available = parse_mpi_list(out + '\n' + err)
+        return fill_mpi(needing, choose_mpi_plugin(available) if wanted == 'auto' else wanted, available)
+
+    def run_jobs(self, jobs):
+        """Job name -> result of each job that is not skipped; the jobs of one round run at once, rounds in order."""
+        results = {}
+        for number in sorted(set(job['round'] for job in jobs)):
+            threads = [threading.Thread(target=self._run_job, args=(job, results)) for job in jobs if job['round'] == number and job['kind'] != 'skip']
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        return results
+
+    def _run_job(self, job, results):
+        results[job['name']] = self.client.run_job(job['argv'], job['timeout'], job.get('env'))
+
+    def judge(self, jobs, results, mpi_info):
+        """(records, series, warnings) of every job, in job order."""
+        return judge_jobs(jobs, results, self.params, mpi_info.get('mpi_plugin'))
+
+    def report(self, records, series, warnings, results, mpi_info):
+        """The module's result; the warnings are passed on to Ansible too."""
+        for text in warnings:
+            self.client.warn(text)
+        return dict(changed=False, records=records, series=series, warnings_found=warnings, results=tails(results), **mpi_info)
 
 
-def judge(job, result, params):
-    """(records, series, warnings) of one finished job."""
-    kind = job['kind']
-    name = job['name']
-    node = name.split('/')[0]
-    stage = params['stage']
-    if kind == 'srun':
-        return [srun_record(node, result, stage)], [], []
-    if kind == 'gres':
-        return [gres_job_record(node, result, job.get('gpus'), stage)], [], []
-    if kind == 'container':
-        return [container_record(node, result, job.get('image'), stage)], [], []
-    if kind == 'mpi':
-        return [mpi_record(job['path'], job.get('label') or name, result, job.get('ranks') or 1, job.get('hosts'),
-                           params['mpi_required_paths'])], [], []
-    if kind == 'nccl':
-        records, series = evaluate_run(name, result, job.get('hosts') or [name], job.get('expect') or {}, job.get('check') or 'all_reduce')
-        return records, series, []
-    if kind == 'env':
-        if result.get('rc') != 0:
-            return [], [], ['could not read the job environment with %s (rc %s)' % (' '.join(job['argv']), result.get('rc'))]
-        return [], [], slow_env_warnings(result.get('stdout') or '', 'the job environment (%s)' % name)
-    raise ValueError('unknown job kind %r' % kind)
+def job_options():
+    """The suboptions of ``jobs``."""
+    return dict(
+        name=dict(type='str', required=True),
+        kind=dict(type='str', required=True, choices=['srun', 'gres', 'container', 'mpi', 'nccl', 'env', 'skip']),
+        argv=dict(type='list', elements='str'),
+        env=dict(type='dict', default={}),
+        timeout=dict(type='int', default=300),
+        round=dict(type='int', default=0),
+        hosts=dict(type='list', elements='str'),
+        gpus=dict(type='int'),
+        image=dict(type='str'),
+        path=dict(type='str', choices=['srun_pmi', 'srun_plain', 'mpirun', 'pyxis']),
+        label=dict(type='str'),
+        ranks=dict(type='int'),
+        expect=dict(type='dict'),
+        check=dict(type='str', default='all_reduce'),
+        reason=dict(type='str'),
+        status=dict(type='str', choices=['skip', 'fail'], default='skip'),
+    )
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            jobs=dict(type='list', elements='dict', default=[], options=dict(
-                name=dict(type='str', required=True),
-                kind=dict(type='str', required=True, choices=['srun', 'gres', 'container', 'mpi', 'nccl', 'env', 'skip']),
-                argv=dict(type='list', elements='str'),
-                env=dict(type='dict', default={}),
-                timeout=dict(type='int', default=300),
-                round=dict(type='int', default=0),
-                hosts=dict(type='list', elements='str'),
-                gpus=dict(type='int'),
-                image=dict(type='str'),
-                path=dict(type='str', choices=['srun_pmi', 'srun_plain', 'mpirun', 'pyxis']),
-                label=dict(type='str'),
-                ranks=dict(type='int'),
-                expect=dict(type='dict'),
-                check=dict(type='str', default='all_reduce'),
-                reason=dict(type='str'),
-                status=dict(type='str', choices=['skip', 'fail'], default='skip'),
-            )),
+            jobs=dict(type='list', elements='dict', default=[], options=job_options()),
             mpi_required_paths=dict(type='list', elements='str', default=[]),
             stage=dict(type='str', default='slurm'),
             nccl=dict(type='dict'),
@@ -297,63 +318,10 @@ def main():
         supports_check_mode=False,
     )
     try:
-        check_jobs_input(module.params)
-        jobs = check_jobs([dict(job) for job in module.params['jobs']])
-    except InputError as exc:
-        module.fail_json(msg=str(exc))
-    planned = []
-    for key, builder in (('slurm', slurm_jobs), ('mpi', mpi_jobs), ('nccl', plan_jobs)):
-        if module.params[key]:
-            try:
-                planned.extend(builder(module.params[key]))
-            except (ValueError, TypeError, AttributeError) as exc:
-                module.fail_json(msg='%s plan: %s' % (key, exc))
-    if planned:
-        for job in planned:
-            full = dict((key, None) for key in JOB_KEYS)
-            full.update(env={}, timeout=300, round=0, check='all_reduce', status='skip')
-            full.update(job)
-            jobs.append(full)
-    try:
-        check_jobs(jobs, label='jobs (with the planned ones)')
-    except InputError as exc:
-        module.fail_json(msg=str(exc))
-    # everything is checked: from here on commands run
-    mpi_info = resolve_mpi(module, jobs)
-
-    results = {}
-    for number in sorted(set(job['round'] for job in jobs)):
-        threads = [threading.Thread(target=run_job, args=(module, job, results)) for job in jobs if job['round'] == number and job['kind'] != 'skip']
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-
-    records, series, warnings = [], [], []
-    for job in jobs:
-        if job['kind'] == 'skip':
-            if job['path']:
-                label = (job.get('label') or job['name']).replace('{mpi}', mpi_info.get('mpi_plugin') or '<pmi>')
-                records.append(mpi_record(job['path'], label, {'skipped': True, 'reason': job['reason'] or 'skipped'},
-                                          job.get('ranks') or 1, job.get('hosts'), module.params['mpi_required_paths']))
-            else:
-                item = record(module.params['stage'], job['name'].split('/')[0], job.get('check') or 'skipped', job['status'] or 'skip',
-                              job['reason'] or 'skipped')
-                if job.get('hosts'):
-                    item['hosts'] = job['hosts']
-                records.append(item)
-            continue
-        try:
-            more, runs, found = judge(job, results[job['name']], module.params)
-        except ValueError as exc:
-            module.fail_json(msg='job %s: %s' % (job['name'], exc))
-        records.extend(more)
-        series.extend(runs)
-        warnings.extend(found)
-    for text in warnings:
-        module.warn(text)
-    tails = dict((name, dict(result, stdout=result['stdout'][-TAIL:], stderr=result['stderr'][-TAIL:])) for name, result in results.items())
-    module.exit_json(changed=False, records=records, series=series, warnings_found=warnings, results=tails, **mpi_info)
+        result = JobsManager(JobsClient(module), module.params).run()
+    except JobsFailure as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

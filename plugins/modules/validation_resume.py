@@ -102,27 +102,119 @@ records:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import parse_scontrol_nodes, record
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import parse_scontrol_nodes
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_resume import (
-    check_resume_input, decide, diagnose, probe_outcome, problem_nodes)
+    ResumeFailure, check_resume_input, plan_resume, probe_outcome, problem_nodes, resume_records)
 
 
-def show_nodes(module, scontrol):
-    rc, out, err = module.run_command([scontrol, '-o', 'show', 'node'])
-    if rc != 0:
-        module.fail_json(msg='scontrol -o show node failed (rc %d): %s' % (rc, (err or out).strip()))
-    try:
-        return parse_scontrol_nodes(out)
-    except ValueError as exc:
-        module.fail_json(msg=str(exc))
+class SlurmClient(object):
+    """The commands of the module: scontrol (found on first use, after the input is checked), a probe job, warnings."""
+
+    def __init__(self, module):
+        self.module = module
+        self._scontrol = None
+
+    def scontrol(self, *args):
+        if self._scontrol is None:
+            self._scontrol = self.module.get_bin_path('scontrol', required=True)
+        return self.module.run_command([self._scontrol] + list(args))
+
+    def probe(self, argv, timeout):
+        rc, out, err = self.module.run_command(['timeout', '--kill-after=10', str(timeout)] + argv)
+        if rc in (124, 137):
+            err = (err + ' probe timed out after %ds' % timeout).strip()
+        return {'rc': rc, 'stdout': out, 'stderr': err}
+
+    def warn(self, message):
+        self.module.warn(message)
 
 
-def probe(module, argv, timeout):
-    rc, out, err = module.run_command(['timeout', '--kill-after=10', str(timeout)] + argv)
-    if rc in (124, 137):
-        err = (err + ' probe timed out after %ds' % timeout).strip()
-    return {'rc': rc, 'stdout': out, 'stderr': err}
+class ResumeManager(object):
+    """One validation_resume call: check the input, list the problem nodes, decide, resume and probe, report.
+
+    Every failure is one ``ResumeFailure``; nothing runs before the input is checked.
+    """
+
+    def __init__(self, client, params, check_mode=False):
+        self.client = client
+        self.params = params
+        self.check_mode = check_mode
+
+    def run(self):
+        """The module's result; raises ``ResumeFailure``."""
+        try:
+            check_resume_input(self.params)
+        except InputError as exc:
+            raise ResumeFailure(str(exc))
+        # everything is checked: from here on commands run
+        problems = self.problems()
+        if self.params['action'] == 'query':
+            return dict(changed=False, nodes=problems, resumed=[], kept={}, records=[])
+        to_resume, kept = plan_resume(problems, self.params['checks'], self.params['resume_admin_drains'])
+        resumed = self.resume(to_resume, kept)
+        return dict(changed=bool(resumed), nodes=problems, resumed=resumed, kept=kept, records=resume_records(problems, resumed, kept))
+
+    def show_nodes(self):
+        """Node name -> node of ``scontrol -o show node``."""
+        rc, out, err = self.client.scontrol('-o', 'show', 'node')
+        if rc != 0:
+            raise ResumeFailure('scontrol -o show node failed (rc %d): %s' % (rc, (err or out).strip()))
+        try:
+            return parse_scontrol_nodes(out)
+        except ValueError as exc:
+            raise ResumeFailure(str(exc))
+
+    def problems(self):
+        """The drained, down or not responding nodes (of ``names``, default all)."""
+        nodes = self.show_nodes()
+        unknown = [name for name in self.params['names'] if name not in nodes]
+        if unknown:
+            raise ResumeFailure('Slurm knows no node(s) %s; its nodes are: %s' % (', '.join(unknown), ', '.join(sorted(nodes))))
+        return problem_nodes(nodes, self.params['names'])
+
+    def resume(self, to_resume, kept):
+        """Resume ``to_resume`` (probing each inside a maintenance reservation); the names resumed. ``kept`` gets why not."""
+        if not to_resume or self.check_mode:
+            return list(to_resume)
+        reservation = self.reserve(to_resume)
+        resumed = []
+        try:
+            for name in to_resume:
+                if self.resume_node(name, reservation, kept):
+                    resumed.append(name)
+        finally:
+            if reservation:
+                self.client.scontrol('delete', 'ReservationName=%s' % reservation)
+        return resumed
+
+    def reserve(self, names):
+        """The maintenance reservation the probes run in ('' without probes, or when it cannot be created)."""
+        reservation = self.params['reservation'] if self.params['probe'] else ''
+        if not reservation:
+            return ''
+        rc, out, err = self.client.scontrol('create', 'reservation', 'ReservationName=%s' % reservation, 'Nodes=%s' % ','.join(names),
+                                            'StartTime=now', 'Duration=30', 'Users=root', 'Flags=MAINT,IGNORE_JOBS')
+        if rc != 0:
+            self.client.warn('could not create the maintenance reservation %s (%s); probing without it' % (reservation, (err or out).strip()))
+            return ''
+        return reservation
+
+    def resume_node(self, name, reservation, kept):
+        """Resume one node and probe it; True when it stays resumed, else ``kept[name]`` says why."""
+        rc, out, err = self.client.scontrol('update', 'NodeName=%s' % name, 'State=RESUME')
+        if rc != 0:
+            kept[name] = 'scontrol update NodeName=%s State=RESUME failed: %s' % (name, (err or out).strip())
+            return False
+        if not self.params['probe']:
+            return True
+        argv = ['srun', '--nodes=1', '--nodelist=%s' % name, '--time=2', '--job-name=gpucluster-resume-probe']
+        if reservation:
+            argv.append('--reservation=%s' % reservation)
+        outcome = probe_outcome(name, self.client.probe(argv + ['true'], self.params['probe_timeout']), self.show_nodes().get(name))
+        if not outcome['ok']:
+            kept[name] = outcome['reason']
+        return outcome['ok']
 
 
 def main():
@@ -138,71 +230,11 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
     try:
-        check_resume_input(params)
-    except InputError as exc:
-        module.fail_json(msg=str(exc))
-    # everything is checked: from here on commands run
-    scontrol = module.get_bin_path('scontrol', required=True)
-    nodes = show_nodes(module, scontrol)
-    unknown = [name for name in params['names'] if name not in nodes]
-    if unknown:
-        module.fail_json(msg='Slurm knows no node(s) %s; its nodes are: %s' % (', '.join(unknown), ', '.join(sorted(nodes))))
-    problems = problem_nodes(nodes, params['names'])
-    if params['action'] == 'query':
-        module.exit_json(changed=False, nodes=problems, resumed=[], kept={}, records=[])
-
-    to_resume, kept = [], {}
-    for node in problems:
-        result = params['checks'].get(node['name'])
-        node['diagnosis'] = diagnose(node, (result or {}).get('hook_log'))
-        decision = decide(node, node['diagnosis'], (result or {}).get('records'), params['resume_admin_drains'])
-        if decision['action'] == 'resume':
-            to_resume.append(node['name'])
-            node['decision'] = decision['reason']
-        else:
-            kept[node['name']] = decision['reason']
-    resumed = []
-    if to_resume and module.check_mode:
-        resumed = list(to_resume)
-    elif to_resume:
-        reservation = params['reservation'] if params['probe'] else ''
-        if reservation:
-            rc, out, err = module.run_command([scontrol, 'create', 'reservation', 'ReservationName=%s' % reservation,
-                                               'Nodes=%s' % ','.join(to_resume), 'StartTime=now', 'Duration=30', 'Users=root',
-                                               'Flags=MAINT,IGNORE_JOBS'])
-            if rc != 0:
-                module.warn('could not create the maintenance reservation %s (%s); probing without it' % (reservation, (err or out).strip()))
-                reservation = ''
-        try:
-            for name in to_resume:
-                rc, out, err = module.run_command([scontrol, 'update', 'NodeName=%s' % name, 'State=RESUME'])
-                if rc != 0:
-                    kept[name] = 'scontrol update NodeName=%s State=RESUME failed: %s' % (name, (err or out).strip())
-                    continue
-                if not params['probe']:
-                    resumed.append(name)
-                    continue
-                argv = ['srun', '--nodes=1', '--nodelist=%s' % name, '--time=2', '--job-name=gpucluster-resume-probe']
-                if reservation:
-                    argv.append('--reservation=%s' % reservation)
-                outcome = probe_outcome(name, probe(module, argv + ['true'], params['probe_timeout']), show_nodes(module, scontrol).get(name))
-                if outcome['ok']:
-                    resumed.append(name)
-                else:
-                    kept[name] = outcome['reason']
-        finally:
-            if reservation:
-                module.run_command([scontrol, 'delete', 'ReservationName=%s' % reservation])
-    records = []
-    for node in problems:
-        name = node['name']
-        if name in resumed:
-            records.append(record('resume', name, 'resume', 'pass', '%s (was %s)' % (node.get('decision'), node['problem'])))
-        else:
-            records.append(record('resume', name, 'resume', 'fail', kept.get(name, 'not resumed')))
-    module.exit_json(changed=bool(resumed), nodes=problems, resumed=resumed, kept=kept, records=records)
+        result = ResumeManager(SlurmClient(module), module.params, check_mode=module.check_mode).run()
+    except ResumeFailure as exc:
+        module.fail_json(msg=exc.msg, **exc.result)
+    module.exit_json(**result)
 
 
 if __name__ == '__main__':

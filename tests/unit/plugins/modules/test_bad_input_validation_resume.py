@@ -26,6 +26,8 @@ def checks(**entry):
 
 
 CASES = [
+    ({'checks': None}, ["argument 'checks' is of type NoneType", 'convert to dict']),
+    ({'names': None}, ["argument 'names' is of type NoneType", 'convert to list']),
     ({'checks': {'n1': 'notadict'}}, ["checks['n1'] is 'notadict'", 'expected the registered result of gpucluster.bringup.node_check']),
     ({'checks': {'n1': ['records']}}, ["checks['n1'] is ['records']", 'a dict with records and hook_log']),
     ({'checks': {'n1': None}}, ["checks['n1'] is None", 'the registered result']),

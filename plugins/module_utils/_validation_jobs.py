@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The decisions of the ``validation_jobs`` module (pure logic).
+
+- ``checked_jobs``: the jobs given and the ones the ``slurm``, ``mpi`` and ``nccl`` plans make, checked before
+  anything runs.
+- ``needing_mpi`` / ``fill_mpi``: the jobs whose argv holds ``{mpi}``, and that placeholder filled with the chosen
+  plugin (or the job turned into a skipped one when srun offers none).
+- ``judge_jobs``: the records, series and warnings of the finished (and skipped) jobs; ``tails``: their results as
+  the module returns them.
+
+Every failure is one ``JobsFailure``; the module runs the commands (``srun --mpi=list`` and the jobs, round by round).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import (
+    check_jobs, check_jobs_input, container_record, gres_job_record, mpi_jobs, mpi_record, record, slow_env_warnings, slurm_jobs,
+    srun_record)
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_nccl import evaluate_run, plan_jobs
+
+TAIL = 4000
+JOB_KEYS = ('name', 'kind', 'argv', 'env', 'timeout', 'round', 'hosts', 'gpus', 'image', 'path', 'label', 'ranks', 'expect', 'check', 'reason',
+            'status')
+# The plans the module turns into jobs, in the order their jobs are appended.
+PLANNERS = (('slurm', slurm_jobs), ('mpi', mpi_jobs), ('nccl', plan_jobs))
+
+
+class JobsFailure(Exception):
+    """The call failed; ``msg`` says why, ``result`` holds the fields to report with it."""
+
+    def __init__(self, msg, **result):
+        super(JobsFailure, self).__init__(msg)
+        self.msg = msg
+        self.result = result
+
+
+def planned_jobs(params):
+    """The jobs of the ``slurm``, ``mpi`` and ``nccl`` plans in ``params``, with the defaults of the ``jobs`` option filled in."""
+    planned = []
+    for key, builder in PLANNERS:
+        if params[key]:
+            try:
+                planned.extend(builder(params[key]))
+            except (ValueError, TypeError, AttributeError) as exc:
+                raise JobsFailure('%s plan: %s' % (key, exc)) from exc
+    jobs = []
+    for job in planned:
+        full = dict((key, None) for key in JOB_KEYS)
+        full.update(env={}, timeout=300, round=0, check='all_reduce', status='skip')
+        full.update(job)
+        jobs.append(full)
+    return jobs
+
+
+def checked_jobs(params):
+    """Every job to run (``jobs``, then the planned ones), checked; raises ``JobsFailure`` before anything runs."""
+    try:
+        check_jobs_input(params)
+        jobs = check_jobs([dict(job) for job in params['jobs']])
+    except InputError as exc:
+        raise JobsFailure(str(exc)) from exc
+    jobs.extend(planned_jobs(params))
+    try:
+        return check_jobs(jobs, label='jobs (with the planned ones)')
+    except InputError as exc:
+        raise JobsFailure(str(exc)) from exc
+
+
+def needing_mpi(jobs):
+    """The jobs (not skipped) whose argv holds ``{mpi}``."""
+    return [job for job in jobs if job['kind'] != 'skip' and any('{mpi}' in arg for arg in job['argv'] or [])]
+
+
+def fill_mpi(jobs, chosen, available):
+    """Put the ``chosen`` plugin for ``{mpi}`` in the jobs' argv and label; with none chosen, the jobs become skipped ones."""
+    for job in jobs:
+        if chosen:
+            job['argv'] = [arg.replace('{mpi}', chosen) for arg in job['argv']]
+            if job.get('label'):
+                job['label'] = job['label'].replace('{mpi}', chosen)
+        else:
+            job['kind'] = 'skip'
+            job['reason'] = 'srun offers no PMI plugin (srun --mpi=list: %s), so MPI ranks cannot be wired' % (', '.join(available) or 'nothing')
+            if job.get('label'):
+                job['label'] = job['label'].replace('{mpi}', 'none')
+    return {'mpi_plugin': chosen, 'mpi_available': available}
+
+
+def judge(job, result, params):
+    """(records, series, warnings) of one finished job."""
+    kind = job['kind']
+    name = job['name']
+    node = name.split('/')[0]
+    stage = params['stage']
+    if kind == 'srun':
+        return [srun_record(node, result, stage)], [], []
+    if kind == 'gres':
+        return [gres_job_record(node, result, job.get('gpus'), stage)], [], []
+    if kind == 'container':
+        return [container_record(node, result, job.get('image'), stage)], [], []
+    if kind == 'mpi':
+        return [mpi_record(job['path'], job.get('label') or name, result, job.get('ranks') or 1, job.get('hosts'),
+                           params['mpi_required_paths'])], [], []
+    if kind == 'nccl':
+        records, series = evaluate_run(name, result, job.get('hosts') or [name], job.get('expect') or {}, job.get('check') or 'all_reduce')
+        return records, series, []
+    if kind == 'env':
+        if result.get('rc') != 0:
+            return [], [], ['could not read the job environment with %s (rc %s)' % (' '.join(job['argv']), result.get('rc'))]
+        return [], [], slow_env_warnings(result.get('stdout') or '', 'the job environment (%s)' % name)
+    raise ValueError('unknown job kind %r' % kind)
+
+
+def skipped_record(job, params, mpi_plugin=None):
+    """The record of a skipped job: an MPI launch path's (``{mpi}`` in its label: the plugin used), else one of ``stage``."""
+    if job['path']:
+        label = (job.get('label') or job['name']).replace('{mpi}', mpi_plugin or '<pmi>')
+        return mpi_record(job['path'], label, {'skipped': True, 'reason': job['reason'] or 'skipped'},
+                          job.get('ranks') or 1, job.get('hosts'), params['mpi_required_paths'])
+    item = record(params['stage'], job['name'].split('/')[0], job.get('check') or 'skipped', job['status'] or 'skip', job['reason'] or 'skipped')
+    if job.get('hosts'):
+        item['hosts'] = job['hosts']
+    return item
+
+
+def judge_jobs(jobs, results, params, mpi_plugin=None):
+    """(records, series, warnings) of all jobs, in job order (``results``: job name -> result of each job that ran)."""
+    records, series, warnings = [], [], []
+    for job in jobs:
+        if job['kind'] == 'skip':
+            records.append(skipped_record(job, params, mpi_plugin))
+            continue
+        try:
+            more, runs, found = judge(job, results[job['name']], params)
+        except ValueError as exc:
+            raise JobsFailure('job %s: %s' % (job['name'], exc)) from exc
+        records.extend(more)
+        series.extend(runs)
+        warnings.extend(found)
+    return records, series, warnings
+
+
+def tails(results):
+    """The job results as returned: stdout and stderr cut to their last ``TAIL`` characters."""
+    return dict((name, dict(result, stdout=result['stdout'][-TAIL:], stderr=result['stderr'][-TAIL:])) for name, result in results.items())
