@@ -6,8 +6,8 @@
 
 Used by the ``gpucluster.bringup.nvidia_mig`` module and by the boot program
 of the ``gpucluster.bringup.mig`` role (``gpucluster-mig-boot``), which the
-role installs on each GPU node with this file and ``_mig_plan.py`` (no
-Ansible needed there).  The NVML bindings (nvidia-ml-py's ``pynvml``) are
+role installs on each GPU node with this file, ``_mig_plan.py`` and
+``_validate_input.py`` (no Ansible needed there).  The NVML bindings (nvidia-ml-py's ``pynvml``) are
 passed in, so this file needs only the standard library.
 
 - ``Nvml``: the NVML client (reading a GPU's profiles, instances and
@@ -29,6 +29,7 @@ from ctypes import byref, c_uint
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_plan import (
     MigPlanError, check_request, describe_layout, fit_cis, gpu_label, plan_actions, plan_gpu, plan_node, predicted_state, select_gpus)
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import ModuleFailure
 
 
 # nvml.h: a process's gpuInstanceId/computeInstanceId is 0xFFFFFFFF when it
@@ -324,13 +325,8 @@ def gpu_result(gpu):
     }
 
 
-class MigFailure(Exception):
-    """The request failed; ``msg`` says why, ``result`` holds the fields to report with it (changed, actions, gpus)."""
-
-    def __init__(self, msg, **result):
-        super(MigFailure, self).__init__(msg)
-        self.msg = msg
-        self.result = result
+class MigFailure(ModuleFailure):
+    """The request failed; ``msg`` says why, ``result`` holds changed, actions and gpus where known."""
 
 
 class MigManager(object):

@@ -37,6 +37,15 @@ class InputError(ValueError):
     """Bad input; the message names the option, the bad value and what is valid."""
 
 
+class ModuleFailure(Exception):
+    """A module call failed; ``msg`` says why, ``result`` holds the fields to report with it (``fail_json(msg, **result)``)."""
+
+    def __init__(self, msg, **result):
+        super(ModuleFailure, self).__init__(msg)
+        self.msg = msg
+        self.result = result
+
+
 def show(value, limit=120):
     """The value as the message shows it: ``repr`` clipped to ``limit`` characters."""
     text = repr(value)

@@ -18,7 +18,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, ModuleFailure
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import (
     check_jobs, check_jobs_input, container_record, gres_job_record, mpi_jobs, mpi_record, record, slow_env_warnings, slurm_jobs,
     srun_record)
@@ -31,13 +31,8 @@ JOB_KEYS = ('name', 'kind', 'argv', 'env', 'timeout', 'round', 'hosts', 'gpus', 
 PLANNERS = (('slurm', slurm_jobs), ('mpi', mpi_jobs), ('nccl', plan_jobs))
 
 
-class JobsFailure(Exception):
-    """The call failed; ``msg`` says why, ``result`` holds the fields to report with it."""
-
-    def __init__(self, msg, **result):
-        super(JobsFailure, self).__init__(msg)
-        self.msg = msg
-        self.result = result
+class JobsFailure(ModuleFailure):
+    """A validation_jobs call failed (``msg``, ``result``)."""
 
 
 def planned_jobs(params):

@@ -18,7 +18,7 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import node_problem, record, slurm_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
-    InputError, require_choice, require_dict, require_int, require_list, require_str, show)
+    InputError, ModuleFailure, require_choice, require_dict, require_int, require_list, require_str, show)
 
 CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down', 'admin')
 # Causes a passing node is resumed from without being told to; an admin's drain (any other reason) is not.
@@ -179,13 +179,8 @@ def resume_records(problems, resumed, kept):
     return records
 
 
-class ResumeFailure(Exception):
-    """The call failed; ``msg`` says why, ``result`` holds the fields to report with it."""
-
-    def __init__(self, msg, **result):
-        super(ResumeFailure, self).__init__(msg)
-        self.msg = msg
-        self.result = result
+class ResumeFailure(ModuleFailure):
+    """A validation_resume call failed (``msg``, ``result``)."""
 
 
 # ---------------------------------------------------------------- input checks (before anything runs)

@@ -16,7 +16,7 @@ find fewer GRES than slurm.conf declares and the node would go INVAL.
 
 The layout file is {"layout": NAME, "gpus": [...]}, "gpus" in the format of
 the nvidia_mig module's option. The program runs the MIG manager the module
-runs (plugins/module_utils/_mig_nvml.py and _mig_plan.py, standard library
+runs (plugins/module_utils/_mig_nvml.py, _mig_plan.py, _validate_input.py, standard library
 only, which the role copies under LIB_DIR; GPUCLUSTER_MIG_LIB overrides it):
 the same validation, the same minimal-change planner, the same refusal to
 touch instances that processes use, the same rollback. Ansible is not needed
