@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 
+import pytest
 import testinfra
 import yaml
 
@@ -74,6 +75,51 @@ def wait_idle(names, timeout=120):
 def resume_by_hand(name):
     ctl("scontrol update nodename=%s state=resume" % name, check=False)
     wait_idle([name])
+
+
+def start_times(daemons):
+    """{(unit, node): systemctl's MainPID and start time} of every daemon in daemons ({unit: [node names]}); each must run."""
+    times = {}
+    for unit, names in daemons.items():
+        for name in names:
+            out = node(name).run("systemctl show -p MainPID -p ExecMainStartTimestampMonotonic %s" % unit).stdout
+            assert "MainPID=0" not in out, (unit, name, out)
+            times[(unit, name)] = out.strip()
+    return times
+
+
+def gres_files(name):
+    """[[device paths of one gres.conf GPU line]] of a node."""
+    lines = []
+    for line in sh(name, "cat /etc/slurm/gres.conf").stdout.splitlines():
+        match = re.match(r"^Name=gpu .*\b(?:File|MultipleFiles)=(\S+)", line)
+        if match:
+            lines.append(match.group(1).split(","))
+    assert lines, name
+    return lines
+
+
+@pytest.fixture(name="mig_node")
+def fixture_mig_node():
+    """The first GPU node with MIG instances: nvidia-smi -L lists a MIG device and gres.conf a MIG line (several device files).
+    A test module takes the fixture by importing fixture_mig_node."""
+    for name in GPU_NODES:
+        if "MIG " in sh(name, "nvidia-smi -L").stdout and any(len(line) > 1 for line in gres_files(name)):
+            return name
+    pytest.fail("no GPU node has MIG instances and a MIG GRES in gres.conf: %s" % GPU_NODES)
+
+
+def hosts(*names):
+    """An inventory group of the hosts names, without host variables."""
+    return {"hosts": {n: None for n in names}}
+
+
+def podman(*argv, check=True):
+    """podman ARGV on this machine (the cluster's containers); with check, fail the test unless it exits 0. Returns its output."""
+    result = subprocess.run(["podman"] + list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env=playbook_env(), check=False)
+    assert not check or result.returncode == 0, (argv, result.stdout)
+    return result.stdout
 
 
 def inventories():

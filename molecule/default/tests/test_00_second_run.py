@@ -12,21 +12,11 @@ deploy job template's launch prompts would.
 """
 import base64
 
-from simcluster import COMPUTE, CONTROLLER, GROUPS, NODES, node, recap, run_awx_job, wait_idle
+from simcluster import COMPUTE, CONTROLLER, GROUPS, NODES, node, recap, run_awx_job, start_times, wait_idle
 
 DBD = GROUPS["slurmdbd"][0]
 DB_PASSWORD_FILE = "/var/lib/gpucluster/slurmdbd-storage-pass"
 DAEMONS = {"munge": NODES, "slurmctld": [CONTROLLER], "slurmd": COMPUTE, "slurmdbd": [DBD], "mariadb": [DBD]}
-
-
-def _start_times():
-    times = {}
-    for unit, names in DAEMONS.items():
-        for name in names:
-            out = node(name).run("systemctl show -p MainPID -p ExecMainStartTimestampMonotonic %s" % unit).stdout
-            assert "MainPID=0" not in out, (unit, name, out)
-            times[(unit, name)] = out.strip()
-    return times
 
 
 def _pyxis_builds():
@@ -40,9 +30,9 @@ def test_second_run_changes_restarts_and_rebuilds_nothing_and_shows_no_secret(tm
     assert len(key) >= 32
     password = node(DBD).run("cat %s" % DB_PASSWORD_FILE).stdout.strip()
     assert len(password) >= 16
-    before, built = _start_times(), _pyxis_builds()
+    before, built = start_times(DAEMONS), _pyxis_builds()
     rc, output, status = run_awx_job("playbooks/site.yml", tmp_path, verbosity=3, diff=True)
-    after = _start_times()
+    after = start_times(DAEMONS)
     assert (rc, status) == (0, "successful"), output[-5000:]
     assert "task path: " in output  # (printed from -vv on: the verbosity reached the job)
     found = recap(output)

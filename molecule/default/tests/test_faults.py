@@ -8,28 +8,12 @@ slurmd starts, and slurmd registers the same GRES as before, without an admin.
 test_zz_mig_changes.py's reboot test.)
 """
 import re
-import subprocess
 import time
 
-import pytest
-
-from simcluster import GPU_NODES, NODES, PREFIX, SITE, ctl, playbook_env, recap, run_playbook, sh, wait_idle
+from simcluster import NODES, PREFIX, SITE, ctl, podman, recap, run_playbook, sh, wait_idle
+from simcluster import fixture_mig_node  # noqa: F401  pylint: disable=unused-import  (the mig_node fixture)
 
 UUID = re.compile(r"\(UUID: [^)]*\)")
-
-
-def _podman(*argv, check=True):
-    result = subprocess.run(["podman"] + list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=playbook_env(), check=False)
-    assert not check or result.returncode == 0, (argv, result.stdout)
-    return result.stdout
-
-
-def _mig_node():
-    for name in GPU_NODES:
-        if "MIG " in sh(name, "nvidia-smi -L").stdout:
-            return name
-    raise AssertionError("no GPU node has MIG instances: %s" % GPU_NODES)
 
 
 def _what_slurm_and_nvml_see(name):
@@ -49,24 +33,18 @@ def _wait_booted(name, timeout=120):
     deadline = time.time() + timeout
     state = ""
     while time.time() < deadline:
-        state = subprocess.run(["podman", "exec", PREFIX + name, "systemctl", "is-system-running"], stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, env=playbook_env(), check=False).stdout.strip()
+        state = podman("exec", PREFIX + name, "systemctl", "is-system-running", check=False).strip()
         if state in ("running", "degraded"):
             return state
         time.sleep(2)
     raise AssertionError("%s did not finish booting in %ds: %s" % (name, timeout, state))
 
 
-@pytest.fixture(name="mig_node")
-def fixture_mig_node():
-    return _mig_node()
-
-
 def test_a_node_that_is_down_stops_site_yml_before_any_change_and_returns_by_itself_after_a_reboot(mig_node, tmp_path):
     wait_idle([mig_node])
     before = _what_slurm_and_nvml_see(mig_node)
     assert any("MIG " in line for line in before["devices"]), before
-    _podman("stop", "-t", "20", PREFIX + mig_node)
+    podman("stop", "-t", "20", PREFIX + mig_node)
     try:
         rc, output = run_playbook(SITE, log=tmp_path / "site-node-down.log")
         assert rc != 0, output[-3000:]
@@ -78,7 +56,7 @@ def test_a_node_that_is_down_stops_site_yml_before_any_change_and_returns_by_its
         assert set(counts) >= set(NODES), counts
         assert all(c["changed"] == 0 for c in counts.values()), counts
     finally:
-        _podman("start", PREFIX + mig_node)
+        podman("start", PREFIX + mig_node)
     _wait_booted(mig_node)
     # the boot unit re-created the layout, and finished before slurmd started
     mig_done = _monotonic(mig_node, "gpucluster-mig.service", "ExecMainExitTimestampMonotonic")

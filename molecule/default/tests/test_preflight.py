@@ -13,6 +13,8 @@ import sys
 import pytest
 import yaml
 
+from simcluster import hosts
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PLAYBOOK = ROOT / "playbooks" / "site.yml"
 ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
@@ -33,10 +35,6 @@ def run_site(tmp_path, children, hostvars=None):
     result = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(path), str(PLAYBOOK)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(tmp_path), check=False)
     return result.returncode, result.stdout
-
-
-def hosts(*names):
-    return {"hosts": {n: None for n in names}}
 
 
 @pytest.fixture(name="container_without_systemd")

@@ -14,6 +14,8 @@ import sys
 import pytest
 import yaml
 
+from simcluster import hosts
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
 
@@ -33,10 +35,6 @@ def run_role(tmp_path, role, children, extra_vars=None, limit=None):
         argv += ["--limit", limit]
     result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(tmp_path), check=False)
     return result.returncode, result.stdout
-
-
-def hosts(*names):
-    return {"hosts": dict((n, None) for n in names)}
 
 
 CASES = [

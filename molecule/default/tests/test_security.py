@@ -16,7 +16,8 @@ import re
 
 import pytest
 
-from simcluster import CONTROLLER, GPU_NODES, NODES, ctl, node, sh, wait_idle
+from simcluster import CONTROLLER, GPU_NODES, NODES, ctl, gres_files, node, sh, wait_idle
+from simcluster import fixture_mig_node  # noqa: F401  pylint: disable=unused-import  (the mig_node fixture)
 
 PROBE = "/tmp/gpucluster-devprobe.py"
 PROBE_SOURCE = r"""
@@ -32,21 +33,10 @@ print('SLURM_JOB_GPUS=%s' % os.environ.get('SLURM_JOB_GPUS', ''))
 """
 
 
-def _gres_files(name):
-    """[[device paths of one gres.conf GPU line]] of a node."""
-    lines = []
-    for line in sh(name, "cat /etc/slurm/gres.conf").stdout.splitlines():
-        match = re.match(r"^Name=gpu .*\b(?:File|MultipleFiles)=(\S+)", line)
-        if match:
-            lines.append(match.group(1).split(","))
-    assert lines, name
-    return lines
-
-
 def _probe(name, gres, user="alice"):
     """{device: 'open'|'EPERM'|'ENXIO'|...} as a job of ``user`` with ``gres`` on node ``name`` sees them."""
     sh(name, "cat > %s <<'EOF'\n%s\nEOF\nchmod 0755 %s" % (PROBE, PROBE_SOURCE, PROBE))
-    paths = sorted(set(p for line in _gres_files(name) for p in line))
+    paths = sorted(set(p for line in gres_files(name) for p in line))
     gres_opt = "--gres=%s" % gres if gres else ""
     out = ctl("su %s -c 'timeout 60 srun -w %s %s python3 %s %s'" % (user, name, gres_opt, PROBE, " ".join(paths))).stdout
     seen = dict(line.split(" ", 1) for line in out.splitlines() if line.startswith("/dev/"))
@@ -57,17 +47,9 @@ def _probe(name, gres, user="alice"):
 @pytest.fixture(name="whole_gpu_node")
 def fixture_whole_gpu_node():
     for name in GPU_NODES:
-        if all(len(line) == 1 for line in _gres_files(name)):
+        if all(len(line) == 1 for line in gres_files(name)):
             return name
     pytest.fail("no GPU node with whole GPUs only: %s" % GPU_NODES)
-
-
-@pytest.fixture(name="mig_node")
-def fixture_mig_node():
-    for name in GPU_NODES:
-        if any(len(line) > 1 for line in _gres_files(name)):
-            return name
-    pytest.fail("no GPU node with a MIG GRES: %s" % GPU_NODES)
 
 
 @pytest.mark.parametrize("name", GPU_NODES)
@@ -97,7 +79,7 @@ def test_a_mig_job_opens_its_parent_gpu_and_its_own_instance_only(mig_node):
     mig_type = next(t for t in re.findall(r"gpu:([^:,]+):", ctl("scontrol show node %s" % mig_node).stdout) if "g." in t)
     seen = _probe(mig_node, "gpu:%s:1" % mig_type)
     allowed = sorted(path for path, result in seen.items() if result != "EPERM")
-    mig_lines = [sorted(line) for line in _gres_files(mig_node) if len(line) > 1]
+    mig_lines = [sorted(line) for line in gres_files(mig_node) if len(line) > 1]
     # exactly one MIG GRES line's files: the parent GPU plus its GPU- and compute-instance capabilities
     assert allowed in mig_lines, (allowed, mig_lines)
     assert all(seen[path] == "ENXIO" for path in allowed), seen

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from simcluster import (ANSIBLE_PLAYBOOK, COMPUTE, CONTROLLER, GPU_NODES, NODES, PREFIX, ROOT, SIMULATED_VARS, SITE, ctl, inventories, sh,
-                        node, playbook_env, recap, run_playbook, wait_idle)
+                        node, playbook_env, podman, recap, run_playbook, start_times, wait_idle)
 
 HOOKS_DIR = "/usr/local/lib/gpucluster-slurm"
 
@@ -320,16 +320,6 @@ def test_every_hook_ran_and_is_logged_with_exit_code_and_duration(target):
 DAEMONS = {"munge": NODES, "slurmctld": [CONTROLLER], "slurmd": COMPUTE}
 
 
-def _start_times():
-    times = {}
-    for unit, names in DAEMONS.items():
-        for name in names:
-            out = node(name).run("systemctl show -p MainPID -p ExecMainStartTimestampMonotonic %s" % unit).stdout
-            times[(unit, name)] = out.strip()
-            assert "MainPID=0" not in out, (unit, name, out)
-    return times
-
-
 def _slurm_stage(extra_vars=None):
     """The slurm stage of site.yml (--tags slurm), with extra vars merged over the simulated inventory's."""
     args = ["--tags", "slurm"]
@@ -349,7 +339,7 @@ def test_air_gapped_install_from_a_local_package_directory_and_a_reconfigure_onl
     names = ["slurmctld", "slurmd", "slurm-client", "libpmix-dev", "libpmix2"]
     got = subprocess.run(["apt-get", "download"] + names, cwd=str(debs), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
     assert got.returncode == 0, got.stdout
-    before = _start_times()
+    before = start_times(DAEMONS)
     try:
         rc, output = _slurm_stage({"slurm_install_source": "local", "slurm_local_package_dir": str(debs),
                                    "slurm_conf_overrides": dict(SIMULATED_VARS["slurm_conf_overrides"], KillWait=29)})
@@ -364,7 +354,7 @@ def test_air_gapped_install_from_a_local_package_directory_and_a_reconfigure_onl
         assert "RUNNING HANDLER [gpucluster.bringup.slurm : Reconfigure Slurm]" in output, output[-5000:]
         assert "Restart slurmctld]" not in output and "Restart slurmd]" not in output
         assert re.search(r"^KillWait\s+=\s+29 sec", ctl("scontrol show config").stdout, re.M)
-        assert _start_times() == before
+        assert start_times(DAEMONS) == before
     finally:
         for name in NODES:
             node(name).run("rm -rf /var/cache/gpucluster-slurm-packages")
@@ -378,28 +368,21 @@ def test_air_gapped_install_from_a_local_package_directory_and_a_reconfigure_onl
 NEW_NODE = "gpu-03"
 
 
-def _podman(*argv, check=True):
-    result = subprocess.run(["podman"] + list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=playbook_env(), check=False)
-    assert not check or result.returncode == 0, (argv, result.stdout)
-    return result.stdout
-
-
 def _start_new_node(like):
     """A new container as the cluster's own are started (image, network, label, systemd as PID 1, every node in
     /etc/hosts), prepared by the same node-prepare.sh; every node's /etc/hosts names it, as DNS would."""
-    info = json.loads(_podman("container", "inspect", PREFIX + like))[0]
+    info = json.loads(podman("container", "inspect", PREFIX + like))[0]
     network, settings = sorted(info["NetworkSettings"]["Networks"].items())[0]
     address = settings["IPAddress"].rsplit(".", 1)[0] + ".13"
     labels = ["--label=%s=%s" % item for item in sorted(info["Config"]["Labels"].items()) if item[0].startswith("io.gpucluster")]
-    hosts = ["--add-host=%s:%s" % (name, json.loads(_podman("container", "inspect", PREFIX + name))[0]
+    hosts = ["--add-host=%s:%s" % (name, json.loads(podman("container", "inspect", PREFIX + name))[0]
                                    ["NetworkSettings"]["Networks"][network]["IPAddress"]) for name in NODES]
-    _podman("rm", "-f", "-t", "5", PREFIX + NEW_NODE, check=False)
+    podman("rm", "-f", "-t", "5", PREFIX + NEW_NODE, check=False)
     # confined like the GPU node it copies (privileged: Slurm's cgroup/v1 plugin)
     confine = ["--privileged"] if info["HostConfig"].get("Privileged") else []
-    _podman("run", "-d", "--name", PREFIX + NEW_NODE, "--hostname", NEW_NODE, "--network", network, "--ip", address,
-            "--network-alias", NEW_NODE, "--add-host=%s:%s" % (NEW_NODE, address), "--systemd=always",
-            *(labels + hosts + confine), info["ImageName"], "/sbin/init")
+    podman("run", "-d", "--name", PREFIX + NEW_NODE, "--hostname", NEW_NODE, "--network", network, "--ip", address,
+           "--network-alias", NEW_NODE, "--add-host=%s:%s" % (NEW_NODE, address), "--systemd=always",
+           *(labels + hosts + confine), info["ImageName"], "/sbin/init")
     for name in NODES:
         node(name).run_test("grep -q ' %s$' /etc/hosts || echo '%s %s' >> /etc/hosts" % (NEW_NODE, address, NEW_NODE))
     prepared = subprocess.run(["bash", str(ROOT / "scripts" / "lib" / "node-prepare.sh"), PREFIX + NEW_NODE, "a100-40gb-x8"],
@@ -408,7 +391,7 @@ def _start_new_node(like):
 
 
 def _remove_new_node():
-    _podman("rm", "-f", "-t", "5", PREFIX + NEW_NODE, check=False)
+    podman("rm", "-f", "-t", "5", PREFIX + NEW_NODE, check=False)
     for name in NODES:
         # (/etc/hosts is a bind mount: rewrite it in place)
         node(name).run("grep -v ' %s$' /etc/hosts > /tmp/hosts.new; cat /tmp/hosts.new > /etc/hosts" % NEW_NODE)
@@ -443,7 +426,7 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
     layer.write_text(yaml.safe_dump({"all": {"hosts": {NEW_NODE: host_vars},
                                              "children": {"slurm_compute": {"hosts": {NEW_NODE: None}},
                                                           "gpu_nodes": {"hosts": {NEW_NODE: None}}}}}))
-    before = _start_times()
+    before = start_times(DAEMONS)
     others = {name: node(name).file("/etc/slurm/cgroup.conf").content_string for name in COMPUTE}
     try:
         _start_new_node(like=GPU_NODES[-1])
@@ -474,7 +457,7 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
         assert ctl("timeout 60 srun -w %s --gres=gpu:a100:1 printenv SLURMD_NODENAME CUDA_VISIBLE_DEVICES" % NEW_NODE).stdout.split() \
             == [NEW_NODE, "0"]
         assert "pyxis STAND-IN" in node(NEW_NODE).check_output("srun --help")
-        after = _start_times()
+        after = start_times(DAEMONS)
         assert after[("slurmctld", CONTROLLER)] != before[("slurmctld", CONTROLLER)]
         for name in COMPUTE:
             assert after[("slurmd", name)] != before[("slurmd", name)], name
@@ -485,10 +468,10 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
         rc, output = run_playbook(SITE, ["-i", str(layer), "--limit", NEW_NODE, "--tags", "slurm"])
         assert rc == 0, output[-6000:]
         assert recap(output)[NEW_NODE]["changed"] == 0, [line for line in output.splitlines() if line.startswith("changed:")]
-        assert _start_times() == after
+        assert start_times(DAEMONS) == after
     finally:
         _remove_new_node()
-        before = _start_times()
+        before = start_times(DAEMONS)
         rc, output = _slurm_stage()
         assert rc == 0, output[-5000:]
         wait_idle(COMPUTE)
@@ -496,7 +479,7 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
     ctld = output.index("RUNNING HANDLER [gpucluster.bringup.slurm : Restart slurmctld]")
     slurmd = output.index("RUNNING HANDLER [gpucluster.bringup.slurm : Restart slurmd]")
     assert ctld < slurmd
-    after = _start_times()
+    after = start_times(DAEMONS)
     assert after[("slurmctld", CONTROLLER)] != before[("slurmctld", CONTROLLER)]
     for name in COMPUTE:
         assert after[("slurmd", name)] != before[("slurmd", name)], name

@@ -24,16 +24,16 @@ import importlib.machinery
 import importlib.util
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 
 import pynvml
 
+from ansible_collections.gpucluster.bringup.tests.unit.simnode import run_nvmlsim, use_node
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PROGRAM = os.path.join(ROOT, 'roles', 'slurm_healthcheck', 'files', 'gpucluster_healthcheck.py')
-NVMLSIM = os.path.join(ROOT, 'nvml_sim', 'bin', 'nvmlsim')
 
 _loader = importlib.machinery.SourceFileLoader('gpucluster_healthcheck', PROGRAM)
 _spec = importlib.util.spec_from_loader('gpucluster_healthcheck', _loader)
@@ -78,13 +78,10 @@ class Node(object):
 
     def __init__(self, tmp_path, monkeypatch):
         self.tmp = tmp_path
-        self.root = str(tmp_path / 'root')
-        self.state = str(tmp_path / 'state.json')
+        self.state, self.root = use_node(tmp_path, monkeypatch)
         self.minors = str(tmp_path / 'mig-minors')
         self.slurm = str(tmp_path / 'slurm-node.json')
         self.config_path = str(tmp_path / 'healthcheck.json')
-        monkeypatch.setenv('NVMLSIM_STATE', self.state)
-        monkeypatch.setenv('NVMLSIM_ROOT', self.root)
         monkeypatch.setenv('SCONTROL_STANDIN_STATE', self.slurm)
         self.scontrol = str(tmp_path / 'scontrol-standin')
         with open(self.scontrol, 'w') as handle:
@@ -93,11 +90,7 @@ class Node(object):
         self.set_slurm('IDLE')
 
     def sim(self, *args):
-        env = dict(os.environ, NVMLSIM_STATE=self.state, NVMLSIM_ROOT=self.root)
-        result = subprocess.run([NVMLSIM] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                universal_newlines=True, env=env, check=False)
-        assert result.returncode == 0, result.stdout
-        return result.stdout
+        return run_nvmlsim(*args, NVMLSIM_STATE=self.state, NVMLSIM_ROOT=self.root)
 
     def create(self, preset, **config):
         self.sim('create', '--preset', preset, '--mig-minors', self.minors)

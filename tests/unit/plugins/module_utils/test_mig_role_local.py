@@ -21,12 +21,10 @@ import sys
 
 import pytest
 
-from nvmlsim import cli, store
+from ansible_collections.gpucluster.bringup.tests.unit.simnode import MUTATING, annotated, node, sim, state  # noqa: F401  pylint: disable=unused-import
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
-MUTATING = ('nvmlDeviceSetMigMode', 'nvmlDeviceCreateGpuInstance', 'nvmlDeviceCreateGpuInstanceWithPlacement', 'nvmlGpuInstanceDestroy',
-            'nvmlGpuInstanceCreateComputeInstance', 'nvmlGpuInstanceCreateComputeInstanceWithPlacement', 'nvmlComputeInstanceDestroy')
 
 PLAY = '''
 - name: mig role on a simulated node
@@ -37,20 +35,6 @@ PLAY = '''
   roles:
     - role: gpucluster.bringup.mig
 '''
-
-
-def sim(*argv):
-    assert cli.main(list(argv)) == 0, argv
-
-
-@pytest.fixture
-def node(tmp_path, monkeypatch):
-    monkeypatch.setenv('NVMLSIM_STATE', str(tmp_path / 'state.json'))
-    monkeypatch.setenv('NVMLSIM_ROOT', str(tmp_path / 'root'))
-
-    def create(preset, auto_reset=True):
-        sim('create', '--preset', preset, *(['--auto-reset'] if auto_reset else []))
-    return create
 
 
 def playbook(tmp_path, extra, groups=None):
@@ -73,12 +57,11 @@ def playbook(tmp_path, extra, groups=None):
 
 
 def profiles():
-    annotated = cli.annotated(store.load())
-    return dict((gpu['index'], sorted(gi['profile'] for gi in gpu['gpu_instances'])) for gpu in annotated['gpus'])
+    return dict((gpu['index'], sorted(gi['profile'] for gi in gpu['gpu_instances'])) for gpu in annotated()['gpus'])
 
 
 def gpus_state():
-    return [dict((k, v) for k, v in gpu.items() if k != 'processes') for gpu in store.load()['gpus']]
+    return [dict((k, v) for k, v in gpu.items() if k != 'processes') for gpu in state()['gpus']]
 
 
 def one_line(text):
@@ -106,8 +89,8 @@ def test_apply_then_reapply_without_any_nvml_change(node, tmp_path):
 def test_a_process_on_an_instance_that_would_change_refuses_the_change(node, tmp_path):
     node('a100-40gb-x8')
     assert playbook(tmp_path, {'mig_layout': 'all-balanced'})[0] == 0
-    annotated = cli.annotated(store.load())['gpus'][2]
-    three_g = [gi['id'] for gi in annotated['gpu_instances'] if gi['profile'] == '3g.20gb'][0]
+    gpu = annotated()['gpus'][2]
+    three_g = [gi['id'] for gi in gpu['gpu_instances'] if gi['profile'] == '3g.20gb'][0]
     sim('process', 'add', '--gpu', '2', '--pid', '4242', '--name', 'python3', '--gi', str(three_g), '--ci', '0')
     before = gpus_state()
     rc, output, recap = playbook(tmp_path, {'mig_layout': 'all-7g'})

@@ -16,14 +16,11 @@ __metaclass__ = type
 
 import pytest
 
-import pynvml
-from nvmlsim import cli, node as simnode, presets, store
+from nvmlsim import node as simnode, presets
 
 from ansible_collections.gpucluster.bringup.plugins.modules import nvidia_mig
 from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, run_module
-
-MUTATING = ('nvmlDeviceSetMigMode', 'nvmlDeviceCreateGpuInstance', 'nvmlDeviceCreateGpuInstanceWithPlacement', 'nvmlGpuInstanceDestroy',
-            'nvmlGpuInstanceCreateComputeInstance', 'nvmlGpuInstanceCreateComputeInstanceWithPlacement', 'nvmlComputeInstanceDestroy')
+from ansible_collections.gpucluster.bringup.tests.unit.simnode import calls, node, state  # noqa: F401  pylint: disable=unused-import
 
 SEED = 'seed-003'          # 4 x A100 80GB PCIe; GPUs 2 and 3 in MIG mode with 7 x 1g.10gb, GPUs 0 and 1 MIG off
 H100 = 'h100-80gb-x8'      # 8 x H100 80GB HBM3, MIG off everywhere: only the guide's table can check the request
@@ -140,37 +137,12 @@ CASES = [
 ]
 
 
-@pytest.fixture
-def counted(monkeypatch):
-    calls = []
-
-    def counting(name, original):
-        def wrapper(*args, **kwargs):
-            calls.append(name)
-            return original(*args, **kwargs)
-        return wrapper
-    for name in MUTATING:
-        monkeypatch.setattr(pynvml, name, counting(name, getattr(pynvml, name)))
-    return calls
-
-
-@pytest.fixture
-def node_of(tmp_path, monkeypatch):
-    monkeypatch.setenv('NVMLSIM_STATE', str(tmp_path / 'state.json'))
-    monkeypatch.setenv('NVMLSIM_ROOT', str(tmp_path / 'root'))
-
-    def create(preset):
-        assert cli.main(['create', '--preset', preset, '--auto-reset']) == 0
-        return store.load()
-    return create
-
-
 @pytest.mark.parametrize('case_id, preset, args, fragments', CASES, ids=[case[0] for case in CASES])
-def test_bad_input(case_id, preset, args, fragments, node_of, counted):
-    before = node_of(preset)
+def test_bad_input(case_id, preset, args, fragments, node, calls):
+    before = node(preset)
     outcome = bad_input(nvidia_mig.main, args, *fragments)
-    assert counted == [], 'changing NVML calls on bad input: %s' % counted
-    assert store.load() == before, 'the simulated node changed'
+    assert calls == [], 'changing NVML calls on bad input: %s' % calls
+    assert state() == before, 'the simulated node changed'
     assert not outcome.result.get('changed'), outcome.result
 
 
@@ -184,15 +156,15 @@ def test_presets_are_what_the_cases_assume():
     assert presets.PRESETS[H100].mig is None
 
 
-def test_check_mode_is_refused_the_same_way(node_of, counted):
-    before = node_of(SEED)
+def test_check_mode_is_refused_the_same_way(node, calls):
+    before = node(SEED)
     outcome = bad_input(nvidia_mig.main, gpus({'gpu': '2', 'instances': [inst('1g.10gb', count=-1)]}), 'count is -1', check_mode=True)
-    assert counted == [] and store.load() == before and not outcome.result.get('changed')
+    assert calls == [] and state() == before and not outcome.result.get('changed')
 
 
-def test_good_input_on_the_same_node_changes_it(node_of):
+def test_good_input_on_the_same_node_changes_it(node):
     # The guard above can fail: the same kind of call with good values does change the simulated node.
-    before = node_of(SEED)
+    before = node(SEED)
     outcome = run_module(nvidia_mig.main, gpus({'gpu': '2', 'instances': [inst('3g.40gb'), inst('1g.10gb', count=4)]}))
     assert not outcome.failed and outcome.result['changed'] is True
-    assert store.load() != before
+    assert state() != before

@@ -26,8 +26,7 @@ import sys
 import pytest
 import yaml
 
-import pynvml
-from nvmlsim import cli, store
+from ansible_collections.gpucluster.bringup.tests.unit.simnode import annotated, calls, node, sim, state  # noqa: F401  pylint: disable=unused-import
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PROGRAM = os.path.join(ROOT, 'roles', 'mig', 'files', 'gpucluster_mig_boot.py')
@@ -41,37 +40,6 @@ _loader.exec_module(boot)
 with open(DEFAULTS) as _handle:
     LAYOUTS = yaml.safe_load(_handle)['mig_layouts']
 
-MUTATING = ('nvmlDeviceSetMigMode', 'nvmlDeviceCreateGpuInstance', 'nvmlDeviceCreateGpuInstanceWithPlacement', 'nvmlGpuInstanceDestroy',
-            'nvmlGpuInstanceCreateComputeInstance', 'nvmlGpuInstanceCreateComputeInstanceWithPlacement', 'nvmlComputeInstanceDestroy')
-
-
-def sim(*argv):
-    assert cli.main(list(argv)) == 0, argv
-
-
-@pytest.fixture
-def node(tmp_path, monkeypatch):
-    monkeypatch.setenv('NVMLSIM_STATE', str(tmp_path / 'state.json'))
-    monkeypatch.setenv('NVMLSIM_ROOT', str(tmp_path / 'root'))
-
-    def create(preset, auto_reset=True):
-        sim('create', '--preset', preset, *(['--auto-reset'] if auto_reset else []))
-    return create
-
-
-@pytest.fixture
-def calls(monkeypatch):
-    counted = []
-
-    def counting(name, original):
-        def wrapper(*args, **kwargs):
-            counted.append(name)
-            return original(*args, **kwargs)
-        return wrapper
-    for name in MUTATING:
-        monkeypatch.setattr(pynvml, name, counting(name, getattr(pynvml, name)))
-    return counted
-
 
 def write_layout(tmp_path, name, gpus=None):
     path = tmp_path / 'mig-layout.json'
@@ -81,12 +49,11 @@ def write_layout(tmp_path, name, gpus=None):
 
 def layouts():
     """{gpu index: sorted [(profile, start)]} from the simulator's state."""
-    annotated = cli.annotated(store.load())
-    return dict((gpu['index'], sorted((gi['profile'], gi['start']) for gi in gpu['gpu_instances'])) for gpu in annotated['gpus'])
+    return dict((gpu['index'], sorted((gi['profile'], gi['start']) for gi in gpu['gpu_instances'])) for gpu in annotated()['gpus'])
 
 
 def uuids():
-    return sorted(ci['uuid'] for gpu in store.load()['gpus'] for gi in gpu['gpu_instances'] for ci in gi['compute_instances'])
+    return sorted(ci['uuid'] for gpu in state()['gpus'] for gi in gpu['gpu_instances'] for ci in gi['compute_instances'])
 
 
 BALANCED_H100 = [('1g.10gb', 0), ('1g.10gb', 1), ('2g.20gb', 2), ('3g.40gb', 4)]

@@ -12,7 +12,6 @@ __metaclass__ = type
 
 import json
 import os
-import subprocess
 
 import pytest
 
@@ -20,21 +19,14 @@ from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _slurm_hooks as hooks
 from ansible_collections.gpucluster.bringup.plugins.modules import node_check
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-NVMLSIM = os.path.join(ROOT, 'nvml_sim', 'bin', 'nvmlsim')
+from ansible_collections.gpucluster.bringup.tests.unit.simnode import run_nvmlsim, use_node
 
 
 @pytest.fixture
 def sim(tmp_path, monkeypatch):
-    monkeypatch.setenv('NVMLSIM_STATE', str(tmp_path / 'state.json'))
-    monkeypatch.setenv('NVMLSIM_ROOT', str(tmp_path / 'root'))
-
-    def run(*args):
-        result = subprocess.run([NVMLSIM] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True,
-                                check=False, env=dict(os.environ))
-        assert result.returncode == 0, result.stdout
-    return run
+    """The simulator's command line on a node in tmp_path."""
+    use_node(tmp_path, monkeypatch)
+    return run_nvmlsim
 
 
 def run_module(capsys, **args):

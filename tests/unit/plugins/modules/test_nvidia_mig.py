@@ -13,98 +13,24 @@ __metaclass__ = type
 import json
 import os
 
-import pytest
-
-import pynvml
-from nvmlsim import cli, store
-
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
+from nvmlsim import cli
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _mig_nvml, _mig_plan
 from ansible_collections.gpucluster.bringup.plugins.modules import nvidia_mig
-
-MUTATING = ('nvmlDeviceSetMigMode', 'nvmlDeviceCreateGpuInstance', 'nvmlDeviceCreateGpuInstanceWithPlacement', 'nvmlGpuInstanceDestroy',
-            'nvmlGpuInstanceCreateComputeInstance', 'nvmlGpuInstanceCreateComputeInstanceWithPlacement', 'nvmlComputeInstanceDestroy')
-
-
-class ModuleExit(Exception):
-    def __init__(self, result, failed):
-        super(ModuleExit, self).__init__(result.get('msg'))
-        self.result = result
-        self.failed = failed
-
-
-def sim(*argv):
-    """Run an ``nvmlsim`` command; raise if it fails."""
-    assert cli.main(list(argv)) == 0, argv
-
-
-@pytest.fixture
-def node(tmp_path, monkeypatch):
-    """A simulated node in tmp_path; returns a function that creates it from a preset."""
-    monkeypatch.setenv('NVMLSIM_STATE', str(tmp_path / 'state.json'))
-    monkeypatch.setenv('NVMLSIM_ROOT', str(tmp_path / 'root'))
-
-    def create(preset, auto_reset=True):
-        sim('create', '--preset', preset, *(['--auto-reset'] if auto_reset else []))
-    return create
-
-
-@pytest.fixture
-def calls(monkeypatch):
-    """Count the NVML calls that change a GPU."""
-    counted = []
-
-    def counting(name, original):
-        def wrapper(*args, **kwargs):
-            counted.append(name)
-            return original(*args, **kwargs)
-        return wrapper
-    for name in MUTATING:
-        monkeypatch.setattr(pynvml, name, counting(name, getattr(pynvml, name)))
-    return counted
-
-
-def run(args, check_mode=False, diff=False):
-    args = dict(args)
-    if check_mode:
-        args['_ansible_check_mode'] = True
-    if diff:
-        args['_ansible_diff'] = True
-
-    def exit_json(self, **result):
-        raise ModuleExit(result, False)
-
-    def fail_json(self, msg, **result):
-        result['msg'] = msg
-        raise ModuleExit(result, True)
-
-    original = (basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json)
-    basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json = exit_json, fail_json
-    try:
-        with patch_module_args(args):
-            with pytest.raises(ModuleExit) as done:
-                nvidia_mig.main()
-    finally:
-        basic.AnsibleModule.exit_json, basic.AnsibleModule.fail_json = original
-    return done.value
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import run_module
+from ansible_collections.gpucluster.bringup.tests.unit.simnode import calls, node, sim, state  # noqa: F401  pylint: disable=unused-import
 
 
 def ok(args, **kwargs):
-    outcome = run(args, **kwargs)
+    outcome = run_module(nvidia_mig.main, args, **kwargs)
     assert not outcome.failed, outcome.result['msg']
     return outcome.result
 
 
 def fail(args, **kwargs):
-    outcome = run(args, **kwargs)
+    outcome = run_module(nvidia_mig.main, args, **kwargs)
     assert outcome.failed, outcome.result
     return outcome.result
-
-
-def state():
-    return store.load()
 
 
 def layout(index):
@@ -116,8 +42,7 @@ def layout(index):
 
 
 def gi_ids(index):
-    gpu = [g for g in state()['gpus'] if g['index'] == index][0]
-    return dict((gi['start'], (gi['id'], [ci['uuid'] for ci in gi['compute_instances']])) for gi in gpu['gpu_instances'])
+    return before_ids(state(), index)
 
 
 BALANCED = [{'profile': '3g.40gb'}, {'profile': '2g.20gb'}, {'profile': '1g.10gb', 'count': 2}]

@@ -23,9 +23,9 @@ from ansible.module_utils.testing import patch_module_args
 
 import pynvml
 from ansible_collections.gpucluster.bringup.plugins.modules import slurm_gres_facts
+from ansible_collections.gpucluster.bringup.tests.unit.simnode import run_nvmlsim, use_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-NVMLSIM = os.path.join(ROOT, 'nvml_sim', 'bin', 'nvmlsim')
 SEED_003_CI_CAPS = [337, 346, 355, 364, 373, 382, 391, 472, 481, 490, 508, 517, 526, 535]
 
 SEED_003_LINES = [
@@ -42,18 +42,11 @@ class Node:
 
     def __init__(self, tmp_path, monkeypatch):
         self.tmp = tmp_path
-        self.root = str(tmp_path / 'root')
-        self.state = str(tmp_path / 'state.json')
+        self.state, self.root = use_node(tmp_path, monkeypatch)
         self.mig_minors = str(tmp_path / 'mig-minors')
-        monkeypatch.setenv('NVMLSIM_STATE', self.state)
-        monkeypatch.setenv('NVMLSIM_ROOT', self.root)
 
     def sim(self, *args):
-        env = dict(os.environ, NVMLSIM_STATE=self.state, NVMLSIM_ROOT=self.root)
-        result = subprocess.run([NVMLSIM] + list(args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                universal_newlines=True, env=env, check=False)
-        assert result.returncode == 0, result.stdout
-        return result.stdout
+        return run_nvmlsim(*args, NVMLSIM_STATE=self.state, NVMLSIM_ROOT=self.root)
 
     def create(self, preset, *extra):
         self.sim('create', '--preset', preset, '--mig-minors', self.mig_minors, *extra)
