@@ -407,23 +407,6 @@ def render_uuid_map(gpu_entries):
     return UUID_MAP_HEADER + body
 
 
-def parse_uuid_map(text):
-    """Parse the file :func:`render_uuid_map` writes into ``{index: (type, uuid)}``."""
-    result = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith('#'):
-            continue
-        fields = line.split()
-        if len(fields) != 3 or not fields[0].isdigit():
-            raise ValueError('GRES UUID map line %d: "%s" is not "<index> <type> <uuid>"' % (number, line))
-        index = int(fields[0])
-        if index in result:
-            raise ValueError('GRES UUID map line %d: index %d is listed twice' % (number, index))
-        result[index] = (fields[1], fields[2])
-    return result
-
-
 # --- slurmd -G -------------------------------------------------------------
 
 # Slurm 22.05 src/common/gres.c _log_gres_slurmd_conf(), printed by slurmd -G:

@@ -53,16 +53,7 @@ def format_int_ranges(values):
         raise ValueError('cannot format an empty list of numbers as a range list')
     if numbers[0] < 0:
         raise ValueError('range lists hold non-negative numbers, got %d' % numbers[0])
-    parts = []
-    start = prev = numbers[0]
-    for number in numbers[1:]:
-        if number == prev + 1:
-            prev = number
-            continue
-        parts.append(_range_text(start, prev))
-        start = prev = number
-    parts.append(_range_text(start, prev))
-    return ','.join(parts)
+    return _compress_numbers(numbers, 0)
 
 
 def _range_text(start, end, width=0):
@@ -203,6 +194,7 @@ def compress(names):
 
 
 def _compress_numbers(numbers, width):
+    """Sorted distinct numbers as ``a-b,c`` (each printed ``width`` digits wide, 0: as they are)."""
     parts = []
     start = prev = numbers[0]
     for number in numbers[1:]:

@@ -201,7 +201,7 @@ def phase_from_program(program):
 # --- TaskProlog: the allocated MIG instances' UUIDs ------------------------
 
 def parse_uuid_map(text):
-    """``{index: uuid}`` from the GRES UUID map (``<index> <type> <uuid>`` lines, ``#`` comments)."""
+    """``{index: uuid}`` from the GRES UUID map ``_gres.render_uuid_map`` writes (``<index> <type> <uuid>`` lines, ``#`` comments)."""
     result = {}
     for number, raw in enumerate((text or '').splitlines(), start=1):
         line = raw.strip()
@@ -210,7 +210,10 @@ def parse_uuid_map(text):
         fields = line.split()
         if len(fields) != 3 or not fields[0].isdigit():
             raise ValueError('GRES UUID map line %d: "%s" is not "<index> <type> <uuid>"' % (number, line))
-        result[int(fields[0])] = fields[2]
+        index = int(fields[0])
+        if index in result:
+            raise ValueError('GRES UUID map line %d: index %d is listed twice' % (number, index))
+        result[index] = fields[2]
     return result
 
 

@@ -271,6 +271,7 @@ def test_task_prolog_errors():
     (lambda: task_prolog_lines({}, UUIDS, 'some'), 'TaskProlog mode "some" is not one of: mig, all'),
     (lambda: parse_uuid_map('# map\n0 MIG-x\n'), 'GRES UUID map line 2: "0 MIG-x" is not "<index> <type> <uuid>"'),
     (lambda: parse_uuid_map('x 1g.10gb MIG-x\n'), 'GRES UUID map line 1: "x 1g.10gb MIG-x" is not "<index> <type> <uuid>"'),
+    (lambda: parse_uuid_map('0 a100 GPU-1\n0 a100 GPU-2'), 'GRES UUID map line 2: index 0 is listed twice'),
 ])
 def test_error_messages_are_exact(call, message):
     with pytest.raises(ValueError) as err:
