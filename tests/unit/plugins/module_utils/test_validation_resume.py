@@ -25,6 +25,11 @@ LOG = '\n'.join([
     'drained gpu-01: ' + FAILED,
     hooks.log_line('epilog', '12', '95-lastuserjob-enroot-cleanup', 0, 0.02, 'ok'),
 ])
+# A later epilog failure of another hook: a prolog drain still names the prolog hook's run.
+LOG_EPILOG_FAILED = LOG + '\n' + '\n'.join([
+    hooks.log_line('epilog', '12', '90-all-scratch-cleanup', 2, 0.03, 'failed'),
+    'epilog hook 90-all-scratch-cleanup output: rm: cannot remove /scratch/12: Device or resource busy',
+])
 
 
 def node(state='IDLE', flags=('DRAIN',), reason='', user='root'):
@@ -53,6 +58,42 @@ def test_parse_hook_log_with_journal_prefix_and_timeout():
     assert vr.hook_failure_text(run) == 'prolog hook 20-all-slow timed out after 30s in job 30'
 
 
+def test_hook_output_goes_to_its_own_run():
+    # prologs and epilogs of several jobs run at once on the node: an output line need not follow its own run's result line
+    text = '\n'.join([
+        hooks.log_line('prolog', '21', '95-all-rootless', 1, 0.004, 'failed'),
+        hooks.log_line('prolog', '22', '50-all-enroot-dirs', 0, 0.011, 'ok'),
+        'prolog hook 95-all-rootless output: singularity: command not found',
+        hooks.log_line('prolog', '23', '90-all-scratch', 1, 0.02, 'failed'),
+        hooks.log_line('epilog', '20', '90-all-scratch', 0, 0.03, 'ok'),
+        'prolog hook 90-all-scratch output: no space left on device',
+    ])
+    runs = vr.parse_hook_log(text)
+    assert [(r['phase'], r['job'], r['hook'], r['output']) for r in runs] == [
+        ('prolog', '21', '95-all-rootless', 'singularity: command not found'),
+        ('prolog', '22', '50-all-enroot-dirs', ''),
+        ('prolog', '23', '90-all-scratch', 'no space left on device'),
+        ('epilog', '20', '90-all-scratch', ''),
+    ]
+
+
+@pytest.mark.parametrize('job, output, text', [
+    ('12', '', 'prolog hook 95-all-x failed (exit 1) in job 12'),
+    ('-', '', 'prolog hook 95-all-x failed (exit 1)'),
+    ('', 'boom', 'prolog hook 95-all-x failed (exit 1): boom'),
+    ('7', 'y' * 250, 'prolog hook 95-all-x failed (exit 1) in job 7: ' + 'y' * 200),
+])
+def test_hook_failure_text(job, output, text):
+    run = {'phase': 'prolog', 'job': job, 'hook': '95-all-x', 'rc': 1, 'status': 'failed', 'ok': False, 'output': output}
+    assert vr.hook_failure_text(run) == text
+
+
+def test_hook_failure_text_without_job_from_the_log():
+    # the runner writes job=- when Slurm gave no job id
+    run = vr.last_hook_failure(hooks.log_line('prolog', None, '95-all-x', 3, 0.01, 'failed'))
+    assert vr.hook_failure_text(run) == 'prolog hook 95-all-x failed (exit 3)'
+
+
 @pytest.mark.parametrize('reason, flags, state, log, cause, hook, detail', [
     (FAILED, ('DRAIN',), 'IDLE', LOG, 'hook', '95-all-rootless',
      'prolog hook 95-all-rootless failed (exit 1) in job 12: singularity: command not found'),
@@ -70,9 +111,39 @@ def test_parse_hook_log_with_journal_prefix_and_timeout():
     ('Not responding', ('NOT_RESPONDING',), 'DOWN', None, 'not_responding', None, 'Not responding'),
     ('', (), 'DOWN', None, 'down', None, 'DOWN'),
     ('disk replacement', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained with reason "disk replacement" by root'),
+    # the log's last failure is an epilog hook's: a prolog hook's drain is explained by that prolog hook's run
+    (FAILED, ('DRAIN',), 'IDLE', LOG_EPILOG_FAILED, 'hook', '95-all-rootless',
+     'prolog hook 95-all-rootless failed (exit 1) in job 12: singularity: command not found'),
+    ('Epilog error', ('DRAIN',), 'IDLE', LOG_EPILOG_FAILED, 'epilog_error', '90-all-scratch-cleanup',
+     '"Epilog error": epilog hook 90-all-scratch-cleanup failed (exit 2) in job 12: rm: cannot remove /scratch/12: Device or resource busy'),
+    ('Prolog launch failure', ('DRAIN',), 'IDLE', LOG, 'prolog_error', '95-all-rootless',
+     '"Prolog launch failure": prolog hook 95-all-rootless failed (exit 1) in job 12: singularity: command not found'),
+    ('Prolog launch failure', ('DRAIN',), 'IDLE', None, 'prolog_error', None, '"Prolog launch failure": the hook runner log could not be read'),
+    # gres: a gres/ reason with "count" or "reported"
+    ('gres/gpu count too low (7 < 8)', ('DRAIN',), 'IDLE', None, 'gres', None, 'gres/gpu count too low (7 < 8)'),
+    ('gres/gpu reported by slurmd differs from gres.conf', ('DRAIN',), 'IDLE', None, 'gres', None,
+     'gres/gpu reported by slurmd differs from gres.conf'),
+    ('gres/gpu cabling check', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained with reason "gres/gpu cabling check" by root'),
+    ('recount the disks', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained with reason "recount the disks" by root'),
+    ('disks reported slow', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained with reason "disks reported slow" by root'),
+    # not responding: the flag or the reason, either one
+    ('', ('NOT_RESPONDING',), 'DOWN', None, 'not_responding', None, 'slurmd does not answer (DOWN+NOT_RESPONDING)'),
+    ('', ('DRAIN', 'NOT_RESPONDING'), 'IDLE', None, 'not_responding', None, 'slurmd does not answer (IDLE+DRAIN+NOT_RESPONDING)'),
+    ('Not responding', (), 'DOWN', None, 'not_responding', None, 'Not responding'),
+    # down: no reason at all (any state), or a DOWN node with one of Slurm's own reasons
+    ('', ('DRAIN',), 'IDLE', None, 'down', None, 'IDLE+DRAIN'),
+    ('Node unexpectedly rebooted', (), 'DOWN', None, 'down', None, 'Node unexpectedly rebooted'),
+    ('Kill task failed', (), 'DOWN', None, 'down', None, 'Kill task failed'),
+    ('Node unexpectedly rebooted', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained with reason "Node unexpectedly rebooted" by root'),
+    ('disk replacement', (), 'DOWN', None, 'admin', None, 'drained with reason "disk replacement" by root'),
 ])
 def test_diagnose(reason, flags, state, log, cause, hook, detail):
     assert vr.diagnose(node(state, flags, reason), log) == {'cause': cause, 'hook': hook, 'detail': detail}
+
+
+def test_diagnose_admin_drain_without_user():
+    assert vr.diagnose(node(reason='disk replacement', user=''))['detail'] == 'drained with reason "disk replacement"'
+    assert vr.diagnose(node(reason='disk replacement', user=None))['detail'] == 'drained with reason "disk replacement"'
 
 
 def test_problem_nodes():
@@ -88,6 +159,8 @@ def test_problem_nodes():
 PASS = [{'stage': 'node', 'node': 'gpu-01', 'check': 'munge', 'status': 'pass', 'reason': 'ok'},
         {'stage': 'node', 'node': 'gpu-01', 'check': 'node_state', 'status': 'fail', 'reason': 'node is IDLE+DRAIN'}]
 FAIL = PASS + [{'stage': 'node', 'node': 'gpu-01', 'check': 'gres_conf', 'status': 'fail', 'reason': 'gres.conf differs'}]
+FAIL2 = FAIL + [{'stage': 'node', 'node': 'gpu-01', 'check': 'munge', 'status': 'fail', 'reason': 'munge key differs'},
+                {'stage': 'node', 'node': 'gpu-01', 'check': 'enroot', 'status': 'skip', 'reason': 'not installed'}]
 
 
 @pytest.mark.parametrize('cause, records, admin, action, reason', [
@@ -97,9 +170,17 @@ FAIL = PASS + [{'stage': 'node', 'node': 'gpu-01', 'check': 'gres_conf', 'status
     ('admin', PASS, False, 'keep', 'D; not resumed: an admin drain is resumed only with validate_resume_admin_drains'),
     ('admin', PASS, True, 'resume', 'node checks pass; cause was: D'),
     ('validate', PASS, False, 'resume', 'node checks pass; cause was: D'),
+    ('hook', FAIL2, True, 'keep', 'node checks still fail: gres_conf: gres.conf differs; munge: munge key differs; cause: D'),
+    ('down', PASS[1:], False, 'resume', 'node checks pass; cause was: D'),
+    ('down', [], False, 'resume', 'node checks pass; cause was: D'),
 ])
 def test_decide(cause, records, admin, action, reason):
     assert vr.decide(node(), {'cause': cause, 'hook': None, 'detail': 'D'}, records, admin) == {'action': action, 'reason': reason}
+
+
+def test_decide_keeps_admin_drains_by_default():
+    assert vr.decide(node(), {'cause': 'admin', 'hook': None, 'detail': 'D'}, PASS) == {
+        'action': 'keep', 'reason': 'D; not resumed: an admin drain is resumed only with validate_resume_admin_drains'}
 
 
 def test_decide_bad_cause():
@@ -115,6 +196,129 @@ def test_probe_outcome():
                                             'cause: prolog hook 95-all-rootless failed (exit 1)'}
     assert vr.probe_outcome('gpu-01', {'rc': 1, 'stdout': 'x'}, node(flags=())) == {'ok': False, 'reason': 'probe job on gpu-01 failed (rc 1): x'}
     assert vr.probe_outcome('gpu-01', {'rc': 0}, None)['reason'] == 'probe job on gpu-01 failed (rc 0: no output) and Slurm no longer lists gpu-01'
+    assert vr.probe_outcome('gpu-01', {'rc': 1}, node(flags=())) == {'ok': False, 'reason': 'probe job on gpu-01 failed (rc 1): no output'}
+    assert vr.probe_outcome('gpu-01', {'rc': 1, 'stdout': '', 'stderr': None}, node(flags=()))['reason'] == 'probe job on gpu-01 failed (rc 1): no output'
+
+
+def test_probe_outcome_reads_the_hook_log():
+    outcome = vr.probe_outcome('gpu-01', {'rc': 1, 'stderr': 'srun: error: Prolog error'}, node(reason='Prolog error', user='slurm'), LOG)
+    assert outcome == {'ok': False, 'reason': 'probe job on gpu-01 failed (rc 1: srun: error: Prolog error) and node is IDLE+DRAIN '
+                                              '(reason: "Prolog error" set by slurm); cause: "Prolog error": prolog hook 95-all-rootless '
+                                              'failed (exit 1) in job 12: singularity: command not found'}
+
+
+def test_probe_outcome_keeps_the_last_200_characters_of_output():
+    out = 'a' * 100 + ' ' + 'b' * 300
+    assert vr.probe_outcome('gpu-01', {'rc': 1, 'stdout': out}, node(flags=()))['reason'] == 'probe job on gpu-01 failed (rc 1): ' + 'b' * 200
+    got = vr.probe_outcome('gpu-01', {'rc': 1, 'stderr': 'e\n' * 150, 'stdout': 'x'}, node(reason=FAILED))['reason']
+    assert got.startswith('probe job on gpu-01 failed (rc 1: ' + ' e' * 99 + ' x) and node is IDLE+DRAIN'), got
+
+
+# ---------------------------------------------------------------- plan_resume, resume_records
+
+def named(name, state='IDLE', flags=('DRAIN',), reason='', user='root'):
+    return dict(node(state, flags, reason, user), name=name)
+
+
+CHECKED = {'gpu-01': {'records': PASS, 'hook_log': LOG},
+           'gpu-02': {'records': PASS, 'hook_log': ''},
+           'gpu-04': {'records': FAIL, 'hook_log': None},
+           'gpu-05': {'skipped': True, 'changed': False},
+           'gpu-06': {'records': PASS}}
+
+
+def problems():
+    return vr.problem_nodes({
+        'gpu-01': named('gpu-01', reason='Prolog error', user='slurm'),
+        'gpu-02': named('gpu-02', reason='disk replacement'),
+        'gpu-03': named('gpu-03', reason='Prolog error', user='slurm'),
+        'gpu-04': named('gpu-04', reason='validate: node/gres_conf: x'),
+        'gpu-05': named('gpu-05', 'DOWN', ('NOT_RESPONDING',), 'Not responding', ''),
+        'gpu-06': named('gpu-06', reason=FAILED),
+        'gpu-07': named('gpu-07', flags=()),
+    })
+
+
+RESUMED_01 = 'node checks pass; cause was: "Prolog error": prolog hook 95-all-rootless failed (exit 1) in job 12: singularity: command not found'
+RESUMED_06 = 'node checks pass; cause was: %s' % FAILED
+ADMIN_02 = 'drained with reason "disk replacement" by root'
+KEPT = {
+    'gpu-02': ADMIN_02 + '; not resumed: an admin drain is resumed only with validate_resume_admin_drains',
+    'gpu-03': 'node checks did not run on gpu-03 (unreachable?); cause: "Prolog error": the hook runner log could not be read',
+    'gpu-04': 'node checks still fail: gres_conf: gres.conf differs; cause: validate: node/gres_conf: x',
+    'gpu-05': 'node checks did not run on gpu-05 (unreachable?); cause: Not responding',
+}
+
+
+def test_plan_resume():
+    nodes = problems()
+    assert [n['name'] for n in nodes] == ['gpu-01', 'gpu-02', 'gpu-03', 'gpu-04', 'gpu-05', 'gpu-06']
+    assert vr.plan_resume(nodes, CHECKED) == (['gpu-01', 'gpu-06'], KEPT)
+    by_name = dict((n['name'], n) for n in nodes)
+    assert [by_name[name]['diagnosis']['cause'] for name in sorted(by_name)] == [
+        'prolog_error', 'admin', 'prolog_error', 'validate', 'not_responding', 'hook']
+    # the hook log of the node's own check result explains its Prolog error; without a check result it could not be read
+    assert by_name['gpu-01']['diagnosis'] == {'cause': 'prolog_error', 'hook': '95-all-rootless', 'detail': RESUMED_01[len('node checks pass; cause was: '):]}
+    assert by_name['gpu-03']['diagnosis']['hook'] is None
+    assert by_name['gpu-01']['decision'] == RESUMED_01
+    assert by_name['gpu-06']['decision'] == RESUMED_06
+    assert [name for name in sorted(by_name) if 'decision' in by_name[name]] == ['gpu-01', 'gpu-06']
+
+
+def test_plan_resume_admin_drains():
+    nodes = problems()
+    kept = dict(KEPT)
+    del kept['gpu-02']
+    assert vr.plan_resume(nodes, CHECKED, True) == (['gpu-01', 'gpu-02', 'gpu-06'], kept)
+    assert nodes[1]['decision'] == 'node checks pass; cause was: ' + ADMIN_02
+    assert vr.plan_resume(problems(), CHECKED, False) == (['gpu-01', 'gpu-06'], KEPT)
+
+
+def test_plan_resume_without_checks():
+    nodes = problems()
+    to_resume, kept = vr.plan_resume(nodes, {})
+    assert to_resume == []
+    assert sorted(kept) == ['gpu-01', 'gpu-02', 'gpu-03', 'gpu-04', 'gpu-05', 'gpu-06']
+    assert kept['gpu-01'] == KEPT['gpu-03'].replace('gpu-03', 'gpu-01')
+    assert kept['gpu-06'] == 'node checks did not run on gpu-06 (unreachable?); cause: %s' % FAILED
+    assert vr.plan_resume([], CHECKED) == ([], {})
+
+
+def test_resume_records():
+    nodes = problems()
+    to_resume, kept = vr.plan_resume(nodes, CHECKED)
+    kept['gpu-06'] = 'probe job on gpu-06 failed (rc 1): no output'
+    records = vr.resume_records(nodes, ['gpu-01'], kept)
+    assert records[0] == {'stage': 'resume', 'node': 'gpu-01', 'check': 'resume', 'status': 'pass',
+                          'reason': '%s (was node is IDLE+DRAIN (reason: "Prolog error" set by slurm))' % RESUMED_01}
+    assert [(r['node'], r['status'], r['reason']) for r in records[1:]] == [
+        ('gpu-02', 'fail', KEPT['gpu-02']),
+        ('gpu-03', 'fail', KEPT['gpu-03']),
+        ('gpu-04', 'fail', KEPT['gpu-04']),
+        ('gpu-05', 'fail', KEPT['gpu-05']),
+        ('gpu-06', 'fail', 'probe job on gpu-06 failed (rc 1): no output'),
+    ]
+    assert set(r['stage'] for r in records) == set(r['check'] for r in records) == set(['resume'])
+    assert to_resume == ['gpu-01', 'gpu-06']
+
+
+def test_resume_records_check_mode_and_not_resumed():
+    nodes = problems()
+    to_resume, kept = vr.plan_resume(nodes, CHECKED)
+    records = vr.resume_records(nodes, to_resume, kept)
+    assert [(r['node'], r['status']) for r in records] == [
+        ('gpu-01', 'pass'), ('gpu-02', 'fail'), ('gpu-03', 'fail'), ('gpu-04', 'fail'), ('gpu-05', 'fail'), ('gpu-06', 'pass')]
+    assert records[5]['reason'] == '%s (was node is IDLE+DRAIN (reason: "%s" set by root))' % (RESUMED_06, FAILED)
+    # a node neither resumed nor given a reason
+    assert vr.resume_records(nodes[:1], [], {}) == [
+        {'stage': 'resume', 'node': 'gpu-01', 'check': 'resume', 'status': 'fail', 'reason': 'not resumed'}]
+    assert vr.resume_records([], ['gpu-01'], {}) == []
+
+
+def test_resume_failure():
+    exc = vr.ResumeFailure('scontrol -o show node failed (rc 1): down', nodes=[])
+    assert isinstance(exc, vr.ModuleFailure)
+    assert (str(exc), exc.msg, exc.result) == ('scontrol -o show node failed (rc 1): down', 'scontrol -o show node failed (rc 1): down', {'nodes': []})
 
 
 # ---------------------------------------------------------------- input checks
@@ -140,6 +344,9 @@ def test_resume_input_accepted(params):
     ({'probe_timeout': -1}, 'probe_timeout is -1, expected a whole number of seconds between 1 and 86400'),
     ({'probe_timeout': 1, 'reservation': 'a b'}, "reservation is 'a b', expected a Slurm reservation name (empty: probe without one): letters"),
     ({'probe_timeout': 1, 'names': ['a b']}, "names[0] is 'a b', expected a Slurm node name"),
+    ({'probe_timeout': 1, 'checks': ['gpu-01']}, "checks is ['gpu-01'], expected a dict"),
+    ({'probe_timeout': 1, 'checks': 'gpu-01'}, "checks is 'gpu-01', expected a dict"),
+    ({'probe_timeout': 1, 'checks': {'gpu 01': {}}}, "checks key is 'gpu 01', expected a Slurm node name: letters"),
 ])
 def test_resume_input_refused(params, message):
     with pytest.raises(ValueError) as err:
