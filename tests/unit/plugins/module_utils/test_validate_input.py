@@ -37,6 +37,13 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils import _validat
     (lambda: vi.require_keys('d', {'a': 1}, ('a', 'b'), required=('a',)), {'a': 1}),
     (lambda: vi.require_dict('d', {'a': 1}, allowed=('a',)), {'a': 1}),
     (lambda: vi.require_word('w', 'slurm-hooks'), 'slurm-hooks'),
+    (lambda: vi.require_bool('b', 1), True),
+    (lambda: vi.require_number('x', 5, allow_none=True), 5),
+    (lambda: vi.require_number('x', 0, minimum=0), 0),
+    (lambda: vi.require_number('x', 4, maximum=4), 4),
+    (lambda: vi.require_dict('d', None, allow_none=True), None),
+    (lambda: vi.require_dict('d', {'a': 1}, allow_none=True), {'a': 1}),
+    (lambda: vi.require_word('w', '', allow_empty=True), ''),
 ])
 def test_valid_values(call, expected):
     assert call() == expected
@@ -88,6 +95,34 @@ def test_long_values_are_clipped():
     assert vi.show('x' * 500).endswith('...') and len(vi.show('x' * 500)) == 120
 
 
+@pytest.mark.parametrize('call, message', [
+    (lambda: vi.require_int('t', True), 't is True, expected a whole number'),
+    (lambda: vi.require_number('x', 'fast'), "x is 'fast', expected a number"),
+    (lambda: vi.require_number('x', None), 'x is None, expected a number'),
+    (lambda: vi.require_number('x', 0, above=0, maximum=5), 'x is 0, expected a number above 0 and of at most 5'),
+    (lambda: vi.require_list('l', 'abc'), "l is 'abc', expected a list"),
+    (lambda: vi.require_list('l', None), 'l is None, expected a list'),
+    (lambda: vi.require_dict('d', None), 'd is None, expected a dict'),
+    (lambda: vi.require_dict('d', 'x'), "d is 'x', expected a dict"),
+    (lambda: vi.require_dict('d', [], allowed=('a', 'b')), 'd is [], expected a dict with keys a, b'),
+    (lambda: vi.require_dict('d', {}, allowed=('a', 'b'), required=('a',)), 'd lacks the key(s) a (required: a)'),
+    (lambda: vi.require_keys('d', {'x': 1, 'y': 2}, ('a', 'b')), 'd has unknown key(s) x, y; valid keys: a, b'),
+    (lambda: vi.require_keys('d', {}, ('a', 'b', 'c'), required=('a', 'b')), 'd lacks the key(s) a, b (required: a, b)'),
+])
+def test_bad_value_messages_in_full(call, message):
+    with pytest.raises(vi.InputError) as err:
+        call()
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize('value, shown', [
+    ('x' * 118, "'" + 'x' * 118 + "'"),  # 120 characters: shown whole
+    ('x' * 119, "'" + 'x' * 116 + '...'),
+])
+def test_show_clips_only_what_is_longer_than_the_limit(value, shown):
+    assert vi.show(value) == shown
+
+
 @pytest.fixture
 def tree(tmp_path):
     (tmp_path / 'afile').write_text('x')
@@ -126,6 +161,78 @@ def test_check_writable_dest_accepts_and_creates_nothing(tree, path, directory):
     before = sorted(os.listdir(str(tree)))
     assert vi.check_writable_dest('dest', path.format(tmp=tree), directory=directory) == path.format(tmp=tree)
     assert sorted(os.listdir(str(tree))) == before
+
+
+@pytest.mark.parametrize('path, directory, message', [
+    ('{tmp}/afile/sub', True, "dest is '{tmp}/afile/sub', but {tmp}/afile is a file, not a directory, so the directory cannot be created;"
+                              " expected a path whose parents are directories"),
+    ('{tmp}/afile/new.json', False, "dest is '{tmp}/afile/new.json', but {tmp}/afile is a file, not a directory, so the file cannot be created;"
+                                    " expected a path whose parents are directories"),
+    ('{tmp}/afile', True, "dest is '{tmp}/afile', which exists and is not a directory; expected a directory (or a path to create one)"),
+    ('{tmp}/adir', False, "dest is '{tmp}/adir', which is a directory; expected a file path"),
+    ('/proc/x', True, "dest is '/proc/x', which is under /proc, a kernel file system that cannot hold files; expected a path on a real file system"),
+])
+def test_check_writable_dest_messages(tree, path, directory, message):
+    with pytest.raises(vi.InputError) as err:
+        vi.check_writable_dest('dest', path.format(tmp=tree), directory=directory)
+    assert str(err.value) == message.format(tmp=tree)
+
+
+@pytest.mark.parametrize('root, path, refused', [
+    ('/proc/', '/proc/x', True),  # a root written with a trailing "/"
+    ('{tmp}/rootX', '{tmp}/rootX/y', True),
+    ('{tmp}/rootX/', '{tmp}/rootX/y', True),
+    ('{tmp}/root', '{tmp}/rootX/y', False),
+    ('{tmp}/rootX', '{tmp}/rootXY', False),
+])
+def test_check_writable_dest_pseudo_roots(tree, root, path, refused):
+    root, path = root.format(tmp=tree), path.format(tmp=tree)
+    if refused:
+        with pytest.raises(vi.InputError) as err:
+            vi.check_writable_dest('dest', path, pseudo_roots=(root,))
+        assert 'which is under %s, a kernel file system' % root in str(err.value)
+    else:
+        assert vi.check_writable_dest('dest', path, pseudo_roots=(root,)) == path
+
+
+@pytest.mark.parametrize('granted, refused', [
+    (os.R_OK | os.X_OK, True),  # no write permission
+    (os.R_OK | os.W_OK, True),  # no search permission
+    (os.R_OK | os.W_OK | os.X_OK, False),
+])
+def test_check_writable_dest_needs_write_and_search_permission(tree, monkeypatch, granted, refused):
+    # root may write anywhere, so os.access is answered by a stand-in for a directory with the permissions `granted`
+    monkeypatch.setattr(vi.os, 'access', lambda path, mode: mode & ~granted == 0)
+    if refused:
+        with pytest.raises(vi.InputError) as err:
+            vi.check_writable_dest('dest', str(tree / 'new'))
+        assert str(err.value) == "dest is '%s', but this user may not create files in %s; expected a writable location" % (tree / 'new', tree)
+    else:
+        assert vi.check_writable_dest('dest', str(tree / 'new')) == str(tree / 'new')
+
+
+def _statvfs_raises(path):
+    raise OSError(38, 'Function not implemented', path)
+
+
+@pytest.mark.parametrize('f_flag, has_st_rdonly, refused', [
+    (None, True, False),  # statvfs fails: the file system is taken as writable
+    (1, False, True),  # a platform without os.ST_RDONLY: the POSIX value 1 is used
+    (2, False, False),  # ST_NOSUID alone
+])
+def test_check_writable_dest_read_only_flag(tree, monkeypatch, f_flag, has_st_rdonly, refused):
+    class Stat(object):
+        pass
+    Stat.f_flag = f_flag
+    monkeypatch.setattr(vi.os, 'statvfs', _statvfs_raises if f_flag is None else lambda path: Stat())
+    if not has_st_rdonly:
+        monkeypatch.delattr(vi.os, 'ST_RDONLY')
+    if refused:
+        with pytest.raises(vi.InputError) as err:
+            vi.check_writable_dest('dest', str(tree / 'adir'))
+        assert str(err.value) == "dest is '%s', but %s is on a read-only file system; expected a writable location" % (tree / 'adir', tree / 'adir')
+    else:
+        assert vi.check_writable_dest('dest', str(tree / 'adir')) == str(tree / 'adir')
 
 
 def test_check_writable_dest_refuses_an_unwritable_parent(tree, monkeypatch):
