@@ -30,6 +30,7 @@ def job(**extra):
 NCCL = dict(kind='nccl', hosts=['gpu-01'])
 SLURM = {'nodes': [{'name': 'gpu-01', 'gpus': 1}]}
 MPI = {'nodes': ['gpu-01', 'gpu-02'], 'binary': '/opt/mpi_hello'}
+NCCL_PLAN = {'nodes': [{'name': 'gpu-01', 'gpus': 8}], 'binary': '/opt/nccl-tests/build/all_reduce_perf'}
 
 CASES = [
     ({'jobs': [job(timeout=-1)]}, ['jobs[0] (gpu-01).timeout is -1', 'a whole number of seconds of at least 1']),
@@ -72,6 +73,10 @@ CASES = [
     ({'jobs': [job()], 'mpi': dict(MPI, no_pmi_timeout=0)}, ['mpi plan: no_pmi_timeout is 0', 'of at least 1']),
     ({'jobs': [job()], 'mpi': dict(MPI, mpirun_args='--bind-to none')}, ["mpi plan: mpirun_args is '--bind-to none'", 'expected a list']),
     ({'jobs': [job()], 'mpi': dict(MPI, timeout='soon')}, ["mpi plan: timeout is 'soon'", 'a whole number of seconds']),
+    ({'jobs': [job()], 'nccl': dict(NCCL_PLAN, env={'X': None})}, ['nccl plan: env[X] is None', 'a string or number']),
+    ({'jobs': [job()], 'nccl': dict(NCCL_PLAN, env={'1X': 'a'})}, ["nccl plan: env key is '1X'", 'an environment variable name']),
+    ({'jobs': [job()], 'nccl': dict(NCCL_PLAN, timeout=0)}, ['nccl plan: timeout is 0', 'of at least 1']),
+    ({'jobs': [job()], 'nccl': dict(NCCL_PLAN, time_limit='soon')}, ["nccl plan: time_limit is 'soon'", 'a Slurm time limit']),
 ]
 
 
