@@ -72,6 +72,21 @@ def wait_idle(names, timeout=120):
     raise AssertionError("nodes %s not idle after %ds: %s" % (names, timeout, now))
 
 
+def wait_drained(name, timeout=60):
+    """Wait until ``name`` is drained ("drain": the DRAIN flag set and no job left on it); return its state.
+
+    Right after a failed prolog the node is "drng" (draining) while Slurm completes the job it refused.
+    """
+    deadline = time.time() + timeout
+    state = None
+    while time.time() < deadline:
+        state = states().get(name)
+        if state is not None and state.startswith("drain"):
+            return state
+        time.sleep(1)
+    raise AssertionError("%s is %s after %ds, not drained" % (name, state, timeout))
+
+
 def resume_by_hand(name):
     ctl("scontrol update nodename=%s state=resume" % name, check=False)
     wait_idle([name])

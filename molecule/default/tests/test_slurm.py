@@ -274,7 +274,7 @@ def test_failing_hook_drains_the_node_naming_the_hook():
         state = ctl("sinfo -h -n %s -o '%%t'" % target).stdout.strip()
         assert "99-all-molecule-fails" in reason, reason
         assert reason == "prolog hook 99-all-molecule-fails failed (exit 1)", reason
-        assert state.startswith("drain"), state
+        assert state.startswith(("drain", "drng")), state  # draining while Slurm completes the refused job
         log = node(target).run("journalctl -t slurm-hooks --no-pager -n 50").stdout
         assert re.search(r"hook=99-all-molecule-fails rc=1 duration=[0-9.]+s status=failed", log), log
     finally:
