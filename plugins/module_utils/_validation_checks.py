@@ -718,19 +718,24 @@ def _plan_str(name, value):
     return require_str(name, value, allow_empty=True, allow_none=True)
 
 
+def check_run_settings(plan, timeout_keys=('timeout',)):
+    """The run settings every job plan shares: its timeouts (seconds), ``time_limit`` (srun --time) and ``env``."""
+    for key in timeout_keys:
+        if plan.get(key) is not None:
+            require_int(key, plan[key], minimum=1, unit='seconds')
+    if plan.get('time_limit') not in (None, ''):
+        check_time_limit('time_limit', plan['time_limit'])
+    check_env('env', plan.get('env'))
+
+
 def _check_plan(plan, keys, what):
     if not isinstance(plan, dict):
         raise ValueError('the %s plan must be a dict with keys %s, got %r' % (what, ', '.join(keys), plan))
     unknown = sorted(set(plan) - set(keys))
     if unknown:
         raise ValueError('unknown %s plan key(s) %s; valid keys: %s' % (what, ', '.join(unknown), ', '.join(keys)))
-    for key in ('timeout', 'no_pmi_timeout'):
-        if plan.get(key) is not None:
-            require_int(key, plan[key], minimum=1, unit='seconds')
-    if plan.get('time_limit') not in (None, ''):
-        check_time_limit('time_limit', plan['time_limit'])
+    check_run_settings(plan, ('timeout', 'no_pmi_timeout'))
     slurm_name('partition', plan.get('partition') or '', 'a Slurm partition name', allow_empty=True)
-    check_env('env', plan.get('env'))
     for key in ('srun', 'salloc', 'mpirun', 'binary', 'container_image', 'container_mounts', 'skip_reason'):
         _plan_str(key, plan.get(key))
     for key in ('pyxis', 'no_pmi_path'):

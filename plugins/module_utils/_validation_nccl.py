@@ -17,8 +17,7 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._nccl import (
     DEFAULT_BUSBW_GBPS, NcclParseError, busbw_series, evaluate, parse_run, threshold_for)
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import require_int
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import check_env, check_time_limit, is_false
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import check_run_settings, is_false
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_report import check_records
 
 STAGE = 'nccl'
@@ -188,12 +187,7 @@ def plan_jobs(plan):
         raise ValueError('unknown NCCL plan key(s) %s; valid keys: %s' % (', '.join(unknown), ', '.join(PLAN_KEYS)))
     if not plan.get('binary'):
         raise ValueError('the NCCL plan needs binary: the path of all_reduce_perf on the nodes')
-    # checked like the slurm and mpi plans' (before any job is made)
-    check_env('env', plan.get('env'))
-    if plan.get('timeout') is not None:
-        require_int('timeout', plan['timeout'], minimum=1, unit='seconds')
-    if plan.get('time_limit') not in (None, ''):
-        check_time_limit('time_limit', plan['time_limit'])
+    check_run_settings(plan)  # like the slurm and mpi plans', before any job is made
     nodes = plan.get('nodes') or []
     if not isinstance(nodes, list) or not all(isinstance(n, dict) and n.get('name') for n in nodes):
         raise ValueError('NCCL plan nodes must be a list of {name, gpus, model}, got %r' % (nodes,))

@@ -19,6 +19,7 @@ import time
 import yaml
 
 from simcluster import ANSIBLE_PLAYBOOK, PREFIX, ROOT, inventories, node, playbook_env, recap, run_playbook, sh
+from test_validate import load, records  # the validation report's reader
 
 VARS = ROOT / "molecule" / "default" / "vars" / "mig-changes.yml"
 MUTATING = ("nvmlDeviceSetMigMode", "nvmlDeviceCreateGpuInstance", "nvmlDeviceCreateGpuInstanceWithPlacement", "nvmlGpuInstanceDestroy",
@@ -198,8 +199,7 @@ def validate_records(tmp_path, *extra):
     run_playbook(ROOT / "playbooks" / "validate.yml",
                  ["-e", json.dumps({"validate_report_dir": str(report), "validate_mpi": False, "validate_nccl": False})] + list(extra),
                  log=tmp_path / "validate.log")
-    data = json.loads((report / "report.json").read_text())
-    return dict(((rec["node"], rec["check"]), rec) for st in data["stages"] for entry in st["nodes"] for rec in entry["checks"])
+    return dict(((rec["node"], rec["check"]), rec) for rec in records(load(report)))
 
 
 def test_mig_layout_alone_moves_the_layout_the_health_check_and_the_validation(tmp_path):
