@@ -91,9 +91,13 @@ class ActionModule(ActionBase):
                 raise _Skip(str(exc)) from exc
             raise
 
-    def _host_values(self, raw, options, defaults):
-        """``(values, skipped, problems)`` of one host (its untemplated variables ``raw``) for one role's options."""
-        context = dict(defaults)
+    def _host_values(self, raw, options, defaults, context=None):
+        """``(values, skipped, problems)`` of one host (its untemplated variables ``raw``) for one role's options.
+
+        ``context``: what else a default may name (the role's own vars, ``groups``, ``hostvars``).
+        """
+        context = dict(context or {})
+        context.update(defaults)
         context.update(raw)
         templar = self._templar.copy_with_new_env(available_variables=context)
         values, skipped, problems = {}, [], []
@@ -164,13 +168,15 @@ class ActionModule(ActionBase):
             specs = self._load(role, os.path.join('meta', 'argument_specs.yml')) or {}
             options = ((specs.get('argument_specs') or {}).get('main') or {}).get('options') or {}
             defaults = self._load(role, os.path.join('defaults', 'main.yml'), trusted=True) or {}
+            # a default may name the role's internal vars (vars/main.yml), groups and hostvars
+            context = dict(self._load(role, os.path.join('vars', 'main.yml'), trusted=True) or {}, groups=groups, hostvars=hostvars)
             members = set()
             for group in entry['groups']:
                 members.update(groups.get(group) or [])
             for host in [h for h in play_hosts if h in members]:
                 if host not in raw_vars:
                     raw_vars[host] = dict(hostvars.raw_get(host) if hasattr(hostvars, 'raw_get') else hostvars[host])
-                values, host_skipped, found = self._host_values(raw_vars[host], options, defaults)
+                values, host_skipped, found = self._host_values(raw_vars[host], options, defaults, context)
                 checked += len(values)
                 skipped.extend('%s: %s (role %s.%s)' % (host, name, preflight.COLLECTION, role) for name in host_skipped)
                 found.extend(preflight.role_problems(role, host, options, values, groups))

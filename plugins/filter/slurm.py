@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _slurm_conf as conf
+from ansible_collections.gpucluster.bringup.plugins.module_utils._sacctmgr import accounting_tres
 from ansible_collections.gpucluster.bringup.plugins.module_utils._slurm_munge import munge_key_errors
 
 
@@ -43,18 +44,29 @@ def _node_entries(nodes):
     return entries
 
 
-def slurm_conf_lines(nodes, settings, overrides=None, partitions=None, extra_gres_types=()):
+def slurm_conf_lines(nodes, settings, overrides=None, partitions=None, extra_gres_types=(), contributions=None):
     """Every line of slurm.conf after the header: settings, node lines, partition lines.
 
-    ``GresTypes`` is computed from the nodes' ``Gres=`` values unless the
-    settings or overrides set it.
+    The merge: ``settings`` (the role's defaults), then each dictionary of
+    ``contributions`` (the keys other roles contribute) in order, then
+    ``overrides`` (the admin's). A contributed ``AccountingStorageTRES`` is
+    extended by the GRES names and types the nodes have. ``GresTypes`` is
+    computed from the nodes' ``Gres=`` values unless a key sets it.
     """
     entries = _node_entries(nodes)
     settings = dict(settings or {})
-    types = conf.gres_types([n.get('gres') or '' for n in nodes], extra_gres_types)
+    gres = [n.get('gres') or '' for n in nodes]
+    types = conf.gres_types(gres, extra_gres_types)
     if types and not any(key.lower() == 'grestypes' for key in settings):
         settings['GresTypes'] = types
-    lines = conf.render_pairs(conf.merge_settings(settings, overrides or {}))
+    contributed = conf.combine_settings([] if contributions is None else contributions)
+    for key in [k for k in contributed if str(k).lower() == 'accountingstoragetres']:
+        value = contributed[key]
+        contributed[key] = accounting_tres([g for g in gres if g], list(value) if isinstance(value, (list, tuple)) else [value or ''])
+    overrides = overrides or {}
+    if isinstance(overrides, dict):  # (else merge_settings names the bad overrides)
+        overrides = conf.combine_settings([contributed, overrides])
+    lines = conf.render_pairs(conf.merge_settings(settings, overrides))
     lines.append('')
     lines.extend(conf.node_lines(entries))
     lines.append('')

@@ -226,6 +226,26 @@ def merge_settings(defaults, overrides=None):
     return _apply(pairs, overrides or {}, 'slurm.conf setting', sort_new=True)
 
 
+def combine_settings(dicts):
+    """Dictionaries of slurm.conf keys merged in order into one: a later key replaces an earlier one in any case.
+
+    The keys other roles contribute and the admin's ``slurm_conf_overrides``
+    (in that order) become the one ``overrides`` of :func:`merge_settings`,
+    so their keys new to the defaults are sorted together.
+    """
+    if not isinstance(dicts, (list, tuple)):
+        raise ValueError('slurm.conf contributions %r must be a list of dictionaries of KEY: value' % (dicts,))
+    merged = {}
+    for item in dicts:
+        if not isinstance(item, dict):
+            raise ValueError('slurm.conf contribution %r must be a dictionary of KEY: value' % (item,))
+        for key, value in item.items():
+            for old in [k for k in merged if str(k).lower() == str(key).lower()]:
+                del merged[old]
+            merged[key] = value
+    return merged
+
+
 def render_pairs(pairs):
     """``[('A', '1'), ('B', '2')]`` -> ``['A=1', 'B=2']``."""
     return ['%s=%s' % (key, value) for key, value in pairs]

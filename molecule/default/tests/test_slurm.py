@@ -351,8 +351,9 @@ def test_air_gapped_install_from_a_local_package_directory_and_a_reconfigure_onl
             skipped = "slurmd_" if name == CONTROLLER else "slurmctld_"
             assert sorted(cached) == sorted(p.name for p in debs.iterdir() if not p.name.startswith(skipped)), (name, cached)
             assert node(name).run("dpkg-query -W -f='${Status}' %s" % skipped[:-1]).stdout != "install ok installed"
-        assert "RUNNING HANDLER [gpucluster.bringup.slurm : Reconfigure Slurm]" in output, output[-5000:]
-        assert "Restart slurmctld]" not in output and "Restart slurmd]" not in output
+        changed = {task for task, _host in _changes(output)}
+        assert "Reconfigure Slurm" in changed, output[-5000:]
+        assert not changed & {"Restart slurmctld (before any slurmd)", "Restart slurmd", "Restart the slurmds outside this run"}, changed
         assert re.search(r"^KillWait\s+=\s+29 sec", ctl("scontrol show config").stdout, re.M)
         assert start_times(DAEMONS) == before
     finally:
@@ -397,17 +398,23 @@ def _remove_new_node():
         node(name).run("grep -v ' %s$' /etc/hosts > /tmp/hosts.new; cat /tmp/hosts.new > /etc/hosts" % NEW_NODE)
 
 
-def _delegated_changes(output):
-    """{(task name, host)} of the changed results a run reported for hosts it reached by delegation."""
+def _changes(output, delegated=False):
+    """{(task name, host)} of the changed results a run reported; the host a task was delegated to where it was,
+    or with delegated=True only those."""
     found, task = set(), None
     for line in output.splitlines():
-        header = re.match(r"^TASK \[(?:[\w.]+ : )?(.*)\] \**$", line)
+        header = re.match(r"^(?:TASK|RUNNING HANDLER) \[(?:[\w.]+ : )?(.*)\] \**$", line)
         if header:
             task = header.group(1)
-        changed = re.match(r"^changed: \[[^]]+ -> ([^](]+)", line)
-        if changed:
-            found.add((task, changed.group(1)))
+        changed = re.match(r"^changed: \[([^]]+?)(?: -> ([^](]+))?\]", line)
+        if changed and (changed.group(2) or not delegated):
+            found.add((task, (changed.group(2) or changed.group(1)).strip()))
     return found
+
+
+def _delegated_changes(output):
+    """{(task name, host)} of the changed results a run reported for hosts it reached by delegation."""
+    return _changes(output, delegated=True)
 
 
 def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_only_there(tmp_path):
@@ -436,9 +443,9 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
         # on the other hosts, only slurm.conf is written and the daemons restarted
         assert _delegated_changes(output) == {
             ("Write slurm.conf on the Slurm hosts outside this run", name) for name in NODES} | {
-            ("Restart slurmctld (not in this run) before any slurmd", CONTROLLER)} | {
+            ("Restart slurmctld (before any slurmd)", CONTROLLER)} | {
             ("Restart the slurmds outside this run", name) for name in COMPUTE}, _delegated_changes(output)
-        ctld = output.index("TASK [gpucluster.bringup.slurm : Restart slurmctld (not in this run) before any slurmd]")
+        ctld = output.index("TASK [gpucluster.bringup.slurm : Restart slurmctld (before any slurmd)]")
         outside = output.index("TASK [gpucluster.bringup.slurm : Restart the slurmds outside this run]")
         assert ctld < outside
         wait_idle(COMPUTE + [NEW_NODE])
@@ -476,8 +483,10 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
         assert rc == 0, output[-5000:]
         wait_idle(COMPUTE)
     assert NEW_NODE not in ctl("sinfo -N -h -o %N").stdout
-    ctld = output.index("RUNNING HANDLER [gpucluster.bringup.slurm : Restart slurmctld]")
-    slurmd = output.index("RUNNING HANDLER [gpucluster.bringup.slurm : Restart slurmd]")
+    assert {("Restart slurmctld (before any slurmd)", CONTROLLER)} | {("Restart slurmd", name) for name in COMPUTE} \
+        <= _changes(output), sorted(_changes(output))
+    ctld = output.index("TASK [gpucluster.bringup.slurm : Restart slurmctld (before any slurmd)]")
+    slurmd = output.index("TASK [gpucluster.bringup.slurm : Restart slurmd]")
     assert ctld < slurmd
     after = start_times(DAEMONS)
     assert after[("slurmctld", CONTROLLER)] != before[("slurmctld", CONTROLLER)]

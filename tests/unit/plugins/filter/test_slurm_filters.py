@@ -46,6 +46,51 @@ def test_conf_lines_gres_types_override():
     assert lines[-1] == 'PartitionName=p Nodes=n1'
 
 
+# The one merge: the role's defaults, then the contributions of other roles in order, then the admin's overrides;
+# a later key replaces an earlier one in any case; keys new to the defaults come sorted, from all of them together.
+@pytest.mark.parametrize('contributions, overrides, settings', [
+    ([], {}, ['ClusterName=sim', 'KillWait=30']),
+    ([{'HealthCheckInterval': 300}], {}, ['ClusterName=sim', 'KillWait=30', 'HealthCheckInterval=300']),
+    # contributions and overrides' new keys sorted together
+    ([{'PriorityType': 'priority/multifactor'}], {'Bkey': 1}, ['ClusterName=sim', 'KillWait=30', 'Bkey=1', 'PriorityType=priority/multifactor']),
+    # a later contribution wins over an earlier one, the overrides over both, in any case
+    ([{'KillWait': 10}, {'killwait': 20}], {}, ['ClusterName=sim', 'killwait=20']),
+    ([{'KillWait': 10}], {'KILLWAIT': 40}, ['ClusterName=sim', 'KILLWAIT=40']),
+    # the overrides remove a contributed key (null)
+    ([{'HealthCheckInterval': 300}], {'healthcheckinterval': None}, ['ClusterName=sim', 'KillWait=30']),
+    # a contributed AccountingStorageTRES gets the GRES names and types of the nodes
+    ([{'AccountingStorageTRES': 'gres/gpu'}], {}, ['ClusterName=sim', 'KillWait=30', 'AccountingStorageTRES=gres/gpu,gres/gpu:a100,gres/shard']),
+    ([{'AccountingStorageTRES': ['license/x']}], {}, ['ClusterName=sim', 'KillWait=30',
+                                                      'AccountingStorageTRES=gres/gpu,gres/gpu:a100,gres/shard,license/x']),
+    ([{'AccountingStorageTRES': ''}], {}, ['ClusterName=sim', 'KillWait=30', 'AccountingStorageTRES=gres/gpu,gres/gpu:a100,gres/shard']),
+    # ... but the admin's own value is written as given
+    ([{'AccountingStorageTRES': 'gres/gpu'}], {'AccountingStorageTRES': 'gres/gpu'}, ['ClusterName=sim', 'KillWait=30', 'AccountingStorageTRES=gres/gpu']),
+])
+def test_conf_lines_merge_order(contributions, overrides, settings):
+    nodes = [{'name': 'n1', 'hardware': HW, 'gres': 'gpu:a100:1,shard:4'}, {'name': 'n2', 'hardware': HW, 'gres': ''}]
+    lines = FILTERS['slurm_conf_lines'](nodes, {'ClusterName': 'sim', 'KillWait': 30, 'GresTypes': None}, overrides,
+                                        contributions=contributions)
+    assert lines[:lines.index('')] == settings
+
+
+@pytest.mark.parametrize('contributions, message', [
+    ('x', "slurm.conf contributions 'x' must be a list of dictionaries of KEY: value"),
+    ([{'A': 1}, 'x'], "slurm.conf contribution 'x' must be a dictionary of KEY: value"),
+    ([{'AccountingStorageTRES': 'gres gpu'}], "AccountingStorageTRES entry 'gres gpu' is not a TRES name"),
+    ([{'bad key': 1}], "slurm.conf setting key 'bad key' is not a slurm.conf key"),
+])
+def test_conf_lines_bad_contributions(contributions, message):
+    with pytest.raises(AnsibleFilterError) as err:
+        FILTERS['slurm_conf_lines']([{'name': 'n1', 'hardware': HW}], {}, {}, contributions=contributions)
+    assert message in str(err.value)
+
+
+def test_conf_lines_bad_overrides_named_as_overrides():
+    with pytest.raises(AnsibleFilterError) as err:
+        FILTERS['slurm_conf_lines']([{'name': 'n1', 'hardware': HW}], {}, 'x', contributions=[{'A': 1}])
+    assert "slurm.conf setting overrides 'x' must be a dictionary" in str(err.value)
+
+
 @pytest.mark.parametrize('nodes, message', [
     ('x', "nodes 'x' must be a list of {name, hardware, gres, params, memory_reserve_mb}"),
     ([{'name': 'a'}], "node entry {'name': 'a'} needs \"name\" and \"hardware\" (the slurmd -C facts)"),
