@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Mutation testing of plugins/module_utils/ with mutmut (pinned below), not run by CI (slow).
 #
-#   bash benchmarks/mutation.sh                     # every plugins/module_utils/_*.py
-#   bash benchmarks/mutation.sh --file _hostlist.py --file _mig_minors.py
+#   bash benchmarks/mutation.sh                     # every _*.py of plugins/module_utils/ and its subfolders
+#   bash benchmarks/mutation.sh --file _hostlist.py --file mig/_mig_minors.py   # a name or a path under it
 #   bash benchmarks/mutation.sh --jobs 2            # mutants run 2 at a time (default 1)
 #   bash benchmarks/mutation.sh --report            # print the last results again (also of a run stopped early)
 #
@@ -49,9 +49,15 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --file)
             [ $# -ge 2 ] || die "--file needs a file of $UTILS, e.g. --file _hostlist.py"
-            name=$(basename "$2" .py).py
-            [ -f "$UTILS/$name" ] || die "--file $2: no $UTILS/$name (files: $(cd "$UTILS" && echo _*.py))"
-            files+=("$name")
+            # a file name (looked up in $UTILS and its subfolders) or a path under $UTILS
+            want=${2#"$UTILS"/}
+            want=${want%.py}.py
+            case "$want" in
+                */*) found=(); [ ! -f "$UTILS/$want" ] || found=("$want") ;;
+                *) mapfile -t found < <(cd "$UTILS" && find . -name "$want" -printf '%P\n') ;;
+            esac
+            [ ${#found[@]} -eq 1 ] || die "--file $2: no such file in $UTILS (files: $(cd "$UTILS" && find . -name '_*.py' ! -name '__init__.py' -printf '%P\n' | sort | tr '\n' ' '))"
+            files+=("${found[0]}")
             shift 2 ;;
         --jobs)
             [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--jobs needs a positive whole number, got '${2:-}'"
@@ -63,7 +69,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 if [ ${#files[@]} -eq 0 ]; then
-    mapfile -t files < <(cd "$UTILS" && ls _*.py)
+    mapfile -t files < <(cd "$UTILS" && find . -name '_*.py' ! -name '__init__.py' -printf '%P\n' | sort)
 fi
 
 mkdir -p "$OUT" "$RESULTS"

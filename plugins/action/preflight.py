@@ -21,7 +21,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight as preflight
-from ansible_collections.gpucluster.bringup.plugins.module_utils._slurm_conf import preflight_errors
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import preflight_errors
 
 # plugins/action/preflight.py -> the collection root
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._sacctmgr import accounting_tres
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._sacctmgr import accounting_tres
 
 
 def slurm_accounting_tres(node_gres, extra=()):

@@ -10,9 +10,9 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _slurm_conf as conf
-from ansible_collections.gpucluster.bringup.plugins.module_utils._sacctmgr import accounting_tres
-from ansible_collections.gpucluster.bringup.plugins.module_utils._slurm_munge import munge_key_errors
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_conf as conf
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._sacctmgr import accounting_tres
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import munge_key_errors
 
 
 def _wrap(func):

@@ -32,7 +32,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
-from ansible_collections.gpucluster.bringup.plugins.module_utils._slurm_munge import munge_key_errors
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import munge_key_errors
 
 COLLECTION = 'gpucluster.bringup'
 

@@ -218,8 +218,8 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import open_url
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _enroot
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _enroot_run
+from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot
+from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_run
 
 
 class EnrootImport(object):

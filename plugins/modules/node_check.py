@@ -193,10 +193,10 @@ import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._munge_key import observe as observe_munge_key
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import observe as observe_munge_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import NODE_CHECKS, check_node_input, node_records, record
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_resume import last_hook_failure
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import NODE_CHECKS, check_node_input, node_records, record
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import last_hook_failure
 
 try:
     import pynvml

@@ -207,8 +207,8 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_nvml import MigFailure, apply_layout
-from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_plan import container_problem
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_nvml import MigFailure, apply_layout
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_plan import container_problem
 
 PYNVML_IMPORT_ERROR = None
 try:

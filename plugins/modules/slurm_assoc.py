@@ -192,7 +192,7 @@ accounting:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _sacctmgr as acct
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as acct
 
 
 class SacctmgrError(Exception):

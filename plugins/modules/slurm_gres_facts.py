@@ -298,12 +298,12 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._gres import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres import (
     build_gres,
     check_options,
     cpu_list_from_mask,
 )
-from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_minors import parse_mig_minors
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import parse_mig_minors
 
 try:
     import pynvml

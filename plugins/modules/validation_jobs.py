@@ -190,8 +190,8 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import choose_mpi_plugin, parse_mpi_list
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_jobs import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import choose_mpi_plugin, parse_mpi_list
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import (
     JobsFailure, checked_jobs, fill_mpi, judge_jobs, needing_mpi, tails)
 
 

@@ -124,8 +124,8 @@ from html import escape
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, check_writable_dest
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import drain_reasons, missing_node_records
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_report import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import drain_reasons, missing_node_records
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import (
     REPORT_FILES, build_report, check_report_input, failure_message, render_html, render_json, render_junit, render_markdown)
 
 

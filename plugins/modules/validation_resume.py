@@ -102,9 +102,9 @@ records:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import parse_scontrol_nodes
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_resume import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import (
     ResumeFailure, check_resume_input, plan_resume, probe_outcome, problem_nodes, resume_records)
 
 

@@ -298,7 +298,8 @@ def test_task_classifier(task, verdict):
 # ---------------------------------------------------------------------------
 # Python writers
 
-PY_GLOBS = ('plugins/modules/*.py', 'plugins/module_utils/*.py', 'plugins/action/*.py', 'plugins/filter/*.py', 'roles/*/files/*.py')
+PY_GLOBS = ('plugins/modules/*.py', 'plugins/module_utils/*.py', 'plugins/module_utils/*/*.py', 'plugins/action/*.py', 'plugins/filter/*.py',
+            'roles/*/files/*.py')
 # (file, function) -> why a non-atomic write there is fine.  Empty today: every writer renames a temp file.
 PY_ALLOWLIST = {}
 RENAMES = {'replace', 'rename', 'atomic_move', 'move', 'renames'}

@@ -36,7 +36,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _enroot
+from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot
 from ansible_collections.gpucluster.bringup.plugins.modules import enroot_import, validation_report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -172,7 +172,7 @@ def _gres_facts(name):
 def test_slurmd_dash_g_lists_exactly_the_gres_the_facts_list(name):
     """Issue 5: the real slurmd -G accepts the gres.conf rendered from the facts and lists exactly their entries."""
     sys.path.insert(0, str(ROOT / ".build" / "collections"))
-    from ansible_collections.gpucluster.bringup.plugins.module_utils._gres import compare_gres, parse_slurmd_gres
+    from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres import compare_gres, parse_slurmd_gres
 
     facts = _gres_facts(name)
     deployed = node(name).file("/etc/slurm/gres.conf").content_string

@@ -16,7 +16,7 @@ find fewer GRES than slurm.conf declares and the node would go INVAL.
 
 The layout file is {"layout": NAME, "gpus": [...]}, "gpus" in the format of
 the nvidia_mig module's option. The program runs the MIG manager the module
-runs (plugins/module_utils/_mig_nvml.py, _mig_plan.py, _validate_input.py, standard library
+runs (plugins/module_utils/mig/_mig_nvml.py, _mig_plan.py, _validate_input.py, standard library
 only, which the role copies under LIB_DIR; GPUCLUSTER_MIG_LIB overrides it):
 the same validation, the same minimal-change planner, the same refusal to
 touch instances that processes use, the same rollback. Ansible is not needed
@@ -55,7 +55,7 @@ def load_manager():
     if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
         sys.path.insert(0, LIB_DIR)
     try:
-        from ansible_collections.gpucluster.bringup.plugins.module_utils import _mig_nvml  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_nvml  # pylint: disable=import-outside-toplevel
     except ImportError as exc:
         raise BootError('cannot load the MIG manager from %s: %s; re-run the gpucluster.bringup.mig role' % (LIB_DIR, exc), 2)
     try:

@@ -25,8 +25,9 @@ playbook) or auto_resume in the configuration.
 Exit status: 0 healthy, 1 a check failed, 2 the check could not run (bad
 configuration, pynvml missing, scontrol failing): the node is not drained
 for a problem of the check itself.
-The decisions live in _healthcheck.py, which the role installs next to this
-program under LIB_DIR (GPUCLUSTER_HEALTHCHECK_LIB overrides it).
+The decisions live in the collection's module_utils slurm/_healthcheck.py (with
+mig/_mig_minors.py and slurm/_munge_key.py), which the role installs under
+LIB_DIR (GPUCLUSTER_HEALTHCHECK_LIB overrides it).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -42,8 +43,8 @@ LIB_DIR = os.environ.get('GPUCLUSTER_HEALTHCHECK_LIB', '/usr/local/lib/gpucluste
 if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
     sys.path.insert(0, LIB_DIR)
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _healthcheck as hc  # noqa: E402
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _munge_key  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _munge_key  # noqa: E402
 
 DEFAULT_CONFIG = '/etc/gpucluster/healthcheck.json'
 # Optional NVML queries that a GPU may not support; these errors mean "not available", not "broken".

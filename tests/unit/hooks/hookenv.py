@@ -26,7 +26,7 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 HOOKS = ROOT / 'roles' / 'slurm' / 'files' / 'hooks'
 FILES = ROOT / 'roles' / 'slurm' / 'files'
-LOGIC = ROOT / 'plugins' / 'module_utils' / '_slurm_hooks.py'
+LOGIC = ROOT / 'plugins' / 'module_utils' / 'slurm' / '_slurm_hooks.py'
 SIM_BIN = ROOT / 'nvml_sim' / 'bin'
 
 

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._nccl import NcclParseError, evaluate, parse_all_reduce
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import NcclParseError, evaluate, parse_all_reduce
 
 ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
 STANDIN = os.path.join(ROOT, "tests", "standins", "all_reduce_perf-standin")

@@ -2,7 +2,7 @@
 # Copyright (c) gpucluster.bringup contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tables for plugins/module_utils/_enroot.py (URIs, names, argv, records, plans, errors)."""
+"""Tables for plugins/module_utils/enroot/_enroot.py (URIs, names, argv, records, plans, errors)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _enroot
+from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot
 
 DIGEST_A = 'sha256:' + 'a' * 64
 DIGEST_B = 'sha256:' + 'b' * 64

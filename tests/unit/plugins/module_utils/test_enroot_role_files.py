@@ -26,7 +26,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _enroot
+from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 ROLE = os.path.join(ROOT, 'roles', 'enroot')

@@ -2,7 +2,7 @@
 # Copyright (c) gpucluster.bringup contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""plugins/module_utils/_enroot_run.py: real processes, real signals."""
+"""plugins/module_utils/enroot/_enroot_run.py: real processes, real signals."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -18,7 +18,7 @@ import time
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _enroot_run
+from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_run
 
 
 def _alive(pid):

@@ -21,7 +21,7 @@ import copy
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._gres import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres import (
     DEFAULT_TYPE_MAP,
     build_gres,
     check_options,
@@ -35,8 +35,8 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._gres import (
     render_uuid_map,
     slurm_autodetect_type,
 )
-from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_minors import parse_mig_minors
-from ansible_collections.gpucluster.bringup.plugins.module_utils._slurm_hooks import parse_uuid_map
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import parse_mig_minors
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_hooks import parse_uuid_map
 
 SEED_003_CI_CAPS = [337, 346, 355, 364, 373, 382, 391, 472, 481, 490, 508, 517, 526, 535]
 SEED_003_GI_CAPS = [336, 345, 354, 363, 372, 381, 390, 471, 480, 489, 507, 516, 525, 534]

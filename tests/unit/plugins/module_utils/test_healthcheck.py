@@ -10,7 +10,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _healthcheck as hc
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc
 
 # scontrol -o show node, Slurm 22.05.8 (Debian 12), drained by hand with a reason.
 SCONTROL_DRAINED = (

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_minors import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import (
     cap_device,
     instance_minors,
     parse_mig_minors,

@@ -15,7 +15,7 @@ import pytest
 
 import pynvml
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _mig_nvml
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_nvml
 from ansible_collections.gpucluster.bringup.tests.unit.simnode import node, sim, state  # noqa: F401  pylint: disable=unused-import
 
 # The names are looked up through the module at call time (the classes may be re-created).

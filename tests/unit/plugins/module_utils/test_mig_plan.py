@@ -13,7 +13,7 @@ import pytest
 
 from nvmlsim import models
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_plan import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_plan import (
     GUIDE_TABLES, MigPlanError, check_request, describe_layout, guide_table, plan_actions, plan_node, recreate_all_counts, select_gpus,
     expand_instances)
 

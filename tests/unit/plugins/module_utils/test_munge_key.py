@@ -14,7 +14,7 @@ import stat
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _munge_key as mk
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _munge_key as mk
 
 FILE, DIR = stat.S_IFREG, stat.S_IFDIR
 MUNGE = 103

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Table tests for the nccl-tests parser and gates (plugins/module_utils/_nccl.py).
+"""Table tests for the nccl-tests parser and gates (plugins/module_utils/validation/_nccl.py).
 
 Recorded outputs live in tests/unit/fixtures/nccl/ (README.md there says where each came from).
 The few inline samples below are written with the printf formats of nccl-tests' src/util.cu
@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._nccl import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import (
     BUSBW_FRACTION,
     CHECKS,
     DEFAULT_BUSBW_GBPS,

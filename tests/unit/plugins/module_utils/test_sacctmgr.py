@@ -17,7 +17,7 @@ __metaclass__ = type
 import copy
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _sacctmgr as acct
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as acct
 
 # Real output, Slurm 22.05.8, after a few hand-made QOS/accounts/users.
 REAL = {

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._slurm_conf import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import (
     change_actions,
     check_gres_consistency,
     gres_types,

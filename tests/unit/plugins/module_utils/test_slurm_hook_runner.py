@@ -23,7 +23,7 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 FILES = ROOT / 'roles' / 'slurm' / 'files'
-LOGIC = ROOT / 'plugins' / 'module_utils' / '_slurm_hooks.py'
+LOGIC = ROOT / 'plugins' / 'module_utils' / 'slurm' / '_slurm_hooks.py'
 
 
 @pytest.fixture

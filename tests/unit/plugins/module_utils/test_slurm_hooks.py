@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._slurm_hooks import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_hooks import (
     drain_reason,
     is_exclusive,
     is_ignored,

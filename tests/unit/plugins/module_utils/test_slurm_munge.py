@@ -10,7 +10,7 @@ import base64
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._slurm_munge import munge_key_errors
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import munge_key_errors
 
 KEY = base64.b64encode(bytes(range(256)) * 4).decode()
 

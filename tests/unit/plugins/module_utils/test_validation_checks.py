@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _validation_checks as vc
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_checks as vc
 
 # The shape of Slurm 22.05's `scontrol -o show node` lines (fields as src/api/node_info.c prints them).
 LINE = ('NodeName={name} Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=0.31 AvailableFeatures=(null) '

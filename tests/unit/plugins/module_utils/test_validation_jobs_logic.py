@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _validation_jobs as vj
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_jobs as vj
 
 PARAMS = {'stage': 'custom', 'mpi_required_paths': ['srun_pmi']}
 # A stage other than the record helpers' defaults ('slurm', 'mpi'), so a lost stage shows.

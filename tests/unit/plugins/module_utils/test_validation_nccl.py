@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _validation_nccl as vn
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_nccl as vn
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'fixtures', 'nccl')
 

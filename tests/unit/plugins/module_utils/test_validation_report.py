@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""Tests for the validation report renderers (plugins/module_utils/_validation_report.py)."""
+"""Tests for the validation report renderers (plugins/module_utils/validation/_validation_report.py)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -9,8 +9,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._nccl import busbw_series, evaluate, parse_all_reduce
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_report import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import busbw_series, evaluate, parse_all_reduce
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import (
     build_report,
     check_records,
     failure_message,

@@ -12,8 +12,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _slurm_hooks as hooks
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _validation_resume as vr
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_hooks as hooks
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_resume as vr
 
 FAILED = hooks.drain_reason('prolog', '95-all-rootless', 1, False)
 LOG = '\n'.join([

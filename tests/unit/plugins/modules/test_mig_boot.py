@@ -167,8 +167,8 @@ def test_installed_like_the_role_does_it_runs_without_ansible(node, tmp_path):
     node('a100-40gb-x8')
     lib = tmp_path / 'lib'
     target = lib / 'ansible_collections' / 'gpucluster' / 'bringup' / 'plugins' / 'module_utils'
-    target.mkdir(parents=True)
     for name in role_copied_library():
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(os.path.join(ROOT, 'plugins', 'module_utils', name), str(target / name))
     program = tmp_path / 'gpucluster-mig-boot'
     with open(PROGRAM) as source:

@@ -17,7 +17,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _slurm_hooks as hooks
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_hooks as hooks
 from ansible_collections.gpucluster.bringup.plugins.modules import node_check
 from ansible_collections.gpucluster.bringup.tests.unit.simnode import run_nvmlsim, use_node
 

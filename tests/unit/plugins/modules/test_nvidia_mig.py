@@ -15,7 +15,7 @@ import os
 
 from nvmlsim import cli
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _mig_nvml, _mig_plan
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_nvml, _mig_plan
 from ansible_collections.gpucluster.bringup.plugins.modules import nvidia_mig
 from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import run_module
 from ansible_collections.gpucluster.bringup.tests.unit.simnode import calls, node, sim, state  # noqa: F401  pylint: disable=unused-import

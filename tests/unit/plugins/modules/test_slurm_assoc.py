@@ -23,7 +23,7 @@ import pytest
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _sacctmgr as acct
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as acct
 from ansible_collections.gpucluster.bringup.plugins.modules import slurm_assoc
 
 from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.test_sacctmgr import REAL, SPEC, spec_with

@@ -16,7 +16,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import node_problem, record, slurm_name
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import node_problem, record, slurm_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     InputError, ModuleFailure, require_choice, require_dict, require_int, require_list, require_str, show)
 

@@ -35,10 +35,10 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_minors import cap_device, parse_mig_minors
-from ansible_collections.gpucluster.bringup.plugins.module_utils._munge_key import KEY_PATH as MUNGE_KEY_PATH
-from ansible_collections.gpucluster.bringup.plugins.module_utils._munge_key import USER as MUNGE_USER
-from ansible_collections.gpucluster.bringup.plugins.module_utils._munge_key import problems as munge_key_problems
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import cap_device, parse_mig_minors
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import KEY_PATH as MUNGE_KEY_PATH
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import USER as MUNGE_USER
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import problems as munge_key_problems
 
 CHECKS = ('nvml', 'gpu-count', 'gpu-model', 'gpu-error', 'ecc', 'mig', 'device-files', 'munge-key')
 MAX_REASON = 200

@@ -19,10 +19,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, ModuleFailure
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import (
     check_jobs, check_jobs_input, container_record, gres_job_record, mpi_jobs, mpi_record, record, slow_env_warnings, slurm_jobs,
     srun_record)
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_nccl import evaluate_run, plan_jobs
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import evaluate_run, plan_jobs
 
 TAIL = 4000
 JOB_KEYS = ('name', 'kind', 'argv', 'env', 'timeout', 'round', 'hosts', 'gpus', 'image', 'path', 'label', 'ranks', 'expect', 'check', 'reason',

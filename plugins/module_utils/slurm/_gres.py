@@ -37,7 +37,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist impor
     format_int_ranges,
     parse_int_ranges,
 )
-from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_minors import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import (
     cap_device,
     instance_minors,
 )

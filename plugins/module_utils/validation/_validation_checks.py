@@ -16,8 +16,8 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import expand
-from ansible_collections.gpucluster.bringup.plugins.module_utils._munge_key import problems as munge_key_problems
-from ansible_collections.gpucluster.bringup.plugins.module_utils._nccl import threshold_for
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import problems as munge_key_problems
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import threshold_for
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     InputError, require_bool, require_choice, require_dict, require_int, require_list, require_match, require_str, require_word, show)
 

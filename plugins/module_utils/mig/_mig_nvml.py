@@ -27,7 +27,7 @@ __metaclass__ = type
 import os
 from ctypes import byref, c_uint
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._mig_plan import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_plan import (
     MigPlanError, check_request, describe_layout, fit_cis, gpu_label, plan_actions, plan_gpu, plan_node, predicted_state, select_gpus)
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import ModuleFailure
 

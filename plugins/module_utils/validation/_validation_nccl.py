@@ -15,10 +15,10 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._nccl import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import (
     DEFAULT_BUSBW_GBPS, NcclParseError, busbw_series, evaluate, parse_run, threshold_for)
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_checks import check_run_settings, is_false
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validation_report import check_records
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import check_run_settings, is_false
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import check_records
 
 STAGE = 'nccl'
 NODE_TOPOLOGIES = (
