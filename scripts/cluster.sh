@@ -173,6 +173,8 @@ link_collection() {
     mkdir -p "$parent"
     [ -L "$parent/bringup" ] || ln -sfn ../../../.. "$parent/bringup"
     export ANSIBLE_COLLECTIONS_PATH="$GPUCLUSTER_SIM_ROOT/.build/collections"
+    # the simulated inventory's connection (podman exec with pipelining)
+    export ANSIBLE_CONNECTION_PLUGINS="$GPUCLUSTER_SIM_ROOT/scripts/lib/connection_plugins"
 }
 
 # The STAND-IN enroot packages and pyxis source archive the simulated

@@ -20,6 +20,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 PREFIX = os.environ.get("GPUCLUSTER_SIM_CONTAINER_PREFIX", "")
 ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
 SITE = ROOT / "playbooks" / "site.yml"
+# the simulated nodes' connection: podman exec with pipelining (scripts/lib/connection_plugins/podman_pipelined.py)
+CONNECTION_PLUGINS = str(ROOT / "scripts" / "lib" / "connection_plugins")
+CONNECTION = "podman_pipelined"
 
 
 def _groups():
@@ -147,7 +150,8 @@ def inventories():
 def playbook_env():
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"),
-               CONTAINERS_CONF=str(ROOT / "scripts" / "lib" / "containers.conf"), GPUCLUSTER_SIM_ROOT=str(ROOT))
+               CONTAINERS_CONF=str(ROOT / "scripts" / "lib" / "containers.conf"), GPUCLUSTER_SIM_ROOT=str(ROOT),
+               ANSIBLE_CONNECTION_PLUGINS=CONNECTION_PLUGINS)
     return env
 
 
@@ -181,7 +185,8 @@ def run_awx_job(playbook, workdir, verbosity=0, diff=False, extra_vars=None, ide
     build = [sys.executable, str(ROOT / "scripts" / "lib" / "awx_pdd.py"), "--dest", str(pdd), "--playbook", str(playbook),
              "--inventory"] + sources + ["--verbosity", str(verbosity), "--force",
                                          "--env", "CONTAINERS_CONF=%s" % (ROOT / "scripts" / "lib" / "containers.conf"),
-                                         "--env", "GPUCLUSTER_SIM_ROOT=%s" % ROOT]
+                                         "--env", "GPUCLUSTER_SIM_ROOT=%s" % ROOT,
+                                         "--env", "ANSIBLE_CONNECTION_PLUGINS=%s" % CONNECTION_PLUGINS]
     if diff:
         build.append("--diff")
     if extra_vars:

@@ -17,7 +17,7 @@ import pytest
 
 import yaml
 
-from simcluster import (ANSIBLE_PLAYBOOK, COMPUTE, CONTROLLER, GPU_NODES, NODES, PREFIX, ROOT, SIMULATED_VARS, SITE, ctl, inventories, sh,
+from simcluster import (ANSIBLE_PLAYBOOK, COMPUTE, CONNECTION, CONTROLLER, GPU_NODES, NODES, PREFIX, ROOT, SIMULATED_VARS, SITE, ctl, inventories, sh,
                         node, playbook_env, podman, recap, run_playbook, start_times, wait_idle)
 
 HOOKS_DIR = "/usr/local/lib/gpucluster-slurm"
@@ -428,7 +428,7 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
     layer = tmp_path / "new-node.yml"
     host_vars = yaml.safe_load((ROOT / "inventory" / "simulated" / "host_vars" / "gpu-02.yml").read_text())
     # the same GPUs as gpu-02, shared as shards (slurm_gres_sharing per node group)
-    host_vars.update(ansible_connection="containers.podman.podman", ansible_host=PREFIX + NEW_NODE,
+    host_vars.update(ansible_connection=CONNECTION, ansible_host=PREFIX + NEW_NODE,
                      slurm_gres_sharing="shard", slurm_gres_shard_count=4)
     layer.write_text(yaml.safe_dump({"all": {"hosts": {NEW_NODE: host_vars},
                                              "children": {"slurm_compute": {"hosts": {NEW_NODE: None}},
