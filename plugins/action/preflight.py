@@ -37,6 +37,7 @@ ARGUMENT_SPEC = dict(
         groups=dict(type='list', elements='str', required=True),
     )),
     hosts=dict(type='list', elements='str'),
+    inventory=dict(type='bool', default=True),
 )
 
 
@@ -159,8 +160,11 @@ class ActionModule(ActionBase):
         for host in list(controllers or []) + list(compute or []) + gpu_nodes:
             if host not in names:
                 names.append(host)
-        inventory = preflight_errors(controllers, compute, names, gpu_nodes,
-                                     dict(controller=args['controller_group'], compute=args['compute_group'], gpu=args['gpu_group']))
+        inventory = []
+        if args['inventory']:
+            inventory = preflight_errors(controllers, compute, names, gpu_nodes,
+                                         dict(controller=args['controller_group'], compute=args['compute_group'], gpu=args['gpu_group']))
+        this_host = task_vars.get('inventory_hostname')
 
         problems, skipped, checked, raw_vars = [], [], 0, {}
         for entry in roles:
@@ -175,7 +179,10 @@ class ActionModule(ActionBase):
                 members.update(groups.get(group) or [])
             for host in [h for h in play_hosts if h in members]:
                 if host not in raw_vars:
-                    raw_vars[host] = dict(hostvars.raw_get(host) if hasattr(hostvars, 'raw_get') else hostvars[host])
+                    # the host running this task: its task's variables (inside a role: the role's params and
+                    # vars too); any other host: its inventory and extra vars
+                    raw_vars[host] = dict(task_vars if host == this_host else
+                                          hostvars.raw_get(host) if hasattr(hostvars, 'raw_get') else hostvars[host])
                 values, host_skipped, found = self._host_values(raw_vars[host], options, defaults, context)
                 checked += len(values)
                 skipped.extend('%s: %s (role %s.%s)' % (host, name, preflight.COLLECTION, role) for name in host_skipped)

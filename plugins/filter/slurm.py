@@ -12,7 +12,6 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_conf as conf
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._sacctmgr import accounting_tres
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import munge_key_errors
 
 
 def _wrap(func):
@@ -80,11 +79,6 @@ def slurm_settings_lines(settings, overrides=None):
     return conf.render_pairs(conf.merge_settings(settings, overrides or {}))
 
 
-def slurm_preflight_errors(controllers, compute, node_names=None):
-    """Inventory problems (controller count, node names) as a list of messages."""
-    return conf.preflight_errors(controllers, compute, node_names)
-
-
 def slurm_gres_errors(nodes):
     """For ``[{name, gres, params, gres_conf_lines}]``: GRES in slurm.conf missing from the node's gres.conf.
 
@@ -103,11 +97,6 @@ def slurm_gres_errors(nodes):
 def slurm_change_actions(old_text, new_text):
     """Which daemons a slurm.conf change restarts, and whether scontrol reconfigure is needed."""
     return conf.change_actions(old_text, new_text)
-
-
-def slurm_munge_key_errors(key_b64):
-    """Problems with a base64 munge key (messages never contain the key)."""
-    return munge_key_errors(key_b64)
 
 
 def slurm_unreachable_nodes(hosts, hostvars, register):
@@ -139,5 +128,5 @@ class FilterModule(object):
 
     def filters(self):
         return dict((func.__name__, _wrap(func)) for func in (
-            slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_preflight_errors, slurm_gres_errors,
-            slurm_change_actions, slurm_munge_key_errors, slurm_unreachable_nodes))
+            slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_gres_errors,
+            slurm_change_actions, slurm_unreachable_nodes))

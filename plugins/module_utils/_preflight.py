@@ -250,6 +250,10 @@ def _hosts_of(groups, name):
     return list(hosts or [])
 
 
+def _flag(value):
+    return convert(value, 'bool') == (True, True)
+
+
 def _munge(host, values, groups):
     problems = []
     group = values.get('munge_key_source_group')
@@ -283,7 +287,7 @@ def _mig(host, values, groups):
     integration = values.get('mig_slurm_integration')
     compute = values.get('mig_slurm_compute_group')
     controller = values.get('mig_slurm_controller_group')
-    if integration is True and isinstance(compute, str) and isinstance(controller, str):
+    if _flag(integration) and isinstance(compute, str) and isinstance(controller, str):
         if host in _hosts_of(groups, compute) and not _hosts_of(groups, controller):
             problems.append('mig_slurm_integration is on and %s is in %s, but inventory group %s has no host to run scontrol on; '
                             'add the controller or set mig_slurm_integration: false' % (host, compute, controller))
@@ -298,6 +302,8 @@ def _slurmdbd(host, values, groups):
         if len(members) != 1:
             problems.append('slurmdbd_group "%s" must hold exactly one host (where slurmdbd runs), it holds %d%s'
                             % (group, len(members), (': ' + ', '.join(members)) if members else ''))
+        elif host != members[0]:
+            problems.append('run %s.slurmdbd on the slurmdbd host %s (group %s), not on %s' % (COLLECTION, members[0], group, host))
     password = values.get('slurmdbd_storage_pass')
     if isinstance(password, str) and password and (len(password) < 8 or re.search(r'[#\s"\'\\]', password)):
         problems.append('slurmdbd_storage_pass must be empty (a password is generated and kept on the slurmdbd host) or, from Ansible Vault, '
@@ -324,6 +330,9 @@ def _slurmdbd(host, values, groups):
 
 def _slurm(host, values, groups):
     problems = []
+    if _flag(values.get('slurm_pam_slurm_adopt')) and convert(values.get('slurm_cgroup_enabled'), 'bool') == (False, True):
+        problems.append('slurm_pam_slurm_adopt needs slurm_cgroup_enabled (proctrack/cgroup and task/cgroup hold the adopted ssh sessions); '
+                        '%s has slurm_cgroup_enabled false' % host)
     if values.get('slurm_install_source') == 'local' and values.get('slurm_local_package_dir') == '':
         problems.append('slurm_install_source is "local" but slurm_local_package_dir is empty: '
                         'name the directory (on the Ansible controller) that holds the Slurm package files')

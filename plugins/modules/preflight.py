@@ -14,7 +14,8 @@ module: preflight
 short_description: Check the inventory and every role's inputs on the Ansible controller before anything changes
 version_added: 0.1.0
 description:
-  - Runs on the Ansible controller (an action plugin) and contacts no host. It is the first task of C(playbooks/site.yml).
+  - Runs on the Ansible controller (an action plugin) and contacts no host. It is the first task of C(playbooks/site.yml),
+    and each role of the collection runs it for its own inputs first (O(inventory=false), O(hosts) the host running the role).
   - Checks the shape of the inventory - exactly one host in O(controller_group), at least one in O(compute_group), every host
     of O(gpu_group) also in O(compute_group), host names Slurm accepts as node names.
   - For each role of O(roles) and each host of its O(roles[].groups) that is in this run (O(hosts)), takes the host's value of
@@ -76,9 +77,16 @@ options:
       - Not set, the hosts of the play (C(ansible_play_hosts_all)), so that C(--limit) limits the checks as it limits the run.
     type: list
     elements: str
+  inventory:
+    description:
+      - Check the shape of the inventory (the groups above and the node names).
+      - V(false) checks only the roles' inputs, as a role that is not about Slurm's inventory does for itself.
+    type: bool
+    default: true
 notes:
   - The inventory checks always look at the whole groups, also under C(--limit).
-  - Play variables of later plays (C(vars), C(vars_files)) are not seen; set the role variables in the inventory.
+  - Play variables of later plays (C(vars), C(vars_files)) are not seen; set the role variables in the inventory. For the host
+    running the task, its task's variables are used (inside a role, the role's parameters and variables too).
 seealso:
   - name: Role argument validation
     description: How Ansible validates a role's arguments when the role runs.
@@ -96,6 +104,14 @@ EXAMPLES = r'''
       - name: slurm
         groups: [slurm_controller, slurm_compute]
   run_once: true
+
+- name: A role's own inputs on the host running it (the first task of each role)
+  gpucluster.bringup.preflight:
+    inventory: false
+    roles:
+      - name: munge
+        groups: [all]
+    hosts: ["{{ inventory_hostname }}"]
 '''
 
 RETURN = r'''

@@ -53,11 +53,11 @@ CASES = [
         id="munge-short-key"),
     pytest.param(
         "slurm", {"slurm_controller": hosts("localhost", "c2"), "slurm_compute": hosts("localhost")}, {}, "localhost",
-        "the controller group has 2 hosts (localhost, c2): exactly one is supported until slurmctld HA is",
+        "inventory group slurm_controller has 2 hosts (localhost, c2): exactly one is supported until slurmctld HA is",
         id="slurm-two-controllers"),
     pytest.param(
         "slurm", {"slurm_controller": {"hosts": {}}, "slurm_compute": hosts("localhost")}, {}, None,
-        "the controller group is empty: put exactly one host in it (slurmctld runs there)",
+        "inventory group slurm_controller is empty: put exactly one host in it (slurmctld runs there)",
         id="slurm-no-controller"),
     pytest.param(
         "slurm", {"slurm_controller": hosts("localhost"), "slurm_compute": hosts("localhost", "gpu_01")}, {}, "localhost",

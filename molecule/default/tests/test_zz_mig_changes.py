@@ -311,7 +311,8 @@ def test_an_unknown_layout_name_fails_in_preflight_listing_the_valid_ones():
     before = layout(H100)
     rc, output = playbook("--limit", H100, "-e", "mig_layout=all-balancd")
     assert rc != 0
-    assert ('mig_layout "all-balancd" of %s is not a layout of mig_layouts or mig_layouts_custom; valid layouts: %s (or "" to leave MIG alone)'
+    assert ("%s: mig_layout is 'all-balancd', not a layout of mig_layouts or mig_layouts_custom; valid layouts: %s "
+            '(or "" to leave MIG alone) (role gpucluster.bringup.mig)'
             % (H100, ", ".join(sorted(set(defaults) | set(custom))))) in " ".join(output.split()), output
     assert layout(H100) == before
 

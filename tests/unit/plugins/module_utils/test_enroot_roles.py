@@ -23,6 +23,8 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.gpucluster.bringup.tests.unit.roleplay import preflight_failure
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 
@@ -82,16 +84,15 @@ def kernel_files(tmp_path, userns='15000', mntns='15000', clone=None):
 
 
 @pytest.mark.parametrize('source, extra, needs', [
-    ('mirror', {}, 'enroot_mirror_url (the base URL of a web server holding {files})'),
-    ('local', {}, 'enroot_local_dir (a directory on the controller holding {files})'),
-    ('url', {'enroot_release_url': ''}, 'enroot_release_url'),
+    ('mirror', {}, 'enroot_mirror_url is empty; set it (the base URL of a web server holding the release .deb files)'),
+    ('local', {}, 'enroot_local_dir is empty; set it (a directory on the Ansible controller holding the release .deb files)'),
+    ('url', {'enroot_release_url': ''}, 'enroot_release_url is empty; set it (the base URL of the release assets)'),
 ])
 def test_package_source_needs_its_location(tmp_path, source, extra, needs):
-    files = 'enroot_4.1.2-1_{0}.deb, enroot+caps_4.1.2-1_{0}.deb'.format(deb_arch())
     extra_vars = dict(kernel_files(tmp_path), enroot_package_source=source, **extra)
     rc, msgs = run_check(tmp_path, role_play('enroot'), extra_vars)
     assert rc != 0
-    assert msgs == ['enroot_package_source=%s needs %s to be set' % (source, needs.format(files=files))]
+    assert msgs == [preflight_failure('localhost', 'enroot', "enroot_package_source is '%s' but %s" % (source, needs))]
 
 
 def release_files():
@@ -149,7 +150,8 @@ def test_http_mirror_names_the_missing_files(tmp_path):
 def test_extra_config_keys(tmp_path):
     rc, msgs = run_check(tmp_path, role_play('enroot'), dict(kernel_files(tmp_path), enroot_extra_config={'ENROOT_ZSTD_OPTIONS': '-1', 'zstd': 'x'}))
     assert rc != 0
-    assert msgs == ['enroot_extra_config keys must look like ENROOT_NAME (upper case, enroot reads no other keys), these do not: ["zstd"]']
+    assert msgs == [preflight_failure('localhost', 'enroot',
+                                      'enroot_extra_config keys must look like ENROOT_NAME (upper case, enroot reads no other keys), these do not: zstd')]
 
 
 @pytest.mark.parametrize('userns, mntns, bad', [('0', '15000', 'max_user_namespaces'), ('15000', '1', 'max_mnt_namespaces')])
@@ -177,7 +179,7 @@ def test_credentials_need_all_keys(tmp_path):
                                           {'machine': 'nvcr.io', 'login': '$oauthtoken'}])
     rc, msgs = run_check(tmp_path, role_play('enroot'), extra_vars)
     assert rc != 0
-    assert msgs == ['enroot_credentials[1] (machine nvcr.io) needs the keys machine, login and password, all non-empty']
+    assert msgs == [preflight_failure('localhost', 'enroot', 'enroot_credentials[1] (machine nvcr.io) needs the keys machine, login and password, all non-empty')]
 
 
 def test_requested_hook_not_shipped(tmp_path):
@@ -197,7 +199,7 @@ def test_requested_hook_not_shipped(tmp_path):
 def test_pyxis_option_checks(tmp_path, extra_vars, msg):
     rc, msgs = run_check(tmp_path, role_play('pyxis'), extra_vars)
     assert rc != 0
-    assert msgs == [msg]
+    assert msgs == [preflight_failure('localhost', 'pyxis', msg)]
 
 
 def test_stage_images_entries(tmp_path):

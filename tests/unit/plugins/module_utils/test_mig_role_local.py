@@ -132,20 +132,20 @@ def test_a_process_that_blocks_a_pending_reset_is_named(node, tmp_path):
 
 @pytest.mark.parametrize('extra, groups, message', [
     ({'mig_layout': 'all-balancd'}, None,
-     'mig_layout "all-balancd" of gpu-01 is not a layout of mig_layouts or mig_layouts_custom; valid layouts: all-1g, all-1g.10gb, '
+     "gpu-01: mig_layout is 'all-balancd', not a layout of mig_layouts or mig_layouts_custom; valid layouts: all-1g, all-1g.10gb, "
      'all-1g.18gb, all-1g.5gb, all-2g, all-2g.10gb, all-2g.20gb, all-3g, all-3g.20gb, all-3g.40gb, all-7g, all-7g.40gb, all-7g.80gb, '
-     'all-balanced, all-disabled, all-enabled, h100-only, site (or "" to leave MIG alone)'),
+     'all-balanced, all-disabled, all-enabled, h100-only, site (or "" to leave MIG alone) (role gpucluster.bringup.mig)'),
     ({'mig_layout': 'site'}, None,
-     'layout "site" is []; a layout is a non-empty list of GPU entries ({gpu, model, mig, instances}, the gpus option of '
-     'gpucluster.bringup.nvidia_mig)'),
+     "gpu-01: layout 'site' is []; a layout is a non-empty list of GPU entries ({gpu, model, mig, instances}, the gpus option of "
+     'gpucluster.bringup.nvidia_mig) (role gpucluster.bringup.mig)'),
     ({'mig_layout': 'h100-only'}, None,
      'layout "h100-only" selects none of these GPUs of gpu-01: 0 (NVIDIA A100-SXM4-40GB), 1 (NVIDIA A100-SXM4-40GB), '
      '2 (NVIDIA A100-SXM4-40GB), 3 (NVIDIA A100-SXM4-40GB), 4 (NVIDIA A100-SXM4-40GB), 5 (NVIDIA A100-SXM4-40GB), '
      '6 (NVIDIA A100-SXM4-40GB), 7 (NVIDIA A100-SXM4-40GB); its entries select the models H100; add an entry for them '
      '(mig_layouts_custom) or set mig_require_all_gpus: false to leave them alone'),
     ({'mig_layout': 'all-balanced', 'mig_slurm_integration': True}, {'gpu_nodes': {}, 'slurm_compute': {}},
-     'mig_slurm_integration is on and gpu-01 is in slurm_compute, but inventory group slurm_controller has no host to run scontrol on; '
-     'add the controller or set mig_slurm_integration: false'),
+     'gpu-01: mig_slurm_integration is on and gpu-01 is in slurm_compute, but inventory group slurm_controller has no host to run '
+     'scontrol on; add the controller or set mig_slurm_integration: false (role gpucluster.bringup.mig)'),
 ])
 def test_preflight_messages(node, tmp_path, extra, groups, message):
     node('a100-40gb-x8')

@@ -32,7 +32,9 @@ def values(role, **changes):
     return found
 
 
-def problems(role, host='gpu-02', groups=None, **changes):
+def problems(role, host=None, groups=None, **changes):
+    # (each role on a host it runs on: slurmdbd on the slurmdbd host)
+    host = host or ('ctl' if role == 'slurmdbd' else 'gpu-02')
     return pf.role_problems(role, host, options(role), values(role, **changes), GROUPS if groups is None else groups)
 
 
@@ -155,6 +157,23 @@ def test_mig_needs_a_controller_for_slurm_integration():
 def test_slurmdbd_group_must_hold_one_host():
     assert problems('slurmdbd', groups=dict(GROUPS, slurmdbd=['a', 'b']), host='a') == [
         'slurmdbd_group "slurmdbd" must hold exactly one host (where slurmdbd runs), it holds 2: a, b']
+
+
+def test_slurmdbd_runs_on_the_slurmdbd_host():
+    assert problems('slurmdbd', host='gpu-01') == ['run gpucluster.bringup.slurmdbd on the slurmdbd host ctl (group slurmdbd), not on gpu-01']
+    assert problems('slurmdbd', host='ctl') == []
+
+
+@pytest.mark.parametrize('adopt, cgroups, expected', [
+    (True, False, ['slurm_pam_slurm_adopt needs slurm_cgroup_enabled (proctrack/cgroup and task/cgroup hold the adopted ssh sessions); '
+                   'gpu-02 has slurm_cgroup_enabled false']),
+    ('yes', 'no', ['slurm_pam_slurm_adopt needs slurm_cgroup_enabled (proctrack/cgroup and task/cgroup hold the adopted ssh sessions); '
+                   'gpu-02 has slurm_cgroup_enabled false']),
+    (True, True, []),
+    (False, False, []),
+])
+def test_pam_slurm_adopt_needs_cgroups(adopt, cgroups, expected):
+    assert problems('slurm', slurm_pam_slurm_adopt=adopt, slurm_cgroup_enabled=cgroups) == expected
 
 
 SECRET = 'hunter2 secret'

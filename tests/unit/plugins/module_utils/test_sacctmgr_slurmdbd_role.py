@@ -25,6 +25,8 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.gpucluster.bringup.tests.unit.roleplay import preflight_failure
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 COLLECTIONS = os.path.join(ROOT, '.build', 'collections')
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
@@ -32,18 +34,20 @@ GOOD_PASS = 'Vaulted-Pass-2026'
 
 CASES = {
     'two_hosts': ('dbd1', 'preflight', {'slurmdbd_group': 'two_dbd'},
-                  'slurmdbd_group "two_dbd" must hold exactly one host (where slurmdbd runs), it holds 2: ["dbd1", "dbd2"]'),
+                  preflight_failure('dbd1', 'slurmdbd', 'slurmdbd_group "two_dbd" must hold exactly one host (where slurmdbd runs), it holds 2: '
+                                    'dbd1, dbd2')),
     'wrong_host': ('dbd2', 'preflight', {},
-                   'run gpucluster.bringup.slurmdbd on the slurmdbd host dbd1 (group slurmdbd), not on dbd2'),
+                   preflight_failure('dbd2', 'slurmdbd', 'run gpucluster.bringup.slurmdbd on the slurmdbd host dbd1 (group slurmdbd), not on dbd2')),
     'no_password_is_generated': ('dbd1', 'preflight', {'slurmdbd_storage_pass': ''}, 'ok'),
     'short_password': ('dbd1', 'preflight', {'slurmdbd_storage_pass': 'short'}, None),
     'hash_password': ('dbd1', 'preflight', {'slurmdbd_storage_pass': 'has#hash-inside'}, None),
     'bad_names': ('dbd1', 'preflight', {'slurmdbd_storage_loc': 'slurm-acct'},
-                  'slurmdbd_storage_loc "slurm-acct" and slurmdbd_storage_user "slurm" must be letters, digits and \'_\', and '
-                  'slurmdbd_storage_user_host "localhost" a host name, address or \'%\''),
+                  preflight_failure('dbd1', 'slurmdbd', "slurmdbd_storage_loc is 'slurm-acct'; use letters, digits and '_'")),
     'pass_in_overrides': ('dbd1', 'preflight', {'slurmdbd_conf_overrides': {'storagepass': 'x'}},
-                          'set the database password with slurmdbd_storage_pass, not in slurmdbd_conf_overrides'),
-    'package_state': ('dbd1', 'preflight', {'slurmdbd_package_state': 'absent'}, 'slurmdbd_package_state "absent" must be present or latest'),
+                          preflight_failure('dbd1', 'slurmdbd', 'slurmdbd_conf_overrides sets StoragePass; set the database password with '
+                                            'slurmdbd_storage_pass (the value is not shown)')),
+    'package_state': ('dbd1', 'preflight', {'slurmdbd_package_state': 'absent'},
+                      preflight_failure('dbd1', 'slurmdbd', "slurmdbd_package_state is 'absent'; valid values: present, latest")),
     'preflight_ok': ('dbd1', 'preflight', {}, 'ok'),
     'downgrade': ('dbd1', 'schema_decide', {'__slurmdbd_recorded_release': '23.02', '__slurmdbd_target_release': '22.05'},
                   'slurmdbd would go back from Slurm 23.02 to 22.05: Slurm cannot downgrade its accounting database; '
@@ -58,8 +62,9 @@ CASES = {
     'same_release': ('dbd1', 'schema_decide', {'__slurmdbd_recorded_release': '22.05', '__slurmdbd_target_release': '22.05'}, 'ok'),
     'first_install': ('dbd1', 'schema_decide', {'__slurmdbd_recorded_release': '', '__slurmdbd_target_release': '22.05'}, 'ok'),
 }
-PASSWORD_MESSAGE = ("slurmdbd_storage_pass must be empty (a password is generated and kept on the slurmdbd host) or, from Ansible Vault, "
-                    "at least 8 characters without spaces, quotes, backslashes or '#' (slurmdbd.conf cannot hold them); the value is not shown")
+PASSWORD_MESSAGE = preflight_failure(
+    'dbd1', 'slurmdbd', "slurmdbd_storage_pass must be empty (a password is generated and kept on the slurmdbd host) or, from Ansible Vault, "
+    "at least 8 characters without spaces, quotes, backslashes or '#' (slurmdbd.conf cannot hold them); the value is not shown")
 
 
 @pytest.fixture(scope='module')
