@@ -50,14 +50,16 @@ options:
     description: Query NVML (driver answers, GPU count and models). V(false) on nodes without GPUs.
     type: bool
     default: true
-  gpu_count:
-    description: GPUs NVML must see. Not checked when unset.
-    type: int
-  gpu_models:
-    description: Substrings of the NVML product name, one of which every GPU must match. Not checked when empty.
-    type: list
-    elements: str
-    default: []
+  expect:
+    description:
+      - What the node must have, one key per check that takes a setting; a check whose key is not given is reported
+        V(skip).
+      - C(gpu_count) (a whole number, 0 or more) - the GPUs NVML must see (check C(gpu_count)).
+      - C(gpu_models) (a list of strings) - substrings of the NVML product name, one of which every GPU must match
+        (check C(gpu_models)); empty does not check.
+      - Any other key fails the task, naming the valid ones.
+    type: dict
+    default: {}
   mig_result:
     description:
       - The registered result of C(gpucluster.bringup.nvidia_mig) run in check mode with the wanted layout. The layout
@@ -143,8 +145,9 @@ EXAMPLES = r'''
 
 - name: Node checks
   gpucluster.bringup.node_check:
-    gpu_count: 8
-    gpu_models: [H100]
+    expect:
+      gpu_count: 8
+      gpu_models: [H100]
     mig_result: "{{ mig }}"
     gres_conf_expected: "{{ ansible_facts.slurm_gres.gres_conf_lines }}"
     enroot: true
@@ -348,8 +351,7 @@ class NodeChecker(object):
         params = self.params
         name = self.name
         try:
-            records = node_records(name, self.observed, {'gpu_count': params['gpu_count'], 'gpu_models': params['gpu_models'],
-                                                         'enroot': params['enroot'], 'pyxis': params['pyxis'], 'node_name': name})
+            records = node_records(name, self.observed, dict(params['expect'], enroot=params['enroot'], pyxis=params['pyxis'], node_name=name))
         except ValueError as exc:
             raise InputError(str(exc))
         records = [rec for rec in records if rec['check'] in params['checks']]
@@ -385,8 +387,7 @@ def main():
             checks=dict(type='list', elements='str', choices=list(NODE_CHECKS), default=list(NODE_CHECKS)),
             node_name=dict(type='str'),
             nvml=dict(type='bool', default=True),
-            gpu_count=dict(type='int'),
-            gpu_models=dict(type='list', elements='str', default=[]),
+            expect=dict(type='dict', default={}),
             mig_result=dict(type='dict'),
             gres_conf_path=dict(type='path', default='/etc/slurm/gres.conf'),
             gres_conf_expected=dict(type='list', elements='str'),

@@ -181,8 +181,30 @@ def gres_conf_record(stage, node, path, actual_text, expected_lines):
 
 # ---------------------------------------------------------------- node checks
 
+def _expect_gpu_count(name, value):
+    return require_int(name, value, minimum=0, allow_none=True)
+
+
+def _expect_gpu_models(name, value):
+    return require_list(name, value or [], element=require_str)
+
+
+# What a node must have, one key per node check that takes a setting: node_check's option ``expect``
+# (the validate role fills it from its validate_* variables). Key -> the check of its value; a new
+# check with a setting adds its key here and its judgement to node_records.
+EXPECT = {'gpu_count': _expect_gpu_count, 'gpu_models': _expect_gpu_models}
+
+
+def check_expect(name, expect):
+    """node_check's ``expect``: a dict of the keys of ``EXPECT``, each value as its check wants it."""
+    require_dict(name, expect, allowed=sorted(EXPECT))
+    for key in sorted(expect):
+        EXPECT[key]('%s.%s' % (name, key), expect[key])
+    return expect
+
+
 def _validate_expect(expect):
-    known = ('gpu_count', 'gpu_models', 'enroot', 'pyxis', 'gres_conf_path', 'node_name')
+    known = tuple(EXPECT) + ('enroot', 'pyxis', 'gres_conf_path', 'node_name')
     unknown = sorted(set(expect) - set(known))
     if unknown:
         raise ValueError('unknown node check expectation(s) %s; valid: %s' % (', '.join(unknown), ', '.join(known)))
@@ -698,8 +720,7 @@ def check_node_input(params):
     """``node_check``'s options beyond the argument spec; raises ``InputError`` naming the option, the value and what is valid."""
     if params.get('node_name'):
         slurm_name('node_name', params['node_name'], 'a Slurm node name')
-    require_int('gpu_count', params.get('gpu_count'), minimum=0, allow_none=True)
-    require_list('gpu_models', params.get('gpu_models') or [], element=require_str)
+    check_expect('expect', params.get('expect') or {})
     if params.get('mig_result') is not None:
         check_mig_result('mig_result', params['mig_result'])
     require_list('services', params.get('services') or [], element=lambda item, unit: require_match(
