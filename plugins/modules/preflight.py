@@ -155,6 +155,7 @@ def main():
                 groups=dict(type='list', elements='str', required=True),
             )),
             hosts=dict(type='list', elements='str'),
+            inventory=dict(type='bool', default=True),
         ),
         supports_check_mode=True,
     )

@@ -179,7 +179,8 @@ def test_credentials_need_all_keys(tmp_path):
                                           {'machine': 'nvcr.io', 'login': '$oauthtoken'}])
     rc, msgs = run_check(tmp_path, role_play('enroot'), extra_vars)
     assert rc != 0
-    assert msgs == [preflight_failure('localhost', 'enroot', 'enroot_credentials[1] (machine nvcr.io) needs the keys machine, login and password, all non-empty')]
+    assert msgs == [preflight_failure('localhost', 'enroot',
+                                      'enroot_credentials[1] (machine nvcr.io) needs the keys machine, login and password, all non-empty')]
 
 
 def test_requested_hook_not_shipped(tmp_path):

@@ -49,7 +49,8 @@ def test_h100_node_passes(sim, capsys, tmp_path):
     sim('create', '--preset', 'h100-80gb-x8', '--mig-minors', str(tmp_path / 'mig-minors'))
     gres = tmp_path / 'gres.conf'
     gres.write_text('# managed\nName=gpu Type=h100 File=/dev/nvidia0\n')
-    result = run_module(capsys, expect={'gpu_count': 8, 'gpu_models': ['H100']}, gres_conf_path=str(gres), gres_conf_expected=['Name=gpu Type=h100 File=/dev/nvidia0'],
+    result = run_module(capsys, expect={'gpu_count': 8, 'gpu_models': ['H100']}, gres_conf_path=str(gres),
+                        gres_conf_expected=['Name=gpu Type=h100 File=/dev/nvidia0'],
                         mig_result={'changed': False, 'actions': [], 'gpus': [{'index': 0, 'reset_required': False}]})
     checks = by_check(result)
     assert result['passed'] is True and result['failed_checks'] == [], result
@@ -65,7 +66,8 @@ def test_wrong_count_model_and_hand_edited_gres_conf(sim, capsys, tmp_path):
     sim('create', '--preset', 'a100-40gb-x8', '--mig-minors', str(tmp_path / 'mig-minors'))
     gres = tmp_path / 'gres.conf'
     gres.write_text('Name=gpu Type=a100 File=/dev/nvidia[0-6]\n')
-    result = run_module(capsys, expect={'gpu_count': 4, 'gpu_models': ['H100']}, gres_conf_path=str(gres), gres_conf_expected=['Name=gpu Type=a100 File=/dev/nvidia[0-7]'])
+    result = run_module(capsys, expect={'gpu_count': 4, 'gpu_models': ['H100']}, gres_conf_path=str(gres),
+                        gres_conf_expected=['Name=gpu Type=a100 File=/dev/nvidia[0-7]'])
     checks = by_check(result)
     assert result['failed_checks'] == ['gpu_count', 'gpu_models', 'gres_conf']
     assert checks['gpu_count']['reason'] == 'NVML sees 8 GPU(s), expected 4'
