@@ -208,12 +208,8 @@ def _validate_expect(expect):
     unknown = sorted(set(expect) - set(known))
     if unknown:
         raise ValueError('unknown node check expectation(s) %s; valid: %s' % (', '.join(unknown), ', '.join(known)))
-    count = expect.get('gpu_count')
-    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 0):
-        raise ValueError('gpu_count is %r, expected a whole number of GPUs (0 or more) or null not to check it' % (count,))
-    models = expect.get('gpu_models') or []
-    if not isinstance(models, list) or not all(isinstance(m, str) and m.strip() for m in models):
-        raise ValueError('gpu_models is %r, expected a list of model-name substrings such as ["H100", "A100-SXM4-40GB"]' % (models,))
+    for key in sorted(set(expect) & set(EXPECT)):
+        EXPECT[key](key, expect[key])  # InputError, a ValueError
 
 
 def node_records(node, observed, expect, stage='node'):
