@@ -267,7 +267,7 @@ def node_lines(nodes):
         if name in seen:
             raise ValueError('node "%s" is listed twice; each node needs exactly one NodeName entry' % name)
         seen.add(name)
-        params = tuple((str(k), str(v)) for k, v in node.get('params', []))
+        params = tuple((str(k), str(v)) for k, v in (node.get('params', []) if isinstance(node, dict) else ()))
         if params not in index:
             index[params] = len(groups)
             groups.append((params, []))
