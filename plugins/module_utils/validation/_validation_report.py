@@ -111,12 +111,16 @@ def _status(records):
     return "skip"
 
 
+def _check_threshold(threshold_gbps):
+    if threshold_gbps is not None and (not _is_number(threshold_gbps) or threshold_gbps <= 0):
+        raise ValueError("threshold_gbps is %r, expected a number above 0" % (threshold_gbps,))
+
+
 def build_report(results, series=None, title="Cluster validation", threshold_gbps=None):
     """Group records by stage and node; the output has stable keys and keeps the input order of stages, nodes and checks."""
     if not isinstance(results, list):
         raise ValueError("results must be a list of check records, got %s" % type(results).__name__)
-    if threshold_gbps is not None and (not _is_number(threshold_gbps) or threshold_gbps <= 0):
-        raise ValueError("threshold_gbps is %r, expected a number above 0" % (threshold_gbps,))
+    _check_threshold(threshold_gbps)
     records = [_clean_record(index, record) for index, record in enumerate(results)]
     stages = []
     by_stage = {}
@@ -276,6 +280,7 @@ def _fmt(value):
 
 def render_svg(series, threshold_gbps=None, width=640, height=360):
     """An inline SVG plot of busbw against message size (log2 x axis): one polyline per run."""
+    _check_threshold(threshold_gbps)
     runs = _clean_series(series)
     if not runs:
         raise ValueError("render_svg needs at least one series with points")
