@@ -155,9 +155,11 @@ def _parse_column_header(tokens, lineno, line):
     """Return the table layout from the tokens of the ``# size count type ...`` line."""
     time_names = ("time", "cputime")
     starts = [i for i, tok in enumerate(tokens) if tok in time_names]
-    if len(starts) != 2 or starts[0] == 0:
+    if len(starts) != 2:
         raise NcclParseError(
             "line %d: column header has %d time columns, expected 2 (out-of-place and in-place): %r" % (lineno, len(starts), _clip(line)))
+    if starts[0] == 0:
+        raise NcclParseError("line %d: column header has no key columns (size count ...) before its first time column: %r" % (lineno, _clip(line)))
     keys = tokens[:starts[0]]
     first = tokens[starts[0]:starts[1]]
     second = tokens[starts[1]:]
