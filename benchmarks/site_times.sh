@@ -5,12 +5,13 @@
 # ran (ok + skipped of the second run) and the ratio second/first.
 #
 #   bash benchmarks/site_times.sh                    # both connections
-#   bash benchmarks/site_times.sh podman_pipelined   # one of them
+#   bash benchmarks/site_times.sh ssh                # one of them
 #
-# Connections: containers.podman.podman (a module = podman mount + 5 podman
-# exec) and podman_pipelined (scripts/lib/connection_plugins/: a module = one
-# podman exec -i, as one ssh command with pipelining). Each connection gets
-# a cluster started from nothing (`cluster.sh down up`); the cluster is left up.
+# Connections: ssh (the simulated inventory's own: the login admin with sudo,
+# pipelining, ControlPersist; inventory/simulated/group_vars/all/simulated.yml)
+# and podman_pipelined (as root through podman exec -i, one per module;
+# scripts/lib/connection_plugins/). Each connection gets a cluster started
+# from nothing (`cluster.sh down up`); the cluster is left up.
 # The logs go to .build/bench/site-<connection>-<run>.log.
 set -euo pipefail
 
@@ -21,11 +22,18 @@ LOGS=$ROOT/.build/bench
 mkdir -p "$LOGS"
 
 connections=("$@")
-[ ${#connections[@]} -gt 0 ] || connections=(containers.podman.podman podman_pipelined)
+[ ${#connections[@]} -gt 0 ] || connections=(ssh podman_pipelined)
+# the ansible-playbook arguments that choose connection $1
+connection_args() {
+    case "$1" in
+        ssh) ;;
+        podman_pipelined) printf '%s\n' -e ansible_connection=podman_pipelined -e ansible_user=root ;;
+    esac
+}
 for c in "${connections[@]}"; do
     case "$c" in
-        containers.podman.podman | podman_pipelined) ;;
-        *) echo "unknown connection '$c'; valid: containers.podman.podman, podman_pipelined" >&2; exit 2 ;;
+        ssh | podman_pipelined) ;;
+        *) echo "unknown connection '$c'; valid: ssh, podman_pipelined" >&2; exit 2 ;;
     esac
 done
 
@@ -35,10 +43,11 @@ seconds() { printf '%d.%d' $(($1 / 1000)) $(($1 % 1000 / 100)); }
 # One site.yml run with connection $1, log $2, more ansible-playbook arguments after;
 # prints its milliseconds, fails on a failed run.
 run_site() {
-    local connection=$1 log=$2 t rc=0
+    local connection=$1 log=$2 t rc=0 args=()
     shift 2
+    mapfile -t args < <(connection_args "$connection")
     t=$(now)
-    "${CLUSTER[@]}" playbook playbooks/site.yml -e "ansible_connection=$connection" "$@" >"$log" 2>&1 || rc=$?
+    "${CLUSTER[@]}" playbook playbooks/site.yml "${args[@]}" "$@" >"$log" 2>&1 || rc=$?
     [ "$rc" -eq 0 ] || { echo "site.yml $* with $connection failed (rc $rc), see $log" >&2; exit 1; }
     echo $(($(now) - t))
 }

@@ -29,12 +29,12 @@ usage() {
 }
 
 cmd_deps() {
-    local pkgs=(podman runc netavark aardvark-dns iptables debootstrap) missing=() p
+    local pkgs=(podman runc netavark aardvark-dns iptables debootstrap openssh-client) missing=() p
     for p in "${pkgs[@]}"; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
     done
     if [ ${#missing[@]} -eq 0 ]; then
-        log "podman, runc, netavark, aardvark-dns, iptables and debootstrap are installed"
+        log "podman, runc, netavark, aardvark-dns, iptables, debootstrap and openssh-client are installed"
     else
         [ "$(id -u)" -eq 0 ] || die "installing ${missing[*]} needs root"
         log "installing ${missing[*]} (with recommends)"

@@ -61,7 +61,9 @@ options:
     description:
       - Absolute path of the squashfs file to write, e.g. C(/shared/images/pytorch+24.01-py3.sqsh).
         Its directory must exist, be writable by the user the module runs as and not be on a
-        kernel pseudo file system (C(/proc), C(/sys), C(/dev)).
+        kernel pseudo file system (C(/proc), C(/sys), C(/dev)) - unless the file is there and current:
+        then a user who can only read it (an image root imported into a shared directory) gets the
+        container of O(name) from it, and the module fails only if the image must be imported again.
       - An existing directory stands for the file enroot would name by default in it
         (C(nvidia+pytorch+24.01-py3.sqsh) for C(docker://nvcr.io#nvidia/pytorch:24.01-py3));
         RV(dest) returns the file.
@@ -226,7 +228,7 @@ class EnrootImport(object):
 
     def __init__(self, module):
         self.module = module
-        self.ref = self.container = self.dest = None
+        self.ref = self.container = self.dest = self.write_problem = None
         self.check_input()
         for warning in _enroot.uri_warnings(self.ref):
             module.warn(warning)
@@ -263,6 +265,10 @@ class EnrootImport(object):
                 problem = 'dest %s exists and is not a regular file' % self.dest
             if problem is None:
                 problem = _enroot.directory_problem('dest', value, os.path.dirname(self.dest), probe)
+                if problem and os.path.isfile(self.dest):
+                    # An image already there (imported by root into a directory users only read) is
+                    # enough to create a user's container from: the directory matters only for an import.
+                    self.write_problem, problem = problem, None
             if problem:
                 problems.append(('bad_dest', problem))
         if self.container is not None and (params['container_record_dir'] or '/').startswith('/'):
@@ -461,6 +467,9 @@ class EnrootImport(object):
                                                   (record is not None and record['uri'] == self.ref.uri))
         digest = self.current_digest() if need_digest else None
         imported, reason = _enroot.plan_import(self.ref, exists, size, record, digest, params['force'])
+        if imported and self.write_problem:
+            self.module.fail_json(msg='%s (%s is there, but must be imported again: %s)' % (self.write_problem, self.dest, reason),
+                                  error_kind='bad_dest')
         before = {'path': self.dest, 'exists': exists, 'uri': record['uri'] if record else None,
                   'digest': record['digest'] if record else None}
         after = dict(before)

@@ -4,10 +4,16 @@
 #   bash scripts/lib/node-prepare.sh CONTAINER [GPU_PRESET]
 #
 # 1. wait until systemd in the container has booted;
-# 2. refresh the apt lists (a real machine has them; the image has none) and
-#    install the OpenSSH server, as every node of a real site has one (the
-#    slurm role's pam_slurm_adopt option works on sshd's PAM stack);
-# 3. with a GPU_PRESET (an `nvmlsim create --preset` name): install the NVML
+# 2. refresh the apt lists (a real machine has them; the image has none);
+#    the image has the OpenSSH server, as every node of a real site has one;
+# 3. make the node reachable as real sites reach theirs (Ansible's default
+#    connection): the login `admin` (not root) with passwordless sudo and the
+#    cluster's SSH key in its authorized_keys. The key pair is made once per
+#    checkout under .build/simcluster/ssh/ (never committed), with the
+#    known_hosts file the simulated inventory checks host keys against: this
+#    node's own host key is written there under its address. Then one
+#    `ssh admin@ADDRESS sudo -n true` from this machine proves the path;
+# 4. with a GPU_PRESET (an `nvmlsim create --preset` name): install the NVML
 #    simulator from nvml_sim/src as the node's `pynvml` and `nvmlsim`
 #    packages, the /usr/local/bin/nvmlsim command and nvmlsim-boot.service,
 #    the nvidia-smi STAND-IN (nvml_sim/bin/nvidia-smi) as /usr/local/bin/nvidia-smi,
@@ -103,15 +109,61 @@ install_nccl_standin() {
     in_node chmod 0755 /opt/nccl-tests-STANDIN/build/all_reduce_perf
 }
 
-install_sshd() {
-    in_node sh -c 'command -v sshd >/dev/null' 2>/dev/null && return 0
-    in_node env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends openssh-server >/dev/null \
-        || die "$container: installing openssh-server failed"
+SSH_DIR="$GPUCLUSTER_SIM_ROOT/.build/simcluster/ssh"
+ADMIN="admin"
+
+# The cluster's key pair, made once (nodes are prepared in parallel: under a lock).
+ensure_admin_key() {
+    command -v ssh-keygen >/dev/null || die "ssh-keygen is missing on this machine: run 'bash scripts/cluster.sh deps' (openssh-client)"
+    mkdir -p "$SSH_DIR"
+    chmod 0700 "$SSH_DIR"
+    (
+        flock 9
+        [ -f "$SSH_DIR/id_ed25519" ] \
+            || ssh-keygen -q -t ed25519 -N '' -C "gpucluster-sim-$ADMIN" -f "$SSH_DIR/id_ed25519"
+        touch "$SSH_DIR/known_hosts"
+    ) 9>"$SSH_DIR/.lock"
+}
+
+node_address() {
+    pm container inspect --format '{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}' "$container" | awk '{print $1}'
+}
+
+setup_admin() {
+    local address hostkey i
+    ensure_admin_key
+    in_node sh -c "id -u $ADMIN >/dev/null 2>&1 || useradd --create-home --shell /bin/bash $ADMIN" \
+        || die "$container: creating the login $ADMIN failed"
+    in_node install -d -m 0700 -o "$ADMIN" -g "$ADMIN" "/home/$ADMIN/.ssh"
+    pm exec -i "$container" sh -c "cat > /home/$ADMIN/.ssh/authorized_keys && chown $ADMIN:$ADMIN /home/$ADMIN/.ssh/authorized_keys \
+        && chmod 0600 /home/$ADMIN/.ssh/authorized_keys" <"$SSH_DIR/id_ed25519.pub"
+    printf '%s ALL=(ALL:ALL) NOPASSWD: ALL\n' "$ADMIN" \
+        | pm exec -i "$container" sh -c "cat > /etc/sudoers.d/90-$ADMIN && chmod 0440 /etc/sudoers.d/90-$ADMIN && visudo -cq"
+    # sshd made its host keys on boot (ssh.service.d/10-host-keys.conf of the image)
+    for i in $(seq 1 40); do
+        hostkey=$(in_node cat /etc/ssh/ssh_host_ed25519_key.pub 2>/dev/null) && [ -n "$hostkey" ] && break
+        sleep 0.5
+    done
+    [ -n "${hostkey:-}" ] || die "$container: sshd has no host key (ssh.service: $(in_node systemctl is-active ssh.service 2>&1))"
+    address=$(node_address)
+    [ -n "$address" ] || die "$container: it has no network address"
+    (
+        flock 9
+        ssh-keygen -q -R "$address" -f "$SSH_DIR/known_hosts" >/dev/null 2>&1 || true
+        rm -f "$SSH_DIR/known_hosts.old"
+        printf '%s %s\n' "$address" "$(printf '%s' "$hostkey" | awk '{print $1, $2}')" >>"$SSH_DIR/known_hosts"
+    ) 9>"$SSH_DIR/.lock"
+    for i in $(seq 1 20); do
+        ssh -q -i "$SSH_DIR/id_ed25519" -o UserKnownHostsFile="$SSH_DIR/known_hosts" -o StrictHostKeyChecking=yes \
+            -o BatchMode=yes -o ConnectTimeout=5 -o ControlMaster=no "$ADMIN@$address" sudo -n true </dev/null && return 0
+        sleep 0.5
+    done
+    die "$container: 'ssh $ADMIN@$address sudo -n true' with the key in $SSH_DIR failed"
 }
 
 wait_for_systemd
 apt_update
-install_sshd
+setup_admin
 if [ -n "$preset" ]; then
     install_simulator
     install_nccl_standin

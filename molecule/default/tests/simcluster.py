@@ -20,7 +20,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 PREFIX = os.environ.get("GPUCLUSTER_SIM_CONTAINER_PREFIX", "")
 ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
 SITE = ROOT / "playbooks" / "site.yml"
-# the simulated nodes' connection: podman exec with pipelining (scripts/lib/connection_plugins/podman_pipelined.py)
+# The inventory reaches the nodes over ssh as admin with sudo; the other connection, as root through podman exec
+# with pipelining (scripts/lib/connection_plugins/podman_pipelined.py), reaches the node a test adds.
 CONNECTION_PLUGINS = str(ROOT / "scripts" / "lib" / "connection_plugins")
 CONNECTION = "podman_pipelined"
 

@@ -428,7 +428,8 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
     layer = tmp_path / "new-node.yml"
     host_vars = yaml.safe_load((ROOT / "inventory" / "simulated" / "host_vars" / "gpu-02.yml").read_text())
     # the same GPUs as gpu-02, shared as shards (slurm_gres_sharing per node group)
-    host_vars.update(ansible_connection=CONNECTION, ansible_host=PREFIX + NEW_NODE,
+    # reached as root through podman exec (the others over ssh as admin with sudo): both connections in one run
+    host_vars.update(ansible_connection=CONNECTION, ansible_host=PREFIX + NEW_NODE, ansible_user="root",
                      slurm_gres_sharing="shard", slurm_gres_shard_count=4)
     layer.write_text(yaml.safe_dump({"all": {"hosts": {NEW_NODE: host_vars},
                                              "children": {"slurm_compute": {"hosts": {NEW_NODE: None}},
