@@ -436,6 +436,7 @@ def test_parse_gres_probe(text, expected):
 @pytest.mark.parametrize('text, types', [
     (None, []),
     ('srun: MPI plugin types are: none,pmi2, pmix\n', ['none', 'pmi2', 'pmix']),
+    ('MPI plugin types are:pmix,pmi2\n', ['pmix', 'pmi2']),
     ('MPI plugin types are...\n\tnoneX\n\tpmix_v\n\tPMIX\n', []),
 ])
 def test_parse_mpi_list_more(text, types):
@@ -559,6 +560,12 @@ def test_slurm_jobs_bad_plans(plan, message):
     with pytest.raises(ValueError) as err:
         vc.slurm_jobs(plan)
     assert str(err.value) == message
+
+
+def test_slurm_jobs_wants_a_list_of_nodes():
+    """An iterator of nodes is refused, not planned as no jobs once the first check has used it up."""
+    with pytest.raises(ValueError, match=r'^nodes is <list_iterator object at 0x[0-9a-fA-F]+>, expected a list of at least 1 item\(s\)$'):
+        vc.slurm_jobs({'nodes': iter([{'name': 'a'}])})
 
 
 MPI = '/opt/v/mpi_hello'
