@@ -127,12 +127,11 @@ def _gres_conf_units(lines):
             continue
         key = (name, fields.get('Type') or '-')
         if 'File' in fields:
-            count = 0
-            for part in fields['File'].split(','):
-                try:
-                    count += len(expand(part))
-                except ValueError:
-                    count += 1
+            # the whole value is one hostlist: File=/dev/nvidia[0-1,3] is 3 devices (a comma may sit inside brackets)
+            try:
+                count = len(expand(fields['File']))
+            except ValueError:  # not a hostlist: one device per comma-separated item
+                count = len(fields['File'].split(','))
         elif 'MultipleFiles' in fields:
             count = 1
         else:
