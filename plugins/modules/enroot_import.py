@@ -61,7 +61,7 @@ options:
     description:
       - Absolute path of the squashfs file to write, e.g. C(/shared/images/pytorch+24.01-py3.sqsh).
         Its directory must exist, be writable by the user the module runs as and not be on a
-        kernel pseudo file system (C(/proc), C(/sys), C(/dev)) - unless the file is there and current:
+        kernel pseudo file system (C(/proc), C(/sys), C(/dev)) - unless the file is there and current,
         then a user who can only read it (an image root imported into a shared directory) gets the
         container of O(name) from it, and the module fails only if the image must be imported again.
       - An existing directory stands for the file enroot would name by default in it
