@@ -6,10 +6,13 @@
 #
 #   bash benchmarks/site_times.sh                    # both connections
 #   bash benchmarks/site_times.sh ssh                # one of them
+#   bash benchmarks/site_times.sh ssh ssh-plain      # the effect of the recommended settings
 #
 # Connections: ssh (the simulated inventory's own: the login admin with sudo,
-# pipelining, ControlPersist; inventory/simulated/group_vars/all/simulated.yml)
-# and podman_pipelined (as root through podman exec -i, one per module;
+# pipelining, ControlPersist; inventory/simulated/group_vars/all/simulated.yml),
+# ssh-plain (the same login without pipelining and without a kept
+# connection: Ansible's behaviour when nothing is set but ControlMaster is
+# off) and podman_pipelined (as root through podman exec -i, one per module;
 # scripts/lib/connection_plugins/). Each connection gets a cluster started
 # from nothing (`cluster.sh down up`); the cluster is left up.
 # The logs go to .build/bench/site-<connection>-<run>.log.
@@ -27,13 +30,14 @@ connections=("$@")
 connection_args() {
     case "$1" in
         ssh) ;;
+        ssh-plain) printf '%s\n' -e '{"ansible_pipelining": false, "ansible_ssh_args": "-o ControlMaster=no"}' ;;
         podman_pipelined) printf '%s\n' -e ansible_connection=podman_pipelined -e ansible_user=root ;;
     esac
 }
 for c in "${connections[@]}"; do
     case "$c" in
-        ssh | podman_pipelined) ;;
-        *) echo "unknown connection '$c'; valid: ssh, podman_pipelined" >&2; exit 2 ;;
+        ssh | ssh-plain | podman_pipelined) ;;
+        *) echo "unknown connection '$c'; valid: ssh, ssh-plain, podman_pipelined" >&2; exit 2 ;;
     esac
 done
 
