@@ -173,10 +173,10 @@ def test_the_health_check_passes_on_healthy_nodes_and_never_resumes_an_admin_dra
 
 
 def _node_check_munge(name):
-    """validate.yml's node check of munge on one node (ad hoc, as the validate role calls the module)."""
+    """validate.yml's node check of munge on one node (ad hoc, as the validate role calls the module: as root)."""
     env = playbook_env()
     env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
-    result = subprocess.run([str(ANSIBLE_PLAYBOOK.parent / "ansible")] + inventories() + [name, "-m", "gpucluster.bringup.node_check",
+    result = subprocess.run([str(ANSIBLE_PLAYBOOK.parent / "ansible")] + inventories() + [name, "--become", "-m", "gpucluster.bringup.node_check",
                                                                                         "-a", "checks=munge services=munge"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT), check=False)
     answer = json.loads(result.stdout)["plays"][0]["tasks"][0]["hosts"][name]

@@ -161,7 +161,9 @@ def _gres_facts(name):
     env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
     args = ("mig_minors_path={{ slurm_gres_mig_minors_path | default('/proc/driver/nvidia-caps/mig-minors') }} "
             "cores={{ slurm_gres_cores | default(true) }}")
-    result = subprocess.run([str(ANSIBLE_PLAYBOOK.parent / "ansible")] + inventories() + [name, "-m", "gpucluster.bringup.slurm_gres_facts", "-a", args],
+    # as root, as the slurm role runs it
+    command = [name, "--become", "-m", "gpucluster.bringup.slurm_gres_facts", "-a", args]
+    result = subprocess.run([str(ANSIBLE_PLAYBOOK.parent / "ansible")] + inventories() + command,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT), check=False)
     assert result.returncode == 0, result.stdout + result.stderr
     answer = json.loads(result.stdout)
@@ -406,7 +408,8 @@ def _changes(output, delegated=False):
         header = re.match(r"^(?:TASK|RUNNING HANDLER) \[(?:[\w.]+ : )?(.*)\] \**$", line)
         if header:
             task = header.group(1)
-        changed = re.match(r"^changed: \[([^]]+?)(?: -> ([^](]+))?\]", line)
+        # "changed: [gpu-03 -> ctl]", or with the address where it differs from the name: "[gpu-03 -> ctl(10.89.43.10)]"
+        changed = re.match(r"^changed: \[([^]]+?)(?: -> ([^](]+)(?:\([^)]*\))?)?\]", line)
         if changed and (changed.group(2) or not delegated):
             found.add((task, (changed.group(2) or changed.group(1)).strip()))
     return found
