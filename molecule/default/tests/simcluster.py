@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -205,3 +206,21 @@ def run_awx_job(playbook, workdir, verbosity=0, diff=False, extra_vars=None, ide
     status = (artifacts / "status").read_text().strip() if (artifacts / "status").exists() else "missing"
     print("ansible-runner %s: rc=%d status=%s in %.0fs" % (playbook, result.returncode, status, time.time() - started))
     return result.returncode, stdout, status
+
+
+def wait_ssh(name, timeout=120):
+    """Wait until a node that was restarted answers on its ssh port again, as an admin waits for a rebooted node
+    (wait_for_connection): its container gets a new network interface for the same address, and this machine
+    reaches it only once its neighbour entry for that address is renewed."""
+    info = json.loads(podman("container", "inspect", PREFIX + name))[0]
+    address = sorted(n["IPAddress"] for n in info["NetworkSettings"]["Networks"].values())[0]
+    subprocess.run(["ip", "neigh", "flush", "to", address], check=False, capture_output=True)
+    deadline = time.time() + timeout
+    while True:
+        try:
+            socket.create_connection((address, 22), timeout=2).close()
+            return address
+        except OSError:
+            if time.time() > deadline:
+                raise AssertionError("%s (%s) does not answer on port 22 after %ds" % (name, address, timeout))
+            time.sleep(1)

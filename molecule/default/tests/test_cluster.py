@@ -16,6 +16,8 @@ import pytest
 import testinfra
 import yaml
 
+from simcluster import wait_ssh
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PREFIX = os.environ.get("GPUCLUSTER_SIM_CONTAINER_PREFIX", "")
 PODMAN = [str(ROOT / "scripts" / "lib" / "podman")]
@@ -176,6 +178,8 @@ def test_device_files_come_back_after_a_restart(name):
     assert host.service("nvmlsim-boot").is_enabled
     assert host.run("systemctl is-active nvmlsim-boot.service").stdout.strip() == "active"
     assert char_devices(host, "/dev/nvidia0") == {"/dev/nvidia0": (195, 0, "666")}
+    # the playbooks of the later tests reach it over ssh again
+    wait_ssh(name)
 
 
 def _quote(text):

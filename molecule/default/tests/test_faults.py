@@ -10,7 +10,7 @@ test_zz_mig_changes.py's reboot test.)
 import re
 import time
 
-from simcluster import NODES, PREFIX, SITE, ctl, podman, recap, run_playbook, sh, wait_idle
+from simcluster import NODES, PREFIX, SITE, ctl, podman, recap, run_playbook, sh, wait_idle, wait_ssh
 from simcluster import fixture_mig_node  # noqa: F401  pylint: disable=unused-import  (the mig_node fixture)
 
 UUID = re.compile(r"\(UUID: [^)]*\)")
@@ -58,6 +58,7 @@ def test_a_node_that_is_down_stops_site_yml_before_any_change_and_returns_by_its
     finally:
         podman("start", PREFIX + mig_node)
     _wait_booted(mig_node)
+    wait_ssh(mig_node)
     # the boot unit re-created the layout, and finished before slurmd started
     mig_done = _monotonic(mig_node, "gpucluster-mig.service", "ExecMainExitTimestampMonotonic")
     slurmd_started = _monotonic(mig_node, "slurmd.service", "ExecMainStartTimestampMonotonic")

@@ -408,8 +408,9 @@ def _changes(output, delegated=False):
         header = re.match(r"^(?:TASK|RUNNING HANDLER) \[(?:[\w.]+ : )?(.*)\] \**$", line)
         if header:
             task = header.group(1)
-        # "changed: [gpu-03 -> ctl]", or with the address where it differs from the name: "[gpu-03 -> ctl(10.89.43.10)]"
-        changed = re.match(r"^changed: \[([^]]+?)(?: -> ([^](]+)(?:\([^)]*\))?)?\]", line)
+        # "changed: [gpu-03 -> ctl]", or with the delegate's ansible_host as written where it differs from the name:
+        # "[gpu-03 -> ctl(10.89.43.10)]", "[gpu-03 -> ctl({{ ... }})]"
+        changed = re.match(r"^changed: \[([^]]+?)(?: -> ([^](]+)(?:\(.*\))?)?\]", line)
         if changed and (changed.group(2) or not delegated):
             found.add((task, (changed.group(2) or changed.group(1)).strip()))
     return found
