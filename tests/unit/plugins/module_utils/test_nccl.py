@@ -691,8 +691,8 @@ def test_json_without_footer_is_truncated():
     assert result["truncated_reason"] == "JSON report has no 'average_bus_bandwidth': the run ended before its footer (25 result rows)"
 
 
-def _mutate(path, value):
-    doc = _doc()
+def set_path(doc, path, value):
+    """Set doc[path[0]][path[1]]... to value; the value KeyError deletes the key (test_nccl_edges uses it too)."""
     target = doc
     for key in path[:-1]:
         target = target[key]
@@ -700,6 +700,11 @@ def _mutate(path, value):
         del target[path[-1]]
     else:
         target[path[-1]] = value
+
+
+def _mutate(path, value):
+    doc = _doc()
+    set_path(doc, path, value)
     return json.dumps(doc)
 
 

@@ -25,6 +25,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._ncc
     summarize,
     threshold_for,
 )
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.test_nccl import set_path
 
 HEADER = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
 COLS = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
@@ -564,13 +565,7 @@ def jdoc(*changes):
     """JSON_DOC as text, each change a (path, value) pair; the value KeyError deletes the key."""
     doc = copy.deepcopy(JSON_DOC)
     for path, value in changes:
-        target = doc
-        for key in path[:-1]:
-            target = target[key]
-        if value is KeyError:
-            del target[path[-1]]
-        else:
-            target[path[-1]] = value
+        set_path(doc, path, value)
     return json.dumps(doc)
 
 
