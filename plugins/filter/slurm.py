@@ -123,10 +123,32 @@ def slurm_unreachable_nodes(hosts, hostvars, register):
     return down
 
 
+def slurm_hook_files(shipped, table, extra, conf_dir, old=()):
+    """install_files entries of the shipped hooks (wanted ones installed, the others and ``old`` removed) and site hooks."""
+    if not isinstance(table, dict):
+        raise ValueError('the table of shipped hooks must be a dict of name -> [{phase, name}]')
+    unknown = [name for name in shipped or [] if name not in table]
+    if unknown:
+        raise ValueError('slurm_hooks_shipped: %s not shipped; valid: %s' % (', '.join(unknown), ', '.join(sorted(table))))
+    entries = []
+    for key in sorted(table):
+        for hook in table[key]:
+            dest = '%s/%s.d/%s' % (conf_dir, hook['phase'], hook['name'])
+            if key in (shipped or []):
+                entries.append({'dest': dest, 'src': 'hooks/%s' % hook['name'], 'mode': '0755'})
+            else:
+                entries.append({'dest': dest, 'state': 'absent'})
+    for hook in extra or []:
+        entries.append({'dest': '%s/%s.d/%s' % (conf_dir, hook['phase'], hook['name']), 'src': hook['src'], 'mode': '0755'})
+    for path in old:
+        entries.append({'dest': '%s/%s' % (conf_dir, path), 'state': 'absent'})
+    return entries
+
+
 class FilterModule(object):
     """gpucluster.bringup slurm filters."""
 
     def filters(self):
         return dict((func.__name__, _wrap(func)) for func in (
             slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_gres_errors,
-            slurm_change_actions, slurm_unreachable_nodes))
+            slurm_change_actions, slurm_unreachable_nodes, slurm_hook_files))

@@ -17,7 +17,7 @@ HW = {'NodeName': 'gpu-01', 'CPUs': 2, 'Boards': 1, 'SocketsPerBoard': 1, 'Cores
 
 
 def test_filter_names():
-    assert sorted(FILTERS) == ['slurm_change_actions', 'slurm_conf_lines', 'slurm_gres_errors',
+    assert sorted(FILTERS) == ['slurm_change_actions', 'slurm_conf_lines', 'slurm_gres_errors', 'slurm_hook_files',
                                'slurm_parse_slurmd_c', 'slurm_settings_lines', 'slurm_unreachable_nodes']
 
 
@@ -153,3 +153,37 @@ def test_settings_lines_filter():
 def test_unreachable_nodes(results, expected):
     hostvars = dict((host, {'_site_facts': result} if result is not None else {}) for host, result in results.items())
     assert FILTERS['slurm_unreachable_nodes'](sorted(results), hostvars, '_site_facts') == expected
+
+
+HOOK_TABLE = {'gpu-cleanup': [{'phase': 'epilog', 'name': '40-all-gpu-cleanup'}],
+              'mps': [{'phase': 'prolog', 'name': '30-all-mps-start'}, {'phase': 'epilog', 'name': '30-all-mps-stop'}]}
+
+
+@pytest.mark.parametrize('shipped, extra, old, expected', [
+    (['gpu-cleanup'], [], [], [
+        {'dest': '/etc/slurm/epilog.d/40-all-gpu-cleanup', 'src': 'hooks/40-all-gpu-cleanup', 'mode': '0755'},
+        {'dest': '/etc/slurm/prolog.d/30-all-mps-start', 'state': 'absent'},
+        {'dest': '/etc/slurm/epilog.d/30-all-mps-stop', 'state': 'absent'}]),
+    ([], [{'phase': 'prolog', 'name': '60-site', 'src': '/srv/site-hook'}], ['epilog.d/40-old'], [
+        {'dest': '/etc/slurm/epilog.d/40-all-gpu-cleanup', 'state': 'absent'},
+        {'dest': '/etc/slurm/prolog.d/30-all-mps-start', 'state': 'absent'},
+        {'dest': '/etc/slurm/epilog.d/30-all-mps-stop', 'state': 'absent'},
+        {'dest': '/etc/slurm/prolog.d/60-site', 'src': '/srv/site-hook', 'mode': '0755'},
+        {'dest': '/etc/slurm/epilog.d/40-old', 'state': 'absent'}]),
+    (['mps', 'gpu-cleanup'], None, [], [
+        {'dest': '/etc/slurm/epilog.d/40-all-gpu-cleanup', 'src': 'hooks/40-all-gpu-cleanup', 'mode': '0755'},
+        {'dest': '/etc/slurm/prolog.d/30-all-mps-start', 'src': 'hooks/30-all-mps-start', 'mode': '0755'},
+        {'dest': '/etc/slurm/epilog.d/30-all-mps-stop', 'src': 'hooks/30-all-mps-stop', 'mode': '0755'}]),
+])
+def test_hook_files(shipped, extra, old, expected):
+    assert FILTERS['slurm_hook_files'](shipped, HOOK_TABLE, extra, '/etc/slurm', old) == expected
+
+
+@pytest.mark.parametrize('shipped, table, fragment', [
+    (['nope'], HOOK_TABLE, 'slurm_hooks_shipped: nope not shipped; valid: gpu-cleanup, mps'),
+    ([], ['x'], 'must be a dict'),
+])
+def test_hook_files_bad_input(shipped, table, fragment):
+    with pytest.raises(AnsibleFilterError) as err:
+        FILTERS['slurm_hook_files'](shipped, table, [], '/etc/slurm')
+    assert fragment in str(err.value)

@@ -101,4 +101,5 @@ def test_the_record_is_written_whether_or_not_pyxis_was_built():
     assert 'Record what pyxis was built against' in top
     record = task('roles/pyxis/tasks/build.yml', 'Record what pyxis was built against')
     assert 'when' not in record
-    assert record['ansible.builtin.copy']['content'] == '{{ __pyxis_wanted | to_nice_json }}\n'
+    entries = record['gpucluster.bringup.install_files']['files']
+    assert entries[-1] == {'dest': '{{ pyxis_stamp_path }}', 'content': '{{ __pyxis_wanted | to_nice_json }}\n', 'mode': '0644'}

@@ -157,9 +157,11 @@ def role_copied_library():
     """The module_utils files roles/mig/tasks/boot.yml copies next to the program."""
     with open(os.path.join(ROOT, 'roles', 'mig', 'tasks', 'boot.yml')) as handle:
         block = yaml.safe_load(handle)[0]['block']
-    copies = [task for task in block if '/plugins/module_utils/' in task.get('ansible.builtin.copy', {}).get('src', '')]
-    assert len(copies) == 1, copies
-    return copies[0]['loop']
+    sets = [task['gpucluster.bringup.install_files']['files'] for task in block if 'gpucluster.bringup.install_files' in task]
+    assert len(sets) == 1, block
+    copied = [entry['src'].split('/plugins/module_utils/', 1)[1] for entry in sets[0] if '/plugins/module_utils/' in entry.get('src', '')]
+    assert copied, sets
+    return copied
 
 
 def test_installed_like_the_role_does_it_runs_without_ansible(node, tmp_path):

@@ -62,6 +62,7 @@ def _base(name, tmp):
                        'munge_key_path': os.path.join(tmp, 'munge', 'munge.key')},
         'nvidia_mig': {'gpus': [{'gpu': 'all', 'mig': False}]},
         'preflight': {'roles': [{'name': 'munge', 'groups': ['slurm_controller']}]},
+        'install_files': {'files': [{'dest': os.path.join(tmp, 'gone'), 'state': 'absent'}]},
         'slurm_assoc': {'cluster': 'probe', 'executable': '/nonexistent/sacctmgr'},
         'slurm_gres_facts': {'mig_minors_path': os.path.join(tmp, 'mig-minors'), 'device_root': tmp},
         'validation_jobs': {'jobs': [], 'srun': '/nonexistent/srun'},
