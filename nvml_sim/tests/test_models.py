@@ -37,8 +37,8 @@ GUIDE_ROWS = {
     ("h200-sxm5-141gb", 20): ("1g.18gb+me", 1, 1, 16, 16384, 1, 1, 1, 1),
     ("h200-sxm5-141gb", 15): ("1g.35gb", 4, 1, 26, 33280, 1, 1, 1, 0),
     ("h200-sxm5-141gb", 14): ("2g.35gb", 3, 2, 32, 33280, 2, 2, 2, 0),
-    ("h200-sxm5-141gb", 9): ("3g.71gb", 2, 3, 60, 66816, 3, 3, 3, 0),
-    ("h200-sxm5-141gb", 5): ("4g.71gb", 1, 4, 64, 66816, 4, 4, 4, 0),
+    ("h200-sxm5-141gb", 9): ("3g.71gb", 2, 3, 60, 71424, 3, 3, 3, 0),
+    ("h200-sxm5-141gb", 5): ("4g.71gb", 1, 4, 64, 71424, 4, 4, 4, 0),
     ("h200-sxm5-141gb", 0): ("7g.141gb", 1, 7, 132, 143360, 8, 7, 7, 1),
 }
 
@@ -74,7 +74,7 @@ def test_nvml_profile_enums_map_to_profile_ids(model_key):
 
 
 @pytest.mark.parametrize("model_key, estimated", [
-    ("h200-sxm5-141gb", {"1g.35gb", "3g.71gb", "4g.71gb"}),
+    ("h200-sxm5-141gb", set()),  # every figure read from a real H200
     ("h100-sxm5-80gb", set()),
     ("a100-sxm4-40gb", set()),
 ])

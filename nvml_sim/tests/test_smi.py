@@ -119,12 +119,16 @@ def test_query_gpu_values_come_from_the_simulator(node):
     assert lines[0] == ("index, name, uuid, pci.bus_id, memory.total [MiB], mig.mode.current, mig.mode.pending, "
                         "ecc.errors.uncorrected.volatile.total, retired_pages.pending, driver_version, count, compute_cap")
     gpu3 = node.state["gpus"][3]
-    assert lines[4] == "3, NVIDIA A100 80GB PCIe, %s, 00000000:E3:00.0, 81920 MiB, Enabled, Enabled, 0, No, 535.129.03, 4, 8.0" % (
+    # an A100 remaps rows: retired_pages.pending is [N/A] (as on a real H200, driver 580.159.04)
+    assert lines[4] == "3, NVIDIA A100 80GB PCIe, %s, 00000000:E3:00.0, 81920 MiB, Enabled, Enabled, 0, [N/A], 535.129.03, 4, 8.0" % (
         gpu3["uuid"])
     assert lines[1].split(", ")[5:7] == ["Disabled", "Disabled"]
-    node.cli("ecc", "--gpu", "1", "--uncorrected", "3", "--retired-pages-pending", "yes")
-    out = smi_run("--query-gpu=index,ecc.errors.uncorrected.volatile.total,retired_pages.pending", "--format=csv,noheader")[1]
-    assert out.splitlines() == ["0, 0, No", "1, 3, Yes", "2, 0, No", "3, 0, No"]
+    node.cli("ecc", "--gpu", "1", "--uncorrected", "3", "--remap-pending", "yes")
+    out = smi_run("--query-gpu=index,ecc.errors.uncorrected.volatile.total,remapped_rows.pending,remapped_rows.failure,"
+                  "remapped_rows.uncorrectable", "--format=csv,noheader")[1]
+    # GPUs 2 and 3 hold MIG instances: NVML reports no remapped rows there
+    assert out.splitlines() == ["0, 0, No, No, 0", "1, 3, Yes, No, 1", "2, 0, [N/A], [N/A], [N/A]",
+                                "3, 0, [N/A], [N/A], [N/A]"]
 
 
 def test_no_mig_gpu_reports_na(node):
@@ -172,7 +176,7 @@ def test_failing_nvml_call_shows_unknown_error_in_the_field(node):
     out = smi_run("--query-gpu=index,ecc.errors.uncorrected.volatile.total,retired_pages.pending,name,uuid",
                   "--format=csv,noheader")[1]
     assert out.splitlines()[0] == "0, [GPU is lost], [N/A], [Insufficient Permissions], [Unknown Error]"
-    assert out.splitlines()[1].startswith("1, 0, No, NVIDIA H100 80GB HBM3, GPU-")
+    assert out.splitlines()[1].startswith("1, 0, [N/A], NVIDIA H100 80GB HBM3, GPU-")   # Hopper: no page retirement
 
 
 @pytest.mark.parametrize("argv, rc, text", [
@@ -220,7 +224,7 @@ def test_gpu_reset_uses_the_simulated_reset(node):
     pynvml.nvmlInit()
     pynvml.nvmlDeviceSetMigMode(pynvml.nvmlDeviceGetHandleByIndex(1), pynvml.NVML_DEVICE_MIG_ENABLE)
     pynvml.nvmlShutdown()
-    node.cli("ecc", "--gpu", "1", "--uncorrected", "2", "--retired-pages-pending", "yes")
+    node.cli("ecc", "--gpu", "1", "--uncorrected", "2", "--remap-pending", "yes")
     node.cli("process", "add", "--gpu", "1", "--pid", "4242", "--name", "python3")
     rc, out = smi_run("--gpu-reset", "-i", "1")
     assert (rc, shape(out)) == (255, shape(REAL_RESET_BUSY))
@@ -229,8 +233,10 @@ def test_gpu_reset_uses_the_simulated_reset(node):
     assert smi_run("-r", "-i", "1") == (0, "GPU 00000000:65:00.0 was successfully reset.\nAll done.\n")
     gpu = node.state["gpus"][1]
     assert gpu["mig_current"] == 1
+    # the reset applied the pending row remapping: the count stays, nothing is pending
     assert gpu["ecc"] == {"corrected_volatile": 0, "uncorrected_volatile": 0, "corrected_aggregate": 0,
-                          "uncorrected_aggregate": 2, "retired_pages_pending": False}
+                          "uncorrected_aggregate": 2, "retired_pages_pending": False, "remapped_correctable": 0,
+                          "remapped_uncorrectable": 1, "remap_pending": False, "remap_failure": False}
 
 
 def test_wrapper_runs_from_the_checkout(node):
@@ -251,12 +257,18 @@ def test_ecc_command_and_reset_semantics(node, capsys):
     assert cli.main(["ecc", "--gpu", "2", "--uncorrected", "1", "--corrected", "4"]) == 0
     assert capsys.readouterr().out == ("GPU 2: ECC errors since reset: 4 corrected, 1 uncorrected (aggregate 4, 1); "
                                        "retired pages pending: no\n")
+    assert cli.main(["ecc", "--gpu", "3", "--remap-pending", "yes", "--remap-failure", "yes"]) == 0
+    assert capsys.readouterr().out == ("GPU 3: ECC errors since reset: 0 corrected, 0 uncorrected (aggregate 0, 0); "
+                                       "rows remapped 0 correctable, 1 uncorrectable; remap pending: yes; remap failure: yes\n")
     assert "    ECC errors since reset: 4 corrected, 1 uncorrected" in cli.run(["show"])
     pynvml.nvmlInit()
     handle = pynvml.nvmlDeviceGetHandleByIndex(2)
     assert pynvml.nvmlDeviceGetTotalEccErrors(handle, pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC) == 1
     assert pynvml.nvmlDeviceGetTotalEccErrors(handle, pynvml.NVML_MEMORY_ERROR_TYPE_CORRECTED, pynvml.NVML_AGGREGATE_ECC) == 4
-    assert pynvml.nvmlDeviceGetRetiredPagesPendingStatus(handle) == pynvml.NVML_FEATURE_DISABLED
+    with pytest.raises(pynvml.NVMLError_NotSupported):   # Hopper remaps rows (seen on a real H200)
+        pynvml.nvmlDeviceGetRetiredPagesPendingStatus(handle)
+    assert pynvml.nvmlDeviceGetRemappedRows(handle) == (0, 0, 0, 0)
+    assert pynvml.nvmlDeviceGetRemappedRows(pynvml.nvmlDeviceGetHandleByIndex(3)) == (0, 1, 1, 1)
     with pytest.raises(pynvml.NVMLError_InvalidArgument):
         pynvml.nvmlDeviceGetTotalEccErrors(handle, 5, pynvml.NVML_VOLATILE_ECC)
     with pytest.raises(pynvml.NVMLError_InvalidArgument):
@@ -265,10 +277,14 @@ def test_ecc_command_and_reset_semantics(node, capsys):
     node.cli("reboot")
     assert node.state["gpus"][2]["ecc"]["uncorrected_volatile"] == 0
     assert node.state["gpus"][2]["ecc"]["uncorrected_aggregate"] == 1
+    assert (node.state["gpus"][3]["ecc"]["remap_pending"], node.state["gpus"][3]["ecc"]["remap_failure"]) == (False, True)
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["ecc", "--gpu", "1"], "nvmlsim: error: ecc needs --uncorrected K, --corrected K or --retired-pages-pending yes|no\n"),
+    (["ecc", "--gpu", "1"], "nvmlsim: error: ecc needs --uncorrected K, --corrected K, --retired-pages-pending yes|no, "
+                            "--remap-pending yes|no or --remap-failure yes|no\n"),
+    (["ecc", "--gpu", "1", "--remap-pending", "yes"],
+     "nvmlsim: error: GPU 1 (NVIDIA L40S) retires pages and has no row remapping; use --retired-pages-pending\n"),
     (["ecc", "--gpu", "9", "--uncorrected", "1"], "nvmlsim: error: no GPU with index 9; this node has indices 0, 1, 2, 3\n"),
 ])
 def test_ecc_bad_input(node, capsys, argv, message):

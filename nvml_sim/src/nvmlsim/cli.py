@@ -6,6 +6,7 @@
     nvmlsim process add --gpu N --pid P --name NAME [--used-mib M] [--gi ID --ci ID]
     nvmlsim process remove --pid P [--gpu N]
     nvmlsim ecc --gpu N [--uncorrected K] [--corrected K] [--retired-pages-pending yes|no]
+                        [--remap-pending yes|no] [--remap-failure yes|no]
     nvmlsim reset --gpu N
     nvmlsim reboot
     nvmlsim boot
@@ -139,7 +140,11 @@ def _parser() -> argparse.ArgumentParser:
     ecc.add_argument("--gpu", type=_nonneg, required=True)
     ecc.add_argument("--uncorrected", type=_nonneg, default=0, help="add this many uncorrected ECC errors")
     ecc.add_argument("--corrected", type=_nonneg, default=0, help="add this many corrected ECC errors")
-    ecc.add_argument("--retired-pages-pending", choices=("yes", "no"), help="pages wait for a reset to be retired")
+    ecc.add_argument("--retired-pages-pending", choices=("yes", "no"),
+                     help="pages wait for a reset to be retired (GPUs before A100, and L40S)")
+    ecc.add_argument("--remap-pending", choices=("yes", "no"),
+                     help="a row remapping waits for a reset (A100 and later; counts one more remapped row)")
+    ecc.add_argument("--remap-failure", choices=("yes", "no"), help="a row remapping has failed (A100 and later)")
 
     reset = sub.add_parser("reset", help="simulate nvidia-smi --gpu-reset (applies pending MIG mode)")
     reset.add_argument("--gpu", type=_nonneg, required=True)
@@ -191,19 +196,25 @@ def _reset(args) -> str:
 
 
 def _ecc(args) -> str:
-    if not args.uncorrected and not args.corrected and args.retired_pages_pending is None:
-        raise UsageError("ecc needs --uncorrected K, --corrected K or --retired-pages-pending yes|no")
-    pending = None if args.retired_pages_pending is None else args.retired_pages_pending == "yes"
+    flags = (args.retired_pages_pending, args.remap_pending, args.remap_failure)
+    if not args.uncorrected and not args.corrected and all(flag is None for flag in flags):
+        raise UsageError("ecc needs --uncorrected K, --corrected K, --retired-pages-pending yes|no, "
+                         "--remap-pending yes|no or --remap-failure yes|no")
+    pending, remap_pending, remap_failure = (None if flag is None else flag == "yes" for flag in flags)
     with store.transaction() as state:
         gpu = node.gpu_by_index(state, args.gpu)
-        ecc = node.add_memory_errors(gpu, args.corrected, args.uncorrected, pending)
+        ecc = node.add_memory_errors(gpu, args.corrected, args.uncorrected, pending, remap_pending, remap_failure)
         return "GPU %d: %s" % (args.gpu, _ecc_text(ecc))
 
 
 def _ecc_text(ecc: dict) -> str:
-    return "ECC errors since reset: %d corrected, %d uncorrected (aggregate %d, %d); retired pages pending: %s" % (
-        ecc["corrected_volatile"], ecc["uncorrected_volatile"], ecc["corrected_aggregate"], ecc["uncorrected_aggregate"],
-        "yes" if ecc["retired_pages_pending"] else "no")
+    text = "ECC errors since reset: %d corrected, %d uncorrected (aggregate %d, %d); " % (
+        ecc["corrected_volatile"], ecc["uncorrected_volatile"], ecc["corrected_aggregate"], ecc["uncorrected_aggregate"])
+    if ecc.get("remapped_uncorrectable") or ecc.get("remap_pending") or ecc.get("remap_failure"):
+        return text + "rows remapped %d correctable, %d uncorrectable; remap pending: %s; remap failure: %s" % (
+            ecc.get("remapped_correctable", 0), ecc.get("remapped_uncorrectable", 0),
+            "yes" if ecc.get("remap_pending") else "no", "yes" if ecc.get("remap_failure") else "no")
+    return text + "retired pages pending: %s" % ("yes" if ecc.get("retired_pages_pending") else "no")
 
 
 def _inject(args) -> str:

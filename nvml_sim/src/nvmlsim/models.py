@@ -29,11 +29,10 @@ SM counts are the ``Memory GiB`` and ``SM`` columns of real
 ``nvidia-smi mig -lgip`` transcripts (GiB x 1024): A100-SXM4-40GB from the
 guide's own examples, A100 80GB from public transcripts (9.50 GiB for
 1g.10gb matches the 9728MiB MIG devices in seed ``003_...``), H100 80GB HBM3
-from the guide (R580 example) and public transcripts, H200 from a public
-transcript for 1g.18gb, 2g.35gb and 7g.141gb.  Two H200 figures have no
-public transcript and are ESTIMATED: 1g.35gb (taken equal to 2g.35gb, as
-1g.20gb equals 2g.20gb on A100/H100) and 3g.71gb/4g.71gb (2 x 2g + 256 MiB,
-the relation seen on A100 80GB and H100).  They are marked ``estimated``.
+from the guide (R580 example) and public transcripts, H200 from real NVML
+on an H200 (driver 580.159.04, recorded in
+``nvml_sim/tests/data/real-h200-580.159.04``; ``tests/test_real_h200.py``
+holds the simulator to it).
 
 Compute-instance profiles inside a GPU instance follow the guide's
 ``nvidia-smi mig -lcip`` listings: a GI of N compute slices offers CIs of
@@ -133,6 +132,16 @@ class GpuModel:  # pylint: disable=too-many-instance-attributes
     sms: int
     profiles: Tuple[GpuInstanceProfile, ...] = field(default_factory=tuple)
     source: str = ""
+    # Memory errors: A100 and later remap rows instead of retiring pages
+    # (NVIDIA, "A100 GPU Memory Error Management"); on them
+    # nvmlDeviceGetRetiredPagesPendingStatus is NOT_SUPPORTED and
+    # nvmlDeviceGetRemappedRows answers (seen on a real H200, driver 580.159.04).
+    row_remapping: bool = True
+
+    @property
+    def page_retirement(self) -> bool:
+        """Whether the driver reports retired pages (nvmlDeviceGetRetiredPages*): only before row remapping."""
+        return not self.row_remapping
 
     @property
     def mig_capable(self) -> bool:
@@ -234,17 +243,19 @@ H100_80GB_PROFILES = (
 
 # H200 141GB -- MIG User Guide, "H200 MIG Profiles", Table "GPU Instance
 # Profiles on H200": 1g.18gb x7; 1g.18gb+me x1; 1g.35gb 1/4 mem x4; 2g.35gb x3;
-# 3g.71gb x2; 4g.71gb x1; 7g.141gb CE8 x1; engines as on H100.  GiB from a
-# public ``nvidia-smi mig -lgip`` transcript: 1g.18gb 16.00, 2g.35gb 32.50,
-# 7g.141gb 140.00 (SMs 16, 32, 132).  1g.35gb, 3g.71gb and 4g.71gb memory and
-# SMs are ESTIMATED (see the module docstring).
+# 3g.71gb x2; 4g.71gb x1; 7g.141gb CE8 x1.  Every figure (memorySizeMB, SMs,
+# engines, ids, instance counts) as real NVML reported it on an H200 with
+# driver 580.159.04 (nvml_sim/tests/data/real-h200-580.159.04/calls.json,
+# read 2026-11-26 with nvml_sim/real_probe.py): 1g.18gb 16384 MiB/16 SMs,
+# 1g.35gb 33280/26, 2g.35gb 33280/32, 3g.71gb 71424/60, 4g.71gb 71424/64,
+# 7g.141gb 143360/132 (the earlier estimate of 66816 MiB for 3g/4g was wrong).
 H200_PROFILES = (
     _row("1g.18gb", GI_PROFILE_1_SLICE, 19, 1, 1, 7, 16, (1, 1, 0, 1, 0), 16384),
     _row("1g.18gb+me", GI_PROFILE_1_SLICE_REV1, 20, 1, 1, 1, 16, (1, 1, 0, 1, 1), 16384),
-    _row("1g.35gb", GI_PROFILE_1_SLICE_REV2, 15, 1, 2, 4, 26, (1, 1, 0, 1, 0), 33280, estimated=True),
+    _row("1g.35gb", GI_PROFILE_1_SLICE_REV2, 15, 1, 2, 4, 26, (1, 1, 0, 1, 0), 33280),
     _row("2g.35gb", GI_PROFILE_2_SLICE, 14, 2, 2, 3, 32, (2, 2, 0, 2, 0), 33280),
-    _row("3g.71gb", GI_PROFILE_3_SLICE, 9, 3, 4, 2, 60, (3, 3, 0, 3, 0), 66816, estimated=True),
-    _row("4g.71gb", GI_PROFILE_4_SLICE, 5, 4, 4, 1, 64, (4, 4, 0, 4, 0), 66816, estimated=True),
+    _row("3g.71gb", GI_PROFILE_3_SLICE, 9, 3, 4, 2, 60, (3, 3, 0, 3, 0), 71424),
+    _row("4g.71gb", GI_PROFILE_4_SLICE, 5, 4, 4, 1, 64, (4, 4, 0, 4, 0), 71424),
     _row("7g.141gb", GI_PROFILE_7_SLICE, 0, 7, 8, 1, 132, (8, 7, 0, 7, 1), 143360),
 )
 
@@ -261,8 +272,11 @@ MODELS: Dict[str, GpuModel] = {
         GpuModel("h200-sxm5-141gb", "NVIDIA H200", 143771, 0x233510DE, 0x18BE10DE,
                  ARCH_HOPPER, (9, 0), 132, H200_PROFILES, GUIDE + "#h200-mig-profiles"),
         # L40S: Ada, no MIG (not in the guide's "Supported GPUs" table).
+        # Its memory-error reporting is not recorded here: it keeps page
+        # retirement (not checked on a real L40S).
         GpuModel("l40s", "NVIDIA L40S", 46068, 0x26B910DE, 0x185110DE,
-                 ARCH_ADA, (8, 9), 142, (), "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-gpus.html"),
+                 ARCH_ADA, (8, 9), 142, (), "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-gpus.html",
+                 row_remapping=False),
     )
 }
 

@@ -148,9 +148,14 @@ def require_mig_enabled(gpu: dict) -> GpuModel:
     return model
 
 
-def gi_profile_by_id(gpu: dict, profile_id: int) -> GpuInstanceProfile:
-    """Profile ``profile_id`` of an MIG-enabled GPU (INVALID_ARGUMENT if unknown)."""
-    model = require_mig_enabled(gpu)
+def gi_profile_by_id(gpu: dict, profile_id: int, enabled: bool = True) -> GpuInstanceProfile:
+    """Profile ``profile_id`` of a MIG-enabled GPU (INVALID_ARGUMENT if unknown).
+
+    With ``enabled`` false MIG mode may be off: the profile queries
+    (info by id, placements, remaining capacity, the GPU instances of a
+    profile) answer on a MIG-capable GPU with MIG off, as a real H200 does.
+    """
+    model = require_mig_enabled(gpu) if enabled else require_mig_capable(gpu)
     prof = model.profile_by_id(profile_id)
     if prof is None:
         raise SimError(E.INVALID_ARGUMENT, "GPU instance profile id %s is not valid on %s; valid ids: %s" % (
@@ -479,12 +484,14 @@ def remove_process(state: dict, pid: int, index: Optional[int] = None) -> int:
 # ---------------------------------------------------------------- memory errors (ECC, page retirement)
 #
 # Optional per-GPU key ``"ecc"``: ``{"corrected_volatile": n, "uncorrected_volatile": n,
-# "corrected_aggregate": n, "uncorrected_aggregate": n, "retired_pages_pending": bool}``
+# "corrected_aggregate": n, "uncorrected_aggregate": n, "retired_pages_pending": bool,
+# "remapped_correctable": n, "remapped_uncorrectable": n, "remap_pending": bool, "remap_failure": bool}``
 # (absent = no errors).  Volatile counters count since the last driver load, so a
 # GPU reset or reboot clears them and retires the pending pages; aggregate
 # counters persist.
 
 ECC_COUNTERS = ("corrected_volatile", "uncorrected_volatile", "corrected_aggregate", "uncorrected_aggregate")
+REMAP_COUNTERS = ("remapped_correctable", "remapped_uncorrectable")
 
 
 def ecc_count(gpu: dict, uncorrected: bool, volatile: bool) -> int:
@@ -494,24 +501,65 @@ def ecc_count(gpu: dict, uncorrected: bool, volatile: bool) -> int:
 
 
 def retired_pages_pending(gpu: dict) -> bool:
-    """nvmlDeviceGetRetiredPagesPendingStatus: pages wait for a reset to be retired."""
+    """nvmlDeviceGetRetiredPagesPendingStatus: pages wait for a reset to be retired (NOT_SUPPORTED on A100 and later)."""
+    model = model_of(gpu)
+    if not model.page_retirement:
+        raise SimError(E.NOT_SUPPORTED, "%s remaps rows instead of retiring pages; ask nvmlDeviceGetRemappedRows" % model.name)
     return bool((gpu.get("ecc") or {}).get("retired_pages_pending", False))
 
 
-def add_memory_errors(gpu: dict, corrected: int = 0, uncorrected: int = 0, pending: Optional[bool] = None) -> dict:
-    """Record ECC errors (volatile and aggregate) and/or set the retired-pages-pending flag."""
+def remapped_rows(gpu: dict) -> Tuple[int, int, bool, bool]:
+    """nvmlDeviceGetRemappedRows: (correctable, uncorrectable, pending, failure occurred).
+
+    NOT_SUPPORTED on GPUs without row remapping, and -- as NVML documents --
+    on a MIG-enabled GPU with GPU instances.
+    """
+    model = model_of(gpu)
+    if not model.row_remapping:
+        raise SimError(E.NOT_SUPPORTED, "%s retires pages; it has no row remapping" % model.name)
+    if mig_enabled(gpu) and gpu["gpu_instances"]:
+        raise SimError(E.NOT_SUPPORTED, "GPU %d has MIG instances; NVML does not report remapped rows then" % gpu["index"])
+    ecc = gpu.get("ecc") or {}
+    return (int(ecc.get("remapped_correctable", 0)), int(ecc.get("remapped_uncorrectable", 0)),
+            bool(ecc.get("remap_pending", False)), bool(ecc.get("remap_failure", False)))
+
+
+def add_memory_errors(gpu: dict, corrected: int = 0, uncorrected: int = 0, pending: Optional[bool] = None,
+                      remap_pending: Optional[bool] = None, remap_failure: Optional[bool] = None) -> dict:
+    """Record ECC errors (volatile and aggregate), the retired-pages-pending flag or a row remapping.
+
+    ``pending`` (retired pages) needs a GPU that retires pages; ``remap_pending``
+    and ``remap_failure`` one that remaps rows (A100 and later): asking the
+    other is an error naming what the GPU has.  A pending remap counts one
+    more row remapped for an uncorrectable error; a reset applies it.
+    """
     if corrected < 0 or uncorrected < 0:
         raise SimError(E.INVALID_ARGUMENT, "ECC error counts must be 0 or more, got corrected %s, uncorrected %s" % (
             corrected, uncorrected))
+    model = model_of(gpu)
+    if pending is not None and not model.page_retirement:
+        raise SimError(E.INVALID_ARGUMENT, "GPU %d (%s) remaps rows instead of retiring pages; use --remap-pending" % (
+            gpu["index"], model.name))
+    if (remap_pending is not None or remap_failure is not None) and not model.row_remapping:
+        raise SimError(E.INVALID_ARGUMENT, "GPU %d (%s) retires pages and has no row remapping; use --retired-pages-pending" % (
+            gpu["index"], model.name))
     ecc = gpu.setdefault("ecc", {})
-    for counter in ECC_COUNTERS:
+    for counter in ECC_COUNTERS + REMAP_COUNTERS:
         ecc.setdefault(counter, 0)
     ecc.setdefault("retired_pages_pending", False)
+    ecc.setdefault("remap_pending", False)
+    ecc.setdefault("remap_failure", False)
     for scope in ("volatile", "aggregate"):
         ecc["corrected_" + scope] += corrected
         ecc["uncorrected_" + scope] += uncorrected
     if pending is not None:
         ecc["retired_pages_pending"] = bool(pending)
+    if remap_pending:
+        ecc["remapped_uncorrectable"] += 1
+    if remap_pending is not None:
+        ecc["remap_pending"] = bool(remap_pending)
+    if remap_failure is not None:
+        ecc["remap_failure"] = bool(remap_failure)
     return ecc
 
 
@@ -521,6 +569,7 @@ def _clear_volatile_memory_errors(gpu: dict) -> None:
         ecc["corrected_volatile"] = 0
         ecc["uncorrected_volatile"] = 0
         ecc["retired_pages_pending"] = False
+        ecc["remap_pending"] = False   # the reset applies the pending remapping; the counts stay
 
 
 # ---------------------------------------------------------------- memory

@@ -113,6 +113,14 @@ GPU_FIELDS: Dict[str, Tuple[str, Optional[str], Callable]] = {
     "ecc.errors.uncorrected.aggregate.total": ("ecc.errors.uncorrected.aggregate.total", None, _ecc(True, False)),
     "retired_pages.pending": ("retired_pages.pending", None,
                               lambda h, _c: _yes_no(pynvml.nvmlDeviceGetRetiredPagesPendingStatus(h))),
+    # A100 and later remap rows (retired_pages.* are [N/A] there, as on a real H200)
+    "remapped_rows.correctable": ("remapped_rows.correctable", None, lambda h, _c: str(pynvml.nvmlDeviceGetRemappedRows(h)[0])),
+    "remapped_rows.uncorrectable": ("remapped_rows.uncorrectable", None,
+                                    lambda h, _c: str(pynvml.nvmlDeviceGetRemappedRows(h)[1])),
+    "remapped_rows.pending": ("remapped_rows.pending", None,
+                              lambda h, _c: "Yes" if pynvml.nvmlDeviceGetRemappedRows(h)[2] else "No"),
+    "remapped_rows.failure": ("remapped_rows.failure", None,
+                              lambda h, _c: "Yes" if pynvml.nvmlDeviceGetRemappedRows(h)[3] else "No"),
 }
 GPU_ALIASES = {"gpu_name": "name", "gpu_uuid": "uuid", "gpu_serial": "serial", "gpu_bus_id": "pci.bus_id"}
 

@@ -19,6 +19,7 @@ Set ``NVMLSIM_DEBUG=1`` to have every simulated failure explained on stderr.
 # pylint: disable=attribute-defined-outside-init,missing-class-docstring,too-many-instance-attributes
 import ctypes
 import os
+import re
 import string
 import sys
 import threading
@@ -235,20 +236,22 @@ def _extractNVMLErrorsAsClasses():
 _extractNVMLErrorsAsClasses()
 
 # What libnvidia-ml's nvmlErrorString returns for codes the bindings do not
-# spell out themselves (nvidia-smi prints these, e.g. "In use by another client").
+# spell out themselves (nvidia-smi prints these, e.g. "In use by another client"),
+# as the real library of driver 580.159.04 returned them
+# (nvml_sim/tests/data/real-h200-580.159.04/calls.json, "errorStrings").
 _LIBRARY_ERROR_STRINGS = {
     NVML_SUCCESS: "Success",
     NVML_ERROR_IN_USE: "In use by another client",
     NVML_ERROR_NO_DATA: "No data",
-    NVML_ERROR_VGPU_ECC_NOT_SUPPORTED: "The requested vgpu operation is not available on target device, becasue ECC is enabled",
+    NVML_ERROR_VGPU_ECC_NOT_SUPPORTED: "vGPU ECC not supported",
     NVML_ERROR_INSUFFICIENT_RESOURCES: "Insufficient Resources",
-    NVML_ERROR_FREQ_NOT_SUPPORTED: "Ran out of critical resources, other than memory",
+    NVML_ERROR_FREQ_NOT_SUPPORTED: "Invalid Frequency",
     NVML_ERROR_ARGUMENT_VERSION_MISMATCH: "Argument version mismatch",
-    NVML_ERROR_DEPRECATED: "Deprecated",
-    NVML_ERROR_NOT_READY: "Not Ready",
-    NVML_ERROR_GPU_NOT_FOUND: "GPU not found",
-    NVML_ERROR_INVALID_STATE: "Invalid state",
-    NVML_ERROR_RESET_TYPE_NOT_SUPPORTED: "Reset type not supported",
+    NVML_ERROR_DEPRECATED: "Requested functionality has been deprecated",
+    NVML_ERROR_NOT_READY: "System is not in ready state",
+    NVML_ERROR_GPU_NOT_FOUND: "No supported GPUs were found",
+    NVML_ERROR_INVALID_STATE: "Resource not in correct state to perform requested operation",
+    NVML_ERROR_RESET_TYPE_NOT_SUPPORTED: "Reset type is not supported for given device",
 }
 
 # ----------------------------------------------------------------- structures
@@ -787,6 +790,8 @@ def nvmlDeviceGetHandleByUUID(uuid):
 @_api
 def nvmlDeviceGetHandleByPciBusId(pciBusId):
     wanted = _bytes_arg(pciBusId).upper()
+    if not re.match(r"^([0-9A-F]{1,8}:)?[0-9A-F]{1,2}:[0-9A-F]{1,2}\.[0-7]$", wanted):
+        raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "%r is not a PCI bus id (domain:bus:device.function)" % wanted)
     for gpu in _load_state()["gpus"]:
         full = gpu["pci_bus_id"].upper()
         if wanted in (full, full[4:]):
@@ -979,6 +984,14 @@ def nvmlDeviceGetRetiredPagesPendingStatus(device):
     return NVML_FEATURE_ENABLED if _node.retired_pages_pending(gpu) else NVML_FEATURE_DISABLED
 
 
+@_api
+def nvmlDeviceGetRemappedRows(device):
+    """(correctable, uncorrectable, pending, failure occurred), as the real binding returns them."""
+    gpu = _physical(_load_state(), device)
+    corrected, uncorrected, pending, failure = _node.remapped_rows(gpu)
+    return (corrected, uncorrected, int(pending), int(failure))
+
+
 # ----------------------------------------------------------------- MIG mode and MIG devices
 
 @_api
@@ -1005,8 +1018,8 @@ def nvmlDeviceIsMigDeviceHandle(device):
 @_api
 def nvmlDeviceGetGpuInstanceId(device):
     _, gi, _ = _resolve_device(_load_state(), device)
-    if gi is None:
-        raise _SimError(NVML_ERROR_NOT_SUPPORTED, "not a MIG device handle")
+    if gi is None:   # a real H200 (driver 580.159.04) answers INVALID_ARGUMENT for a GPU handle
+        raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "not a MIG device handle")
     return gi["id"]
 
 
@@ -1014,7 +1027,7 @@ def nvmlDeviceGetGpuInstanceId(device):
 def nvmlDeviceGetComputeInstanceId(device):
     _, gi, ci = _resolve_device(_load_state(), device)
     if gi is None:
-        raise _SimError(NVML_ERROR_NOT_SUPPORTED, "not a MIG device handle")
+        raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "not a MIG device handle")
     return ci["id"]
 
 
@@ -1029,7 +1042,9 @@ def nvmlDeviceGetMaxMigDeviceCount(device):
 @_api
 def nvmlDeviceGetMigDeviceHandleByIndex(device, index):
     gpu = _physical(_load_state(), device)
-    _node.require_mig_enabled(gpu)
+    _node.require_mig_capable(gpu)
+    if not _node.mig_enabled(gpu):   # as a real H200 answers with MIG off, for any index
+        raise _SimError(NVML_ERROR_NOT_FOUND, "MIG mode is not enabled on GPU %d: it has no MIG devices" % gpu["index"])
     if not isinstance(index, int) or not 0 <= index < 7:
         raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "MIG device index %r is out of range 0-6" % (index,))
     devices = _node.mig_devices(gpu)
@@ -1076,7 +1091,8 @@ def nvmlDeviceGetGpuInstanceProfileInfo(device, profile, version=2):
     if version not in (1, 2):
         raise NVMLError(NVML_ERROR_FUNCTION_NOT_FOUND)
     gpu = _physical(_load_state(), device)
-    model = _node.require_mig_enabled(gpu)
+    # MIG mode need not be on: a MIG-capable GPU lists its profiles with MIG off (real H200, driver 580.159.04)
+    model = _node.require_mig_capable(gpu)
     if not isinstance(profile, int) or not 0 <= profile < NVML_GPU_INSTANCE_PROFILE_COUNT:
         raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "GPU instance profile %r is not an NVML_GPU_INSTANCE_PROFILE_* value" % (profile,))
     prof = model.profile_by_enum(profile)
@@ -1091,7 +1107,7 @@ nvmlDeviceGetGpuInstanceProfileInfoV = nvmlDeviceGetGpuInstanceProfileInfo
 @_api
 def nvmlDeviceGetGpuInstanceProfileInfoById(device, profileId):
     gpu = _physical(_load_state(), device)
-    return _gi_profile_struct(_node.gi_profile_by_id(gpu, profileId), 2)
+    return _gi_profile_struct(_node.gi_profile_by_id(gpu, profileId, enabled=False), 2)
 
 
 nvmlDeviceGetGpuInstanceProfileInfoByIdV = nvmlDeviceGetGpuInstanceProfileInfoById
@@ -1100,13 +1116,13 @@ nvmlDeviceGetGpuInstanceProfileInfoByIdV = nvmlDeviceGetGpuInstanceProfileInfoBy
 @_api
 def nvmlDeviceGetGpuInstanceRemainingCapacity(device, profileId):
     gpu = _physical(_load_state(), device)
-    return _node.remaining_gi_capacity(gpu, _node.gi_profile_by_id(gpu, profileId))
+    return _node.remaining_gi_capacity(gpu, _node.gi_profile_by_id(gpu, profileId, enabled=False))
 
 
 @_api
 def nvmlDeviceGetGpuInstancePossiblePlacements(device, profileId, placementsRef, countRef):
     gpu = _physical(_load_state(), device)
-    prof = _node.gi_profile_by_id(gpu, profileId)
+    prof = _node.gi_profile_by_id(gpu, profileId, enabled=False)
     placements = []
     for start in prof.starts:
         placement = c_nvmlGpuInstancePlacement_t()
@@ -1149,7 +1165,7 @@ def nvmlGpuInstanceDestroy(gpuInstance):
 def nvmlDeviceGetGpuInstances(device, profileId, gpuInstancesRef, countRef):
     state = _load_state()
     gpu = _physical(state, device)
-    _node.gi_profile_by_id(gpu, profileId)
+    _node.gi_profile_by_id(gpu, profileId, enabled=False)
     found = [_gi_handle(gpu, gi) for gi in gpu["gpu_instances"] if gi["profile_id"] == profileId]
     _fill(gpuInstancesRef, found)
     _set_value(countRef, len(found))
@@ -1159,7 +1175,7 @@ def nvmlDeviceGetGpuInstances(device, profileId, gpuInstancesRef, countRef):
 @_api
 def nvmlDeviceGetGpuInstanceById(device, gpuInstanceId):
     gpu = _physical(_load_state(), device)
-    _node.require_mig_enabled(gpu)
+    _node.require_mig_capable(gpu)   # with MIG off: NOT_FOUND, as on a real H200
     gi = _node.gpu_instance(gpu, gpuInstanceId)
     if gi is None:
         raise _SimError(NVML_ERROR_NOT_FOUND, "GPU %d has no GPU instance %s" % (gpu["index"], gpuInstanceId))

@@ -41,12 +41,16 @@ def test_healthcheck_passes_on_clean_gpus(node):
     assert node.run_hook('10-all-gpu-healthcheck') == (0, '')
 
 
-@pytest.mark.parametrize('argv, message', [
-    (['ecc', '--gpu', '3', '--uncorrected', '2'], 'GPU 3: 2 uncorrected ECC errors since the last reset\n'),
-    (['ecc', '--gpu', '5', '--retired-pages-pending', 'yes'], 'GPU 5: retired pages pending, the GPU needs a reset\n'),
+@pytest.mark.parametrize('preset, argv, message', [
+    (None, ['ecc', '--gpu', '3', '--uncorrected', '2'], 'GPU 3: 2 uncorrected ECC errors since the last reset\n'),
+    # an H100 remaps rows (its retired_pages.pending is [N/A], as on real Hopper GPUs)
+    (None, ['ecc', '--gpu', '5', '--remap-pending', 'yes'], 'GPU 5: a row remapping is pending, the GPU needs a reset\n'),
+    # the L40S preset keeps page retirement
+    ('l40s-x4', ['ecc', '--gpu', '2', '--retired-pages-pending', 'yes'],
+     'GPU 2: retired pages pending, the GPU needs a reset\n'),
 ])
-def test_healthcheck_fails_naming_the_gpu(node, argv, message):
-    node.create()
+def test_healthcheck_fails_naming_the_gpu(node, preset, argv, message):
+    node.create(*([preset] if preset else []))
     node.nvmlsim(*argv)
     assert node.run_hook('10-all-gpu-healthcheck') == (1, message)
     node.nvmlsim('reset', '--gpu', argv[2])
@@ -56,10 +60,12 @@ def test_healthcheck_fails_naming_the_gpu(node, argv, message):
 def test_healthcheck_ignores_corrected_errors_and_reports_every_bad_gpu(node):
     node.create('a100-80gb-pcie-x4')
     node.nvmlsim('ecc', '--gpu', '0', '--corrected', '40')
-    node.nvmlsim('ecc', '--gpu', '1', '--uncorrected', '1', '--retired-pages-pending', 'yes')
+    node.nvmlsim('ecc', '--gpu', '1', '--uncorrected', '1', '--remap-pending', 'yes')
+    node.nvmlsim('ecc', '--gpu', '2', '--remap-failure', 'yes')
     node.nvmlsim('ecc', '--gpu', '3', '--uncorrected', '7')
     assert node.run_hook('10-all-gpu-healthcheck') == (1, 'GPU 1: 1 uncorrected ECC errors since the last reset\n'
-                                                          'GPU 1: retired pages pending, the GPU needs a reset\n'
+                                                          'GPU 1: a row remapping is pending, the GPU needs a reset\n'
+                                                          'GPU 2: a row remapping failed, the GPU needs service (RMA)\n'
                                                           'GPU 3: 7 uncorrected ECC errors since the last reset\n')
 
 

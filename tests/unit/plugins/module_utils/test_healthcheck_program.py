@@ -199,6 +199,20 @@ def test_a_lost_gpu_is_named(node, capsys):
     assert node.updates() == []
 
 
+@pytest.mark.parametrize('flag, fragment', [
+    ('--remap-pending', 'FAIL gpu-error: GPU 2 (00000000:52:00.0) has memory row remapping pending a GPU reset'),
+    ('--remap-failure', 'FAIL gpu-error: GPU 2 (00000000:52:00.0) has a failed memory row remapping'),
+])
+def test_a_row_remapping_through_the_simulated_nvml_is_named(node, capsys, flag, fragment):
+    """H100 remaps rows (no page retirement): the program reads nvmlDeviceGetRemappedRows through the simulator."""
+    node.create('h100-80gb-x8', **H100)
+    node.sim('ecc', '--gpu', '2', flag, 'yes')
+    rc, out, _err = node.run(capsys, '--dry-run')
+    assert rc == 1
+    assert fragment in out, out
+    assert 'retired' not in out
+
+
 def test_nvml_down_is_one_failure(node, capsys):
     node.create('h100-80gb-x8', **H100)
     node.sim('inject', '--call', 'nvmlInit', '--error', 'NVML_ERROR_DRIVER_NOT_LOADED', '--count', '0')
