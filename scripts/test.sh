@@ -80,7 +80,9 @@ stage_deps() {
     ensure_apt_packages git shellcheck rsync docker-registry skopeo squashfs-tools jq curl \
         slurm-client libslurm-dev gcc make || return 1
     ensure_venv || return 1
-    ensure_nvml_reference
+    ensure_nvml_reference || return 1
+    # nvml.h for the simulated libnvidia-ml.so.1 that nvml_sim/tests/test_libnvml.py builds
+    ensure_nvml_header >/dev/null
 }
 
 stage_unit() {
@@ -88,6 +90,9 @@ stage_unit() {
     rm -f "$junit"
     # the comparison with the real nvidia-ml-py runs here, or fails: never skipped
     export NVMLSIM_REAL_PYNVML="$NVML_REF" NVMLSIM_REQUIRE_REAL_PYNVML=1
+    # the simulated libnvidia-ml.so.1 is built and driven by the real nvidia-ml-py here, or the tests fail
+    NVMLSIM_NVML_INCLUDE=$(ensure_nvml_header) || return 1
+    export NVMLSIM_NVML_INCLUDE NVMLSIM_REQUIRE_LIBNVML=1
     "$VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$junit" tests/unit nvml_sim/tests
     rc=$?
     # pytest exits 5 when it collected nothing: that is a failure here.

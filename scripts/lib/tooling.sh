@@ -43,3 +43,31 @@ link_collection() {
     mkdir -p "$parent"
     ln -sfn ../../../.. "$parent/bringup"
 }
+
+# NVIDIA's nvml.h, from Debian's libnvidia-ml-dev (component non-free, not
+# enabled on most machines): the simulated libnvidia-ml.so.1 (nvml_sim/libnvml)
+# is compiled against it. Fetched once with a private apt source list and
+# state (the machine's own apt configuration is not touched) into
+# .build/nvml-header/include/nvml.h; prints that directory.
+NVML_HEADER_PACKAGE=libnvidia-ml-dev
+ensure_nvml_header() {
+    local dir="$ROOT/.build/nvml-header" mirror suite apt_opts deb
+    if [ -f "$dir/include/nvml.h" ]; then
+        echo "$dir/include"
+        return 0
+    fi
+    rm -rf "$dir" && mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/etc" || return 1
+    mirror=$(awk '/^URIs:/ {print $2; exit} /^deb / {print $2; exit}' /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list 2>/dev/null)
+    suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+    echo "deb ${mirror:-http://deb.debian.org/debian} $suite non-free" > "$dir/etc/sources.list"
+    apt_opts=(-o "Dir::Etc::sourcelist=$dir/etc/sources.list" -o Dir::Etc::sourceparts=/dev/null
+              -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache" -o Debug::NoLocking=1)
+    (cd "$dir" && apt-get -qq "${apt_opts[@]}" update && apt-get -qq "${apt_opts[@]}" download "$NVML_HEADER_PACKAGE") \
+        >"$dir/apt.log" 2>&1 || { echo "cannot download $NVML_HEADER_PACKAGE (see $dir/apt.log)" >&2; return 1; }
+    deb=$(find "$dir" -maxdepth 1 -name "${NVML_HEADER_PACKAGE}_*.deb" | head -1)
+    [ -n "$deb" ] || { echo "no $NVML_HEADER_PACKAGE package was downloaded" >&2; return 1; }
+    mkdir -p "$dir/x" "$dir/include" && dpkg-deb -x "$deb" "$dir/x" && cp "$dir/x/usr/include/nvml.h" "$dir/include/nvml.h" \
+        || return 1
+    rm -rf "$dir/x" "$dir/lists" "$dir/cache"
+    echo "$dir/include"
+}

@@ -870,7 +870,9 @@ def nvmlDeviceGetMemoryInfo(handle, version=None):
     else:
         raise _SimError(NVML_ERROR_ARGUMENT_VERSION_MISMATCH, "memory info version 0x%x is not supported" % version)
     c_memory.total = mem["total"] * mib
-    c_memory.used = mem["used"] * mib
+    # version 1 counts the driver's reservation as used, version 2 reports it apart
+    # (a real H200 with nothing running: v1 used 615 MiB; v2 reserved 615 MiB, used 0)
+    c_memory.used = (mem["used"] - (mem["reserved"] if version else 0)) * mib
     c_memory.free = mem["free"] * mib
     return c_memory
 
@@ -1052,6 +1054,47 @@ def nvmlDeviceGetMigDeviceHandleByIndex(device, index):
         raise _SimError(NVML_ERROR_NOT_FOUND, "GPU %d has %d MIG devices; none at index %d" % (gpu["index"], len(devices), index))
     gi, ci = devices[index]
     return _mig_handle(gpu, gi, ci)
+
+
+class c_nvmlDeviceAttributes(Structure):
+    _fields_ = [("multiprocessorCount", c_uint),
+                ("sharedCopyEngineCount", c_uint),
+                ("sharedDecoderCount", c_uint),
+                ("sharedEncoderCount", c_uint),
+                ("sharedJpegCount", c_uint),
+                ("sharedOfaCount", c_uint),
+                ("gpuInstanceSliceCount", c_uint),
+                ("computeInstanceSliceCount", c_uint),
+                ("memorySizeMB", c_ulonglong),
+                ]
+
+
+@_api
+def nvmlDeviceGetAttributes_v2(device):
+    """A MIG device's size (SMs, the GI's engines it shares, slices, memory); NOT_SUPPORTED for a whole GPU.
+
+    The whole-GPU answer is what a real H200 (driver 580.159.04) gave with MIG off.
+    """
+    gpu, gi, ci = _resolve_device(_load_state(), device)
+    if gi is None:
+        raise _SimError(NVML_ERROR_NOT_SUPPORTED, "device attributes are reported for MIG devices only")
+    gi_prof = _node.gi_profile_of(gpu, gi)
+    ci_prof = _node.ci_profile_of(gpu, gi, ci)
+    attrs = c_nvmlDeviceAttributes()
+    attrs.multiprocessorCount = ci_prof.sms
+    attrs.sharedCopyEngineCount = gi_prof.copy_engines
+    attrs.sharedDecoderCount = gi_prof.decoders
+    attrs.sharedEncoderCount = gi_prof.encoders
+    attrs.sharedJpegCount = gi_prof.jpegs
+    attrs.sharedOfaCount = gi_prof.ofas
+    attrs.gpuInstanceSliceCount = gi_prof.slices
+    attrs.computeInstanceSliceCount = ci_prof.slices
+    attrs.memorySizeMB = gi_prof.memory_mib
+    return attrs
+
+
+def nvmlDeviceGetAttributes(device):
+    return nvmlDeviceGetAttributes_v2(device)
 
 
 @_api
