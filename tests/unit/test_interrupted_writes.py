@@ -10,6 +10,8 @@ The dynamic half of the proof (the static half is test_config_writes.py):
   hold exactly the old or exactly the new bytes (sha256); old bytes keep the old
   mode, new bytes have the old mode or the requested one (atomic_move carries
   the old mode over, the module sets the requested one after the rename).
+  The collection's install_files runs the same way in a play of its own; its
+  new bytes always have the requested mode (it is set before the rename).
 - Our own Python writers of files on nodes (the health check's state file,
   validation_report's report files, enroot_import's import record and container
   record): each runs in a forked child whose writes are slowed (every write is
@@ -72,6 +74,19 @@ PLAY = '''- hosts: all
         mode: "0600"
 '''
 
+# The collection's own install_files (mkstemp beside the file, fsync, chmod, rename), alone in its play so that
+# the interrupts land during its write.
+PLAY_FILES = '''- hosts: all
+  gather_facts: false
+  tasks:
+    - name: Keep a large configuration file with install_files
+      gpucluster.bringup.install_files:
+        files:
+          - dest: {dest}/files.conf
+            src: {src}/big.conf.new
+            mode: "0600"
+'''
+
 
 def slurm_conf_body(nodes, tag):
     return ''.join('NodeName=gpu-%05d CPUs=128 Boards=1 SocketsPerBoard=2 CoresPerSocket=32 ThreadsPerCore=2 RealMemory=2000000 '
@@ -91,7 +106,9 @@ def wait_group_gone(pgid, timeout):
     return False
 
 
-def test_ansible_template_and_copy_interrupted(tmp_path):
+@pytest.mark.parametrize('play, names', [(PLAY, ('template.conf', 'copy.conf')), (PLAY_FILES, ('files.conf',))],
+                         ids=['template-and-copy', 'install_files'])
+def test_ansible_writes_interrupted(tmp_path, play, names):
     rng = random.Random(16)
     src, dest, work = tmp_path / 'src', tmp_path / 'dest', tmp_path / 'work'
     for folder in (src, dest, work):
@@ -99,8 +116,10 @@ def test_ansible_template_and_copy_interrupted(tmp_path):
     new_body = slurm_conf_body(45000, 'new')  # about 6 MB
     (src / 'big.conf.j2').write_text('# generation {{ generation }}\n' + new_body)
     (src / 'big.conf.new').write_text('# copied\n' + new_body)
-    (work / 'play.yml').write_text(PLAY.format(src=src, dest=dest))
-    new = {'template.conf': ('# generation new\n' + new_body).encode(), 'copy.conf': ('# copied\n' + new_body).encode()}
+    (work / 'play.yml').write_text(play.format(src=src, dest=dest))
+    new = {'template.conf': ('# generation new\n' + new_body).encode(), 'copy.conf': ('# copied\n' + new_body).encode(),
+           'files.conf': ('# copied\n' + new_body).encode()}
+    new = {name: new[name] for name in names}
     old = {name: ('# old %s\n' % name + slurm_conf_body(20000, 'old')).encode() for name in new}
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'),
                ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_LOCAL_TEMP=str(work / 'local'),
@@ -146,9 +165,12 @@ def test_ansible_template_and_copy_interrupted(tmp_path):
                 # atomic_move gives the temp file the old file's mode and owner before the rename; the requested mode is
                 # set after it, so an interrupt in between leaves the new bytes with the old mode
                 assert info.st_mode & 0o7777 in (0o644, 0o600) and (info.st_uid, info.st_gid) == (before[name].st_uid, before[name].st_gid)
+                if name == 'files.conf':   # install_files sets the mode on the temporary file, before the rename
+                    assert info.st_mode & 0o7777 == 0o600, 'run %d: files.conf has the new bytes with mode %o' % (
+                        run, info.st_mode & 0o7777)
         outcomes.append((proc.returncode, tuple(states)))
-    print('ansible-playbook runs (rc, template.conf, copy.conf): %s' % outcomes)
-    assert outcomes[0] == (0, ('new', 'new')), outcomes
+    print('ansible-playbook runs (rc, %s): %s' % (', '.join(names), outcomes))
+    assert outcomes[0] == (0, ('new',) * len(names)), outcomes
     interrupted = [o for o in outcomes[1:] if o[0] != 0]
     # the signals must have landed during the play often enough, and on both sides of a write, for the test to mean something
     assert len(interrupted) >= 5, outcomes
