@@ -27,6 +27,7 @@
 #include <nvml.h>
 
 #include <errno.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -347,11 +348,6 @@ static nvmlReturn_t text_out(const struct reply *r, int i, char *out, unsigned i
     return NVML_SUCCESS;
 }
 
-static void copy_text(char *out, size_t size, const struct reply *r, int i)
-{
-    snprintf(out, size, "%s", i < r->n ? r->f[i] : "");
-}
-
 static void *handle_out(const struct reply *r, int i)
 {
     const char *key = i < r->n ? r->f[i] : "";
@@ -387,6 +383,81 @@ static nvmlReturn_t fetch(struct reply *r, const char *name, const void *hp, enu
         req_uint(&q, a1);
     return call(&q, r);
 }
+
+/* Structures filled from an answer: one descriptor per field, in the order the server sends them. */
+enum ftype { F_U32, F_U64, F_STR, F_DEVICE, F_GPU_INSTANCE };
+struct field {
+    enum ftype type;
+    size_t offset;
+    size_t size;   /* F_STR: the buffer's size */
+};
+#define FU(T, m) {F_U32, offsetof(T, m), 0}
+#define FL(T, m) {F_U64, offsetof(T, m), 0}
+#define FS(T, m) {F_STR, offsetof(T, m), sizeof(((T *)0)->m)}
+#define FD(T, m) {F_DEVICE, offsetof(T, m), 0}
+#define FG(T, m) {F_GPU_INSTANCE, offsetof(T, m), 0}
+#define NFIELDS(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static void fill(void *dst, const struct field *f, int n, const struct reply *r)
+{
+    char *base = dst;
+    for (int i = 0; i < n; i++) {
+        switch (f[i].type) {
+        case F_U32: *(unsigned int *)(base + f[i].offset) = (unsigned int)u(r, i); break;
+        case F_U64: *(unsigned long long *)(base + f[i].offset) = u(r, i); break;
+        case F_STR: snprintf(base + f[i].offset, f[i].size, "%s", i < r->n ? r->f[i] : ""); break;
+        case F_DEVICE: *(nvmlDevice_t *)(base + f[i].offset) = handle_out(r, i); break;
+        case F_GPU_INSTANCE: *(nvmlGpuInstance_t *)(base + f[i].offset) = handle_out(r, i); break;
+        }
+    }
+}
+
+/* NAME for the handle HP (up to two unsigned arguments), its answer filled into *DST by the descriptors. */
+static nvmlReturn_t struct_call(const char *name, const void *hp, enum kind kind, int nargs, unsigned long long a0,
+                                unsigned long long a1, void *dst, const struct field *f, int n)
+{
+    struct reply r;
+    nvmlReturn_t rc = fetch(&r, name, hp, kind, dst, nargs, a0, a1);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    fill(dst, f, n, &r);
+    reply_free(&r);
+    return NVML_SUCCESS;
+}
+
+#define VERSIONED(info, want) \
+    do { if ((info) && (info)->version != (want)) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH; } while (0)
+
+static const struct field pci_fields[] = {
+    FS(nvmlPciInfo_t, busIdLegacy), FU(nvmlPciInfo_t, domain), FU(nvmlPciInfo_t, bus), FU(nvmlPciInfo_t, device),
+    FU(nvmlPciInfo_t, pciDeviceId), FU(nvmlPciInfo_t, pciSubSystemId), FS(nvmlPciInfo_t, busId)};
+static const struct field memory_v2_fields[] = {
+    FL(nvmlMemory_v2_t, total), FL(nvmlMemory_v2_t, reserved), FL(nvmlMemory_v2_t, free), FL(nvmlMemory_v2_t, used)};
+static const struct field attribute_fields[] = {
+    FU(nvmlDeviceAttributes_t, multiprocessorCount), FU(nvmlDeviceAttributes_t, sharedCopyEngineCount),
+    FU(nvmlDeviceAttributes_t, sharedDecoderCount), FU(nvmlDeviceAttributes_t, sharedEncoderCount),
+    FU(nvmlDeviceAttributes_t, sharedJpegCount), FU(nvmlDeviceAttributes_t, sharedOfaCount),
+    FU(nvmlDeviceAttributes_t, gpuInstanceSliceCount), FU(nvmlDeviceAttributes_t, computeInstanceSliceCount),
+    FL(nvmlDeviceAttributes_t, memorySizeMB)};
+#define GI_PROFILE_FIELDS(T) \
+    FU(T, id), FU(T, isP2pSupported), FU(T, sliceCount), FU(T, instanceCount), FU(T, multiprocessorCount), \
+    FU(T, copyEngineCount), FU(T, decoderCount), FU(T, encoderCount), FU(T, jpegCount), FU(T, ofaCount), FL(T, memorySizeMB)
+static const struct field gi_profile_fields[] = {GI_PROFILE_FIELDS(nvmlGpuInstanceProfileInfo_t)};
+static const struct field gi_profile_v2_fields[] = {GI_PROFILE_FIELDS(nvmlGpuInstanceProfileInfo_v2_t),
+                                                   FS(nvmlGpuInstanceProfileInfo_v2_t, name)};
+#define CI_PROFILE_FIELDS(T) \
+    FU(T, id), FU(T, sliceCount), FU(T, instanceCount), FU(T, multiprocessorCount), FU(T, sharedCopyEngineCount), \
+    FU(T, sharedDecoderCount), FU(T, sharedEncoderCount), FU(T, sharedJpegCount), FU(T, sharedOfaCount)
+static const struct field ci_profile_fields[] = {CI_PROFILE_FIELDS(nvmlComputeInstanceProfileInfo_t)};
+static const struct field ci_profile_v2_fields[] = {CI_PROFILE_FIELDS(nvmlComputeInstanceProfileInfo_v2_t),
+                                                   FS(nvmlComputeInstanceProfileInfo_v2_t, name)};
+static const struct field gi_info_fields[] = {
+    FD(nvmlGpuInstanceInfo_t, device), FU(nvmlGpuInstanceInfo_t, id), FU(nvmlGpuInstanceInfo_t, profileId),
+    FU(nvmlGpuInstanceInfo_t, placement.start), FU(nvmlGpuInstanceInfo_t, placement.size)};
+static const struct field ci_info_fields[] = {
+    FD(nvmlComputeInstanceInfo_t, device), FG(nvmlComputeInstanceInfo_t, gpuInstance), FU(nvmlComputeInstanceInfo_t, id),
+    FU(nvmlComputeInstanceInfo_t, profileId), FU(nvmlComputeInstanceInfo_t, placement.start),
+    FU(nvmlComputeInstanceInfo_t, placement.size)};
 
 /* ------------------------------------------------------------------ init, errors */
 
@@ -736,20 +807,9 @@ EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsig
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci)
 {
-    struct reply r;
-    nvmlReturn_t rc = fetch(&r, "nvmlDeviceGetPciInfo", device, DEVICE, pci, 0, 0, 0);
-    if (rc != NVML_SUCCESS)
-        return rc;
-    memset(pci, 0, sizeof(*pci));
-    copy_text(pci->busIdLegacy, sizeof(pci->busIdLegacy), &r, 0);
-    pci->domain = (unsigned int)u(&r, 1);
-    pci->bus = (unsigned int)u(&r, 2);
-    pci->device = (unsigned int)u(&r, 3);
-    pci->pciDeviceId = (unsigned int)u(&r, 4);
-    pci->pciSubSystemId = (unsigned int)u(&r, 5);
-    copy_text(pci->busId, sizeof(pci->busId), &r, 6);
-    reply_free(&r);
-    return NVML_SUCCESS;
+    if (pci)
+        memset(pci, 0, sizeof(*pci));
+    return struct_call("nvmlDeviceGetPciInfo", device, DEVICE, 0, 0, 0, pci, pci_fields, NFIELDS(pci_fields));
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetPciInfo_v2(nvmlDevice_t device, nvmlPciInfo_t *pci)
@@ -762,42 +822,26 @@ EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInf
     return nvmlDeviceGetPciInfo_v3(device, pci);
 }
 
-static nvmlReturn_t memory(nvmlDevice_t device, unsigned long long v[4])
-{
-    return device_uints("nvmlDeviceGetMemoryInfo", device, DEVICE, 0, NULL, 4, v);
-}
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t *mem)
 {
-    unsigned long long v[4];
+    nvmlMemory_v2_t v2 = {.version = nvmlMemory_v2};
     nvmlReturn_t rc;
     if (!mem)
         return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
-    rc = memory(device, v);
+    rc = nvmlDeviceGetMemoryInfo_v2(device, &v2);
     if (rc == NVML_SUCCESS) {
-        mem->total = v[0];
-        mem->free = v[2];
-        mem->used = v[3] + v[1];   /* version 1: reserved counts as used */
+        mem->total = v2.total;
+        mem->free = v2.free;
+        mem->used = v2.used + v2.reserved;   /* version 1 counts the reservation as used */
     }
     return rc;
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t *mem)
 {
-    unsigned long long v[4];
-    nvmlReturn_t rc;
-    if (!mem)
-        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
-    if (mem->version != nvmlMemory_v2)
-        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    rc = memory(device, v);
-    if (rc == NVML_SUCCESS) {
-        mem->total = v[0];
-        mem->reserved = v[1];
-        mem->free = v[2];
-        mem->used = v[3];
-    }
-    return rc;
+    VERSIONED(mem, nvmlMemory_v2);
+    return struct_call("nvmlDeviceGetMemoryInfo", device, DEVICE, 0, 0, 0, mem, memory_v2_fields, NFIELDS(memory_v2_fields));
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsigned int cpuSetSize, unsigned long *cpuSet)
@@ -864,23 +908,8 @@ EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDev
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes)
 {
-    unsigned long long v[9];
-    nvmlReturn_t rc;
-    if (!attributes)
-        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
-    rc = device_uints("nvmlDeviceGetAttributes", device, DEVICE, 0, NULL, 9, v);
-    if (rc == NVML_SUCCESS) {
-        attributes->multiprocessorCount = (unsigned int)v[0];
-        attributes->sharedCopyEngineCount = (unsigned int)v[1];
-        attributes->sharedDecoderCount = (unsigned int)v[2];
-        attributes->sharedEncoderCount = (unsigned int)v[3];
-        attributes->sharedJpegCount = (unsigned int)v[4];
-        attributes->sharedOfaCount = (unsigned int)v[5];
-        attributes->gpuInstanceSliceCount = (unsigned int)v[6];
-        attributes->computeInstanceSliceCount = (unsigned int)v[7];
-        attributes->memorySizeMB = v[8];
-    }
-    return rc;
+    return struct_call("nvmlDeviceGetAttributes", device, DEVICE, 0, 0, 0, attributes, attribute_fields,
+                       NFIELDS(attribute_fields));
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetAttributes(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes)
@@ -891,68 +920,22 @@ EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetAttributes(nvmlDevice_t device, nvmlDev
 /* ------------------------------------------------------------------ GPU instances */
 
 /* A profile query: NVALS unsigned values, then the profile's name (copied to PNAME when given). */
-static nvmlReturn_t profile_fetch(const char *name, const void *hp, enum kind kind, int nargs, unsigned long long a0,
-                                  unsigned long long a1, int nvals, unsigned long long *v, char *pname, size_t pname_size)
-{
-    struct reply r;
-    nvmlReturn_t rc = fetch(&r, name, hp, kind, (const void *)1, nargs, a0, a1);
-    if (rc != NVML_SUCCESS)
-        return rc;
-    for (int i = 0; i < nvals; i++)
-        v[i] = u(&r, i);
-    if (pname)
-        copy_text(pname, pname_size, &r, nvals);
-    reply_free(&r);
-    return NVML_SUCCESS;
-}
 
-static nvmlReturn_t gi_profile(const char *name, nvmlDevice_t device, unsigned int profile, unsigned long long v[11],
-                               char *pname, size_t pname_size)
-{
-    return profile_fetch(name, device, DEVICE, 1, profile, 0, 11, v, pname, pname_size);
-}
 
-#define FILL_GI_PROFILE(info, v)                          \
-    do {                                                  \
-        (info)->id = (unsigned int)(v)[0];                \
-        (info)->isP2pSupported = (unsigned int)(v)[1];    \
-        (info)->sliceCount = (unsigned int)(v)[2];        \
-        (info)->instanceCount = (unsigned int)(v)[3];     \
-        (info)->multiprocessorCount = (unsigned int)(v)[4]; \
-        (info)->copyEngineCount = (unsigned int)(v)[5];   \
-        (info)->decoderCount = (unsigned int)(v)[6];      \
-        (info)->encoderCount = (unsigned int)(v)[7];      \
-        (info)->jpegCount = (unsigned int)(v)[8];         \
-        (info)->ofaCount = (unsigned int)(v)[9];          \
-        (info)->memorySizeMB = (v)[10];                   \
-    } while (0)
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile,
                                                                 nvmlGpuInstanceProfileInfo_t *info)
 {
-    unsigned long long v[11];
-    nvmlReturn_t rc;
-    if (!info)
-        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
-    rc = gi_profile("nvmlDeviceGetGpuInstanceProfileInfo", device, profile, v, NULL, 0);
-    if (rc == NVML_SUCCESS)
-        FILL_GI_PROFILE(info, v);
-    return rc;
+    return struct_call("nvmlDeviceGetGpuInstanceProfileInfo", device, DEVICE, 1, profile, 0, info, gi_profile_fields,
+                       NFIELDS(gi_profile_fields));
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile,
                                                                  nvmlGpuInstanceProfileInfo_v2_t *info)
 {
-    unsigned long long v[11];
-    nvmlReturn_t rc;
-    if (!info)
-        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
-    if (info->version != nvmlGpuInstanceProfileInfo_v2)
-        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    rc = gi_profile("nvmlDeviceGetGpuInstanceProfileInfo", device, profile, v, info->name, sizeof(info->name));
-    if (rc == NVML_SUCCESS)
-        FILL_GI_PROFILE(info, v);
-    return rc;
+    VERSIONED(info, nvmlGpuInstanceProfileInfo_v2);
+    return struct_call("nvmlDeviceGetGpuInstanceProfileInfo", device, DEVICE, 1, profile, 0, info, gi_profile_v2_fields,
+                       NFIELDS(gi_profile_v2_fields));
 }
 
 /* Newer than the nvml.h of CUDA 11.8 (Debian 12's libnvidia-ml-dev); drivers of 2023 on export it and
@@ -963,16 +946,9 @@ nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstanceProfileInfoByIdV(nvmlDevice_t devic
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstanceProfileInfoByIdV(nvmlDevice_t device, unsigned int profileId,
                                                                      nvmlGpuInstanceProfileInfo_v2_t *info)
 {
-    unsigned long long v[11];
-    nvmlReturn_t rc;
-    if (!info)
-        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
-    if (info->version != nvmlGpuInstanceProfileInfo_v2)
-        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    rc = gi_profile("nvmlDeviceGetGpuInstanceProfileInfoById", device, profileId, v, info->name, sizeof(info->name));
-    if (rc == NVML_SUCCESS)
-        FILL_GI_PROFILE(info, v);
-    return rc;
+    VERSIONED(info, nvmlGpuInstanceProfileInfo_v2);
+    return struct_call("nvmlDeviceGetGpuInstanceProfileInfoById", device, DEVICE, 1, profileId, 0, info, gi_profile_v2_fields,
+                       NFIELDS(gi_profile_v2_fields));
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device, unsigned int profileId,
@@ -1038,69 +1014,29 @@ EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, un
 
 EXPORT nvmlReturn_t DECLDIR nvmlGpuInstanceGetInfo(nvmlGpuInstance_t gpuInstance, nvmlGpuInstanceInfo_t *info)
 {
-    struct reply r;
-    nvmlReturn_t rc = fetch(&r, "nvmlGpuInstanceGetInfo", gpuInstance, GPU_INSTANCE, info, 0, 0, 0);
-    if (rc != NVML_SUCCESS)
-        return rc;
-    info->device = handle_out(&r, 0);
-    info->id = (unsigned int)u(&r, 1);
-    info->profileId = (unsigned int)u(&r, 2);
-    info->placement.start = (unsigned int)u(&r, 3);
-    info->placement.size = (unsigned int)u(&r, 4);
-    reply_free(&r);
-    return NVML_SUCCESS;
+    return struct_call("nvmlGpuInstanceGetInfo", gpuInstance, GPU_INSTANCE, 0, 0, 0, info, gi_info_fields,
+                       NFIELDS(gi_info_fields));
 }
 
 /* ------------------------------------------------------------------ compute instances */
 
-static nvmlReturn_t ci_profile(nvmlGpuInstance_t gpuInstance, unsigned int profile, unsigned int engProfile,
-                               unsigned long long v[9], char *pname, size_t pname_size)
-{
-    return profile_fetch("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpuInstance, GPU_INSTANCE, 2, profile, engProfile,
-                         9, v, pname, pname_size);
-}
 
-#define FILL_CI_PROFILE(info, v)                                \
-    do {                                                        \
-        (info)->id = (unsigned int)(v)[0];                      \
-        (info)->sliceCount = (unsigned int)(v)[1];              \
-        (info)->instanceCount = (unsigned int)(v)[2];           \
-        (info)->multiprocessorCount = (unsigned int)(v)[3];     \
-        (info)->sharedCopyEngineCount = (unsigned int)(v)[4];   \
-        (info)->sharedDecoderCount = (unsigned int)(v)[5];      \
-        (info)->sharedEncoderCount = (unsigned int)(v)[6];      \
-        (info)->sharedJpegCount = (unsigned int)(v)[7];         \
-        (info)->sharedOfaCount = (unsigned int)(v)[8];          \
-    } while (0)
 
 EXPORT nvmlReturn_t DECLDIR nvmlGpuInstanceGetComputeInstanceProfileInfo(nvmlGpuInstance_t gpuInstance, unsigned int profile,
                                                                          unsigned int engProfile,
                                                                          nvmlComputeInstanceProfileInfo_t *info)
 {
-    unsigned long long v[9];
-    nvmlReturn_t rc;
-    if (!info)
-        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
-    rc = ci_profile(gpuInstance, profile, engProfile, v, NULL, 0);
-    if (rc == NVML_SUCCESS)
-        FILL_CI_PROFILE(info, v);
-    return rc;
+    return struct_call("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpuInstance, GPU_INSTANCE, 2, profile, engProfile,
+                       info, ci_profile_fields, NFIELDS(ci_profile_fields));
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlGpuInstanceGetComputeInstanceProfileInfoV(nvmlGpuInstance_t gpuInstance, unsigned int profile,
                                                                           unsigned int engProfile,
                                                                           nvmlComputeInstanceProfileInfo_v2_t *info)
 {
-    unsigned long long v[9];
-    nvmlReturn_t rc;
-    if (!info)
-        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
-    if (info->version != nvmlComputeInstanceProfileInfo_v2)
-        return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    rc = ci_profile(gpuInstance, profile, engProfile, v, info->name, sizeof(info->name));
-    if (rc == NVML_SUCCESS)
-        FILL_CI_PROFILE(info, v);
-    return rc;
+    VERSIONED(info, nvmlComputeInstanceProfileInfo_v2);
+    return struct_call("nvmlGpuInstanceGetComputeInstanceProfileInfo", gpuInstance, GPU_INSTANCE, 2, profile, engProfile,
+                       info, ci_profile_v2_fields, NFIELDS(ci_profile_v2_fields));
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_t gpuInstance,
@@ -1131,18 +1067,8 @@ EXPORT nvmlReturn_t DECLDIR nvmlGpuInstanceGetComputeInstanceById(nvmlGpuInstanc
 
 EXPORT nvmlReturn_t DECLDIR nvmlComputeInstanceGetInfo_v2(nvmlComputeInstance_t computeInstance, nvmlComputeInstanceInfo_t *info)
 {
-    struct reply r;
-    nvmlReturn_t rc = fetch(&r, "nvmlComputeInstanceGetInfo", computeInstance, COMPUTE_INSTANCE, info, 0, 0, 0);
-    if (rc != NVML_SUCCESS)
-        return rc;
-    info->device = handle_out(&r, 0);
-    info->gpuInstance = handle_out(&r, 1);
-    info->id = (unsigned int)u(&r, 2);
-    info->profileId = (unsigned int)u(&r, 3);
-    info->placement.start = (unsigned int)u(&r, 4);
-    info->placement.size = (unsigned int)u(&r, 5);
-    reply_free(&r);
-    return NVML_SUCCESS;
+    return struct_call("nvmlComputeInstanceGetInfo", computeInstance, COMPUTE_INSTANCE, 0, 0, 0, info, ci_info_fields,
+                       NFIELDS(ci_info_fields));
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlComputeInstanceGetInfo(nvmlComputeInstance_t computeInstance, nvmlComputeInstanceInfo_t *info)
