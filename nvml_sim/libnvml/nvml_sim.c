@@ -705,17 +705,26 @@ static nvmlReturn_t device_uints(const char *name, const void *handle, enum kind
     return NVML_SUCCESS;
 }
 
+/* A getter with a handle, up to one unsigned argument and one unsigned int answer in *OUT. */
+static nvmlReturn_t uint_call(const char *name, const void *hp, enum kind kind, int nargs, unsigned long long arg,
+                              unsigned int *out)
+{
+    unsigned long long v;
+    nvmlReturn_t rc;
+    if (!out)
+        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
+    rc = device_uints(name, hp, kind, nargs, &arg, 1, &v);
+    if (rc == NVML_SUCCESS)
+        *out = (unsigned int)v;
+    return rc;
+}
+
+/* Getters of one unsigned int (or a 4-byte enum) of a device. */
 #define UINT_GETTER(NAME, SIMNAME, TYPE)                                                    \
+    _Static_assert(sizeof(TYPE) == sizeof(unsigned int), #TYPE " is not 4 bytes");         \
     EXPORT nvmlReturn_t DECLDIR NAME(nvmlDevice_t device, TYPE *value)                     \
     {                                                                                       \
-        unsigned long long v;                                                               \
-        nvmlReturn_t rc;                                                                    \
-        if (!value)                                                                         \
-            return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;   \
-        rc = device_uints(SIMNAME, device, DEVICE, 0, NULL, 1, &v);                         \
-        if (rc == NVML_SUCCESS)                                                             \
-            *value = (TYPE)v;                                                               \
-        return rc;                                                                          \
+        return uint_call(SIMNAME, device, DEVICE, 0, 0, (unsigned int *)value);             \
     }
 
 UINT_GETTER(nvmlDeviceGetIndex, "nvmlDeviceGetIndex", unsigned int)
@@ -729,14 +738,7 @@ UINT_GETTER(nvmlDeviceGetMaxMigDeviceCount, "nvmlDeviceGetMaxMigDeviceCount", un
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node)
 {
-    unsigned long long v;
-    nvmlReturn_t rc;
-    if (!node)
-        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
-    rc = device_uints("nvmlDeviceGetNumaNodeId", device, DEVICE, 0, NULL, 1, &v);
-    if (rc == NVML_SUCCESS)
-        *node = (unsigned int)v;
-    return rc;
+    return uint_call("nvmlDeviceGetNumaNodeId", device, DEVICE, 0, 0, node);
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int *major, int *minor)
@@ -954,14 +956,7 @@ EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstanceProfileInfoByIdV(nvmlDevice_
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice_t device, unsigned int profileId,
                                                                       unsigned int *count)
 {
-    unsigned long long arg = profileId, v;
-    nvmlReturn_t rc;
-    if (!count)
-        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
-    rc = device_uints("nvmlDeviceGetGpuInstanceRemainingCapacity", device, DEVICE, 1, &arg, 1, &v);
-    if (rc == NVML_SUCCESS)
-        *count = (unsigned int)v;
-    return rc;
+    return uint_call("nvmlDeviceGetGpuInstanceRemainingCapacity", device, DEVICE, 1, profileId, count);
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t device, unsigned int profileId,
@@ -1042,14 +1037,7 @@ EXPORT nvmlReturn_t DECLDIR nvmlGpuInstanceGetComputeInstanceProfileInfoV(nvmlGp
 EXPORT nvmlReturn_t DECLDIR nvmlGpuInstanceGetComputeInstanceRemainingCapacity(nvmlGpuInstance_t gpuInstance,
                                                                                unsigned int profileId, unsigned int *count)
 {
-    unsigned long long arg = profileId, v;
-    nvmlReturn_t rc;
-    if (!count)
-        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
-    rc = device_uints("nvmlGpuInstanceGetComputeInstanceRemainingCapacity", gpuInstance, GPU_INSTANCE, 1, &arg, 1, &v);
-    if (rc == NVML_SUCCESS)
-        *count = (unsigned int)v;
-    return rc;
+    return uint_call("nvmlGpuInstanceGetComputeInstanceRemainingCapacity", gpuInstance, GPU_INSTANCE, 1, profileId, count);
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlGpuInstanceGetComputeInstances(nvmlGpuInstance_t gpuInstance, unsigned int profileId,

@@ -1082,11 +1082,7 @@ def nvmlDeviceGetAttributes_v2(device):
     ci_prof = _node.ci_profile_of(gpu, gi, ci)
     attrs = c_nvmlDeviceAttributes()
     attrs.multiprocessorCount = ci_prof.sms
-    attrs.sharedCopyEngineCount = gi_prof.copy_engines
-    attrs.sharedDecoderCount = gi_prof.decoders
-    attrs.sharedEncoderCount = gi_prof.encoders
-    attrs.sharedJpegCount = gi_prof.jpegs
-    attrs.sharedOfaCount = gi_prof.ofas
+    _set_engines(attrs, gi_prof, shared=True)
     attrs.gpuInstanceSliceCount = gi_prof.slices
     attrs.computeInstanceSliceCount = ci_prof.slices
     attrs.memorySizeMB = gi_prof.memory_mib
@@ -1107,6 +1103,16 @@ def nvmlDeviceGetDeviceHandleFromMigDeviceHandle(migDevice):
 
 # ----------------------------------------------------------------- GPU instances
 
+_ENGINES = (("CopyEngineCount", "copy_engines"), ("DecoderCount", "decoders"), ("EncoderCount", "encoders"),
+            ("JpegCount", "jpegs"), ("OfaCount", "ofas"))
+
+
+def _set_engines(struct, prof, shared=False):
+    """A GPU-instance profile's engines into an NVML structure: ``copyEngineCount``..., or ``sharedCopyEngineCount``..."""
+    for field, attr in _ENGINES:
+        setattr(struct, "shared" + field if shared else field[0].lower() + field[1:], getattr(prof, attr))
+
+
 def _gi_profile_struct(prof, version):
     if version == 2:
         info = c_nvmlGpuInstanceProfileInfo_v2_t()
@@ -1120,11 +1126,7 @@ def _gi_profile_struct(prof, version):
     info.sliceCount = prof.slices
     info.instanceCount = prof.instances
     info.multiprocessorCount = prof.sms
-    info.copyEngineCount = prof.copy_engines
-    info.decoderCount = prof.decoders
-    info.encoderCount = prof.encoders
-    info.jpegCount = prof.jpegs
-    info.ofaCount = prof.ofas
+    _set_engines(info, prof)
     info.memorySizeMB = prof.memory_mib
     return info
 
@@ -1258,11 +1260,7 @@ def nvmlGpuInstanceGetComputeInstanceProfileInfo(device, profile, engProfile, ve
     info.sliceCount = prof.slices
     info.instanceCount = prof.instances
     info.multiprocessorCount = prof.sms
-    info.sharedCopyEngineCount = gi_prof.copy_engines
-    info.sharedDecoderCount = gi_prof.decoders
-    info.sharedEncoderCount = gi_prof.encoders
-    info.sharedJpegCount = gi_prof.jpegs
-    info.sharedOfaCount = gi_prof.ofas
+    _set_engines(info, gi_prof, shared=True)
     return info
 
 
