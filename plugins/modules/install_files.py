@@ -203,9 +203,7 @@ def _text_or_none(data):
 
 
 def diff_of(entry, current, steps, content):
-    """One diff dict for the entry, or None when it does not change."""
-    if not steps:
-        return None
+    """The diffs of an entry that changes: its state and attributes, then its content where that changes."""
     header = entry['dest']
     before = {'path': header, 'state': current['type'] if current else 'absent'}
     after = {'path': header, 'state': entry['state']}

@@ -89,18 +89,18 @@ def _count_list(func, *args, kind=None) -> List:
 # ----------------------------------------------------------------- handlers
 # Each takes the request's argument strings and returns the answer's fields.
 
-def _gi_profile(a):
-    info = sim.nvmlDeviceGetGpuInstanceProfileInfo(handle(a[0]), _int(a[1]), version=2)
+def _gi_profile_fields(info) -> List:
     return [info.id, info.isP2pSupported, info.sliceCount, info.instanceCount, info.multiprocessorCount,
             info.copyEngineCount, info.decoderCount, info.encoderCount, info.jpegCount, info.ofaCount,
             info.memorySizeMB, _s(info.name)]
+
+
+def _gi_profile(a):
+    return _gi_profile_fields(sim.nvmlDeviceGetGpuInstanceProfileInfo(handle(a[0]), _int(a[1]), version=2))
 
 
 def _gi_profile_by_id(a):
-    info = sim.nvmlDeviceGetGpuInstanceProfileInfoById(handle(a[0]), _int(a[1]))
-    return [info.id, info.isP2pSupported, info.sliceCount, info.instanceCount, info.multiprocessorCount,
-            info.copyEngineCount, info.decoderCount, info.encoderCount, info.jpegCount, info.ofaCount,
-            info.memorySizeMB, _s(info.name)]
+    return _gi_profile_fields(sim.nvmlDeviceGetGpuInstanceProfileInfoById(handle(a[0]), _int(a[1])))
 
 
 def _ci_profile(a):
@@ -155,16 +155,6 @@ def _memory(a):
     return [info.total, info.reserved, info.free, info.used]
 
 
-def _by_serial(a):
-    """nvmlDeviceGetHandleBySerial (the simulator's pynvml has no such call): the GPU with that board serial."""
-    serial = a[0]
-    for index in range(sim.nvmlDeviceGetCount()):
-        device = sim.nvmlDeviceGetHandleByIndex(index)
-        if _s(sim.nvmlDeviceGetSerial(device)) == serial:
-            return [key_of(device)]
-    raise sim.NVMLError(sim.NVML_ERROR_NOT_FOUND)
-
-
 def _attributes(a):
     attrs = sim.nvmlDeviceGetAttributes(handle(a[0]))
     return [attrs.multiprocessorCount, attrs.sharedCopyEngineCount, attrs.sharedDecoderCount,
@@ -200,7 +190,7 @@ HANDLERS: Dict[str, Callable] = {
     "nvmlDeviceGetHandleByIndex": _one(sim.nvmlDeviceGetHandleByIndex, "i"),
     "nvmlDeviceGetHandleByUUID": _one(sim.nvmlDeviceGetHandleByUUID, "s"),
     "nvmlDeviceGetHandleByPciBusId": _one(sim.nvmlDeviceGetHandleByPciBusId, "s"),
-    "nvmlDeviceGetHandleBySerial": _by_serial,
+    "nvmlDeviceGetHandleBySerial": _one(sim.nvmlDeviceGetHandleBySerial, "s"),
     "nvmlDeviceGetName": _one(sim.nvmlDeviceGetName, "h"),
     "nvmlDeviceGetUUID": _one(sim.nvmlDeviceGetUUID, "h"),
     "nvmlDeviceGetSerial": _one(sim.nvmlDeviceGetSerial, "h"),

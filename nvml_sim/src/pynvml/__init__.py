@@ -788,6 +788,15 @@ def nvmlDeviceGetHandleByUUID(uuid):
 
 
 @_api
+def nvmlDeviceGetHandleBySerial(serial):
+    wanted = _bytes_arg(serial)
+    for gpu in _load_state()["gpus"]:
+        if gpu["serial"] == wanted:
+            return _gpu_handle(gpu)
+    raise _SimError(NVML_ERROR_NOT_FOUND, "no GPU with board serial %s" % wanted)
+
+
+@_api
 def nvmlDeviceGetHandleByPciBusId(pciBusId):
     wanted = _bytes_arg(pciBusId).upper()
     if not re.match(r"^([0-9A-F]{1,8}:)?[0-9A-F]{1,2}:[0-9A-F]{1,2}\.[0-7]$", wanted):
