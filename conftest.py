@@ -19,3 +19,20 @@ if not os.path.islink(LINK):
 for path in (os.path.join(ROOT, "nvml_sim", "src"), COLLECTIONS):
     if path not in sys.path:
         sys.path.insert(0, path)
+
+
+import pytest  # noqa: E402  pylint: disable=wrong-import-position
+
+
+@pytest.fixture(autouse=True)
+def _nvml_closed_after_each_test():
+    """A test that leaves NVML initialized (as a crashed module would) must not leak it into the next test."""
+    yield
+    bindings = sys.modules.get("pynvml")
+    if bindings is None:
+        return
+    for _ in range(1000):
+        try:
+            bindings.nvmlShutdown()
+        except Exception:  # pylint: disable=broad-except  # NVMLError_Uninitialized: closed
+            break

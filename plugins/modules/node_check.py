@@ -200,37 +200,23 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_ke
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import NODE_CHECKS, check_node_input, node_records, record
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import last_hook_failure
-
-try:
-    import pynvml
-except ImportError:
-    pynvml = None
-
-
-def _text(value):
-    return value.decode('utf-8', 'replace') if isinstance(value, bytes) else str(value)
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
 
 
 def query_nvml():
+    """The GPUs NVML lists (index and name), through the collection's NVML client."""
+    pynvml, missing = nvml.import_bindings()
     if pynvml is None:
-        return {'nvml_error': 'the pynvml module (nvidia-ml-py) is not installed'}
+        return {'nvml_error': missing}
     try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # pylint: disable=broad-except
-        return {'nvml_error': 'nvmlInit failed: %s' % exc}
-    try:
-        gpus = []
-        for index in range(pynvml.nvmlDeviceGetCount()):
-            handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-            gpus.append({'index': index, 'name': _text(pynvml.nvmlDeviceGetName(handle))})
-        return {'nvml_error': None, 'gpus': gpus}
-    except Exception as exc:  # pylint: disable=broad-except
+        with nvml.session(pynvml) as client:
+            gpus = []
+            for index in range(client.count()):
+                handle = client.handle(index)
+                gpus.append({'index': index, 'name': nvml.text(client.call('nvmlDeviceGetName', handle))})
+            return {'nvml_error': None, 'gpus': gpus}
+    except nvml.NvmlError as exc:
         return {'nvml_error': str(exc)}
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception:  # pylint: disable=broad-except
-            pass
 
 
 def _mig(result):

@@ -304,6 +304,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres imp
     cpu_list_from_mask,
 )
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import parse_mig_minors
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
 
 try:
     import pynvml
@@ -315,138 +316,82 @@ else:
     PYNVML_IMPORT_ERROR = None
 
 NVML_PLUGIN = 'gpu_nvml.so'
-# Words of 64 CPUs asked of nvmlDeviceGetCpuAffinity (4096 CPUs).
-CPU_SET_WORDS = 64
 
 
 class CollectError(Exception):
     """Reading the node failed; the message is the module's failure message."""
 
 
-def _text(value):
-    return value.decode('utf-8', 'replace') if isinstance(value, bytes) else str(value)
+def _error(exc, index, count):
+    """The CollectError for NvmlError ``exc`` about the GPU at NVML index ``index`` (or one of its MIG devices)."""
+    subject = 'GPU at NVML index %d' % index
+    if exc.mig_index is not None:
+        subject = 'MIG device %d of the %s' % (exc.mig_index, subject)
+    if exc.kind in ('vanished', 'not_found', 'invalid_argument'):
+        return CollectError(
+            '%s vanished while it was being read: %s failed with "%s" after NVML counted %d GPUs; '
+            'check nvidia-smi and the kernel log (Xid 79), then run again' % (subject, exc.call, exc.detail, count))
+    return CollectError('NVML %s failed for the %s: %s' % (exc.call, subject, exc.detail))
 
 
-class _Reader:
-    """NVML calls for one GPU or MIG device, turning a lost device into one clear error."""
-
-    def __init__(self, index, count, subject=None):
-        self.index = index
-        self.count = count
-        self.subject = subject or 'GPU at NVML index %d' % index
-
-    def error(self, name, exc):
-        """The CollectError for NVML call ``name`` failing with ``exc``."""
-        if isinstance(exc, (pynvml.NVMLError_GpuIsLost, pynvml.NVMLError_NotFound, pynvml.NVMLError_InvalidArgument)):
-            return CollectError(
-                '%s vanished while it was being read: %s failed with "%s" after NVML counted %d GPUs; '
-                'check nvidia-smi and the kernel log (Xid 79), then run again' % (self.subject, name, exc, self.count))
-        return CollectError('NVML %s failed for the %s: %s' % (name, self.subject, exc))
-
-    def call(self, name, *args):
-        try:
-            return getattr(pynvml, name)(*args)
-        except pynvml.NVMLError as exc:
-            raise self.error(name, exc)
-
-    def optional(self, name, *args):
-        """Like call(), but None where the GPU does not support the query."""
-        try:
-            return getattr(pynvml, name)(*args)
-        except pynvml.NVMLError_NotSupported:
-            return None
-        except pynvml.NVMLError as exc:
-            raise self.error(name, exc)
-
-
-def _gi_profiles(reader, handle):
-    """``{profile id: (slice count, memory MB)}`` of the GPU-instance profiles this GPU offers."""
-    profiles = {}
-    for enum in range(getattr(pynvml, 'NVML_GPU_INSTANCE_PROFILE_COUNT', 32)):
-        try:
-            info = pynvml.nvmlDeviceGetGpuInstanceProfileInfo(handle, enum)
-        except (pynvml.NVMLError_NotSupported, pynvml.NVMLError_InvalidArgument):
-            continue  # this GPU or driver has no such profile
-        except pynvml.NVMLError as exc:
-            raise reader.error('nvmlDeviceGetGpuInstanceProfileInfo', exc)
-        profiles[int(info.id)] = (int(info.sliceCount), int(info.memorySizeMB))
-    return profiles
-
-
-def _mig_devices(reader, handle):
-    devices = []
-    profiles = None
-    for mig_index in range(reader.call('nvmlDeviceGetMaxMigDeviceCount', handle)):
-        mig_reader = _Reader(reader.index, reader.count, 'MIG device %d of the GPU at NVML index %d' % (mig_index, reader.index))
-        try:
-            mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, mig_index)
-        except pynvml.NVMLError_NotFound:
-            continue  # no MIG device at this index
-        except pynvml.NVMLError as exc:
-            raise mig_reader.error('nvmlDeviceGetMigDeviceHandleByIndex', exc)
-        gi_id = int(mig_reader.call('nvmlDeviceGetGpuInstanceId', mig))
-        gi_info = mig_reader.call('nvmlGpuInstanceGetInfo', mig_reader.call('nvmlDeviceGetGpuInstanceById', handle, gi_id))
-        profile_id = int(gi_info.profileId)
-        if profiles is None:
-            profiles = _gi_profiles(reader, handle)
-        if profile_id not in profiles:
+def _mig_devices(client, handle, index):
+    devices = client.mig_devices(handle)
+    if not devices:
+        return []
+    profiles = dict((p['id'], p) for p in client.gi_profiles(handle))
+    result = []
+    for device in devices:
+        profile = profiles.get(device['gi_profile_id'])
+        if profile is None:
             raise CollectError('GPU instance %d of the GPU at NVML index %d has profile id %d, which is not among the GPU-instance '
                                'profiles NVML lists for this GPU (%s)'
-                               % (gi_id, reader.index, profile_id, ', '.join(str(p) for p in sorted(profiles)) or 'none'))
-        devices.append({
-            'index': mig_index,
-            'uuid': _text(mig_reader.call('nvmlDeviceGetUUID', mig)),
-            'gi_id': gi_id,
-            'ci_id': int(mig_reader.call('nvmlDeviceGetComputeInstanceId', mig)),
-            'slice_count': profiles[profile_id][0],
-            'memory_mb': profiles[profile_id][1],
-        })
-    return devices
+                               % (device['gi_id'], index, device['gi_profile_id'], ', '.join(str(p) for p in sorted(profiles)) or 'none'))
+        result.append({'index': device['index'], 'uuid': device['uuid'], 'gi_id': device['gi_id'], 'ci_id': device['ci_id'],
+                       'slice_count': profile['slices'], 'memory_mb': profile['memory_mb']})
+    return result
 
 
-def _read_gpu(index, count, with_cpus):
-    reader = _Reader(index, count)
-    handle = reader.call('nvmlDeviceGetHandleByIndex', index)
+def _read_gpu(client, index, with_cpus):
+    handle = client.handle(index)
     gpu = {
         'index': index,
-        'name': _text(reader.call('nvmlDeviceGetName', handle)),
-        'uuid': _text(reader.call('nvmlDeviceGetUUID', handle)),
-        'minor': int(reader.call('nvmlDeviceGetMinorNumber', handle)),
+        'name': nvml.text(client.call('nvmlDeviceGetName', handle)),
+        'uuid': nvml.text(client.call('nvmlDeviceGetUUID', handle)),
+        'minor': int(client.call('nvmlDeviceGetMinorNumber', handle)),
         'cpus': None,
         'mig_current': False,
         'mig_pending': False,
         'mig_devices': [],
     }
     if with_cpus:
-        mask = reader.optional('nvmlDeviceGetCpuAffinity', handle, CPU_SET_WORDS)
+        mask = client.cpus(handle)
         if mask is not None:
-            gpu['cpus'] = cpu_list_from_mask(list(mask)) or None
-    mode = reader.optional('nvmlDeviceGetMigMode', handle)  # [current, pending]; not supported without MIG
+            gpu['cpus'] = cpu_list_from_mask(mask) or None
+    mode = client.mig_mode(handle)  # None without MIG
     if mode is not None:
-        gpu['mig_current'] = mode[0] == pynvml.NVML_DEVICE_MIG_ENABLE
-        gpu['mig_pending'] = mode[1] == pynvml.NVML_DEVICE_MIG_ENABLE
+        gpu['mig_current'], gpu['mig_pending'] = mode
     if gpu['mig_current']:
-        gpu['mig_devices'] = _mig_devices(reader, handle)
+        gpu['mig_devices'] = _mig_devices(client, handle, index)
     return gpu
 
 
 def read_gpus(with_cpus):
-    """All GPUs through NVML, as plain dicts."""
+    """All GPUs through the collection's NVML client, as plain dicts."""
     try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        raise CollectError('NVML could not be initialized: %s; is the NVIDIA driver loaded (nvidia-smi)?' % exc)
-    try:
-        try:
-            count = pynvml.nvmlDeviceGetCount()
-        except pynvml.NVMLError as exc:
-            raise CollectError('NVML nvmlDeviceGetCount failed: %s' % exc)
-        return [_read_gpu(index, count, with_cpus) for index in range(count)]
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except pynvml.NVMLError:
-            pass
+        with nvml.session(pynvml) as client:
+            try:
+                count = client.count()
+            except nvml.NvmlError as exc:
+                raise CollectError('NVML nvmlDeviceGetCount failed: %s' % exc.detail)
+            gpus = []
+            for index in range(count):
+                try:
+                    gpus.append(_read_gpu(client, index, with_cpus))
+                except nvml.NvmlError as exc:
+                    raise _error(exc, index, count)
+            return gpus
+    except nvml.NvmlError as exc:  # NVML could not be opened
+        raise CollectError(str(exc))
 
 
 def _read_int(path):

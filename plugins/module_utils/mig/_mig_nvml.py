@@ -7,11 +7,13 @@
 Used by the ``gpucluster.bringup.nvidia_mig`` module and by the boot program
 of the ``gpucluster.bringup.mig`` role (``gpucluster-mig-boot``), which the
 role installs on each GPU node with this file, ``_mig_plan.py`` and
-``_validate_input.py`` (no Ansible needed there).  The NVML bindings (nvidia-ml-py's ``pynvml``) are
-passed in, so this file needs only the standard library.
+``_validate_input.py`` and ``_nvml.py`` (no Ansible needed there).  NVML is
+read and changed through the collection's one NVML client (``_nvml.py``),
+whose bindings (nvidia-ml-py's ``pynvml``) are passed in, so this file needs
+only the standard library.
 
-- ``Nvml``: the NVML client (reading a GPU's profiles, instances and
-  processes; creating and destroying instances; setting MIG mode).  Every
+- ``Nvml``: a node's MIG state over that client (a GPU's profiles, instances
+  and processes; creating and destroying instances; setting MIG mode).  Every
   failed NVML change becomes ``ApplyError`` naming what was being done.
 - ``Applier``: applies one GPU's plan, keeping a journal to roll back with.
 - ``MigManager``: one ``apply`` for the whole request (validate, read, plan,
@@ -25,29 +27,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-from ctypes import byref, c_uint
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils._nvml import Client, NvmlError, session, text
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_plan import (
     MigPlanError, check_request, describe_layout, fit_cis, gpu_label, plan_actions, plan_gpu, plan_node, predicted_state, select_gpus)
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import ModuleFailure
 
 
-# nvml.h: a process's gpuInstanceId/computeInstanceId is 0xFFFFFFFF when it
-# does not run on a MIG device (nvidia-ml-py has no constant for it).
-ID_ANY = 0xFFFFFFFF
 DEV_DIR = '/dev'
 PROC_DIR = '/proc'
-
-
-def _text(value):
-    if isinstance(value, bytes):
-        value = value.decode('utf-8', 'replace')
-    return value
-
-
-def _profile_name(raw):
-    name = _text(raw) or ''
-    return name[4:] if name.startswith('MIG ') else name
 
 
 class ApplyError(Exception):
@@ -55,82 +43,40 @@ class ApplyError(Exception):
 
 
 class Nvml(object):
-    """Reads a node's MIG state through pynvml and applies planned changes."""
+    """Reads a node's MIG state and applies planned changes, through the collection's NVML client."""
 
     def __init__(self, lib):
-        self.lib = lib
+        self.client = lib if isinstance(lib, Client) else Client(lib)
 
     # ------------------------------------------------------------ reading
 
-    def _array_call(self, func, handle, key, item_type):
-        count = c_uint(0)
-        func(handle, key, None, byref(count))
-        if not count.value:
-            return []
-        array = (item_type * count.value)()
-        func(handle, key, array, byref(count))
-        return list(array[:count.value])
-
     def _ci_table(self, gi):
-        lib = self.lib
-        table = []
-        for enum in range(lib.NVML_COMPUTE_INSTANCE_PROFILE_COUNT):
-            try:
-                info = lib.nvmlGpuInstanceGetComputeInstanceProfileInfo(gi, enum, lib.NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
-            except lib.NVMLError:
-                continue
-            places = self._array_call(lib.nvmlGpuInstanceGetComputeInstancePossiblePlacements, gi, info.id,
-                                      lib.c_nvmlComputeInstancePlacement_t)
-            table.append({'name': _profile_name(info.name), 'id': info.id, 'slices': info.sliceCount,
-                          'instance_count': info.instanceCount, 'placements': [[p.start, p.size] for p in places]})
-        return table
+        return self.client.ci_profiles(gi)
 
     def read_gpu(self, index):
-        lib = self.lib
-        handle = lib.nvmlDeviceGetHandleByIndex(index)
-        gpu = {'index': index, 'uuid': _text(lib.nvmlDeviceGetUUID(handle)), 'name': _text(lib.nvmlDeviceGetName(handle)),
+        client = self.client
+        handle = client.handle(index)
+        gpu = {'index': index, 'uuid': text(client.call('nvmlDeviceGetUUID', handle)), 'name': text(client.call('nvmlDeviceGetName', handle)),
                'mig_capable': True, 'mig_current': False, 'mig_pending': False, 'profiles': None, 'instances': [], 'processes': [],
                'minor': None}
         try:
-            gpu['minor'] = lib.nvmlDeviceGetMinorNumber(handle)
-        except lib.NVMLError:
+            gpu['minor'] = client.call('nvmlDeviceGetMinorNumber', handle)
+        except NvmlError:
             pass
-        try:
-            current, pending = lib.nvmlDeviceGetMigMode(handle)
-        except lib.NVMLError_NotSupported:
+        mode = client.mig_mode(handle)
+        if mode is None:
             gpu['mig_capable'] = False
-            current = pending = 0
-        gpu['mig_current'] = current == lib.NVML_DEVICE_MIG_ENABLE
-        gpu['mig_pending'] = pending == lib.NVML_DEVICE_MIG_ENABLE
-        for proc in lib.nvmlDeviceGetComputeRunningProcesses(handle):
-            try:
-                name = _text(lib.nvmlSystemGetProcessName(proc.pid))
-            except lib.NVMLError:
-                name = None
-            gi_id = None if proc.gpuInstanceId == ID_ANY else proc.gpuInstanceId
-            ci_id = None if proc.computeInstanceId == ID_ANY else proc.computeInstanceId
-            gpu['processes'].append({'pid': proc.pid, 'name': name, 'gi_id': gi_id, 'ci_id': ci_id})
+        else:
+            gpu['mig_current'], gpu['mig_pending'] = mode
+        gpu['processes'] = client.processes(handle)
         if not gpu['mig_current']:
             return gpu
-        uuids = {}
-        for mig_index in range(lib.nvmlDeviceGetMaxMigDeviceCount(handle)):
-            try:
-                mig = lib.nvmlDeviceGetMigDeviceHandleByIndex(handle, mig_index)
-            except lib.NVMLError_NotFound:
-                continue
-            uuids[(lib.nvmlDeviceGetGpuInstanceId(mig), lib.nvmlDeviceGetComputeInstanceId(mig))] = _text(lib.nvmlDeviceGetUUID(mig))
+        uuids = dict(((dev['gi_id'], dev['ci_id']), dev['uuid']) for dev in client.mig_devices(handle))
         gpu['profiles'] = []
-        for enum in range(lib.NVML_GPU_INSTANCE_PROFILE_COUNT):
-            try:
-                info = lib.nvmlDeviceGetGpuInstanceProfileInfo(handle, enum)
-            except lib.NVMLError:
-                continue
-            places = self._array_call(lib.nvmlDeviceGetGpuInstancePossiblePlacements, handle, info.id, lib.c_nvmlGpuInstancePlacement_t)
-            prof = {'name': _profile_name(info.name), 'id': info.id, 'slices': info.sliceCount, 'instance_count': info.instanceCount,
-                    'memory_mb': info.memorySizeMB, 'placements': [[p.start, p.size] for p in places], 'ci_profiles': None}
+        for profile in client.gi_profiles(handle):
+            prof = dict(profile, placements=client.gi_placements(handle, profile['id']), ci_profiles=None)
             gpu['profiles'].append(prof)
-            for gi in self._array_call(lib.nvmlDeviceGetGpuInstances, handle, info.id, lib.c_nvmlGpuInstance_t):
-                gi_info = lib.nvmlGpuInstanceGetInfo(gi)
+            for gi, gi_info in client.gpu_instances(handle, profile['id']):
                 # Every GI of a profile offers the same CI profiles: ask the first one.
                 if prof['ci_profiles'] is None:
                     prof['ci_profiles'] = self._ci_table(gi)
@@ -139,8 +85,7 @@ class Nvml(object):
                 instance = {'gi_id': gi_info.id, 'profile_id': gi_info.profileId, 'start': gi_info.placement.start,
                             'size': gi_info.placement.size, 'compute_instances': []}
                 for ci_prof in ci_table:
-                    for ci in self._array_call(lib.nvmlGpuInstanceGetComputeInstances, gi, ci_prof['id'], lib.c_nvmlComputeInstance_t):
-                        ci_info = lib.nvmlComputeInstanceGetInfo(ci)
+                    for ci_info in client.compute_instances(gi, ci_prof['id']):
                         instance['compute_instances'].append({
                             'ci_id': ci_info.id, 'profile': names.get(ci_info.profileId, str(ci_info.profileId)),
                             'profile_id': ci_info.profileId, 'start': ci_info.placement.start, 'size': ci_info.placement.size,
@@ -151,67 +96,56 @@ class Nvml(object):
         return gpu
 
     def read_node(self):
-        return [self.read_gpu(index) for index in range(self.lib.nvmlDeviceGetCount())]
+        return [self.read_gpu(index) for index in range(self.client.count())]
 
     # ------------------------------------------------------------ changing
-
-    def _handle(self, index):
-        return self.lib.nvmlDeviceGetHandleByIndex(index)
 
     def _call(self, what, func, *args):
         try:
             return func(*args)
-        except self.lib.NVMLError as exc:
-            raise ApplyError('%s failed: %s' % (what, exc))
+        except NvmlError as exc:
+            raise ApplyError('%s failed: %s' % (what, exc.detail))
+
+    def _gi(self, index, gi_id):
+        client = self.client
+        return self._call('finding GPU instance %d' % gi_id, lambda: client.gpu_instance(client.handle(index), gi_id))
 
     def destroy_ci(self, index, gi_id, ci_id):
-        lib = self.lib
-        gi = self._call('finding GPU instance %d' % gi_id, lib.nvmlDeviceGetGpuInstanceById, self._handle(index), gi_id)
-        ci = self._call('finding compute instance %d/%d' % (gi_id, ci_id), lib.nvmlGpuInstanceGetComputeInstanceById, gi, ci_id)
-        self._call('destroying compute instance %d of GPU instance %d' % (ci_id, gi_id), lib.nvmlComputeInstanceDestroy, ci)
+        gi = self._gi(index, gi_id)
+        ci = self._call('finding compute instance %d/%d' % (gi_id, ci_id), self.client.compute_instance, gi, ci_id)
+        self._call('destroying compute instance %d of GPU instance %d' % (ci_id, gi_id), self.client.destroy_ci, ci)
 
     def destroy_gi(self, index, gi_id):
-        lib = self.lib
-        gi = self._call('finding GPU instance %d' % gi_id, lib.nvmlDeviceGetGpuInstanceById, self._handle(index), gi_id)
-        self._call('destroying GPU instance %d' % gi_id, lib.nvmlGpuInstanceDestroy, gi)
+        gi = self._gi(index, gi_id)
+        self._call('destroying GPU instance %d' % gi_id, self.client.destroy_gi, gi)
 
     def create_gi(self, index, profile_id, start, size, what):
-        lib = self.lib
-        placement = lib.c_nvmlGpuInstancePlacement_t()
-        placement.start = start
-        placement.size = size
-        gi = self._call('creating GPU instance %s' % what, lib.nvmlDeviceCreateGpuInstanceWithPlacement,
-                        self._handle(index), profile_id, byref(placement))
-        return self._call('reading GPU instance %s' % what, lib.nvmlGpuInstanceGetInfo, gi).id
+        client = self.client
+        gi = self._call('creating GPU instance %s' % what, lambda: client.create_gi(client.handle(index), profile_id, start, size))
+        return self._call('reading GPU instance %s' % what, client.call, 'nvmlGpuInstanceGetInfo', gi).id
 
     def create_ci(self, index, gi_id, name, start):
         """Create CI profile ``name`` in GI ``gi_id`` (at ``start`` when given); returns its id."""
-        lib = self.lib
-        gi = self._call('finding GPU instance %d' % gi_id, lib.nvmlDeviceGetGpuInstanceById, self._handle(index), gi_id)
+        gi = self._gi(index, gi_id)
         table = self._call('reading compute instance profiles of GPU instance %d' % gi_id, self._ci_table, gi)
         matches = [ci for ci in table if ci['name'] == name]
         if not matches:
             raise ApplyError('GPU instance %d offers no compute instance profile %s; it offers %s' % (
                 gi_id, name, ', '.join(ci['name'] for ci in table)))
         prof = matches[0]
+        size = None if start is None else [p[1] for p in prof['placements']][0]
         what = 'creating compute instance %s in GPU instance %d' % (name, gi_id)
-        if start is None:
-            ci = self._call(what, lib.nvmlGpuInstanceCreateComputeInstance, gi, prof['id'])
-        else:
-            placement = lib.c_nvmlComputeInstancePlacement_t()
-            placement.start = start
-            placement.size = [p[1] for p in prof['placements']][0]
-            ci = self._call(what, lib.nvmlGpuInstanceCreateComputeInstanceWithPlacement, gi, prof['id'], byref(placement))
-        return self._call('reading ' + what, lib.nvmlComputeInstanceGetInfo, ci).id
+        ci = self._call(what, self.client.create_ci, gi, prof['id'], start, size)
+        return self._call('reading ' + what, self.client.call, 'nvmlComputeInstanceGetInfo', ci).id
 
     def ci_table_of(self, index, gi_id):
-        gi = self._call('finding GPU instance %d' % gi_id, self.lib.nvmlDeviceGetGpuInstanceById, self._handle(index), gi_id)
+        gi = self._gi(index, gi_id)
         return self._call('reading compute instance profiles of GPU instance %d' % gi_id, self._ci_table, gi)
 
     def set_mode(self, index, enable):
-        lib = self.lib
-        mode = lib.NVML_DEVICE_MIG_ENABLE if enable else lib.NVML_DEVICE_MIG_DISABLE
-        return self._call('%s MIG mode' % ('enabling' if enable else 'disabling'), lib.nvmlDeviceSetMigMode, self._handle(index), mode)
+        client = self.client
+        return self._call('%s MIG mode' % ('enabling' if enable else 'disabling'),
+                          lambda: client.set_mig_mode(client.handle(index), enable))
 
 
 class Applier(object):
@@ -421,10 +355,8 @@ def apply_layout(lib, gpus, force=False, check_mode=False):
         raise MigFailure(str(exc))
     wanted = [dict(entry) for entry in gpus]
     try:
-        lib.nvmlInit()
-    except lib.NVMLError as exc:
-        raise MigFailure('NVML initialisation failed: %s (is the NVIDIA driver loaded?)' % exc)
-    try:
-        return MigManager(Nvml(lib), check_mode=check_mode, force=force).apply(wanted)
-    finally:
-        lib.nvmlShutdown()
+        with session(lib) as client:
+            return MigManager(Nvml(client), check_mode=check_mode, force=force).apply(wanted)
+    except NvmlError as exc:
+        # a read failed (the changes map their failures to MigFailure themselves)
+        raise MigFailure(str(exc))

@@ -146,15 +146,6 @@ def load_config(data):
 
 # ------------------------------------------------------------------ checks
 
-def mig_profile(mig_device_name):
-    """``"NVIDIA A100-SXM4-40GB MIG 1g.5gb"`` -> ``"1g.5gb"`` (NVML's name of a MIG device)."""
-    head, sep, profile = str(mig_device_name).rpartition(' MIG ')
-    if not sep or not _PROFILE.match(profile.strip()):
-        raise ValueError('MIG device name %r does not end in " MIG <profile>" (e.g. "NVIDIA A100-SXM4-40GB MIG 1g.5gb")'
-                         % (mig_device_name,))
-    return profile.strip()
-
-
 def _label(gpu):
     bus = gpu.get('pci_bus_id')
     return 'GPU %d (%s)' % (gpu['index'], bus) if bus else 'GPU %d' % gpu['index']

@@ -16,8 +16,9 @@ find fewer GRES than slurm.conf declares and the node would go INVAL.
 
 The layout file is {"layout": NAME, "gpus": [...]}, "gpus" in the format of
 the nvidia_mig module's option. The program runs the MIG manager the module
-runs (plugins/module_utils/mig/_mig_nvml.py, _mig_plan.py, _validate_input.py, standard library
-only, which the role copies under LIB_DIR; GPUCLUSTER_MIG_LIB overrides it):
+runs (plugins/module_utils/mig/_mig_nvml.py and what it imports, standard
+library only, which the role installs in the collection's tree under LIB_DIR
+with the node_library filter; GPUCLUSTER_MIG_LIB overrides it):
 the same validation, the same minimal-change planner, the same refusal to
 touch instances that processes use, the same rollback. Ansible is not needed
 on the node.
@@ -35,6 +36,8 @@ import os
 import sys
 
 LIB_DIR = os.environ.get('GPUCLUSTER_MIG_LIB', '/usr/local/lib/gpucluster-mig')
+if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
+    sys.path.insert(0, LIB_DIR)
 DEFAULT_LAYOUT_FILE = '/etc/gpucluster/mig-layout.json'
 PROG = 'gpucluster-mig-boot'
 
@@ -51,17 +54,15 @@ class BootError(Exception):
 
 
 def load_manager():
-    """``(manager module, pynvml)``: the MIG manager copied under LIB_DIR and the NVML bindings."""
-    if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
-        sys.path.insert(0, LIB_DIR)
+    """``(manager module, pynvml)``: the MIG manager installed under LIB_DIR and the NVML bindings."""
     try:
         from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_nvml  # pylint: disable=import-outside-toplevel
+        from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml  # pylint: disable=import-outside-toplevel
     except ImportError as exc:
         raise BootError('cannot load the MIG manager from %s: %s; re-run the gpucluster.bringup.mig role' % (LIB_DIR, exc), 2)
-    try:
-        import pynvml  # pylint: disable=import-outside-toplevel
-    except ImportError:
-        raise BootError('pynvml (nvidia-ml-py) cannot be imported by %s; install it for this Python' % sys.executable, 2)
+    pynvml, missing = _nvml.import_bindings()
+    if pynvml is None:
+        raise BootError(missing, 2)
     return _mig_nvml, pynvml
 
 

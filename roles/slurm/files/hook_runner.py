@@ -26,9 +26,10 @@ import syslog
 import time
 
 HERE = os.path.dirname(os.path.realpath(__file__))
-sys.path.insert(0, HERE)
+# the collection's module_utils, installed by the role under lib/ (the node_library filter)
+sys.path.insert(0, os.path.join(HERE, 'lib'))
 
-import _slurm_hooks as logic  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_hooks as logic  # noqa: E402  pylint: disable=wrong-import-position
 
 SAFE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 HEADER_BYTES = 4096

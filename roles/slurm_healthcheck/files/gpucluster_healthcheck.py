@@ -8,7 +8,8 @@ The role installs this file as the program, with a "#!" line naming the
 node's Python 3 (slurm_healthcheck_python) put in front.
 
 Installed by the role gpucluster.bringup.slurm_healthcheck.  slurmd runs it
-every HealthCheckInterval seconds.  It reads the GPUs through NVML (pynvml),
+every HealthCheckInterval seconds.  It reads the GPUs through the
+collection's NVML client (module_utils/_nvml.py over nvidia-ml-py),
 checks them and their device files against /etc/gpucluster/healthcheck.json,
 checks that the munge key is private to the munge user (mode 0400/0600, in a
 0700 directory, both owned by munge) and, when a check fails, drains the node with the reason
@@ -26,8 +27,9 @@ Exit status: 0 healthy, 1 a check failed, 2 the check could not run (bad
 configuration, pynvml missing, scontrol failing): the node is not drained
 for a problem of the check itself.
 The decisions live in the collection's module_utils slurm/_healthcheck.py (with
-mig/_mig_minors.py and slurm/_munge_key.py), which the role installs under
-LIB_DIR (GPUCLUSTER_HEALTHCHECK_LIB overrides it).
+mig/_mig_minors.py, slurm/_munge_key.py and _nvml.py), which the role installs
+in the collection's tree under LIB_DIR (the node_library filter, the way every
+node program gets its module_utils; GPUCLUSTER_HEALTHCHECK_LIB overrides it).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -43,81 +45,33 @@ LIB_DIR = os.environ.get('GPUCLUSTER_HEALTHCHECK_LIB', '/usr/local/lib/gpucluste
 if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
     sys.path.insert(0, LIB_DIR)
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _munge_key  # noqa: E402
 
 DEFAULT_CONFIG = '/etc/gpucluster/healthcheck.json'
-# Optional NVML queries that a GPU may not support; these errors mean "not available", not "broken".
-_NOT_AVAILABLE = ('NVMLError_NotSupported', 'NVMLError_NoPermission', 'NVMLError_FunctionNotFound')
 
 
-def _text(value):
-    return value.decode('utf-8', 'replace') if isinstance(value, bytes) else str(value)
-
-
-class GpuBroken(Exception):
-    """An NVML query for a GPU failed."""
-
-
-def _call(pynvml, name, *args):
-    try:
-        return getattr(pynvml, name)(*args)
-    except pynvml.NVMLError as exc:
-        raise GpuBroken('%s failed: %s' % (name, exc))
-
-
-def _optional(pynvml, name, *args):
-    func = getattr(pynvml, name, None)
-    if func is None:
-        return None
-    try:
-        return func(*args)
-    except pynvml.NVMLError as exc:
-        if type(exc).__name__ in _NOT_AVAILABLE:
-            return None
-        raise GpuBroken('%s failed: %s' % (name, exc))
-
-
-def _mig_devices(pynvml, handle):
-    devices = []
-    for index in range(int(_call(pynvml, 'nvmlDeviceGetMaxMigDeviceCount', handle))):
-        try:
-            mig = pynvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, index)
-        except pynvml.NVMLError_NotFound:
-            continue
-        except pynvml.NVMLError as exc:
-            raise GpuBroken('nvmlDeviceGetMigDeviceHandleByIndex(%d) failed: %s' % (index, exc))
-        try:
-            profile = hc.mig_profile(_text(_call(pynvml, 'nvmlDeviceGetName', mig)))
-        except ValueError as exc:
-            raise GpuBroken(str(exc))
-        devices.append({'profile': profile, 'gi': int(_call(pynvml, 'nvmlDeviceGetGpuInstanceId', mig)),
-                        'ci': int(_call(pynvml, 'nvmlDeviceGetComputeInstanceId', mig))})
-    return devices
-
-
-def read_gpu(pynvml, index):
+def read_gpu(client, index):
     """One GPU as the dictionary _healthcheck.find_failures takes; ``error`` set when NVML fails for it."""
     gpu = {'index': index}
     try:
-        handle = _call(pynvml, 'nvmlDeviceGetHandleByIndex', index)
-        gpu['name'] = _text(_call(pynvml, 'nvmlDeviceGetName', handle))
-        gpu['pci_bus_id'] = _text(_call(pynvml, 'nvmlDeviceGetPciInfo', handle).busId)
-        gpu['minor'] = int(_call(pynvml, 'nvmlDeviceGetMinorNumber', handle))
-        mode = _optional(pynvml, 'nvmlDeviceGetMigMode', handle)
-        gpu['mig_current'] = None if mode is None else mode[0] == pynvml.NVML_DEVICE_MIG_ENABLE
-        gpu['mig_pending'] = None if mode is None else mode[1] == pynvml.NVML_DEVICE_MIG_ENABLE
-        gpu['mig_devices'] = _mig_devices(pynvml, handle) if gpu['mig_current'] else []
-        if hasattr(pynvml, 'NVML_MEMORY_ERROR_TYPE_UNCORRECTED'):
-            gpu['ecc_uncorrected'] = _optional(pynvml, 'nvmlDeviceGetTotalEccErrors', handle,
-                                               pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC)
-        pending = _optional(pynvml, 'nvmlDeviceGetRetiredPagesPendingStatus', handle)
-        gpu['retired_pages_pending'] = None if pending is None else pending == getattr(pynvml, 'NVML_FEATURE_ENABLED', 1)
-        rows = _optional(pynvml, 'nvmlDeviceGetRemappedRows', handle)
-        if rows is not None:
-            gpu['remap_pending'] = bool(rows[2])
-            gpu['remap_failure'] = bool(rows[3])
-    except GpuBroken as exc:
+        handle = client.handle(index)
+        gpu['name'] = nvml.text(client.call('nvmlDeviceGetName', handle))
+        gpu['pci_bus_id'] = nvml.text(client.call('nvmlDeviceGetPciInfo', handle).busId)
+        gpu['minor'] = int(client.call('nvmlDeviceGetMinorNumber', handle))
+        mode = client.mig_mode(handle)
+        gpu['mig_current'], gpu['mig_pending'] = (None, None) if mode is None else mode
+        gpu['mig_devices'] = []
+        if gpu['mig_current']:
+            for device in client.mig_devices(handle):
+                try:
+                    profile = nvml.profile_name(device['name'])
+                except ValueError as exc:
+                    raise nvml.NvmlError('nvmlDeviceGetName', str(exc), message=str(exc))
+                gpu['mig_devices'].append({'profile': profile, 'gi': device['gi_id'], 'ci': device['ci_id']})
+        gpu.update(client.health(handle))
+    except nvml.NvmlError as exc:
         gpu['error'] = str(exc)
     return gpu
 
@@ -125,28 +79,14 @@ def read_gpu(pynvml, index):
 def observe(pynvml):
     """What NVML says about the node: ``{'nvml_error': text or None, 'gpus': [...]}``."""
     try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return {'nvml_error': 'nvmlInit failed: %s' % exc, 'gpus': []}
-    try:
-        try:
-            count = int(pynvml.nvmlDeviceGetCount())
-        except pynvml.NVMLError as exc:
-            return {'nvml_error': 'nvmlDeviceGetCount failed: %s' % exc, 'gpus': []}
-        return {'nvml_error': None, 'gpus': [read_gpu(pynvml, index) for index in range(count)]}
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except pynvml.NVMLError:
-            pass
+        with nvml.session(pynvml) as client:
+            return {'nvml_error': None, 'gpus': [read_gpu(client, index) for index in range(client.count())]}
+    except nvml.NvmlError as exc:
+        return {'nvml_error': str(exc), 'gpus': []}
 
 
 def _import_pynvml():
-    try:
-        import pynvml
-    except ImportError as exc:
-        return None, 'the Python NVML bindings are missing (%s); install nvidia-ml-py' % exc
-    return pynvml, None
+    return nvml.import_bindings()
 
 
 def observe_munge_key(config):

@@ -23,10 +23,11 @@ import subprocess
 
 import pytest
 
+from ansible_collections.gpucluster.bringup.tests.unit.nodelib import install_library
+
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 HOOKS = ROOT / 'roles' / 'slurm' / 'files' / 'hooks'
 FILES = ROOT / 'roles' / 'slurm' / 'files'
-LOGIC = ROOT / 'plugins' / 'module_utils' / 'slurm' / '_slurm_hooks.py'
 SIM_BIN = ROOT / 'nvml_sim' / 'bin'
 
 
@@ -111,7 +112,7 @@ def runner(node):
     lib.mkdir()
     for name in ('hook-runner', 'hook_runner.py'):
         shutil.copy(str(FILES / name), str(lib / name))
-    shutil.copy(str(LOGIC), str(lib / '_slurm_hooks.py'))
+    install_library(lib / 'lib', ['slurm/_slurm_hooks.py'])
     for link in ('prolog', 'epilog'):
         os.symlink('hook-runner', str(lib / link))
     for phase in ('prolog', 'epilog'):

@@ -74,20 +74,6 @@ def test_load_config_errors(data, message):
         hc.load_config(data)
 
 
-@pytest.mark.parametrize('name,profile', [
-    ('NVIDIA A100-SXM4-40GB MIG 1g.5gb', '1g.5gb'),
-    ('NVIDIA H100 80GB HBM3 MIG 1g.10gb+me', '1g.10gb+me'),
-    ('NVIDIA A100 80GB PCIe MIG 3g.40gb', '3g.40gb'),
-])
-def test_mig_profile(name, profile):
-    assert hc.mig_profile(name) == profile
-
-
-def test_mig_profile_error():
-    with pytest.raises(ValueError, match=r"MIG device name 'NVIDIA A100' does not end in \" MIG <profile>\""):
-        hc.mig_profile('NVIDIA A100')
-
-
 # ------------------------------------------------------------------ checks
 
 def test_required_files():

@@ -41,21 +41,6 @@ def with_profile(gi, name='1g.10gb'):
     return dict(gi, profile=name)
 
 
-# ------------------------------------------------------------ helpers
-
-
-@pytest.mark.parametrize('raw, text, profile', [
-    (b'MIG 1g.10gb', 'MIG 1g.10gb', '1g.10gb'),
-    (b'caf\xc3\xa9 \xff', u'caf\xe9 \ufffd', u'caf\xe9 \ufffd'),
-    ('1g.10gb', '1g.10gb', '1g.10gb'),
-    (None, None, ''),
-    (b'', '', ''),
-])
-def test_text_and_profile_name(raw, text, profile):
-    assert _mig_nvml._text(raw) == text
-    assert _mig_nvml._profile_name(raw) == profile
-
-
 # ------------------------------------------------------------ gpu_result
 
 BASE = {'index': 3, 'uuid': 'GPU-x', 'name': 'NVIDIA A100', 'mig_capable': True, 'mig_current': True, 'mig_pending': True,

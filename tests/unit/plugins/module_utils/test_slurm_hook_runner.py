@@ -21,9 +21,10 @@ import subprocess
 
 import pytest
 
+from ansible_collections.gpucluster.bringup.tests.unit.nodelib import install_library
+
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 FILES = ROOT / 'roles' / 'slurm' / 'files'
-LOGIC = ROOT / 'plugins' / 'module_utils' / 'slurm' / '_slurm_hooks.py'
 
 
 @pytest.fixture
@@ -32,7 +33,7 @@ def layout(tmp_path):
     lib.mkdir()
     for name in ('hook-runner', 'hook_runner.py', 'task_prolog.py'):
         shutil.copy(str(FILES / name), str(lib / name))
-    shutil.copy(str(LOGIC), str(lib / '_slurm_hooks.py'))
+    install_library(lib / 'lib', ['slurm/_slurm_hooks.py'])
     for link in ('prolog', 'epilog', 'task-prolog'):
         os.symlink('hook-runner', str(lib / link))
     for phase in ('prolog', 'epilog'):

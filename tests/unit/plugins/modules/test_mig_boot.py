@@ -15,17 +15,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ast
 import importlib.machinery
 import importlib.util
 import json
 import os
-import shutil
+import re
 import subprocess
 import sys
 
 import pytest
 import yaml
 
+from ansible_collections.gpucluster.bringup.tests.unit.nodelib import install_library
 from ansible_collections.gpucluster.bringup.tests.unit.simnode import annotated, calls, node, sim, state  # noqa: F401  pylint: disable=unused-import
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
@@ -153,25 +155,21 @@ def test_an_invalid_layout_is_refused_before_anything_changes(node, calls, tmp_p
     assert calls == []
 
 
-def role_copied_library():
-    """The module_utils files roles/mig/tasks/boot.yml copies next to the program."""
-    with open(os.path.join(ROOT, 'roles', 'mig', 'tasks', 'boot.yml')) as handle:
-        block = yaml.safe_load(handle)[0]['block']
-    sets = [task['gpucluster.bringup.install_files']['files'] for task in block if 'gpucluster.bringup.install_files' in task]
-    assert len(sets) == 1, block
-    copied = [entry['src'].split('/plugins/module_utils/', 1)[1] for entry in sets[0] if '/plugins/module_utils/' in entry.get('src', '')]
-    assert copied, sets
-    return copied
+def role_library():
+    """The module_utils files roles/mig/vars/main.yml hands to the node_library filter for the boot program."""
+    with open(os.path.join(ROOT, 'roles', 'mig', 'vars', 'main.yml')) as handle:
+        expression = yaml.safe_load(handle)['_mig_boot_library']
+    match = re.match(r"^\{\{ (\[.*\]) \| gpucluster\.bringup\.node_library\(_mig_boot_lib_dir\) \}\}$", expression)
+    assert match, expression
+    return ast.literal_eval(match.group(1))
 
 
 def test_installed_like_the_role_does_it_runs_without_ansible(node, tmp_path):
     """The program as the role installs it: #! line, library copied under LIB_DIR, a Python without Ansible (-S)."""
     node('a100-40gb-x8')
     lib = tmp_path / 'lib'
-    target = lib / 'ansible_collections' / 'gpucluster' / 'bringup' / 'plugins' / 'module_utils'
-    for name in role_copied_library():
-        (target / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(os.path.join(ROOT, 'plugins', 'module_utils', name), str(target / name))
+    installed = install_library(lib, role_library())
+    assert any(path.endswith('/module_utils/_nvml.py') for path in installed)  # found by following the imports
     program = tmp_path / 'gpucluster-mig-boot'
     with open(PROGRAM) as source:
         program.write_text('#!%s -S\n%s' % (sys.executable, source.read()))
@@ -261,5 +259,6 @@ def test_a_python_without_pynvml_is_named(node, tmp_path, capsys, monkeypatch):
     node('h100-80gb-x8')
     monkeypatch.setitem(sys.modules, 'pynvml', None)  # import pynvml raises ImportError
     assert boot.main(['--layout-file', write_layout(tmp_path, 'all-balanced')]) == 2
-    assert capsys.readouterr().err == ('gpucluster-mig-boot: error: pynvml (nvidia-ml-py) cannot be imported by %s; '
-                                       'install it for this Python\n' % sys.executable)
+    assert capsys.readouterr().err == ('gpucluster-mig-boot: error: the Python NVML bindings cannot be imported by %s (import of '
+                                       'pynvml halted; None in sys.modules); install nvidia-ml-py (Debian: python3-pynvml)\n'
+                                       % sys.executable)

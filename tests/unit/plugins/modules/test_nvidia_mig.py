@@ -243,7 +243,7 @@ def test_unknown_profile_on_real_table(node, calls):
 def test_no_driver(tmp_path, monkeypatch):
     monkeypatch.setenv('NVMLSIM_STATE', str(tmp_path / 'missing.json'))
     result = fail({'gpus': [{'gpu': 'all', 'mig': False}]})
-    assert result['msg'] == 'NVML initialisation failed: Driver Not Loaded (is the NVIDIA driver loaded?)'
+    assert result['msg'] == 'nvmlInit failed: Driver Not Loaded; is the NVIDIA driver loaded (nvidia-smi)?'
 
 
 def test_missing_pynvml(monkeypatch):

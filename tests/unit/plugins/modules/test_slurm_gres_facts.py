@@ -314,7 +314,7 @@ def test_cpu_affinity_not_supported(node, capsys):
 def test_no_driver(node, capsys):
     os.makedirs(node.root)
     assert _failure(capsys, node, cores=False) == (
-        'NVML could not be initialized: Driver Not Loaded; is the NVIDIA driver loaded (nvidia-smi)?')
+        'nvmlInit failed: Driver Not Loaded; is the NVIDIA driver loaded (nvidia-smi)?')
 
 
 def test_missing_device_file(node, capsys):

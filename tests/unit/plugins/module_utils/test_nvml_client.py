@@ -1,0 +1,170 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The collection's one NVML client (module_utils/_nvml.py) on simulated nodes: names, error kinds, the session,
+MIG enumeration, health counters; and that it is the only place NVML is opened."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import subprocess
+
+import pytest
+
+import pynvml
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
+from ansible_collections.gpucluster.bringup.tests.unit.simnode import node, sim  # noqa: F401  pylint: disable=unused-import
+
+# pylint: disable=redefined-outer-name
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+
+
+@pytest.fixture
+def client(node):
+    """A function: create the preset, open NVML, return the client (closed after the test)."""
+    opened = []
+
+    def make(preset):
+        node(preset)
+        opened.append(nvml.Client(pynvml))
+        opened[-1].init()
+        return opened[-1]
+    yield make
+    for each in opened:
+        each.shutdown()
+
+
+@pytest.mark.parametrize('raw, text', [
+    (b'MIG 1g.10gb', 'MIG 1g.10gb'),
+    (b'caf\xc3\xa9 \xff', u'caf\xe9 \ufffd'),
+    ('x', 'x'),
+    (None, None),
+    (7, '7'),
+])
+def test_text(raw, text):
+    assert nvml.text(raw) == text
+
+
+@pytest.mark.parametrize('name, profile', [
+    ('MIG 1g.10gb', '1g.10gb'),                                  # a GPU-instance profile
+    (b'MIG 1g.18gb+me', '1g.18gb+me'),                           # as the real H200 names it (bytes in old bindings)
+    ('MIG 1c.2g.20gb', '1c.2g.20gb'),                            # a compute-instance profile smaller than its GI
+    ('NVIDIA A100-SXM4-40GB MIG 1g.5gb', '1g.5gb'),              # a MIG device
+    ('NVIDIA H100 80GB HBM3 MIG 1g.10gb+me', '1g.10gb+me'),
+    ('NVIDIA A100 80GB PCIe MIG 1c.3g.40gb', '1c.3g.40gb'),
+    ('NVIDIA H200 MIG 1g.18gb-me', '1g.18gb-me'),
+    ('NVIDIA RTX PRO 6000 MIG 1g.24gb+gfx', '1g.24gb+gfx'),
+])
+def test_profile_name(name, profile):
+    assert nvml.profile_name(name) == profile
+
+
+@pytest.mark.parametrize('name', ['NVIDIA A100', 'MIG ', 'NVIDIA A100 MIG 1g', '', None, 'MIG 1g.5gb extra'])
+def test_profile_name_error(name):
+    with pytest.raises(ValueError, match=r'does not end in "MIG <profile>"'):
+        nvml.profile_name(name)
+
+
+@pytest.mark.parametrize('error, kind, unavailable', [
+    ('NVML_ERROR_NOT_SUPPORTED', 'not_supported', True),
+    ('NVML_ERROR_FUNCTION_NOT_FOUND', 'function_not_found', True),
+    ('NVML_ERROR_NO_PERMISSION', 'no_permission', False),
+    ('NVML_ERROR_NOT_FOUND', 'not_found', False),
+    ('NVML_ERROR_GPU_IS_LOST', 'vanished', False),
+    ('NVML_ERROR_INVALID_ARGUMENT', 'invalid_argument', False),
+    ('NVML_ERROR_UNKNOWN', 'other', False),
+])
+def test_error_kinds(client, error, kind, unavailable):
+    nv = client('h100-80gb-x8')
+    handle = nv.handle(0)
+    sim('inject', '--call', 'nvmlDeviceGetMinorNumber', '--error', error)
+    with pytest.raises(nvml.NvmlError) as caught:
+        nv.call('nvmlDeviceGetMinorNumber', handle)
+    assert caught.value.kind == kind
+    assert caught.value.call == 'nvmlDeviceGetMinorNumber'
+    assert caught.value.unavailable is unavailable
+    assert str(caught.value) == 'nvmlDeviceGetMinorNumber failed: %s' % caught.value.detail
+    sim('inject', '--call', 'nvmlDeviceGetMinorNumber', '--error', error)
+    if unavailable:
+        assert nv.optional('nvmlDeviceGetMinorNumber', handle) is None
+    else:
+        with pytest.raises(nvml.NvmlError):
+            nv.optional('nvmlDeviceGetMinorNumber', handle)
+
+
+def test_a_function_the_bindings_lack_is_unavailable(client):
+    nv = client('h100-80gb-x8')
+    assert nv.optional('nvmlDeviceGetSomethingNew', nv.handle(0)) is None
+    with pytest.raises(nvml.NvmlError, match='this nvidia-ml-py has no nvmlDeviceGetSomethingNew') as caught:
+        nv.call('nvmlDeviceGetSomethingNew')
+    assert caught.value.kind == 'function_not_found'
+
+
+def test_session_opens_and_closes(node):
+    node('l40s-x4')
+    with nvml.session(pynvml) as nv:
+        assert nv.count() == 4
+    with pytest.raises(pynvml.NVMLError_Uninitialized):
+        pynvml.nvmlDeviceGetCount()
+
+
+def test_session_without_driver(node):
+    node('l40s-x4')
+    sim('inject', '--call', 'nvmlInit', '--error', 'NVML_ERROR_DRIVER_NOT_LOADED', '--count', '0')
+    with pytest.raises(nvml.NvmlError) as caught:
+        with nvml.session(pynvml):
+            pass  # never reached
+    assert caught.value.kind == 'uninitialized'
+    assert str(caught.value) == 'nvmlInit failed: Driver Not Loaded; is the NVIDIA driver loaded (nvidia-smi)?'
+
+
+def test_mig_mode_and_devices(client):
+    nv = client('seed-003')
+    assert nv.mig_mode(nv.handle(0)) == (False, False)
+    handle = nv.handle(3)
+    assert nv.mig_mode(handle) == (True, True)
+    devices = nv.mig_devices(handle)
+    assert [(d['gi_id'], d['ci_id'], d['gi_profile_id']) for d in devices] == [
+        (gi, 0, 19) for gi in (7, 8, 9, 11, 12, 13, 14)]
+    assert [nvml.profile_name(d['name']) for d in devices] == ['1g.10gb'] * 7
+    assert all(d['uuid'].startswith('MIG-') for d in devices)
+    profiles = dict((p['id'], p) for p in nv.gi_profiles(handle))
+    assert (profiles[19]['name'], profiles[19]['slices'], profiles[19]['instance_count']) == ('1g.10gb', 1, 7)
+
+
+def test_a_gpu_without_mig(client):
+    nv = client('l40s-x4')
+    assert nv.mig_mode(nv.handle(0)) is None
+
+
+def test_a_mig_device_error_names_the_device(client):
+    nv = client('seed-003')
+    sim('inject', '--call', 'nvmlDeviceGetComputeInstanceId', '--error', 'NVML_ERROR_UNKNOWN', '--after', '2')
+    with pytest.raises(nvml.NvmlError) as caught:
+        nv.mig_devices(nv.handle(2))
+    assert (caught.value.call, caught.value.mig_index) == ('nvmlDeviceGetComputeInstanceId', 2)
+
+
+def test_processes_and_health(client):
+    nv = client('h100-80gb-x8')
+    sim('process', 'add', '--gpu', '1', '--pid', '4242', '--name', 'python3', '--used-mib', '100')
+    sim('ecc', '--gpu', '1', '--uncorrected', '2', '--remap-pending', 'yes')
+    handle = nv.handle(1)
+    assert nv.processes(handle) == [{'pid': 4242, 'name': 'python3', 'gi_id': None, 'ci_id': None}]
+    health = nv.health(handle)
+    assert health['ecc_uncorrected'] == 2
+    assert (health['remap_pending'], health['remap_failure']) == (True, False)
+    assert health['retired_pages_pending'] is None  # Hopper remaps rows; it retires no pages
+    assert nv.health(nv.handle(0))['ecc_uncorrected'] == 0
+
+
+def test_nvml_is_opened_in_one_file():
+    """The one client is the only file of plugins/ and roles/ that opens NVML (the issue's ``grep -l nvmlInit``)."""
+    found = subprocess.run(['grep', '-rl', '--exclude-dir=__pycache__', 'nvmlInit', 'plugins', 'roles'], cwd=ROOT,
+                           stdout=subprocess.PIPE, universal_newlines=True, check=False).stdout.split()
+    assert found == ['plugins/module_utils/_nvml.py']
