@@ -23,7 +23,7 @@ def test_create_show_and_json(node, capsys):
     status, out, _ = run(capsys, "show")
     assert status == 0
     assert "GPU 3  NVIDIA A100 80GB PCIe  00000000:E3:00.0" in out
-    assert "    GI 14  1g.10gb    profile 19  placement 6:1  cap 534" in out
+    assert "    GI 14  1g.10gb    profile 19  placement 3:1  cap 534" in out
     assert "MIG Disabled" in out and "MIG Enabled" in out
     data = json.loads(run(capsys, "show", "--json")[1])
     caps = [ci["cap_minor"] for gpu in data["gpus"] for gi in gpu["gpu_instances"] for ci in gi["compute_instances"]]
@@ -41,7 +41,7 @@ def test_presets_listing(capsys):
 
 @pytest.mark.parametrize("argv, status, message", [
     (["create", "--preset", "dgx-b200"], 2,
-     "nvmlsim: error: unknown preset 'dgx-b200'; valid presets: a100-40gb-x8, a100-80gb-pcie-x4, h100-80gb-x8, h200-x8, l40s-x4, seed-003\n"),
+     "nvmlsim: error: unknown preset 'dgx-b200'; valid presets: a100-40gb-x8, a100-80gb-pcie-x4, a100-gi-gaps, h100-80gb-x8, h200-x8, l40s-x4, seed-003\n"),
     (["create", "--preset", "l40s-x4"], 2, "nvmlsim: error: a simulated node already exists at "),
     (["process", "add", "--gpu", "9", "--pid", "5", "--name", "x"], 2,
      "nvmlsim: error: no GPU with index 9; this node has indices 0, 1, 2, 3\n"),

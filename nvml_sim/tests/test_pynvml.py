@@ -279,7 +279,7 @@ def test_instances_by_id(node):
     pynvml.nvmlInit()
     gi = pynvml.nvmlDeviceGetGpuInstanceById(gpu(3), 14)
     info = pynvml.nvmlGpuInstanceGetInfo(gi)
-    assert (info.id, info.profileId, info.placement.start, info.placement.size) == (14, 19, 6, 1)
+    assert (info.id, info.profileId, info.placement.start, info.placement.size) == (14, 19, 3, 1)
     assert pynvml.nvmlDeviceGetUUID(info.device) == pynvml.nvmlDeviceGetUUID(gpu(3))
     ci = pynvml.nvmlGpuInstanceGetComputeInstanceById(gi, 0)
     ci_info = pynvml.nvmlComputeInstanceGetInfo(ci)

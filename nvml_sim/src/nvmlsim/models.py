@@ -318,14 +318,66 @@ def ci_profile(model: GpuModel, gi_profile: GpuInstanceProfile, enum: int) -> Op
     return None
 
 
-def gi_id_for_placement(start: int, size: int) -> int:
-    """GPU-instance id the driver gives a GI at ``start:size``.
+def gi_id_for_placement(start: int, size: int, mem_slice_xor: int = 0) -> int:
+    """GPU-instance id the driver gives a GI at placement ``start:size``.
 
-    The ids form a tree over the 8 memory slices (what ``nvidia-smi mig -lgi``
-    shows in the guide's examples): 0 = the whole GPU, 1-2 = halves, 3-6 =
-    quarters, 7-14 = single slices (1g at 0:1 is GI 7, at 6:1 GI 13).
-    Some boards number differently (seed 003's GPU 3 has GI 14 for a 1g
-    instance), so presets may pin ids.
+    The model (evidence in ``nvml_sim/README.md``, "GPU-instance and
+    compute-instance ids"):
+
+    * **The GI id is the driver's swizzId**, a node of a fixed binary tree
+      over the 8 physical memory slices: 0 = all, 1-2 = halves, 3-6 =
+      quarters, 7-14 = single slices.  NVIDIA's open kernel modules
+      (github.com/NVIDIA/open-gpu-kernel-modules,
+      ``src/nvidia/src/kernel/gpu/mig_mgr/arch/ampere/kmigmgr_ga100.c``, the
+      HAL used for GA100, GH100 and later) map memory size to swizzIds
+      ``FULL -> rangeMake(0, 0)``, ``HALF -> rangeMake(1, 2)``,
+      ``QUARTER -> rangeMake(3, 6)``, ``EIGHTH -> rangeMake(7, 14)``, and
+      ``kmigmgrSwizzIdToSpan_GA100`` gives each swizzId one fixed span
+      (``case 7: rangeMake(0, 0)`` ... ``case 14: rangeMake(7, 7)``).
+      ``kernel_mig_manager.c`` reports ``queryPartitionInfo[i].swizzId`` as
+      the instance id and registers the GI's capability under it
+      (``osRmCapRegisterSmcPartition(..., swizzId)``: mig-minors' ``gi0`` ..
+      ``gi14``).  So an id names a physical place: it does not depend on
+      creation order, and a GI re-created at the same placement gets the
+      same id again.
+    * **The placement NVML reports is logical**: on some GPUs the memory-slice
+      axis is mirrored against the physical one.  Observed: the identity
+      (the MIG User Guide's examples, seed 003's GPU 2: 7 x 1g -> GI 7-13)
+      and the halves swapped, physical slice = logical slice XOR 4: DCGM
+      issue #138 (github.com/NVIDIA/DCGM/issues/138, ``nvidia-smi mig -lgi``
+      on two GPUs of one node) lists the same placements with different ids::
+
+          |   0  MIG 1g.10gb         19        9          2:1     |
+          |   0  MIG 1g.10gb         19       10          3:1     |
+          |   0  MIG 2g.20gb         14        3          0:2     |
+          |   0  MIG 3g.40gb          9        2          4:4     |
+          |   1  MIG 1g.10gb         19       13          2:1     |
+          |   1  MIG 1g.10gb         19       14          3:1     |
+          |   1  MIG 2g.20gb         14        5          0:2     |
+          |   1  MIG 3g.40gb          9        1          4:4     |
+
+      GPU 0 is the tree as is; GPU 1 is the tree with ``start ^ 4``.  The
+      same XOR explains dask-cuda issue #583 (an A100 40GB, profile 1g.5gb, on AWS):
+      ``nvidia-smi mig -cgi 19,19,19,19,19,19,19`` printed "Successfully
+      created GPU instance ID 9, 7, 8, 11, 12, 13, 14" -- the placements the
+      guide's GPU fills in that order (6, 4, 5, 0, 1, 2, 3, GI 13, 11, 12,
+      7, 8, 9, 10) XOR 4 -- and seed 003's GPU 3 (GI 7, 8, 9, 11, 12, 13,
+      14 from one ``-cgi 19 x7 -C`` on a fresh GPU).
+
+    ``mem_slice_xor`` is that per-GPU constant (0 or 4 observed; other
+    values are an assumption the function merely allows).  XOR with a
+    constant keeps aligned blocks aligned, so the physical block of
+    ``start:size`` starts at ``start ^ (mem_slice_xor & ~(size - 1))``.
     """
+    phys_start = start ^ (mem_slice_xor & ~(size - 1) & (MEMORY_SLICES - 1))
     base = {8: 0, 4: 1, 2: 3, 1: 7}[size]
-    return base + start // size
+    return base + phys_start // size
+
+
+def placement_for_gi_id(gi_id: int, mem_slice_xor: int = 0) -> Tuple[int, int]:
+    """The placement ``(start, size)`` of GI ``gi_id`` -- the inverse of :func:`gi_id_for_placement`."""
+    if not 0 <= gi_id <= MAX_GI_ID:
+        raise ValueError("GPU instance id %r is outside 0-%d" % (gi_id, MAX_GI_ID))
+    size = MEMORY_SLICES >> ((gi_id + 1).bit_length() - 1)
+    phys_start = (gi_id - {8: 0, 4: 1, 2: 3, 1: 7}[size]) * size
+    return phys_start ^ (mem_slice_xor & ~(size - 1) & (MEMORY_SLICES - 1)), size

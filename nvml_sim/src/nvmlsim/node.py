@@ -13,12 +13,18 @@ State layout (JSON)::
      "auto_reset": false, "device_files": {...}, "faults": [...],
      "gpus": [{"index": 0, "minor": 0, "model": "a100-pcie-80gb", "uuid": "GPU-...",
                "serial": ..., "pci_bus_id": "00000000:17:00.0", "numa_node": 0,
-               "cpus": "0-15,32-47", "mig_current": 0, "mig_pending": 0,
+               "cpus": "0-15,32-47", "mig_current": 0, "mig_pending": 0, "mem_slice_xor": 0,
                "gpu_instances": [{"id": 7, "profile_id": 19, "start": 0, "size": 1,
                                   "compute_instances": [{"id": 0, "profile_id": 0, "start": 0,
                                                          "size": 1, "uuid": "MIG-..."}]}],
                "processes": [{"pid": 4242, "name": "python3", "used_mib": 1024,
                               "gi": 7, "ci": 0}]}]}
+
+``mem_slice_xor`` (absent = 0) is the board's fixed XOR between the memory
+slices of a placement (what NVML reports) and the physical slices whose tree
+index is the GI id (:func:`nvmlsim.models.gi_id_for_placement`): 0 on most
+GPUs, 4 (memory halves swapped) on those that number 7 x 1g as GI 7, 8, 9,
+11, 12, 13, 14.  Reset, reboot, create and destroy leave it alone.
 """
 from __future__ import annotations
 
@@ -271,7 +277,10 @@ def choose_placement(gpu: dict, prof: GpuInstanceProfile) -> Optional[int]:
     transcripts: 7 x 1g on an empty GPU gives GI 13, 11, 12, 7, 8, 9, 10;
     ``-cgi 9,3g.20gb`` gives GI 2 then 1; ``-cgi 14,19,19,19,19,19`` gives 5,
     13, 7, 8, 9, 10; and ``-cgi 19,19,14,9`` fails on the 3g with
-    INSUFFICIENT_RESOURCES (the guide's "known issue").
+    INSUFFICIENT_RESOURCES (the guide's "known issue").  Placements are the
+    logical ones NVML reports, so a board with ``mem_slice_xor`` 4 makes
+    the same choices under other ids: 7 x 1g gives GI 9, 7, 8, 11, 12, 13,
+    14 (dask-cuda issue #583, an A100 40GB).
     """
     model = model_of(gpu)
     used = occupied_memory(gpu)
@@ -281,10 +290,22 @@ def choose_placement(gpu: dict, prof: GpuInstanceProfile) -> Optional[int]:
     return min(candidates, key=lambda s: (_placements_blocked(model, used, s, prof.mem_slices), s))
 
 
+def mem_slice_xor(gpu: dict) -> int:
+    """The GPU's logical-to-physical memory-slice XOR (0 unless the state says otherwise)."""
+    return int(gpu.get("mem_slice_xor") or 0)
+
+
 def _next_gi_id(gpu: dict, start: int, size: int) -> int:
-    """The placement's id; if a pinned GI holds it, the lowest free id (at most 7 GIs, 15 ids)."""
+    """The id the driver gives a GI at ``start:size``: a function of the placement and the board only.
+
+    Creation order and earlier destroys play no part (the id is the
+    physical swizzId, see :func:`nvmlsim.models.gi_id_for_placement`), so a
+    GI re-created where one was destroyed gets that one's id back.  Only a
+    preset's pinned id can already hold it (a real driver never gets here);
+    then the lowest free id is used (at most 7 GIs, 15 ids).
+    """
     taken = {gi["id"] for gi in gpu["gpu_instances"]}
-    natural = gi_id_for_placement(start, size)
+    natural = gi_id_for_placement(start, size, mem_slice_xor(gpu))
     if natural not in taken:
         return natural
     return min(i for i in range(1, MAX_GI_ID + 1) if i not in taken)
@@ -292,7 +313,7 @@ def _next_gi_id(gpu: dict, start: int, size: int) -> int:
 
 def create_gpu_instance(gpu: dict, profile_id: int, start: Optional[int] = None, size: Optional[int] = None,
                         gi_id: Optional[int] = None) -> dict:
-    """nvmlDeviceCreateGpuInstance(WithPlacement); ``gi_id`` pins the id (presets only)."""
+    """nvmlDeviceCreateGpuInstance(WithPlacement); ``gi_id`` pins the id (presets only: the driver takes no id)."""
     prof = gi_profile_by_id(gpu, profile_id)
     existing = sum(1 for gi in gpu["gpu_instances"] if gi["profile_id"] == profile_id)
     if start is not None:
@@ -400,6 +421,11 @@ def create_compute_instance(gpu: dict, gi_id: int, profile_id: int, start: Optio
     elif start not in free:
         raise SimError(E.INSUFFICIENT_RESOURCES, "compute placement %d:%d overlaps a compute instance in GPU instance %d" % (
             start, prof.size, gi_id))
+    # CI ids are per GI and the lowest free slot from 0, whatever the profile
+    # or placement: open-gpu-kernel-modules' kmigmgrCreateComputeInstances_VF
+    # gives a new CI the first index whose MIGComputeInstance[] slot is not
+    # valid ("index for the pMIGComputeInstance array is same as the compute
+    # instance ID"; 8 slots, ids 0-7).
     taken = {ci["id"] for ci in gi["compute_instances"]}
     if ci_id is None:
         ci_id = min(i for i in range(MAX_CI_ID + 1) if i not in taken)

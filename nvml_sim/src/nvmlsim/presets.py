@@ -2,13 +2,15 @@
 
 Each preset names the GPU model, PCI bus ids (index order = bus order, as
 NVML enumerates), NUMA node and CPU list of every GPU, the driver version,
-and optionally a MIG layout.  MIG layouts are built through the same
-driver operations the API uses (:mod:`nvmlsim.node`), so a preset that the
-real hardware could not hold fails to build.
+and optionally a MIG layout.  A MIG layout is a list of driver calls
+(create / destroy GPU instance) replayed in order through the same
+operations the API uses (:mod:`nvmlsim.node`), so a preset that the real
+hardware could not hold fails to build and its ids are the ones the
+driver gives.
 """
 from __future__ import annotations
 
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Dict, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import node
 from .models import MODELS
@@ -27,12 +29,26 @@ R570 = Driver("570.133.20", 12080)
 
 
 class GiSpec(NamedTuple):
-    """A GPU instance of a preset: profile id, placement start, pinned id, CI profile ids."""
+    """Create a GPU instance and CIs in it (``nvidia-smi mig -cgi PROFILE -C``).
+
+    ``start`` None lets the driver choose the placement; ``gi_id`` pins the
+    id instead of taking the driver's (for a layout whose board is unknown;
+    no preset here needs it).
+    """
 
     profile_id: int
-    start: int
-    gi_id: int
+    start: Optional[int] = None
+    gi_id: Optional[int] = None
     ci_profiles: Tuple[int, ...] = (0,)
+
+
+class DestroyGi(NamedTuple):
+    """Destroy GPU instance ``gi_id`` and its CIs (``nvidia-smi mig -dci -gi ID``, then ``-dgi -gi ID``)."""
+
+    gi_id: int
+
+
+MigCall = Union[GiSpec, DestroyGi]
 
 
 class Preset(NamedTuple):
@@ -44,7 +60,10 @@ class Preset(NamedTuple):
     numa: Tuple[int, ...]
     cpus: Dict[int, str]                 # NUMA node -> cpulist
     driver: Driver
-    mig: Optional[Dict[int, Sequence[GiSpec]]] = None  # GPU index -> GIs (MIG enabled on these GPUs)
+    # GPU index -> driver calls, replayed in order (MIG enabled on these GPUs)
+    mig: Optional[Dict[int, Sequence[MigCall]]] = None
+    # GPU index -> the board's memory-slice XOR (0 if absent; see nvmlsim.models.gi_id_for_placement)
+    mem_slice_xor: Optional[Dict[int, int]] = None
 
 
 _DGX_H_BUS = ("1B", "43", "52", "61", "9D", "C3", "D1", "DF")
@@ -52,9 +71,8 @@ _DGX_A_BUS = ("07", "0F", "47", "4E", "87", "90", "B7", "BD")
 _SEED_BUS = ("17", "65", "CA", "E3")   # seed 003's nvidia-smi listing
 
 
-def _seven_1g(gi_ids: Sequence[int]) -> List[GiSpec]:
-    """7 x 1g (profile 19) on placements 0..6 with the given GI ids, one CI each."""
-    return [GiSpec(19, start, gi_id) for start, gi_id in enumerate(gi_ids)]
+# nvidia-smi mig -cgi 19,19,19,19,19,19,19 -C: 7 x 1g, the driver's placements, one CI each.
+_SEVEN_1G: Tuple[MigCall, ...] = (GiSpec(19),) * 7
 
 
 PRESETS: Dict[str, Preset] = {
@@ -78,20 +96,44 @@ PRESETS: Dict[str, Preset] = {
         "4 x NVIDIA L40S (no MIG)",
         "l40s", ("01", "41", "81", "C1"), (0, 0, 1, 1),
         {0: "0-31,64-95", 1: "32-63,96-127"}, R550),
+    # The seed's own command, nvidia-smi mig -i 2,3 -cgi 19,19,19,19,19,19,19 -C,
+    # on two boards: GPU 2 numbers as the tree (GI 13, 11, 12, 7, 8, 9, 10 at
+    # 6:1, 4:1, 5:1, 0:1 ... 3:1), GPU 3 has its memory halves swapped
+    # (GI 9, 7, 8, 11, 12, 13, 14 at the same placements, GI 14 at 3:1).
     "seed-003": Preset(
         "seed 003: 4 x NVIDIA A100 80GB PCIe; GPUs 2 and 3 in MIG mode with 7 x 1g.10gb each "
-        "(GPU 2: GI 7-13, GPU 3: GI 7,8,9,11,12,13,14, CI 0 in each)",
+        "(GPU 2: GI 7-13, GPU 3: GI 7,8,9,11,12,13,14 as a board with swapped memory halves numbers them, "
+        "CI 0 in each)",
         "a100-pcie-80gb", _SEED_BUS, (0, 0, 1, 1),
         {0: "0-15,32-47", 1: "16-31,48-63"}, R535,
-        {2: _seven_1g((7, 8, 9, 10, 11, 12, 13)), 3: _seven_1g((7, 8, 9, 11, 12, 13, 14))}),
+        {2: _SEVEN_1G, 3: _SEVEN_1G}, {3: 4}),
+    # GI ids with gaps made only by create/destroy calls (no pinned id).
+    "a100-gi-gaps": Preset(
+        "4 x NVIDIA A100 80GB PCIe; GI ids with gaps left by create/destroy calls: GPU 0 GI 4,7,8,11,12,13; "
+        "GPU 1 GI 5,7,10,13; GPU 2 (swapped memory halves) GI 3,9,11,12,13,14; GPU 3 MIG off",
+        "a100-pcie-80gb", _SEED_BUS, (0, 0, 1, 1),
+        {0: "0-15,32-47", 1: "16-31,48-63"}, R535,
+        {
+            # 7 x 1g (GI 13, 11, 12, 7, 8, 9, 10); destroy the 1g at 2:1 and 3:1;
+            # a 2g.20gb can only go to 2:2 -> GI 4.
+            0: _SEVEN_1G + (DestroyGi(9), DestroyGi(10), GiSpec(14, ci_profiles=(1,))),
+            # the guide's -cgi 14,19,19,19,19,19 -C (GI 5, 13, 7, 8, 9, 10); destroy GI 8 and 9.
+            1: (GiSpec(14, ci_profiles=(1,)),) + (GiSpec(19),) * 5 + (DestroyGi(8), DestroyGi(9)),
+            # 7 x 1g on a board with swapped halves (GI 9, 7, 8, 11, 12, 13, 14);
+            # destroy the 1g at 4:1 and 5:1; a 1g.20gb goes to 4:2 -> GI 3.
+            2: _SEVEN_1G + (DestroyGi(7), DestroyGi(8), GiSpec(15)),
+        },
+        {2: 4}),
 }
 
 
 def _gpu_entry(name: str, preset: Preset, index: int) -> dict:
     numa = preset.numa[index]
     mig = None
+    extra = {}
     if MODELS[preset.model].mig_capable:
         mig = node.MIG_ENABLE if index in (preset.mig or {}) else node.MIG_DISABLE
+        extra["mem_slice_xor"] = (preset.mem_slice_xor or {}).get(index, 0)
     return {
         "index": index,
         "minor": index,
@@ -105,6 +147,7 @@ def _gpu_entry(name: str, preset: Preset, index: int) -> dict:
         "mig_pending": mig,
         "gpu_instances": [],
         "processes": [],
+        **extra,
     }
 
 
@@ -128,10 +171,22 @@ def build(name: str, mig_minors_path: str, auto_reset: bool = False) -> dict:
         "gpus": [],
     }
     state["gpus"] = [_gpu_entry(name, preset, index) for index in range(len(preset.bus_ids))]
-    for index, specs in (preset.mig or {}).items():
+    for index, calls in (preset.mig or {}).items():
         gpu = node.gpu_by_index(state, index)
-        for spec in specs:
-            node.create_gpu_instance(gpu, spec.profile_id, start=spec.start, gi_id=spec.gi_id)
-            for ci_prof in spec.ci_profiles:
-                node.create_compute_instance(gpu, spec.gi_id, ci_prof)
+        for call in calls:
+            replay(gpu, call)
     return state
+
+
+def replay(gpu: dict, call: MigCall) -> Optional[dict]:
+    """Apply one preset call to ``gpu`` as the driver would; returns the GI a create made."""
+    if isinstance(call, DestroyGi):
+        gi = node.gpu_instance(gpu, call.gi_id)
+        for ci in list(gi["compute_instances"] if gi else ()):
+            node.destroy_compute_instance(gpu, call.gi_id, ci["id"])
+        node.destroy_gpu_instance(gpu, call.gi_id)
+        return None
+    gi = node.create_gpu_instance(gpu, call.profile_id, start=call.start, gi_id=call.gi_id)
+    for ci_prof in call.ci_profiles:
+        node.create_compute_instance(gpu, gi["id"], ci_prof)
+    return gi
