@@ -16,7 +16,7 @@ cd "$ROOT" || exit 2
 . "$ROOT/scripts/lib/tooling.sh"
 export PATH="$VENV/bin:$PATH" NO_COLOR=1 ANSIBLE_NOCOLOR=1 PY_COLORS=0
 
-ALL_STAGES=(deps unit sanity lint yamllint shellcheck package molecule)
+ALL_STAGES=(deps unit sanity lint yamllint shellcheck package molecule oracle)
 STAGES=("$@")
 [ ${#STAGES[@]} -gt 0 ] || STAGES=("${ALL_STAGES[@]}")
 
@@ -93,7 +93,8 @@ stage_unit() {
     # the simulated libnvidia-ml.so.1 is built and driven by the real nvidia-ml-py here, or the tests fail
     NVMLSIM_NVML_INCLUDE=$(ensure_nvml_header) || return 1
     export NVMLSIM_NVML_INCLUDE NVMLSIM_REQUIRE_LIBNVML=1
-    "$VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$junit" tests/unit nvml_sim/tests
+    "$VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$junit" tests/unit nvml_sim/tests \
+        tests/oracle/test_compare.py tests/oracle/test_fit_cpus.py
     rc=$?
     # pytest exits 5 when it collected nothing: that is a failure here.
     count_junit "$junit"
@@ -201,6 +202,21 @@ stage_molecule() {
         return 0
     fi
     bash "$ROOT/scripts/molecule.sh"
+}
+
+# Slurm's own NVML plugin (slurmd -G, AutoDetect=nvml) against slurm_gres_facts on
+# every simulated preset, in one container from the node image (built by the
+# molecule stage, or scripts/cluster.sh images): must run here, never skipped.
+stage_oracle() {
+    local junit="$OUTDIR/oracle.xml" rc
+    rm -f "$junit"
+    # builds the node image only when its content hash changed; tags it :latest, which the oracle uses
+    bash "$ROOT/scripts/cluster.sh" images || return 1
+    GPUCLUSTER_ORACLE=1 NVMLSIM_NVML_INCLUDE=$(ensure_nvml_header) "$VENV/bin/pytest" -q -p no:cacheprovider \
+        --junitxml="$junit" tests/oracle/test_oracle.py
+    rc=$?
+    count_junit "$junit"
+    return "$rc"
 }
 
 for stage in "${STAGES[@]}"; do

@@ -1,6 +1,6 @@
 """``nvmlsim``: create and drive a simulated GPU node.
 
-    nvmlsim create --preset NAME [--mig-minors PATH] [--auto-reset] [--force]
+    nvmlsim create --preset NAME [--mig-minors PATH] [--auto-reset] [--force] [--fit-cpus]
     nvmlsim presets
     nvmlsim show [--json]
     nvmlsim process add --gpu N --pid P --name NAME [--used-mib M] [--gi ID --ci ID]
@@ -117,6 +117,10 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--auto-reset", action="store_true",
                         help="nvmlDeviceSetMigMode resets an idle GPU at once (bare-metal behaviour)")
     create.add_argument("--force", action="store_true", help="replace an existing node")
+    create.add_argument("--fit-cpus", action="store_true",
+                        help="spread the preset's NUMA nodes over the CPUs this process may run on "
+                        "(sched_getaffinity), whole cores (with their hyperthreads) per NUMA node, so "
+                        "that tools which map the GPUs' CPU affinity onto this machine (slurmd) find those CPUs")
 
     sub.add_parser("presets", help="list presets")
 
@@ -170,8 +174,64 @@ def _create(args) -> str:
         if store.exists(path) and not args.force:
             raise UsageError("a simulated node already exists at %s; use --force to replace it" % path)
         state = presets.build(args.preset, mig_minors, auto_reset=args.auto_reset)
+        fitted = fit_cpus(state) if args.fit_cpus else None
         store.save(state, path)
+    if fitted:
+        return "created %s at %s; CPUs fitted to this machine: %s" % (
+            args.preset, path, ", ".join("NUMA %d: %s" % item for item in sorted(fitted.items())))
     return "created %s at %s" % (args.preset, path)
+
+
+def _cpu_core(cpu: int) -> tuple:
+    """``(physical_package_id, core_id)`` of a CPU from sysfs; the CPU itself where sysfs has no topology."""
+    values = []
+    for name in ("physical_package_id", "core_id"):
+        try:
+            with open("/sys/devices/system/cpu/cpu%d/topology/%s" % (cpu, name), encoding="ascii") as handle:
+                values.append(int(handle.read().strip()))
+        except (OSError, ValueError):
+            return (-1, cpu)
+    return tuple(values)
+
+
+def _cpulist(cpus: List[int]) -> str:
+    """Sorted CPU numbers as a Linux cpulist (``0-3,8``)."""
+    runs: List[List[int]] = []
+    for cpu in sorted(cpus):
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(str(low) if low == high else "%d-%d" % (low, high) for low, high in runs)
+
+
+def fit_cpus(state: dict, allowed=None, core_of=None) -> dict:
+    """Give the GPUs of ``state`` CPU lists on this machine, keeping the preset's NUMA structure.
+
+    The CPUs in ``allowed`` (default ``os.sched_getaffinity(0)``) are grouped
+    into cores (``core_of(cpu)``, default sysfs ``(package, core_id)``), the
+    cores split in order into one contiguous share per NUMA node of the
+    preset (as even as possible), and every GPU of a NUMA node gets that
+    node's share with all its allowed hyperthreads.  With fewer cores than
+    NUMA nodes, nodes share cores round-robin.  Returns ``{numa node: cpulist}``.
+    """
+    allowed = sorted(os.sched_getaffinity(0) if allowed is None else allowed)
+    if not allowed:
+        raise UsageError("--fit-cpus: no CPUs to fit the preset onto")
+    core_of = core_of or _cpu_core
+    cores: dict = {}
+    for cpu in allowed:
+        cores.setdefault(core_of(cpu), []).append(cpu)
+    ordered = [cores[key] for key in sorted(cores)]   # package by package, cores in order
+    nodes = sorted({gpu["numa_node"] for gpu in state["gpus"]})
+    shares = {}
+    for position, numa in enumerate(nodes):
+        low, high = position * len(ordered) // len(nodes), (position + 1) * len(ordered) // len(nodes)
+        chosen = ordered[low:high] or [ordered[position % len(ordered)]]
+        shares[numa] = _cpulist([cpu for core in chosen for cpu in core])
+    for gpu in state["gpus"]:
+        gpu["cpus"] = shares[gpu["numa_node"]]
+    return shares
 
 
 def _process(args) -> str:
