@@ -56,9 +56,11 @@ PY
     FAILED=$((FAILED + ${counts#* }))
 }
 
-# The real nvidia-ml-py, pinned: the simulator's tests compare its API with it
-# (names, signatures, constants, structs). Only its pynvml.py is extracted;
-# it is never importable as `pynvml` in the test environment.
+# The real nvidia-ml-py, pinned: the `pynvml` every unit test and the modules
+# they run import (the root conftest.py puts its directory first and loads the
+# simulated libnvidia-ml.so.1 under it), and the reference the simulator's own
+# API (nvmlsim.api) is compared with (names, signatures, constants, structs).
+# Only its pynvml.py is extracted (no pip install into the venv).
 NVML_REF_VERSION=13.615.71
 NVML_REF="$ROOT/.build/nvml-ref/nvidia-ml-py-$NVML_REF_VERSION/pynvml.py"
 
@@ -81,7 +83,7 @@ stage_deps() {
         slurm-client libslurm-dev gcc make || return 1
     ensure_venv || return 1
     ensure_nvml_reference || return 1
-    # nvml.h for the simulated libnvidia-ml.so.1 that nvml_sim/tests/test_libnvml.py builds
+    # nvml.h for the simulated libnvidia-ml.so.1 that the root conftest.py and nvml_sim/tests/test_libnvml.py build
     ensure_nvml_header >/dev/null
 }
 

@@ -959,25 +959,41 @@ EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstanceRemainingCapacity(nvmlDevice
     return uint_call("nvmlDeviceGetGpuInstanceRemainingCapacity", device, DEVICE, 1, profileId, count);
 }
 
-EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t device, unsigned int profileId,
-                                                                          nvmlGpuInstancePlacement_t *placements,
-                                                                          unsigned int *count)
+/* The GPU- and compute-instance placement queries: NULL PLACEMENTS asks for the count; otherwise the caller's array
+ * holds them all (nvml.h).  Both placement structures are {start, size}. */
+_Static_assert(offsetof(nvmlGpuInstancePlacement_t, start) == 0 && offsetof(nvmlGpuInstancePlacement_t, size) == sizeof(unsigned int),
+               "nvmlGpuInstancePlacement_t is not {start, size}");
+_Static_assert(offsetof(nvmlComputeInstancePlacement_t, start) == 0 &&
+                   offsetof(nvmlComputeInstancePlacement_t, size) == sizeof(unsigned int),
+               "nvmlComputeInstancePlacement_t is not {start, size}");
+
+static nvmlReturn_t placement_list(const char *name, const void *parent, enum kind kind, unsigned int profileId,
+                                   unsigned int *starts_sizes, size_t stride, unsigned int *count)
 {
     struct reply r;
     unsigned int n;
-    nvmlReturn_t rc = fetch(&r, "nvmlDeviceGetGpuInstancePossiblePlacements", device, DEVICE, count, 1, profileId, 0);
+    nvmlReturn_t rc = fetch(&r, name, parent, kind, count, 1, profileId, 0);
     if (rc != NVML_SUCCESS)
         return rc;
     n = (unsigned int)u(&r, 0);
-    if (placements) {   /* NULL asks for the count; otherwise the caller's array holds them all (nvml.h) */
+    if (starts_sizes) {
         for (unsigned int i = 0; i < n; i++) {
-            placements[i].start = (unsigned int)u(&r, 1 + 2 * (int)i);
-            placements[i].size = (unsigned int)u(&r, 2 + 2 * (int)i);
+            unsigned int *place = (unsigned int *)((char *)starts_sizes + i * stride);
+            place[0] = (unsigned int)u(&r, 1 + 2 * (int)i);
+            place[1] = (unsigned int)u(&r, 2 + 2 * (int)i);
         }
     }
     *count = n;
     reply_free(&r);
     return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuInstancePossiblePlacements_v2(nvmlDevice_t device, unsigned int profileId,
+                                                                          nvmlGpuInstancePlacement_t *placements,
+                                                                          unsigned int *count)
+{
+    return placement_list("nvmlDeviceGetGpuInstancePossiblePlacements", device, DEVICE, profileId,
+                          placements ? &placements->start : NULL, sizeof(*placements), count);
 }
 
 static nvmlReturn_t handle_list(const char *name, const void *parent, enum kind kind, unsigned int profileId,
@@ -1075,6 +1091,53 @@ EXPORT nvmlReturn_t DECLDIR nvmlGpuInstanceCreateComputeInstance(nvmlGpuInstance
                                                                  nvmlComputeInstance_t *computeInstance)
 {
     return handle_call("nvmlGpuInstanceCreateComputeInstance", gpuInstance, GPU_INSTANCE, 1, profileId, (void **)computeInstance);
+}
+
+/* NAME(handle, profileId, placement) -> a new instance handle in *OUT (the "WithPlacement" creations). */
+static nvmlReturn_t create_placed(const char *name, const void *parent, enum kind kind, unsigned int profileId,
+                                  unsigned int start, unsigned int size, int has_placement, void **out)
+{
+    struct req q;
+    struct reply r;
+    nvmlReturn_t rc;
+    if (!has_placement || !out)
+        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
+    REQ_H(&q, name, parent, kind);
+    req_uint(&q, profileId);
+    req_uint(&q, start);
+    req_uint(&q, size);
+    rc = call(&q, &r);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    *out = handle_out(&r, 0);
+    reply_free(&r);
+    return *out ? NVML_SUCCESS : NVML_ERROR_MEMORY;
+}
+
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceCreateGpuInstanceWithPlacement(nvmlDevice_t device, unsigned int profileId,
+                                                                     const nvmlGpuInstancePlacement_t *placement,
+                                                                     nvmlGpuInstance_t *gpuInstance)
+{
+    return create_placed("nvmlDeviceCreateGpuInstanceWithPlacement", device, DEVICE, profileId,
+                         placement ? placement->start : 0, placement ? placement->size : 0, placement != NULL,
+                         (void **)gpuInstance);
+}
+
+EXPORT nvmlReturn_t DECLDIR nvmlGpuInstanceCreateComputeInstanceWithPlacement(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                                                                              const nvmlComputeInstancePlacement_t *placement,
+                                                                              nvmlComputeInstance_t *computeInstance)
+{
+    return create_placed("nvmlGpuInstanceCreateComputeInstanceWithPlacement", gpuInstance, GPU_INSTANCE, profileId,
+                         placement ? placement->start : 0, placement ? placement->size : 0, placement != NULL,
+                         (void **)computeInstance);
+}
+
+EXPORT nvmlReturn_t DECLDIR nvmlGpuInstanceGetComputeInstancePossiblePlacements(nvmlGpuInstance_t gpuInstance, unsigned int profileId,
+                                                                                nvmlComputeInstancePlacement_t *placements,
+                                                                                unsigned int *count)
+{
+    return placement_list("nvmlGpuInstanceGetComputeInstancePossiblePlacements", gpuInstance, GPU_INSTANCE, profileId,
+                          placements ? &placements->start : NULL, sizeof(*placements), count);
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlGpuInstanceDestroy(nvmlGpuInstance_t gpuInstance)

@@ -11,7 +11,7 @@ SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
-import pynvml  # noqa: E402  pylint: disable=wrong-import-position
+from nvmlsim import api as pynvml  # noqa: E402  pylint: disable=wrong-import-position
 from nvmlsim import cli, store  # noqa: E402  pylint: disable=wrong-import-position
 
 

@@ -9,10 +9,10 @@ order or on earlier destroys.  CI ids are the lowest free slot 0-7 of their GI.
 """
 import pytest
 
-import pynvml
+from nvmlsim import api as pynvml  # the simulator's own NVML API
 from nvmlsim import node, presets
 from nvmlsim.models import MAX_GI_ID, gi_id_for_placement, placement_for_gi_id
-from pynvml import byref, c_uint
+from ctypes import byref, c_uint
 
 A100 = "a100-80gb-pcie-x4"
 

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-import pynvml
+from nvmlsim import api as pynvml  # the simulator's own NVML API
 from nvmlsim import parity
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -143,6 +143,7 @@ def test_parity_script_is_read_only_and_prints_json(node):
     assert _snapshot(node) == before
 
 
-def test_parity_without_a_node_fails_cleanly(node, capsys):  # pylint: disable=unused-argument
+def test_parity_without_a_node_fails_cleanly(node, capsys, monkeypatch):  # pylint: disable=unused-argument
+    monkeypatch.setenv("NVMLSIM_PARITY_USE_SIM", "1")
     assert parity.main([]) == 1
     assert capsys.readouterr().err == "parity: NVML failed: Driver Not Loaded (NVML_ERROR_DRIVER_NOT_LOADED)\n"

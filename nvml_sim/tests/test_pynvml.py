@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-import pynvml
+from nvmlsim import api as pynvml  # the simulator's own NVML API
 from nvmlsim import errors as E
-from pynvml import byref, c_uint
+from ctypes import byref, c_uint
 
 
 def gpu(index):
@@ -502,7 +502,7 @@ def test_mig_config_caps_exist_only_with_mig_capable_gpus(node, preset, last_gpu
 def test_concurrent_writers_lose_no_update(node):
     node.create("h100-80gb-x8", "--auto-reset")
     src = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
-    script = ("import pynvml; pynvml.nvmlInit(); h = pynvml.nvmlDeviceGetHandleByIndex(0); "
+    script = ("from nvmlsim import api as pynvml; pynvml.nvmlInit(); h = pynvml.nvmlDeviceGetHandleByIndex(0); "
               "gi = pynvml.nvmlDeviceCreateGpuInstance(h, 19); pynvml.nvmlGpuInstanceCreateComputeInstance(gi, 0)")
     pynvml.nvmlInit()
     assert pynvml.nvmlDeviceSetMigMode(gpu(0), 1) == pynvml.NVML_SUCCESS
@@ -511,3 +511,17 @@ def test_concurrent_writers_lose_no_update(node):
     assert [p.wait() for p in procs] == [0] * 7
     assert sorted(gi_ids(gpu(0))) == [7, 8, 9, 10, 11, 12, 13]
     assert len(list((node.root / "dev" / "nvidia-caps").iterdir())) == 2 + 14
+
+
+def test_instance_lists_take_no_null_array(node):
+    """nvml.h: a NULL gpuInstances/computeInstances array is INVALID_ARGUMENT (only the placement queries count with NULL)."""
+    node.create("seed-003")
+    pynvml.nvmlInit()
+    count = c_uint(0)
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        pynvml.nvmlDeviceGetGpuInstances(gpu(2), 19, None, byref(count))
+    gi = pynvml.nvmlDeviceGetGpuInstanceById(gpu(2), 7)
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        pynvml.nvmlGpuInstanceGetComputeInstances(gi, 0, None, byref(count))
+    pynvml.nvmlDeviceGetGpuInstancePossiblePlacements(gpu(2), 19, None, byref(count))
+    assert count.value == 7

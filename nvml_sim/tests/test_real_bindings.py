@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-import pynvml
+from nvmlsim import api as pynvml  # the simulator's own NVML API
 
 REAL_PATH = os.environ.get("NVMLSIM_REAL_PYNVML")
 REQUIRED = os.environ.get("NVMLSIM_REQUIRE_REAL_PYNVML") == "1"

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-import pynvml
+from nvmlsim import api as pynvml  # the simulator's own NVML API
 from nvmlsim import devfiles
 
 HERE = os.path.dirname(os.path.abspath(__file__))

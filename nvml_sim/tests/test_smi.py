@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-import pynvml
+from nvmlsim import api as pynvml  # the simulator's own NVML API
 from nvmlsim import cli, node as simnode, smi, store
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -211,12 +211,16 @@ class Client:
 
     # ------------------------------------------------------------ MIG
 
-    def _array(self, name, handle, key, item_type):
+    def _array(self, name, handle, key, item_type, capacity=None):
+        """An NVML list: a first call with a NULL array asks for the count (the placement queries), or an array of
+        ``capacity`` entries (the instance lists, which nvml.h does not let count with NULL)."""
         count = c_uint(0)
-        self.call(name, handle, key, None, byref(count))
-        if not count.value:
-            return []
-        array = (item_type * count.value)()
+        if capacity is None:
+            self.call(name, handle, key, None, byref(count))
+            if not count.value:
+                return []
+            capacity = count.value
+        array = (item_type * max(int(capacity), 1))()
         self.call(name, handle, key, array, byref(count))
         return list(array[:count.value])
 
@@ -239,10 +243,11 @@ class Client:
         return [[p.start, p.size] for p in self._array('nvmlDeviceGetGpuInstancePossiblePlacements', handle, profile_id,
                                                        self.lib.c_nvmlGpuInstancePlacement_t)]
 
-    def gpu_instances(self, handle, profile_id):
-        """``(gi handle, info)`` of the GPU instances of one profile."""
+    def gpu_instances(self, handle, profile):
+        """``(gi handle, info)`` of the GPU instances of ``profile`` (a gi_profiles() entry: its id and instance_count)."""
         return [(gi, self.call('nvmlGpuInstanceGetInfo', gi))
-                for gi in self._array('nvmlDeviceGetGpuInstances', handle, profile_id, self.lib.c_nvmlGpuInstance_t)]
+                for gi in self._array('nvmlDeviceGetGpuInstances', handle, profile['id'], self.lib.c_nvmlGpuInstance_t,
+                                      profile['instance_count'])]
 
     def gpu_instance(self, handle, gi_id):
         return self.call('nvmlDeviceGetGpuInstanceById', handle, gi_id)
@@ -263,10 +268,11 @@ class Client:
                           'instance_count': int(info.instanceCount), 'placements': [[p.start, p.size] for p in places]})
         return table
 
-    def compute_instances(self, gi, ci_profile_id):
-        """The info records of the compute instances of one profile in a GPU instance."""
+    def compute_instances(self, gi, ci_profile):
+        """The info records of the compute instances of ``ci_profile`` (a ci_profiles() entry) in a GPU instance."""
         return [self.call('nvmlComputeInstanceGetInfo', ci)
-                for ci in self._array('nvmlGpuInstanceGetComputeInstances', gi, ci_profile_id, self.lib.c_nvmlComputeInstance_t)]
+                for ci in self._array('nvmlGpuInstanceGetComputeInstances', gi, ci_profile['id'], self.lib.c_nvmlComputeInstance_t,
+                                      ci_profile['instance_count'])]
 
     def mig_devices(self, handle):
         """The MIG devices of a GPU in MIG mode: index, uuid, name, gi_id, ci_id, gi_profile_id.

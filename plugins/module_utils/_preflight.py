@@ -37,9 +37,10 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_mu
 COLLECTION = 'gpucluster.bringup'
 
 # The roles of site.yml and the inventory groups each runs on (the playbooks
-# slurm_munge.yml, mig_layout.yml, accounting.yml, slurm_cluster.yml, enroot.yml).
+# slurm_munge.yml, nvml.yml, mig_layout.yml, accounting.yml, slurm_cluster.yml, enroot.yml).
 SITE_ROLES = (
     ('munge', ('slurm_controller', 'slurm_compute', 'slurmdbd')),
+    ('nvml', ('gpu_nodes',)),
     ('mig', ('gpu_nodes',)),
     ('slurmdbd', ('slurmdbd',)),
     ('slurm_healthcheck', ('slurm_compute',)),

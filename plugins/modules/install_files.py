@@ -263,7 +263,8 @@ def apply(entry, steps, content):
             parent = os.path.dirname(dest)
             if not os.path.isdir(parent):
                 os.makedirs(parent, 0o755)
-            os.mkdir(dest, entry['mode'])
+            if not (os.path.isdir(dest) and not os.path.islink(dest)):  # (an earlier entry may have made it as a parent)
+                os.mkdir(dest, entry['mode'])
             os.chmod(dest, entry['mode'])
         elif step == 'create' and value == 'link':
             os.symlink(entry['target'], dest)

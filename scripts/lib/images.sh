@@ -18,8 +18,12 @@ base_inputs() {
         "security=$GPUCLUSTER_SIM_SECURITY_MIRROR" "arch=$(dpkg --print-architecture)"
 }
 
+# The simulator's C library, built in the node image (images/node/build-nvml-sim.sh)
+NVML_SIM_SOURCES=(nvml_sim/libnvml/nvml_sim.c nvml_sim/libnvml/gen_stubs.py nvml_sim/libnvml/Makefile)
+NVML_SIM_SYMBOLS=nvml_sim/tests/data/real-h200-580.159.04/symbols.txt
+
 node_inputs() {
-    printf '%s\n' "base=$(base_hash)" scripts/lib/images.sh
+    printf '%s\n' "base=$(base_hash)" scripts/lib/images.sh "${NVML_SIM_SOURCES[@]}" "$NVML_SIM_SYMBOLS"
     (cd "$GPUCLUSTER_SIM_ROOT" && find images/node -type f | LC_ALL=C sort)
 }
 
@@ -75,15 +79,24 @@ build_base() {
 }
 
 build_node() {
-    local image=$1 base=$2
+    local image=$1 base=$2 context="$IMAGE_BUILD_DIR/node-context" source
     log "building $image from images/node/Containerfile"
-    mkdir -p "$IMAGE_BUILD_DIR"
-    if ! pm build --pull=never --label "$GPUCLUSTER_SIM_LABEL=image" \
-            --build-arg "BASE_IMAGE=$base" -f "$GPUCLUSTER_SIM_ROOT/images/node/Containerfile" \
-            -t "$image" "$GPUCLUSTER_SIM_ROOT/images/node" >"$IMAGE_BUILD_DIR/node-build.log" 2>&1; then
+    rm -rf "$context"
+    mkdir -p "$context/nvml-sim/libnvml"
+    cp -a "$GPUCLUSTER_SIM_ROOT/images/node/." "$context/"
+    for source in "${NVML_SIM_SOURCES[@]}"; do
+        cp "$GPUCLUSTER_SIM_ROOT/$source" "$context/nvml-sim/libnvml/"
+    done
+    cp "$GPUCLUSTER_SIM_ROOT/$NVML_SIM_SYMBOLS" "$context/nvml-sim/symbols.txt"
+    # the builder stage reaches the Debian mirror through the host network (the default
+    # build network resolves no names here)
+    if ! pm build --pull=never --network host --label "$GPUCLUSTER_SIM_LABEL=image" \
+            --build-arg "BASE_IMAGE=$base" -f "$context/Containerfile" \
+            -t "$image" "$context" >"$IMAGE_BUILD_DIR/node-build.log" 2>&1; then
         tail -n 20 "$IMAGE_BUILD_DIR/node-build.log" >&2
         die "building $image failed (full log: $IMAGE_BUILD_DIR/node-build.log)"
     fi
+    rm -rf "$context"
 }
 
 # Build what is missing; say so when nothing is. GPUCLUSTER_SIM_FORCE=1

@@ -13,11 +13,17 @@
 #    known_hosts file the simulated inventory checks host keys against: this
 #    node's own host key is written there under its address. Then one
 #    `ssh admin@ADDRESS sudo -n true` from this machine proves the path;
-# 4. with a GPU_PRESET (an `nvmlsim create --preset` name): install the NVML
-#    simulator from nvml_sim/src as the node's `pynvml` and `nvmlsim`
-#    packages, the /usr/local/bin/nvmlsim command and nvmlsim-boot.service,
-#    the nvidia-smi STAND-IN (nvml_sim/bin/nvidia-smi) as /usr/local/bin/nvidia-smi,
-#    create the simulated GPUs once and (re)create their device files and the
+# 4. with a GPU_PRESET (an `nvmlsim create --preset` name): make the node a
+#    GPU node as a site's is once its driver is installed: the simulator's
+#    libnvidia-ml.so.1 (the package nvmlsim-libnvidia-ml that the node image
+#    carries, built from nvml_sim/libnvml: it Provides libnvidia-ml.so.1, as
+#    the driver's libnvidia-ml1 does) and Debian's contrib component in the
+#    apt sources (where python3-pynvml is; the collection's nvml role
+#    installs that REAL binding); the simulator itself from nvml_sim/src as
+#    the `nvmlsim` package (the library's server, never a `pynvml`), the
+#    /usr/local/bin/nvmlsim command and nvmlsim-boot.service, the nvidia-smi
+#    STAND-IN (nvml_sim/bin/nvidia-smi) as /usr/local/bin/nvidia-smi; create
+#    the simulated GPUs once and (re)create their device files and the
 #    mig-minors table.
 #
 # scripts/cluster.sh up and molecule's prepare.yml both run this script, so
@@ -52,6 +58,13 @@ wait_for_systemd() {
     die "$container: systemd did not finish booting within 60s (state: '${state:-unknown}')"
 }
 
+# A GPU node's apt sources name contrib (Debian's NVIDIA driver and
+# python3-pynvml live in contrib and non-free); the image's name main only.
+enable_contrib() {
+    in_node sed -i -E '/^deb /{/ contrib( |$)/!s/ main( |$)/ main contrib\1/}' /etc/apt/sources.list \
+        || die "$container: adding contrib to /etc/apt/sources.list failed"
+}
+
 apt_update() {
     local i
     for i in 1 2 3; do
@@ -64,13 +77,17 @@ apt_update() {
 
 install_simulator() {
     local site current
-    if [ ! -f "$SIM_SRC/nvmlsim/__main__.py" ] || [ ! -f "$SIM_SRC/pynvml/__init__.py" ]; then
-        die "the NVML simulator is missing: expected $SIM_SRC/nvmlsim/__main__.py and $SIM_SRC/pynvml/__init__.py"
+    if [ ! -f "$SIM_SRC/nvmlsim/__main__.py" ] || [ ! -f "$SIM_SRC/nvmlsim/api.py" ]; then
+        die "the NVML simulator is missing: expected $SIM_SRC/nvmlsim/__main__.py and $SIM_SRC/nvmlsim/api.py"
     fi
+    # the simulated driver library: the package the node image carries (images/node/build-nvml-sim.sh)
+    in_node sh -c 'dpkg -i /usr/local/share/nvmlsim/nvmlsim-libnvidia-ml_*.deb >/dev/null' \
+        || die "$container: installing the simulated libnvidia-ml.so.1 (nvmlsim-libnvidia-ml) failed"
     site=$(in_node python3 -c 'import sys; print("/usr/local/lib/python%d.%d/dist-packages" % sys.version_info[:2])')
+    # (releases before 2026-11 installed the simulator's Python API as `pynvml`)
     in_node rm -rf "$site/pynvml" "$site/nvmlsim"
     in_node mkdir -p "$site"
-    tar -C "$SIM_SRC" --exclude=__pycache__ --owner=0 --group=0 -cf - pynvml nvmlsim \
+    tar -C "$SIM_SRC" --exclude=__pycache__ --owner=0 --group=0 -cf - nvmlsim \
         | pm exec -i "$container" tar -C "$site" --no-same-owner -xf -
     tar -C "$GPUCLUSTER_SIM_LIB/nvmlsim-node" --owner=0 --group=0 -cf - . \
         | pm exec -i "$container" tar -C / --no-same-owner --no-overwrite-dir -xf -
@@ -162,6 +179,7 @@ setup_admin() {
 }
 
 wait_for_systemd
+[ -z "$preset" ] || enable_contrib
 apt_update
 setup_admin
 if [ -n "$preset" ]; then

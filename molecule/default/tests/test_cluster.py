@@ -151,13 +151,18 @@ def test_python_on_the_node_sees_the_gpus_through_pynvml(name):
         "pynvml.nvmlInit()\n"
         "n = pynvml.nvmlDeviceGetCount()\n"
         "names = [pynvml.nvmlDeviceGetName(pynvml.nvmlDeviceGetHandleByIndex(i)) for i in range(n)]\n"
-        "print(json.dumps([n, [x.decode() if isinstance(x, bytes) else x for x in names]]))\n"
+        "print(json.dumps([n, [x.decode() if isinstance(x, bytes) else x for x in names], pynvml.__file__,\n"
+        "                  hasattr(pynvml, 'SIMULATED_CALLS'), open('/proc/self/maps').read().count('libnvidia-ml.so.1') > 0]))\n"
     )
     result = node(name).run("python3 -c %s" % _quote(script))
     assert result.rc == 0, result.stderr
-    got_count, names = json.loads(result.stdout)
+    got_count, names, binding, simulator, library = json.loads(result.stdout)
     assert got_count == count
     assert set(names) == {gpu_name}
+    # the REAL binding (Debian's python3-pynvml, installed by the nvml role) over libnvidia-ml.so.1
+    assert (binding, simulator, library) == ("/usr/lib/python3/dist-packages/pynvml.py", False, True)
+    owner = node(name).run("dpkg -S /usr/lib/python3/dist-packages/pynvml.py")
+    assert owner.stdout.startswith("python3-pynvml:"), owner.stdout + owner.stderr
 
 
 @pytest.mark.parametrize("name", GPU_NODES)

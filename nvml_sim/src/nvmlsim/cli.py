@@ -107,7 +107,7 @@ def _nonneg(text: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="nvmlsim", description="Simulated NVIDIA GPU node for pynvml.")
+    parser = argparse.ArgumentParser(prog="nvmlsim", description="Simulated NVIDIA GPU node (behind the simulated libnvidia-ml.so.1).")
     sub = parser.add_subparsers(dest="command", required=True)
 
     create = sub.add_parser("create", help="create the node from a preset")
@@ -278,7 +278,7 @@ def _ecc_text(ecc: dict) -> str:
 
 
 def _inject(args) -> str:
-    import pynvml  # pylint: disable=import-outside-toplevel
+    from . import api as pynvml  # pylint: disable=import-outside-toplevel
     if args.clear:
         with store.transaction() as state:
             state["faults"] = []

@@ -3,8 +3,8 @@
 The C library starts this program at the first ``nvmlInit`` of a process
 (``python3 -m nvmlsim.libserver``, its stdin and stdout two pipes) and stops
 it at the last ``nvmlShutdown``.  Each NVML call of the process becomes one
-request line; the answer is computed by the simulator's own ``pynvml``
-module -- the one implementation of MIG semantics, placements, processes,
+request line; the answer is computed by the simulator's own NVML API
+(:mod:`nvmlsim.api`) -- the one implementation of MIG semantics, placements, processes,
 ECC and injected faults -- on a fresh read of the node's state file, so an
 ``nvmlsim`` command is visible to every client at its next call.
 
@@ -25,7 +25,7 @@ import sys
 import traceback
 from typing import Callable, Dict, List
 
-import pynvml as sim
+from nvmlsim import api as sim
 
 UNKNOWN = 999
 KINDS = {"gpu": sim.c_nvmlDevice_t, "mig": sim.c_nvmlDevice_t, "gi": sim.c_nvmlGpuInstance_t,
@@ -113,6 +113,23 @@ def _placements(a):
     places = _count_list(sim.nvmlDeviceGetGpuInstancePossiblePlacements, handle(a[0]), _int(a[1]),
                          kind=sim.c_nvmlGpuInstancePlacement_t)
     return [len(places)] + [field for p in places for field in (p.start, p.size)]
+
+
+def _ci_placements(a):
+    places = _count_list(sim.nvmlGpuInstanceGetComputeInstancePossiblePlacements, handle(a[0]), _int(a[1]),
+                         kind=sim.c_nvmlComputeInstancePlacement_t)
+    return [len(places)] + [field for p in places for field in (p.start, p.size)]
+
+
+def _create_placed(func, placement_type):
+    """nvml...WithPlacement(handle, profileId, &placement): the new instance's handle."""
+    def run(a):
+        if len(a) != 4:
+            raise BadRequest("%s takes 4 arguments, got %d" % (func.__name__, len(a)))
+        placement = placement_type()
+        placement.start, placement.size = _int(a[2]), _int(a[3])
+        return [key_of(func(handle(a[0]), _int(a[1]), ctypes.byref(placement)))]
+    return run
 
 
 def _gis(a):
@@ -229,6 +246,11 @@ HANDLERS: Dict[str, Callable] = {
     "nvmlGpuInstanceGetComputeInstanceById": _one(sim.nvmlGpuInstanceGetComputeInstanceById, "h", "i"),
     "nvmlComputeInstanceGetInfo": _ci_info,
     "nvmlDeviceCreateGpuInstance": _one(sim.nvmlDeviceCreateGpuInstance, "h", "i"),
+    "nvmlDeviceCreateGpuInstanceWithPlacement": _create_placed(sim.nvmlDeviceCreateGpuInstanceWithPlacement,
+                                                               sim.c_nvmlGpuInstancePlacement_t),
+    "nvmlGpuInstanceCreateComputeInstanceWithPlacement": _create_placed(sim.nvmlGpuInstanceCreateComputeInstanceWithPlacement,
+                                                                        sim.c_nvmlComputeInstancePlacement_t),
+    "nvmlGpuInstanceGetComputeInstancePossiblePlacements": _ci_placements,
     "nvmlGpuInstanceDestroy": _one(sim.nvmlGpuInstanceDestroy, "h"),
     "nvmlGpuInstanceCreateComputeInstance": _one(sim.nvmlGpuInstanceCreateComputeInstance, "h", "i"),
     "nvmlComputeInstanceDestroy": _one(sim.nvmlComputeInstanceDestroy, "h"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import os
 import sys
 from typing import Any, Callable, Dict, List
 
@@ -200,7 +201,10 @@ def shape(value: Any) -> Any:
 def main(argv=None) -> int:
     """Print the survey (``--shape`` prints only its structure)."""
     argv = sys.argv[1:] if argv is None else argv
-    import pynvml  # pylint: disable=import-outside-toplevel
+    if os.environ.get("NVMLSIM_PARITY_USE_SIM"):
+        from nvmlsim import api as pynvml  # pylint: disable=import-outside-toplevel
+    else:
+        import pynvml  # pylint: disable=import-outside-toplevel
     try:
         result = survey(pynvml)
     except pynvml.NVMLError as exc:

@@ -29,8 +29,7 @@ from __future__ import annotations
 import sys
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-import pynvml
-
+from . import api as pynvml
 from . import errors as E
 from . import node, store
 from .errors import SimError, StateError

@@ -76,7 +76,7 @@ class Nvml(object):
         for profile in client.gi_profiles(handle):
             prof = dict(profile, placements=client.gi_placements(handle, profile['id']), ci_profiles=None)
             gpu['profiles'].append(prof)
-            for gi, gi_info in client.gpu_instances(handle, profile['id']):
+            for gi, gi_info in client.gpu_instances(handle, profile):
                 # Every GI of a profile offers the same CI profiles: ask the first one.
                 if prof['ci_profiles'] is None:
                     prof['ci_profiles'] = self._ci_table(gi)
@@ -85,7 +85,7 @@ class Nvml(object):
                 instance = {'gi_id': gi_info.id, 'profile_id': gi_info.profileId, 'start': gi_info.placement.start,
                             'size': gi_info.placement.size, 'compute_instances': []}
                 for ci_prof in ci_table:
-                    for ci_info in client.compute_instances(gi, ci_prof['id']):
+                    for ci_info in client.compute_instances(gi, ci_prof):
                         instance['compute_instances'].append({
                             'ci_id': ci_info.id, 'profile': names.get(ci_info.profileId, str(ci_info.profileId)),
                             'profile_id': ci_info.profileId, 'start': ci_info.placement.start, 'size': ci_info.placement.size,

@@ -155,6 +155,19 @@ def test_a_new_directory_gets_its_parents(tmp_path):
     assert oct((node / "lib").stat().st_mode & 0o7777) == "0o755"
 
 
+def test_a_directory_listed_after_a_child_that_made_it(tmp_path):
+    """A directory entry after an entry whose parents made it (a node library before its program's directory) gets its mode."""
+    node = tmp_path / "node"
+    node.mkdir()
+    files = [{"dest": str(node / "hooks" / "lib" / "pkg"), "state": "directory", "mode": "0755"},
+             {"dest": str(node / "hooks"), "state": "directory", "mode": "0750"}]
+    rc, out = run(tmp_path, files)
+    assert rc == 0 and recap(out)["changed"] == 1, out
+    assert oct((node / "hooks").stat().st_mode & 0o7777) == "0o750"
+    rc, out = run(tmp_path, files)
+    assert rc == 0 and recap(out)["changed"] == 0, out
+
+
 def test_a_directory_is_not_replaced(tmp_path):
     node = tmp_path / "node"
     (node / "hooks" / "hook-runner").mkdir(parents=True)

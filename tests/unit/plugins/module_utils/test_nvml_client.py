@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ctypes
 import os
 import subprocess
 
@@ -168,3 +169,36 @@ def test_nvml_is_opened_in_one_file():
     found = subprocess.run(['grep', '-rl', '--exclude-dir=__pycache__', 'nvmlInit', 'plugins', 'roles'], cwd=ROOT,
                            stdout=subprocess.PIPE, universal_newlines=True, check=False).stdout.split()
     assert found == ['plugins/module_utils/_nvml.py']
+
+
+def test_the_bindings_are_the_real_nvidia_ml_py_over_the_simulated_library(node):
+    """``import pynvml`` is NVIDIA's nvidia-ml-py (pinned), loading libnvidia-ml.so.1 -- the simulator's C library."""
+    node('l40s-x4')
+    assert not hasattr(pynvml, 'SIMULATED_CALLS')  # the simulator's Python API (nvmlsim.api) has it
+    assert os.path.dirname(pynvml.__file__) == os.environ['GPUCLUSTER_TEST_PYNVML_DIR']
+    with nvml.session(pynvml) as nv:
+        assert nv.count() == 4
+        assert pynvml.nvmlLib._name == 'libnvidia-ml.so.1'  # pylint: disable=protected-access
+    with open('/proc/self/maps') as maps:
+        loaded = set(line.split()[-1] for line in maps if line.rstrip().endswith('libnvidia-ml.so.1'))
+    assert loaded == {os.path.join(ROOT, '.build', 'libnvml', 'libnvidia-ml.so.1')}
+
+
+def test_instance_lists_are_read_into_arrays_sized_by_the_profile(client):
+    """nvml.h: nvmlDeviceGetGpuInstances/nvmlGpuInstanceGetComputeInstances take no NULL array to count (INVALID_ARGUMENT),
+    unlike the placement queries; the client sizes the array by the profile's instance count (the Python double allowed
+    NULL, which hid this until the modules ran over the real binding)."""
+    nv = client('seed-003')
+    handle = nv.handle(2)
+    count = ctypes.c_uint(0)
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        pynvml.nvmlDeviceGetGpuInstances(handle, 19, None, ctypes.byref(count))
+    profile = [p for p in nv.gi_profiles(handle) if p['id'] == 19][0]
+    found = nv.gpu_instances(handle, profile)
+    assert sorted(info.id for _gi, info in found) == [7, 8, 9, 10, 11, 12, 13]
+    gi = found[0][0]
+    with pytest.raises(pynvml.NVMLError_InvalidArgument):
+        pynvml.nvmlGpuInstanceGetComputeInstances(gi, 0, None, ctypes.byref(count))
+    ci_profile = nv.ci_profiles(gi)[0]
+    assert [info.id for info in nv.compute_instances(gi, ci_profile)] == [0]
+    assert nv.gi_placements(handle, 19)[:2] == [[0, 1], [1, 1]]  # NULL counts here (nvml.h)

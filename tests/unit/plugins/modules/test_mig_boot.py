@@ -174,7 +174,7 @@ def test_installed_like_the_role_does_it_runs_without_ansible(node, tmp_path):
     with open(PROGRAM) as source:
         program.write_text('#!%s -S\n%s' % (sys.executable, source.read()))
     program.chmod(0o755)
-    env = dict(os.environ, GPUCLUSTER_MIG_LIB=str(lib), PYTHONPATH=os.path.join(ROOT, 'nvml_sim', 'src'))
+    env = dict(os.environ, GPUCLUSTER_MIG_LIB=str(lib), PYTHONPATH=os.environ['GPUCLUSTER_TEST_PYNVML_DIR'])
     probe = subprocess.run([sys.executable, '-S', '-c', 'import ansible'], env=env, capture_output=True, text=True, check=False)
     assert probe.returncode != 0  # Ansible really is out of reach
     assert 'ansible.module_utils.basic' not in program.read_text()  # and no stand-in for it is needed

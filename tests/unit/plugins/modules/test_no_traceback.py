@@ -98,7 +98,7 @@ def test_malformed_arguments_never_give_a_traceback(name, tmp_path):
     outdir = tmp_path / 'out'
     outdir.mkdir()
     env = {'PATH': '/nonexistent', 'LANG': 'C.UTF-8', 'HOME': str(tmp_path),
-           'PYTHONPATH': os.pathsep.join([os.path.join(ROOT, '.build', 'collections'), os.path.join(ROOT, 'nvml_sim', 'src')]),
+           'PYTHONPATH': os.pathsep.join([os.path.join(ROOT, '.build', 'collections'), os.environ['GPUCLUSTER_TEST_PYNVML_DIR']]),
            'NVMLSIM_STATE': str(tmp_path / 'no-node' / 'state.json'), 'NVMLSIM_ROOT': str(tmp_path / 'no-node')}
     run = subprocess.run([sys.executable, RUNNER, name, str(cases_file), str(outdir)], env=env, cwd=str(tmp_path),
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=600, check=False)

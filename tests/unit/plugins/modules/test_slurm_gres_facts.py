@@ -167,7 +167,7 @@ def run_module_process(node, **args):
     args_file = node.tmp / 'args.json'
     args_file.write_text(json.dumps({'ANSIBLE_MODULE_ARGS': args}))
     env = dict(os.environ, NVMLSIM_STATE=node.state, NVMLSIM_ROOT=node.root,
-               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, '.build', 'collections'), os.path.join(ROOT, 'nvml_sim', 'src')]))
+               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, '.build', 'collections'), os.environ['GPUCLUSTER_TEST_PYNVML_DIR']]))
     result = subprocess.run([sys.executable, os.path.join(ROOT, 'plugins', 'modules', 'slurm_gres_facts.py'), str(args_file)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=env, check=False)
     return result.returncode, json.loads(result.stdout)

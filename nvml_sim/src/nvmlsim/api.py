@@ -1,6 +1,8 @@
 """NVML simulator with the API of nvidia-ml-py's ``pynvml``.
 
-This package is installed as ``pynvml`` on simulated nodes.  Names, argument
+It is never installed as ``pynvml``: clients load the real nvidia-ml-py over
+the simulated ``libnvidia-ml.so.1`` (``nvml_sim/libnvml``), whose server
+(:mod:`nvmlsim.libserver`) answers each call through this module.  Names, argument
 forms, return types, ctypes structures, constants and the ``NVMLError``
 hierarchy follow nvidia-ml-py's ``pynvml.py`` (checked against 13.615.71),
 so code written against the real bindings runs unchanged.  Instead of
@@ -601,6 +603,11 @@ def _set_value(ref, value):
         obj.value = value
     else:
         raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "cannot store a count in %r" % (obj,))
+
+
+def _require_output(ref, name):
+    if _target(ref) is None:
+        raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "%s is NULL; this call does not count without an array" % name)
 
 
 def _fill(ref, items):
@@ -1217,6 +1224,9 @@ def nvmlGpuInstanceDestroy(gpuInstance):
 
 @_api
 def nvmlDeviceGetGpuInstances(device, profileId, gpuInstancesRef, countRef):
+    # nvml.h: "NVML_ERROR_INVALID_ARGUMENT If device, profileId, gpuInstances or count are invalid": no NULL
+    # array to ask for the count (unlike the placement queries); callers size it by the profile's instanceCount
+    _require_output(gpuInstancesRef, "gpuInstances")
     state = _load_state()
     gpu = _physical(state, device)
     _node.gi_profile_by_id(gpu, profileId, enabled=False)
@@ -1329,6 +1339,7 @@ def nvmlComputeInstanceDestroy(computeInstance):
 
 @_api
 def nvmlGpuInstanceGetComputeInstances(gpuInstance, profileId, computeInstancesRef, countRef):
+    _require_output(computeInstancesRef, "computeInstances")   # as nvmlDeviceGetGpuInstances
     gpu, gi = _resolve_gi(_load_state(), gpuInstance)
     _node.ci_profile_in(gpu, gi, profileId)
     found = [_ci_handle(gpu, gi, ci) for ci in gi["compute_instances"] if ci["profile_id"] == profileId]
