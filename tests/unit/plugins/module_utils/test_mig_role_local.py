@@ -47,7 +47,9 @@ def playbook(tmp_path, extra, groups=None):
     (tmp_path / 'vars.json').write_text(json.dumps(dict({'mig_slurm_integration': False}, **extra)))
     env = dict((k, v) for k, v in os.environ.items() if not k.startswith('ANSIBLE_'))
     env.update(ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'), ANSIBLE_NOCOLOR='1', ANSIBLE_FORCE_COLOR='0',
-               PYTHONPATH=os.pathsep.join([os.environ['GPUCLUSTER_TEST_PYNVML_DIR'], os.path.join(ROOT, 'nvml_sim', 'src')]), ANSIBLE_LOCAL_TEMP=str(tmp_path / 'ansible-tmp'),
+               # the real nvidia-ml-py for the modules; nvmlsim for the role's (simulated) GPU reset command
+               PYTHONPATH=os.pathsep.join([os.environ['GPUCLUSTER_TEST_PYNVML_DIR'], os.path.join(ROOT, 'nvml_sim', 'src')]),
+               ANSIBLE_LOCAL_TEMP=str(tmp_path / 'ansible-tmp'),
                ANSIBLE_REMOTE_TEMP=str(tmp_path / 'ansible-remote-tmp'))
     done = subprocess.run([PLAYBOOK_BIN, '-i', str(tmp_path / 'hosts.json'), str(tmp_path / 'play.yml'), '-e', '@%s' % (tmp_path / 'vars.json')],
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=str(tmp_path), check=False)
