@@ -17,7 +17,12 @@ the role default), templates it, and hands plain data to this module:
   that need no facts (the MIG layout is in the catalogue, the package source
   has its location, the database password rules ...);
 * :func:`report` groups the problems of all hosts: identical problems of
-  several hosts become one line naming the hosts as a hostlist.
+  several hosts become one line naming the hosts as a hostlist;
+* :func:`nvml_plugin_problem` judges, on each GPU node of the slurm role with
+  ``slurm_gres_autodetect: nvml``, what the node says about Slurm's NVML
+  plugin: before anything changes, apt's dry run of the role's packages
+  (:func:`parse_apt_simulation`); after the install, whether ``gpu_nvml.so``
+  is in Slurm's plugin directory.
 
 Secrets (options with ``no_log``, or named like a password, key, secret,
 token or credentials) are named, never shown.
@@ -334,6 +339,11 @@ def _slurm(host, values, groups):
     if _flag(values.get('slurm_pam_slurm_adopt')) and convert(values.get('slurm_cgroup_enabled'), 'bool') == (False, True):
         problems.append('slurm_pam_slurm_adopt needs slurm_cgroup_enabled (proctrack/cgroup and task/cgroup hold the adopted ssh sessions); '
                         '%s has slurm_cgroup_enabled false' % host)
+    if values.get('slurm_gres_autodetect') == 'nvml' and convert(values.get('slurm_gres_enabled'), 'bool') == (False, True) \
+            and host in _hosts_of(groups, values.get('slurm_gpu_group')):
+        problems.append('slurm_gres_autodetect is nvml but %s has slurm_gres_enabled false: the Gres= of its slurm.conf line comes from '
+                        'the GRES facts, so Slurm would ignore the GPUs AutoDetect finds; set slurm_gres_enabled: true or '
+                        "slurm_gres_autodetect: 'off'" % host)
     if values.get('slurm_install_source') == 'local' and values.get('slurm_local_package_dir') == '':
         problems.append('slurm_install_source is "local" but slurm_local_package_dir is empty: '
                         'name the directory (on the Ansible controller) that holds the Slurm package files')
@@ -465,3 +475,240 @@ def failure_message(lines):
     """The whole failure: a count, then one line per problem."""
     return ('the inventory has %d problem%s, nothing was changed:\n%s'
             % (len(lines), '' if len(lines) == 1 else 's', '\n'.join(lines)))
+
+
+# --- Slurm's NVML plugin on the GPU nodes (slurm role, slurm_gres_autodetect: nvml) -------------------------------------
+#
+# The slurm role asks each such node two things and hands the answers to nvml_plugin_problem():
+#   before anything changes (Debian family, packages from the distribution): apt's dry run of exactly the packages the
+#   role would install there (ansible.builtin.apt in check mode, which runs apt-get --simulate install in the C locale),
+#   which names what apt would do or why it cannot;
+#   after the install: which of Slurm's plugin directories holds gpu_nvml.so.
+# Without the plugin, slurmd with AutoDetect=nvml finds no GPU, registers 0 GPUs against the Gres= of slurm.conf, and
+# the node goes INVALID_REG (drained).
+
+NVML_PLUGIN_FILE = 'gpu_nvml.so'
+NVML_DOC = 'docs/slurm-gres-autodetect.md'
+NVML_OFF_CHOICE = ("keep slurm_gres_autodetect: 'off' (the default: the collection's slurm_gres_facts writes the GPU lines of gres.conf "
+                   'from NVML itself, with the same Gres= in slurm.conf)')
+
+# apt-get's words, and those of ansible.builtin.apt, which asks python-apt before it runs apt-get
+_APT_MISSING = (
+    re.compile(r'^(?:E|Error): Unable to locate package (?P<name>\S+?)\s*$'),
+    re.compile(r"^(?:E|Error): Package '?(?P<name>[^'\s]+?)'? has no installation candidate\s*$"),
+    re.compile(r"^No package matching '(?P<name>[^']+)' is available"),
+    re.compile(r'^no available installation candidate for (?P<name>\S+)'),
+)
+# " slurm-wlm-nvml-plugin : Depends: slurm-wlm-basic-plugins (= 22.05.8-4+deb12u2) but 22.05.8-4+deb12u3 is to be installed"
+# continuation lines hold a further relation of the same package, or (after " or") another alternative of the same one
+_APT_BROKEN = re.compile(r'^\s*(?P<package>[A-Za-z0-9][A-Za-z0-9.+:-]*) : (?P<rest>.*)$')
+_APT_RELATION = re.compile(r'^\s*(?:(?P<kind>Depends|PreDepends|Pre-Depends|Breaks|Conflicts|Recommends): )?'
+                           r'(?P<name>[A-Za-z0-9][A-Za-z0-9.+:-]*)(?: \((?P<op><<|<=|=|>=|>>) (?P<version>[^)\s]+)\))?'
+                           r' but (?P<why>.+?)(?P<more> or)?\s*$')
+_APT_KIND_WORDS = {'Depends': 'depends on', 'PreDepends': 'pre-depends on', 'Pre-Depends': 'pre-depends on', 'Breaks': 'breaks',
+                   'Conflicts': 'conflicts with', 'Recommends': 'recommends'}
+_APT_WHY_VERSION = re.compile(r'^(?P<version>\S+) is (?P<state>to be installed|installed)$')
+# ansible.builtin.apt names the candidate it asks apt-get for: ... --simulate install 'slurmd=22.05.8-4+deb12u3' ...
+_APT_REQUESTED = re.compile(r"'(?P<name>[A-Za-z0-9][A-Za-z0-9.+:-]*)=(?P<version>[^'\s]+)'")
+_APT_INST = re.compile(r'^Inst (?P<name>\S+) (?:\[(?P<old>[^\]]+)\] )?\((?P<version>\S+)')
+_APT_REMV = re.compile(r'^Remv (?P<name>\S+)')
+
+
+def parse_apt_simulation(stdout, stderr='', msg=''):
+    """What ``LC_ALL=C apt-get -s install PACKAGE...`` says (or ``ansible.builtin.apt`` in check mode: ``msg`` too), as plain data.
+
+    Returns ``{'missing': [...], 'requested': {name: version}, 'installs': {name: version}, 'removes': [...], 'unmet':
+    [...], 'errors': [...]}``: ``missing`` the requested packages apt has no candidate for (unknown, or known with no
+    installable version), ``requested`` the versions ``ansible.builtin.apt`` asked apt-get for,
+    ``unmet`` one entry per unmet relation ``{'package', 'kind', 'alternatives': [{'name', 'op', 'version', 'why',
+    'have', 'state'}], 'text'}`` (``have``/``state``: the version apt would have and whether it is ``to be
+    installed`` or ``installed``, when apt names one), ``errors`` apt's error lines (``E:`` in apt 2, ``Error:`` in
+    apt 3).
+    """
+    result = {'missing': [], 'requested': {}, 'installs': {}, 'removes': [], 'unmet': [], 'errors': []}
+    for found in _APT_REQUESTED.finditer(msg or ''):
+        result['requested'][found.group('name')] = found.group('version')
+    current = None
+    for raw in '\n'.join([msg or '', stdout or '', stderr or '']).splitlines():
+        line = raw.rstrip()
+        for pattern in _APT_MISSING:
+            found = pattern.match(line)
+            if found and found.group('name') not in result['missing']:
+                result['missing'].append(found.group('name'))
+        if line.startswith(('E: ', 'Error: ')):
+            if line not in result['errors']:
+                result['errors'].append(line)
+            current = None
+            continue
+        found = _APT_INST.match(line)
+        if found:
+            result['installs'][found.group('name')] = found.group('version')
+            continue
+        found = _APT_REMV.match(line)
+        if found:
+            result['removes'].append(found.group('name'))
+            continue
+        broken = _APT_BROKEN.match(line)
+        relation = _APT_RELATION.match(broken.group('rest')) if broken else None
+        if relation and relation.group('kind'):
+            current = {'package': broken.group('package'), 'kind': relation.group('kind'), 'alternatives': [], 'text': line.strip(),
+                       'open': False}
+            result['unmet'].append(current)
+        elif current is not None and not broken:
+            relation = _APT_RELATION.match(line)
+            if relation is None:
+                current = None
+                continue
+            if relation.group('kind') and not current['open']:
+                current = {'package': current['package'], 'kind': relation.group('kind'), 'alternatives': [], 'text': '%s : %s' % (
+                    current['package'], line.strip()), 'open': False}
+                result['unmet'].append(current)
+            else:
+                current['text'] += ' ' + line.strip()
+        else:
+            current = None
+            continue
+        why = relation.group('why')
+        have = _APT_WHY_VERSION.match(why)
+        current['alternatives'].append({
+            'name': relation.group('name'), 'op': relation.group('op'), 'version': relation.group('version'), 'why': why,
+            'have': have.group('version') if have else None, 'state': have.group('state') if have else None})
+        current['open'] = bool(relation.group('more'))
+    for entry in result['unmet']:
+        entry.pop('open', None)
+    return result
+
+
+def _relation_text(alternative):
+    if alternative['op']:
+        return '%s (%s %s)' % (alternative['name'], alternative['op'], alternative['version'])
+    return alternative['name']
+
+
+def _apt_label(found, name):
+    """``name`` with the version apt names for it (asked for, or to install), when it names one."""
+    version = found['requested'].get(name) or found['installs'].get(name)
+    return '%s %s' % (name, version) if version else name
+
+
+def _major(value):
+    found = re.match(r'^\s*([0-9]+)', str(value or ''))
+    return int(found.group(1)) if found else None
+
+
+def _nvml_apt_problem(node):
+    apt = node.get('apt') or {}
+    host, package = node['host'], node.get('package') or 'slurm-wlm-nvml-plugin'
+    found = parse_apt_simulation(apt.get('stdout'), apt.get('stderr'), apt.get('msg'))
+    debian = str(node.get('distribution') or '') == 'Debian'
+    major = _major(node.get('distribution_major_version'))
+    reasons, choices = [], []
+    if package in found['missing']:
+        reasons.append('apt has no installation candidate for %s: Debian ships it in the contrib component, which the apt sources of '
+                       'this node do not enable (or its package lists are out of date)' % package)
+        choices.append('enable contrib (Components: main contrib in /etc/apt/sources.list.d/debian.sources, or contrib on the deb lines '
+                       'of /etc/apt/sources.list), run apt-get update and run again%s'
+                       % (' (Debian 12\'s plugin then still needs Slurm held at the plugin\'s own version: see %s)' % NVML_DOC
+                          if debian and major == 12 else ''))
+    others = [name for name in found['missing'] if name != package]
+    if others:
+        reasons.append('apt has no installation candidate for %s%s, which the role installs with it (are the package lists out of date?)'
+                       % (', '.join(others), ' either' if package in found['missing'] else ''))
+    pinned = None
+    for entry in found['unmet']:
+        alternatives = entry['alternatives']
+        versioned = [a for a in alternatives if a['op'] and a['have']]
+        if len(alternatives) == 1 and versioned:
+            alt = versioned[0]
+            reasons.append('%s %s %s, but %s %s %s' % (
+                _apt_label(found, entry['package']), _APT_KIND_WORDS.get(entry['kind'], entry['kind']), _relation_text(alt), alt['name'], alt['have'],
+                'is installed' if alt['state'] == 'installed' else 'is what apt would install'))
+            if entry['kind'] in ('Depends', 'PreDepends', 'Pre-Depends') and pinned is None:
+                pinned = alt
+        elif alternatives and all(a['why'] == 'it is not installable' for a in alternatives):
+            names = ' | '.join(_relation_text(a) for a in alternatives)
+            if any('nvidia-ml' in a['name'] for a in alternatives):
+                reasons.append("%s depends on %s, which no package of this node provides and apt cannot install: the NVIDIA driver's "
+                               'NVML library is not installed from a package apt knows' % (_apt_label(found, entry['package']), names))
+                choices.append("install the driver's NVML library as a package (NVIDIA's CUDA repository for Debian, or libnvidia-ml1 "
+                               "from Debian's non-free component where the node runs Debian's own driver; a driver from NVIDIA's .run "
+                               'installer is not known to dpkg)')
+            else:
+                reasons.append('%s depends on %s, which apt cannot install' % (_apt_label(found, entry['package']), names))
+        else:
+            reasons.append('apt says: %s' % ' '.join(entry['text'].split()))
+    if pinned is not None:
+        if pinned['op'] == '=':
+            choices.append('pin Slurm to the plugin\'s version: hold every Slurm package (%s, slurmd, slurmctld, '
+                           'slurm-client and the other slurm-wlm packages) at %s with an apt preferences file (Pin: version %s) from '
+                           'a mirror that still carries it, such as snapshot.debian.org, or install those package files with '
+                           'slurm_install_source: local; that gives up what %s fixed'
+                           % (pinned['name'], pinned['version'], pinned['version'], pinned['have']))
+        else:
+            choices.append('hold Slurm at a version that satisfies %s (an apt preferences file, or package files with '
+                           'slurm_install_source: local)' % _relation_text(pinned))
+        if debian and major is not None and major < 13:
+            choices.append('move the GPU nodes to Debian 13, whose slurm-wlm-nvml-plugin (24.11.5) accepts any Slurm 24.11.5 '
+                           '(slurm-wlm-basic-plugins >= 24.11.5, << 24.11.6)')
+    if found['removes']:
+        reasons.append('apt would remove %s to install it' % ', '.join(found['removes']))
+    # registered with failed_when: false, the result says failed: false; apt's failures always carry a msg
+    failed = bool(apt.get('msg')) or apt.get('rc') not in (0, None)
+    no_python_apt = re.match(r'^(\S*python\S*-apt) must be installed to use check mode', str(apt.get('msg') or ''))
+    if no_python_apt and not reasons:
+        reasons.append('apt could not be asked: %s is not installed here, and ansible.builtin.apt needs it for a dry run'
+                       % no_python_apt.group(1))
+        choices.append('install %s on the node (apt-get install %s; site.yml\'s earlier roles install it with their first package) '
+                       'and run again' % (no_python_apt.group(1), no_python_apt.group(1)))
+    if failed and not reasons:
+        detail = '; '.join(found['errors']) or ' '.join(str(apt.get('msg') or apt.get('stderr') or apt.get('stdout') or 'no output').split())[:300]
+        reasons.append('apt failed%s: %s' % (' (exit %s)' % apt['rc'] if apt.get('rc') not in (0, None) else '', detail))
+    if not reasons:
+        return ''
+    return ("%s: slurm_gres_autodetect is nvml, but apt cannot install %s (Slurm's NVML plugin, %s) on this node; nothing was changed. "
+            'Why: %s. Choose one: %s' % (host, package, NVML_PLUGIN_FILE, '; '.join(reasons), '; or '.join([NVML_OFF_CHOICE] + choices)))
+
+
+def _nvml_missing_problem(node):
+    if node.get('found'):
+        return ''
+    host, package = node['host'], node.get('package') or ''
+    family, source = node.get('os_family'), node.get('install_source')
+    dirs = ', '.join(node.get('plugin_dirs') or []) or '(no directory)'
+    if family == 'Debian' and source == 'local':
+        hint = ('add the %s package file (the same version as the other Slurm packages) to slurm_local_package_dir, and to '
+                'slurm_local_packages when that lists the files' % (package or 'slurm-wlm-nvml-plugin'))
+    elif family == 'Debian':
+        hint = ('%s is installed: `dpkg -L %s` names the directory of its %s; when that is not Slurm\'s PluginDir, set PluginDir in '
+                'slurm_conf_overrides to it' % (package, package, NVML_PLUGIN_FILE)) if package else 'install Slurm\'s NVML plugin'
+    elif family == 'RedHat' and source == 'local':
+        hint = ('the slurm RPM of slurm_local_package_dir was built without NVML: rebuild it with rpmbuild --with nvml '
+                "(with NVIDIA's nvml.h present) and run again")
+    elif family == 'RedHat':
+        hint = ("the RHEL family has no separate plugin package: %s is in the slurm package only when Slurm was built with NVML "
+                "(SchedMD's slurm.spec: rpmbuild --with nvml, with NVIDIA's nvml.h present), and this node's was not; build Slurm "
+                'with NVML and install its RPMs with slurm_install_source: local' % NVML_PLUGIN_FILE)
+    else:
+        hint = 'install a Slurm built with NVML'
+    return ("%s: slurm_gres_autodetect is nvml, but Slurm's NVML plugin %s is not in %s after the install: slurmd would detect no GPU, "
+            'register 0 of the Gres= in slurm.conf and the node would go INVALID_REG (drained). %s; or set '
+            "slurm_gres_autodetect: 'off'" % (host, NVML_PLUGIN_FILE, dirs, hint[0].upper() + hint[1:]))
+
+
+def nvml_plugin_problem(node):
+    """The problem of one GPU node with ``slurm_gres_autodetect: nvml``, one plain message naming the node, or ``''``.
+
+    ``node`` is plain data: ``host``; ``package`` (the plugin's package, empty where Slurm's own package holds the
+    plugin); ``os_family``, ``distribution``, ``distribution_major_version`` and ``install_source``
+    (``slurm_install_source``); then either ``apt`` (the registered result of ``ansible.builtin.apt`` in check mode,
+    or ``{rc, stdout, stderr}`` of ``LC_ALL=C apt-get -s install``, for the role's packages, before anything
+    changes) or ``plugin_dirs`` and ``found`` (Slurm's plugin
+    directories and the paths of ``gpu_nvml.so`` found there, after the install).
+    """
+    if not isinstance(node, dict) or not isinstance(node.get('host'), str):
+        raise ValueError('nvml_plugin_problem needs {host, package, os_family, ...} and apt or found; got %r' % (node,))
+    if 'apt' in node:
+        return _nvml_apt_problem(node)
+    if 'found' in node:
+        return _nvml_missing_problem(node)
+    raise ValueError('nvml_plugin_problem needs apt (the dry run) or found (the plugin paths) for %s' % node['host'])

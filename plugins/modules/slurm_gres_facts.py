@@ -22,8 +22,9 @@ description:
   - Whole GPUs get a short type from their model name (O(type_map)); MIG instances are typed by profile
     (C(1g.10gb)) from the slice count and memory of their GPU-instance profile, memory in GB rounded half up as
     Slurm's NVML autodetection does (so C(1g.10gb+me) is typed C(1g.10gb), like Slurm types it).
-  - For Debian's and many vendor builds of Slurm, which lack the gpu/nvml plugin, this replaces C(AutoDetect=nvml);
-    the C(gres.conf) lines it returns are for this node only and carry no C(NodeName=).
+  - Where Slurm's gpu/nvml plugin is missing, this replaces C(AutoDetect=nvml) - builds without NVML, and Debian, which
+    ships the plugin as C(slurm-wlm-nvml-plugin) in its contrib component (Debian 12's cannot be installed beside the
+    archive's current Slurm); the C(gres.conf) lines it returns are for this node only and carry no C(NodeName=).
   - 'GRES index order: without AutoDetect, Slurm 22.05 numbers the gpu GRES of a node type by type in the order of
     the C(Gres=) value, and within a type in C(gres.conf) line order. The facts list types in order of first
     appearance (GPUs by NVML index, MIG instances by MIG device index) and give C(node_gres) and the lines in that
@@ -249,6 +250,14 @@ ansible_facts:
           sample:
             - Name=gpu Type=a100 File=/dev/nvidia0 Cores=0-15
             - Name=gpu Type=1g.10gb MultipleFiles=/dev/nvidia2,/dev/nvidia-caps/nvidia-cap336,/dev/nvidia-caps/nvidia-cap337 Cores=16-31
+        gres_conf_comments:
+          description:
+            - With O(autodetect=nvml), comment lines for C(gres.conf) (without the C(#)) naming the plugin, the C(Gres=)
+              value and the GPU entries NVML shows now, so that the file changes when the node's GPUs change; empty
+              with O(autodetect=off).
+          returned: always
+          type: list
+          elements: str
         node_gres:
           description: Value for C(Gres=) on this node's C(NodeName) line in C(slurm.conf), counts per type.
           returned: always

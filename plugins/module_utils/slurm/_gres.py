@@ -243,8 +243,9 @@ def build_gres(node, type_map=None, mig_device_files='multiple', sharing='none',
         raise ValueError('shard_count %r must be a positive integer when sharing is shard (Count= of each Name=shard line)' % (shard_count,))
     if autodetect == 'nvml' and not nvml_plugin:
         raise ValueError(
-            'autodetect nvml needs the Slurm gpu/nvml plugin (gpu_nvml.so), which is not in any of: %s; '
-            'this Slurm was built without NVML (Debian\'s is), so use autodetect: off' % ', '.join(plugin_dirs or ['(no directories given)']))
+            'autodetect nvml needs the Slurm gpu/nvml plugin (gpu_nvml.so), which is not in any of: %s; install it (Debian and '
+            'Ubuntu: the package slurm-wlm-nvml-plugin, in Debian\'s contrib component; the RHEL family: a Slurm built with NVML) '
+            'or use autodetect: off' % ', '.join(plugin_dirs or ['(no directories given)']))
     if type_map is not None and not isinstance(type_map, dict):
         raise ValueError('type_map %r must be a mapping of model-name substring to GRES type, e.g. {"A100": "a100"}' % (type_map,))
     type_map = merge_type_map(type_map)
@@ -336,6 +337,7 @@ def build_gres(node, type_map=None, mig_device_files='multiple', sharing='none',
     facts = {
         'entries': gpu_entries + sharing_entries,
         'gres_conf_lines': lines,
+        'gres_conf_comments': autodetect_comments(gpu_entries, nvml_plugin, node_gres) if autodetect == 'nvml' else [],
         'node_gres': node_gres,
         'gres_types': gres_types,
         'uuid_map': uuid_map,
@@ -364,6 +366,22 @@ def _line(name, gres_type, key, files, cores=None, count=None):
     if cores:
         parts.append('Cores=%s' % cores)
     return ' '.join(parts)
+
+
+def autodetect_comments(gpu_entries, nvml_plugin, node_gres):
+    """The comment lines gres.conf carries with AutoDetect=nvml: what NVML shows now, one GPU entry each.
+
+    slurmd detects the GPUs itself; the list makes gres.conf change when the
+    node's GPUs or MIG instances change (the role restarts slurmd, which then
+    detects them again) even where the counts of slurm.conf stay the same.
+    """
+    lines = ['AutoDetect=nvml (slurm_gres_autodetect): slurmd finds the GPUs itself when it starts, through',
+             '%s; slurm.conf declares Gres=%s.' % (nvml_plugin, node_gres),
+             'What NVML shows now (type, device files, cores); when this list changes the role restarts slurmd,',
+             'which then detects them again:']
+    for entry in gpu_entries:
+        lines.append('  %s %s%s' % (entry['type'], ','.join(entry['files']), (' ' + entry['cores']) if entry['cores'] else ''))
+    return lines
 
 
 def render_gres_conf(groups, sharing_entries, mig_device_files='multiple', autodetect='off'):

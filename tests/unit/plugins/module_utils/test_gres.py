@@ -353,6 +353,16 @@ def test_autodetect_nvml():
     assert facts['uuid_map_content'] == ''
     assert all(e['index'] is None for e in facts['entries'])
     assert facts['nvml_plugin'] == '/usr/lib64/slurm/gpu_nvml.so'
+    comments = facts['gres_conf_comments']
+    assert comments[1] == '/usr/lib64/slurm/gpu_nvml.so; slurm.conf declares Gres=gpu:a100:2,gpu:1g.10gb:14,shard:8.'
+    assert len(comments) == 4 + 16   # the header, then one line per GPU entry (2 whole GPUs, 14 MIG instances)
+    assert comments[4] == '  a100 /dev/nvidia0 0-15'
+    assert comments[-1].startswith('  1g.10gb /dev/nvidia-caps/nvidia-cap')
+
+
+def test_autodetect_off_has_no_comments():
+    facts, _warnings = build_gres(seed_003_node())
+    assert facts['gres_conf_comments'] == []
 
 
 def test_no_gpus():
@@ -398,7 +408,8 @@ def _set(path_value):
     (None, {'sharing': 'shard'}, 'shard_count None must be a positive integer when sharing is shard (Count= of each Name=shard line)'),
     (None, {'autodetect': 'nvml', 'plugin_dirs': ['/usr/lib/x86_64-linux-gnu/slurm-wlm', '/usr/lib64/slurm']},
      'autodetect nvml needs the Slurm gpu/nvml plugin (gpu_nvml.so), which is not in any of: /usr/lib/x86_64-linux-gnu/slurm-wlm, '
-     '/usr/lib64/slurm; this Slurm was built without NVML (Debian\'s is), so use autodetect: off'),
+     '/usr/lib64/slurm; install it (Debian and Ubuntu: the package slurm-wlm-nvml-plugin, in Debian\'s contrib component; '
+     'the RHEL family: a Slurm built with NVML) or use autodetect: off'),
     (None, {'type_map': ['A100']}, 'type_map [\'A100\'] must be a mapping of model-name substring to GRES type, e.g. {"A100": "a100"}'),
     (None, {'type_map': {'A100': 'a 100'}},
      'type_map value \'a 100\' for "A100" is not a valid Slurm GRES type: use letters, digits, ".", "_", "+", "-" (e.g. "a100")'),
