@@ -94,6 +94,30 @@ def test_the_survey_through_the_real_binding_equals_the_simulator(node, library,
     assert through_c == direct
 
 
+def test_the_collection_client_answers_as_on_the_real_h200(node, library):
+    """nvml_sim/client_probe.py -- the collection's one NVML client (plugins/module_utils/_nvml.py), read-only -- with the
+    real binding over the library on the h200-x8 preset answers as it did on the lent H200 (driver 580.159.04, MIG off):
+    names, MIG mode, processes, health counters, GI profiles and placements, and INVALID_ARGUMENT for an instance list
+    asked with a NULL array (the real driver's answer, which the client's first version relied on the other way)."""
+    node.create("h200-x8")
+    result = subprocess.run([sys.executable, os.path.join(SIM, "client_probe.py")], env=client_env(library), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, universal_newlines=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    simulated = json.loads(result.stdout)["gpus"]
+    with open(os.path.join(DATA, "client.json")) as handle:
+        real = json.load(handle)["gpus"]
+    assert real[0]["gpu_instances_null_array"] == {"error": "NVML_ERROR_INVALID_ARGUMENT"}
+    # the preset's CPU affinity is a DGX H200's (two 56-core sockets); the lent machine had 16 CPUs
+    different_by_design = ("cpus_words_nonzero",)
+    for gpu in simulated[:len(real)]:
+        for key in different_by_design:
+            gpu.pop(key)
+    for gpu in real:
+        for key in different_by_design:
+            gpu.pop(key)
+    assert simulated[:len(real)] == real
+
+
 def test_the_real_h200_probe_through_the_library(node, library, tmp_path):
     """real_probe.py with the real binding over the library: as the real H200 answered (bar listed differences)."""
     import test_real_h200 as recorded  # noqa: E402  pylint: disable=import-outside-toplevel
