@@ -234,9 +234,8 @@ def stage() -> str:
     shutil.copy2(os.path.join(lib_dir, "libnvidia-ml.so.1"), stage_dir)
     shutil.copy2(REAL_PYNVML, os.path.join(stage_dir, "pynvml.py"))
     shutil.copy2(os.path.join(HERE, "setup_node.sh"), stage_dir)
-    for package in ("nvmlsim", "pynvml"):
-        shutil.copytree(os.path.join(ROOT, "nvml_sim", "src", package), os.path.join(stage_dir, "nvmlsim-src", package),
-                        ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(os.path.join(ROOT, "nvml_sim", "src", "nvmlsim"), os.path.join(stage_dir, "nvmlsim-src", "nvmlsim"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
     link = os.path.join(COLLECTIONS, "ansible_collections", "gpucluster", "bringup")
     if not os.path.islink(link):
         os.makedirs(os.path.dirname(link), exist_ok=True)
