@@ -43,7 +43,7 @@ if not os.path.islink(LINK):
     os.symlink(ROOT, LINK)
 sys.path[:0] = [os.path.join(ROOT, 'nvml_sim', 'src'), COLLECTIONS]
 
-import pynvml  # noqa: E402  (the simulator)
+from nvmlsim import api as pynvml  # noqa: E402  (the simulator's NVML API in-process: the benchmark counts calls)
 from nvmlsim import cli  # noqa: E402
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_nvml  # noqa: E402

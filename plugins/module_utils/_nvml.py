@@ -24,6 +24,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 import sys
 from contextlib import contextmanager
@@ -34,6 +35,9 @@ from ctypes import byref, c_uint
 ID_ANY = 0xFFFFFFFF
 # Words of 64 CPUs asked of nvmlDeviceGetCpuAffinity (4096 CPUs).
 CPU_SET_WORDS = 64
+# Where the nvml role's pip route puts nvidia-ml-py (roles/nvml/vars/main.yml _nvml_pip_target) on a node whose
+# distribution has no package of it; import_bindings() looks there after the Python's own path.
+BINDINGS_DIR = '/usr/local/lib/gpucluster-nvml'
 
 # nvml.h return codes (nvmlReturn_t), for bindings that lack a constant.
 _CODES = {
@@ -95,13 +99,25 @@ class NvmlError(Exception):
         return self.kind in ('not_supported', 'function_not_found')
 
 
-def import_bindings():
-    """``(pynvml, None)``, or ``(None, message)`` when this Python cannot import nvidia-ml-py."""
+def import_bindings(extra_dir=BINDINGS_DIR):
+    """``(pynvml, None)``, or ``(None, message)`` when this Python cannot import nvidia-ml-py.
+
+    The Python's own ``pynvml`` first (a distribution package); else the one the
+    nvml role's pip route installed into ``extra_dir`` (``pip install --target``).
+    """
     try:
         import pynvml  # pylint: disable=import-outside-toplevel
     except ImportError as exc:
-        return None, ('the Python NVML bindings cannot be imported by %s (%s); install nvidia-ml-py '
-                      '(Debian: python3-pynvml)' % (sys.executable, exc))
+        if not (extra_dir and os.path.isfile(os.path.join(extra_dir, 'pynvml.py'))):
+            return None, ('the Python NVML bindings cannot be imported by %s (%s; nor is there %s/pynvml.py); install '
+                          'nvidia-ml-py (the gpucluster.bringup.nvml role: Debian python3-pynvml, or nvml_bindings: pip)'
+                          % (sys.executable, exc, extra_dir))
+        if extra_dir not in sys.path:
+            sys.path.append(extra_dir)
+        try:
+            import pynvml  # pylint: disable=import-outside-toplevel,reimported
+        except ImportError as again:
+            return None, 'the Python NVML bindings in %s cannot be imported by %s: %s' % (extra_dir, sys.executable, again)
     return pynvml, None
 
 

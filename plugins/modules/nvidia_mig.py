@@ -203,19 +203,15 @@ diff:
 '''
 
 import copy
-import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_nvml import MigFailure, apply_layout
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_plan import container_problem
+from ansible_collections.gpucluster.bringup.plugins.module_utils._nvml import import_bindings
 
-PYNVML_IMPORT_ERROR = None
-try:
-    import pynvml
-except ImportError:
-    pynvml = None
-    PYNVML_IMPORT_ERROR = traceback.format_exc()
+# nvidia-ml-py: the Python's own, or where the nvml role's pip route put it
+pynvml, PYNVML_IMPORT_ERROR = import_bindings()
 
 
 class MigModule(AnsibleModule):
@@ -260,7 +256,7 @@ def main():
     )
     module.raw_gpus = None
     if pynvml is None:
-        module.fail_json(msg=missing_required_lib('nvidia-ml-py'), exception=PYNVML_IMPORT_ERROR)
+        module.fail_json(msg='%s: %s' % (missing_required_lib('nvidia-ml-py'), PYNVML_IMPORT_ERROR))
     try:
         result = apply_layout(pynvml, module.params['gpus'], force=module.params['force'], check_mode=module.check_mode)
     except MigFailure as exc:

@@ -303,7 +303,6 @@ ansible_facts:
 
 import glob
 import os
-import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
@@ -315,14 +314,8 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres imp
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import parse_mig_minors
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
 
-try:
-    import pynvml
-except ImportError:
-    HAS_PYNVML = False
-    PYNVML_IMPORT_ERROR = traceback.format_exc()
-else:
-    HAS_PYNVML = True
-    PYNVML_IMPORT_ERROR = None
+# nvidia-ml-py: the Python's own, or where the nvml role's pip route put it
+pynvml, PYNVML_IMPORT_ERROR = nvml.import_bindings()
 
 NVML_PLUGIN = 'gpu_nvml.so'
 
@@ -511,8 +504,8 @@ def main():
         required_if=[('sharing', 'shard', ['shard_count'])],
         supports_check_mode=True,
     )
-    if not HAS_PYNVML:
-        module.fail_json(msg=missing_required_lib('nvidia-ml-py'), exception=PYNVML_IMPORT_ERROR)
+    if pynvml is None:
+        module.fail_json(msg='%s: %s' % (missing_required_lib('nvidia-ml-py'), PYNVML_IMPORT_ERROR))
     run_module(module)
 
 
