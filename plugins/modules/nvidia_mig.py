@@ -211,7 +211,9 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_plan i
 from ansible_collections.gpucluster.bringup.plugins.module_utils._nvml import import_bindings
 
 # nvidia-ml-py: the Python's own, or where the nvml role's pip route put it
-pynvml, PYNVML_IMPORT_ERROR = import_bindings()
+BINDINGS = import_bindings()   # (module, None) or (None, message)
+pynvml = BINDINGS[0]
+PYNVML_IMPORT_ERROR = BINDINGS[1]
 
 
 class MigModule(AnsibleModule):

@@ -315,7 +315,9 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
 
 # nvidia-ml-py: the Python's own, or where the nvml role's pip route put it
-pynvml, PYNVML_IMPORT_ERROR = nvml.import_bindings()
+BINDINGS = nvml.import_bindings()   # (module, None) or (None, message)
+pynvml = BINDINGS[0]
+PYNVML_IMPORT_ERROR = BINDINGS[1]
 
 NVML_PLUGIN = 'gpu_nvml.so'
 

@@ -260,5 +260,6 @@ def test_a_python_without_pynvml_is_named(node, tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, 'pynvml', None)  # import pynvml raises ImportError
     assert boot.main(['--layout-file', write_layout(tmp_path, 'all-balanced')]) == 2
     assert capsys.readouterr().err == ('gpucluster-mig-boot: error: the Python NVML bindings cannot be imported by %s (import of '
-                                       'pynvml halted; None in sys.modules); install nvidia-ml-py (Debian: python3-pynvml)\n'
-                                       % sys.executable)
+                                       'pynvml halted; None in sys.modules; nor is there /usr/local/lib/gpucluster-nvml/pynvml.py); '
+                                       'install nvidia-ml-py (the gpucluster.bringup.nvml role: Debian python3-pynvml, or '
+                                       'nvml_bindings: pip)\n' % sys.executable)
