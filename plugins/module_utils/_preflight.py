@@ -712,3 +712,26 @@ def nvml_plugin_problem(node):
     if 'found' in node:
         return _nvml_missing_problem(node)
     raise ValueError('nvml_plugin_problem needs apt (the dry run) or found (the plugin paths) for %s' % node['host'])
+
+
+def bindings_package_problem(node):
+    """The nvml role's question before it installs nvidia-ml-py's package: can apt install it on this node?
+
+    ``node``: ``host``, ``package`` (python3-pynvml) and ``apt``, the registered result of ``ansible.builtin.apt`` in
+    check mode for that package (the same dry run as the slurm role's, read by :func:`parse_apt_simulation`; registered
+    with ``failed_when: false``, so apt's words decide, not the result's ``failed``). The problem as one line naming the
+    node and what to do, or ``''`` when apt names no problem (it would install the package).
+    """
+    apt = node.get('apt') or {}
+    package = node['package']
+    found = parse_apt_simulation(apt.get('stdout', ''), apt.get('stderr', ''), apt.get('msg', ''))
+    if not (found['missing'] or found['unmet'] or found['errors']):
+        return ''
+    head = ('%s: apt cannot install %s (nvidia-ml-py, the Python NVML bindings the collection\'s modules import); nothing was '
+            'changed. ' % (node['host'], package))
+    if package in found['missing']:
+        return head + ('apt has no installation candidate for it: Debian ships it in the contrib component, which this node\'s '
+                       'apt sources do not enable. Add contrib to them (e.g. "Components: main contrib non-free '
+                       'non-free-firmware", where Debian\'s NVIDIA driver packages are too) and run again, or install '
+                       'nvidia-ml-py yourself and set nvml_bindings: none (or nvml_bindings: pip)')
+    return head + 'apt says: %s' % '; '.join([entry['text'] for entry in found['unmet']] + found['errors'])

@@ -18,10 +18,13 @@ import glob
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 import pytest
+
+from ansible_collections.gpucluster.bringup.tests.unit.aptindex import apt_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
@@ -94,3 +97,19 @@ def test_bad_input_stops_with_one_message_and_changes_nothing(tmp_path, extra, m
     assert rc != 0 and failed == 1 and changed == 0, out
     assert message in out, out
     assert not os.path.exists(str(tmp_path / 'target'))
+
+
+# --- the package route's dry run: the real ansible.builtin.apt on this machine, pointed at an index without the package --
+
+def test_package_route_without_contrib_stops_before_installing(tmp_path, monkeypatch):
+    python_apt = subprocess.run(['/usr/bin/python3', '-c', 'import apt, apt_pkg'], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                check=False)
+    if shutil.which('apt-get') is None or python_apt.returncode != 0:
+        pytest.skip('apt-get and python3-apt (which ansible.builtin.apt needs) are not on this machine')
+    # an index without the package: as a Debian machine whose sources do not name contrib
+    monkeypatch.setenv('APT_CONFIG', str(apt_config(tmp_path / 'apt', [('python3-apt', '2.6.0', None)])))
+    rc, out, (changed, failed) = playbook(tmp_path, {'nvml_bindings': 'package', 'ansible_facts': {'os_family': 'Debian', 'pkg_mgr': 'apt'},
+                                                     'ansible_python_interpreter': '/usr/bin/python3'})
+    assert rc != 0 and (changed, failed) == (0, 1), out
+    assert ("gpu-01: apt cannot install python3-pynvml (nvidia-ml-py, the Python NVML bindings the collection's modules import); "
+            'nothing was changed. apt has no installation candidate for it: Debian ships it in the contrib component') in out, out

@@ -19,7 +19,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import hashlib
 import json
 import os
 import re
@@ -32,6 +31,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres import autodetect_comments
+from ansible_collections.gpucluster.bringup.tests.unit.aptindex import apt_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ROLE = os.path.join(ROOT, 'roles', 'slurm')
@@ -143,15 +143,6 @@ def test_hooks_json_task_prolog_is_off_on_nvml_nodes(host, autodetect, uuids, ex
 
 # --- tasks/preflight_nvml.yml, run for real against a stand-in apt index ---------------------------------------------
 
-def _entry(name, version, depends=None):
-    lines = ['Package: %s' % name, 'Version: %s' % version, 'Architecture: all']
-    if depends:
-        lines.append('Depends: %s' % depends)
-    lines += ['Filename: ./%s_%s_all.deb' % (name, version), 'Size: 1',
-              'Description: STAND-IN index entry (no package file; Debian\'s name, version and relations)']
-    return '\n'.join(lines) + '\n'
-
-
 DEB12 = '22.05.8-4+deb12u3'
 DEB13 = '24.11.5-4+deb13u1'
 INDEXES = {
@@ -165,29 +156,6 @@ INDEXES = {
 # Debian 12 with contrib (and non-free: the NVML library is left out of the stand-in's relations)
 INDEXES['debian12-contrib'] = INDEXES['debian12-main'] + [
     ('slurm-wlm-nvml-plugin', '22.05.8-4+deb12u2', 'slurm-wlm-basic-plugins (= 22.05.8-4+deb12u2)')]
-
-
-def _apt_config(base, index):
-    repo, lists = base / 'repo', base / 'lists'
-    for path in (repo, lists / 'partial', base / 'cache' / 'archives' / 'partial', base / 'none'):
-        path.mkdir(parents=True, exist_ok=True)
-    (base / 'status').write_text('')
-    packages = '\n'.join(_entry(*entry) for entry in INDEXES[index])
-    (repo / 'Packages').write_text(packages)
-    digest = hashlib.sha256(packages.encode()).hexdigest()
-    (repo / 'Release').write_text('Origin: gpucluster-test\nLabel: stand-in\nArchitectures: all amd64 arm64\n'
-                                  'Date: Thu, 01 Jan 2026 00:00:00 UTC\nSHA256:\n %s %d Packages\n' % (digest, len(packages.encode())))
-    (base / 'sources.list').write_text('deb [trusted=yes] file:%s ./\n' % repo)
-    conf = base / 'apt.conf'
-    conf.write_text('\n'.join('%s "%s";' % pair for pair in [
-        ('Dir::Etc::SourceList', base / 'sources.list'), ('Dir::Etc::SourceParts', base / 'none'),
-        ('Dir::Etc::Preferences', base / 'none' / 'preferences'), ('Dir::Etc::PreferencesParts', base / 'none'),
-        ('Dir::State::Lists', lists), ('Dir::State::status', base / 'status'), ('Dir::Cache', base / 'cache'),
-        ('APT::Sandbox::User', 'root')]) + '\n')
-    env = dict(os.environ, APT_CONFIG=str(conf), LC_ALL='C')
-    done = subprocess.run(['apt-get', 'update'], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, check=False)
-    assert done.returncode == 0, done.stdout
-    return conf
 
 
 PLAY = '''
@@ -215,7 +183,7 @@ def _skip_unless_apt():
 
 def run_preflight(tmp_path, index, extra):
     _skip_unless_apt()
-    conf = _apt_config(tmp_path / 'apt', index)
+    conf = apt_config(tmp_path / 'apt', INDEXES[index])
     inventory = {'all': {'hosts': {'gpu-01': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}},
                          'children': {'slurm_compute': {'hosts': {'gpu-01': None}}, 'gpu_nodes': {'hosts': {'gpu-01': None}}}}}
     (tmp_path / 'hosts.json').write_text(json.dumps(inventory))

@@ -109,16 +109,12 @@ def _ci_profile(a):
             info.sharedDecoderCount, info.sharedEncoderCount, info.sharedJpegCount, info.sharedOfaCount, _s(info.name)]
 
 
-def _placements(a):
-    places = _count_list(sim.nvmlDeviceGetGpuInstancePossiblePlacements, handle(a[0]), _int(a[1]),
-                         kind=sim.c_nvmlGpuInstancePlacement_t)
-    return [len(places)] + [field for p in places for field in (p.start, p.size)]
-
-
-def _ci_placements(a):
-    places = _count_list(sim.nvmlGpuInstanceGetComputeInstancePossiblePlacements, handle(a[0]), _int(a[1]),
-                         kind=sim.c_nvmlComputeInstancePlacement_t)
-    return [len(places)] + [field for p in places for field in (p.start, p.size)]
+def _placements(func, placement_type):
+    """A placement query (GPU or compute instances): the count, then start and size of each."""
+    def run(a):
+        places = _count_list(func, handle(a[0]), _int(a[1]), kind=placement_type)
+        return [len(places)] + [field for p in places for field in (p.start, p.size)]
+    return run
 
 
 def _create_placed(func, placement_type):
@@ -235,7 +231,8 @@ HANDLERS: Dict[str, Callable] = {
     "nvmlDeviceGetGpuInstanceProfileInfo": _gi_profile,
     "nvmlDeviceGetGpuInstanceProfileInfoById": _gi_profile_by_id,
     "nvmlDeviceGetGpuInstanceRemainingCapacity": _one(sim.nvmlDeviceGetGpuInstanceRemainingCapacity, "h", "i"),
-    "nvmlDeviceGetGpuInstancePossiblePlacements": _placements,
+    "nvmlDeviceGetGpuInstancePossiblePlacements": _placements(sim.nvmlDeviceGetGpuInstancePossiblePlacements,
+                                                              sim.c_nvmlGpuInstancePlacement_t),
     "nvmlDeviceGetGpuInstances": _gis,
     "nvmlDeviceGetGpuInstanceById": _one(sim.nvmlDeviceGetGpuInstanceById, "h", "i"),
     "nvmlGpuInstanceGetInfo": _gi_info,
@@ -250,7 +247,8 @@ HANDLERS: Dict[str, Callable] = {
                                                                sim.c_nvmlGpuInstancePlacement_t),
     "nvmlGpuInstanceCreateComputeInstanceWithPlacement": _create_placed(sim.nvmlGpuInstanceCreateComputeInstanceWithPlacement,
                                                                         sim.c_nvmlComputeInstancePlacement_t),
-    "nvmlGpuInstanceGetComputeInstancePossiblePlacements": _ci_placements,
+    "nvmlGpuInstanceGetComputeInstancePossiblePlacements": _placements(sim.nvmlGpuInstanceGetComputeInstancePossiblePlacements,
+                                                                       sim.c_nvmlComputeInstancePlacement_t),
     "nvmlGpuInstanceDestroy": _one(sim.nvmlGpuInstanceDestroy, "h"),
     "nvmlGpuInstanceCreateComputeInstance": _one(sim.nvmlGpuInstanceCreateComputeInstance, "h", "i"),
     "nvmlComputeInstanceDestroy": _one(sim.nvmlComputeInstanceDestroy, "h"),

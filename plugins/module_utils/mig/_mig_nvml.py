@@ -50,9 +50,6 @@ class Nvml(object):
 
     # ------------------------------------------------------------ reading
 
-    def _ci_table(self, gi):
-        return self.client.ci_profiles(gi)
-
     def read_gpu(self, index):
         client = self.client
         handle = client.handle(index)
@@ -79,7 +76,7 @@ class Nvml(object):
             for gi, gi_info in client.gpu_instances(handle, profile):
                 # Every GI of a profile offers the same CI profiles: ask the first one.
                 if prof['ci_profiles'] is None:
-                    prof['ci_profiles'] = self._ci_table(gi)
+                    prof['ci_profiles'] = client.ci_profiles(gi)
                 ci_table = prof['ci_profiles']
                 names = dict((ci['id'], ci['name']) for ci in ci_table)
                 instance = {'gi_id': gi_info.id, 'profile_id': gi_info.profileId, 'start': gi_info.placement.start,
@@ -127,7 +124,7 @@ class Nvml(object):
     def create_ci(self, index, gi_id, name, start):
         """Create CI profile ``name`` in GI ``gi_id`` (at ``start`` when given); returns its id."""
         gi = self._gi(index, gi_id)
-        table = self._call('reading compute instance profiles of GPU instance %d' % gi_id, self._ci_table, gi)
+        table = self._call('reading compute instance profiles of GPU instance %d' % gi_id, self.client.ci_profiles, gi)
         matches = [ci for ci in table if ci['name'] == name]
         if not matches:
             raise ApplyError('GPU instance %d offers no compute instance profile %s; it offers %s' % (
@@ -140,7 +137,7 @@ class Nvml(object):
 
     def ci_table_of(self, index, gi_id):
         gi = self._gi(index, gi_id)
-        return self._call('reading compute instance profiles of GPU instance %d' % gi_id, self._ci_table, gi)
+        return self._call('reading compute instance profiles of GPU instance %d' % gi_id, self.client.ci_profiles, gi)
 
     def set_mode(self, index, enable):
         client = self.client

@@ -241,3 +241,25 @@ def problems(host='gpu-02', **changes):
 ])
 def test_role_rule(host, changes, expected):
     assert problems(host, **changes) == expected
+
+
+# --- the nvml role: can apt install python3-pynvml? ---------------------------------------------------------------
+
+@pytest.mark.parametrize('apt, expected', [
+    ({'failed': False, 'changed': True, 'stdout': 'Inst python3-pynvml (11.525.112-1 Debian:12/stable [amd64])'}, ''),
+    # registered with failed_when: false, as the role does: "failed" is false whatever apt said
+    ({'failed': False, 'msg': "No package matching 'python3-pynvml' is available"},
+     'gpu-01: apt cannot install python3-pynvml (nvidia-ml-py, the Python NVML bindings the collection\'s modules import); nothing '
+     'was changed. apt has no installation candidate for it: Debian ships it in the contrib component'),
+    ({'failed': False, 'msg': "'/usr/bin/apt-get -y install python3-pynvml' failed",
+      'stdout': ' python3-pynvml : Depends: libnvidia-ml1 (>= 450) but it is not installable or\n'
+                '                  libnvidia-ml.so.1 (>= 450) but it is not installable\n',
+      'stderr': 'E: Unable to correct problems, you have held broken packages.'},
+     'apt says: python3-pynvml : Depends: libnvidia-ml1 (>= 450) but it is not installable or libnvidia-ml.so.1 (>= 450) but it '
+     'is not installable; E: Unable to correct problems, you have held broken packages.'),
+    ({'failed': False, 'msg': 'E: dpkg was interrupted, you must manually run \'dpkg --configure -a\' to correct the problem.'},
+     "apt says: E: dpkg was interrupted, you must manually run 'dpkg --configure -a' to correct the problem."),
+])
+def test_bindings_package_problem(apt, expected):
+    problem = pf.bindings_package_problem({'host': 'gpu-01', 'package': 'python3-pynvml', 'apt': apt})
+    assert (problem == '') if expected == '' else (expected in problem), problem
