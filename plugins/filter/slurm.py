@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_conf as conf
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as slurm_version
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._sacctmgr import accounting_tres
 
 
@@ -94,9 +95,19 @@ def slurm_gres_errors(nodes):
     return errors
 
 
-def slurm_change_actions(old_text, new_text):
+def slurm_change_actions(old_text, new_text, reconfigure_restarts=False):
     """Which daemons a slurm.conf change restarts, and whether scontrol reconfigure is needed."""
-    return conf.change_actions(old_text, new_text)
+    return conf.change_actions(old_text, new_text, reconfigure_restarts=bool(reconfigure_restarts))
+
+
+def slurm_version_behaviour(text):
+    """What the Slurm release ``text`` (``sinfo --version`` or a package version) does where releases differ."""
+    return slurm_version.behaviour(slurm_version.parse_version(text))
+
+
+def slurm_upgrade_problem(installed, target):
+    """Why Slurm ``installed`` cannot be upgraded to ``target`` in one step (both version texts), or ``''``."""
+    return slurm_version.upgrade_problem(slurm_version.parse_version(installed), slurm_version.parse_version(target))
 
 
 def slurm_unreachable_nodes(hosts, hostvars, register):
@@ -151,4 +162,5 @@ class FilterModule(object):
     def filters(self):
         return dict((func.__name__, _wrap(func)) for func in (
             slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_gres_errors,
-            slurm_change_actions, slurm_unreachable_nodes, slurm_hook_files))
+            slurm_change_actions, slurm_unreachable_nodes, slurm_hook_files, slurm_version_behaviour,
+            slurm_upgrade_problem))

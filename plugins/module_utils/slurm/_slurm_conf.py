@@ -15,7 +15,9 @@ only prints them.
   (Slurm keys are case-insensitive; ``None`` removes a key).
 * :func:`change_actions` compares the old and new slurm.conf and says which
   daemons must restart and whether ``scontrol reconfigure`` is enough, from
-  the restart notes of the Slurm 22.05 slurm.conf(5) man page.
+  the restart notes of the slurm.conf(5) man page of the installed release
+  (22.05: many keys need restarts; 23.11 on: a reconfigure restarts the
+  daemons itself, only TCP listening settings and AuthType need a restart).
 
 Standard library only; bad input raises ``ValueError`` naming the bad value.
 """
@@ -48,6 +50,15 @@ RESTART_ALL_KEYS = frozenset(k.lower() for k in (
     'AuthType', 'GresTypes', 'PluginDir', 'SelectType', 'SwitchType', 'X11Parameters', 'TaskPlugin',
     'JobAcctGatherType', 'CoreSpecPlugin', 'SlurmdUser', 'SlurmUser', 'ClusterName', 'SlurmdSpoolDir',
     'CommunicationParameters', 'TopologyPlugin', 'RoutePlugin',
+))
+
+# Slurm 23.11 on, where `scontrol reconfigure` makes every daemon start a new
+# process of itself with the new files (slurm.conf(5) of 24.11: "Changes to
+# TCP listening settings will require a daemon restart"; AuthType: "All Slurm
+# daemons and commands must be terminated"; CredType must match on all
+# daemons at once).
+RESTART_ALL_KEYS_SINCE_23_11 = frozenset(k.lower() for k in (
+    'AuthType', 'CredType', 'SlurmctldPort', 'SlurmdPort', 'SlurmctldAddr', 'CommunicationParameters',
 ))
 
 # A host name: labels of letters, digits and '-' (not first or last) joined with '.'.
@@ -442,16 +453,20 @@ def _token_dict(tokens):
     return result
 
 
-def change_actions(old_text, new_text):
+def change_actions(old_text, new_text, reconfigure_restarts=False):
     """What a change from ``old_text`` to ``new_text`` of slurm.conf needs.
 
     Returns ``{'restart_slurmctld': bool, 'restart_slurmd': bool,
     'reconfigure': bool, 'reasons': [str]}``.  Per slurm.conf(5) and
-    scontrol(1) of Slurm 22.05: adding, removing or changing a node definition
-    needs both daemons restarted; keys in :data:`RESTART_ALL_KEYS` both,
-    :data:`RESTART_SLURMCTLD_KEYS` slurmctld; any other change (partitions,
-    Prolog, timeouts ...) is applied by ``scontrol reconfigure``.  An empty or
-    missing old file (first install) restarts both.
+    scontrol(1) of Slurm 22.05 (``reconfigure_restarts`` false): adding,
+    removing or changing a node definition needs both daemons restarted; keys
+    in :data:`RESTART_ALL_KEYS` both, :data:`RESTART_SLURMCTLD_KEYS`
+    slurmctld; any other change (partitions, Prolog, timeouts ...) is applied
+    by ``scontrol reconfigure``.  From Slurm 23.11 on (``reconfigure_restarts``
+    true, see ``_slurm_version.behaviour``) a reconfigure restarts the daemons
+    itself and takes node changes: only :data:`RESTART_ALL_KEYS_SINCE_23_11`
+    need a restart.  An empty or missing old file (first install) restarts
+    both.
     """
     if old_text == new_text:
         return {'restart_slurmctld': False, 'restart_slurmd': False, 'reconfigure': False, 'reasons': []}
@@ -464,17 +479,16 @@ def change_actions(old_text, new_text):
     for key in keys:
         if old['settings'].get(key) == new['settings'].get(key):
             continue
-        if key in RESTART_ALL_KEYS:
+        if key in (RESTART_ALL_KEYS_SINCE_23_11 if reconfigure_restarts else RESTART_ALL_KEYS):
             ctld = slurmd = True
             reasons.append('%s changed: restart slurmctld and slurmd' % key)
-        elif key in RESTART_SLURMCTLD_KEYS:
+        elif key in RESTART_SLURMCTLD_KEYS and not reconfigure_restarts:
             ctld = True
             reasons.append('%s changed: restart slurmctld' % key)
         else:
             reconfigure = True
             reasons.append('%s changed: scontrol reconfigure' % key)
     if old['nodes'] != new['nodes']:
-        ctld = slurmd = True
         added = sorted(set(new['nodes']) - set(old['nodes']))
         removed = sorted(set(old['nodes']) - set(new['nodes']))
         changed = sorted(n for n in set(old['nodes']) & set(new['nodes']) if old['nodes'][n] != new['nodes'][n])
@@ -482,7 +496,12 @@ def change_actions(old_text, new_text):
             'added %s' % compress(added) if added else '',
             'removed %s' % compress(removed) if removed else '',
             'changed %s' % compress(changed) if changed else '') if text)
-        reasons.append('node definitions changed (%s): restart slurmctld and slurmd' % detail)
+        if reconfigure_restarts:
+            reconfigure = True
+            reasons.append('node definitions changed (%s): scontrol reconfigure' % detail)
+        else:
+            ctld = slurmd = True
+            reasons.append('node definitions changed (%s): restart slurmctld and slurmd' % detail)
     if old['partitions'] != new['partitions'] or old['other'] != new['other']:
         reconfigure = True
         reasons.append('partitions or other lines changed: scontrol reconfigure')

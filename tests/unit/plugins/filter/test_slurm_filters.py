@@ -18,7 +18,31 @@ HW = {'NodeName': 'gpu-01', 'CPUs': 2, 'Boards': 1, 'SocketsPerBoard': 1, 'Cores
 
 def test_filter_names():
     assert sorted(FILTERS) == ['slurm_change_actions', 'slurm_conf_lines', 'slurm_gres_errors', 'slurm_hook_files',
-                               'slurm_parse_slurmd_c', 'slurm_settings_lines', 'slurm_unreachable_nodes']
+                               'slurm_parse_slurmd_c', 'slurm_settings_lines', 'slurm_unreachable_nodes',
+                               'slurm_upgrade_problem', 'slurm_version_behaviour']
+
+
+@pytest.mark.parametrize('text, release, restarts', [
+    ('slurm-wlm 24.11.5', '24.11', True), ('slurm 22.05.8', '22.05', False), ('22.05.8-4+deb12u3', '22.05', False),
+])
+def test_version_behaviour_filter(text, release, restarts):
+    found = FILTERS['slurm_version_behaviour'](text)
+    assert (found['release'], found['reconfigure_restarts']) == (release, restarts)
+
+
+def test_version_filters_name_bad_input():
+    with pytest.raises(AnsibleFilterError, match="'slurm' is not a Slurm version"):
+        FILTERS['slurm_version_behaviour']('slurm')
+    assert 'upgrade through 22.05 -> 23.11 -> 24.11' in FILTERS['slurm_upgrade_problem']('slurm 22.05.8', 'slurm-wlm 24.11.5')
+    assert FILTERS['slurm_upgrade_problem']('slurm-wlm 24.11.5', '26.05.5-1') == ''
+
+
+def test_change_actions_filter_follows_the_release():
+    old = 'ClusterName=sim\nNodeName=gpu-01 CPUs=2\n'
+    new = 'ClusterName=sim\nNodeName=gpu-01 CPUs=4\n'
+    assert FILTERS['slurm_change_actions'](old, new)['restart_slurmd'] is True
+    assert FILTERS['slurm_change_actions'](old, new, True)['reconfigure'] is True
+    assert FILTERS['slurm_change_actions'](old, new, True)['restart_slurmd'] is False
 
 
 def test_conf_lines_merges_nodes_and_computes_gres_types():

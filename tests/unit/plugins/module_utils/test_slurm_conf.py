@@ -275,12 +275,42 @@ def _edit(old, new):
     (_edit('ClusterName=sim\n', 'ClusterName=sim\nGresTypes=gpu\n'), (True, True, False), 'grestypes changed: restart slurmctld and slurmd'),
 ])
 def test_change_actions(new, expected, reason):
-    result = change_actions(OLD, new)
+    _check_actions(change_actions(OLD, new), expected, reason)
+
+
+def _check_actions(result, expected, reason):
     assert (result['restart_slurmctld'], result['restart_slurmd'], result['reconfigure']) == expected
     if reason:
         assert reason in result['reasons']
     else:
         assert result['reasons'] == []
+
+
+# Slurm 23.11 and later: scontrol reconfigure restarts the daemons itself and takes node changes; only TCP
+# listening settings, AuthType and CredType need a restart (slurm.conf(5) of 24.11).
+@pytest.mark.parametrize('new, expected, reason', [
+    (OLD, (False, False, False), None),
+    (_edit('Prolog=/usr/lib/x/prolog', 'Prolog=/usr/lib/y/prolog'), (False, False, True), 'prolog changed: scontrol reconfigure'),
+    (_edit('sched/backfill', 'sched/builtin'), (False, False, True), 'schedulertype changed: scontrol reconfigure'),
+    (_edit('select/cons_tres', 'select/linear'), (False, False, True), 'selecttype changed: scontrol reconfigure'),
+    (_edit('gpu:h100:8', 'gpu:h100:7'), (False, False, True), 'node definitions changed (changed gpu-[01-02]): scontrol reconfigure'),
+    (_edit('gpu-[01-02]', 'gpu-[01-03]'), (False, False, True), 'node definitions changed (added gpu-03): scontrol reconfigure'),
+    (_edit('ClusterName=sim\n', 'ClusterName=sim\nGresTypes=gpu\n'), (False, False, True), 'grestypes changed: scontrol reconfigure'),
+    (_edit('ClusterName=sim\n', 'ClusterName=sim\nSlurmdPort=7000\n'), (True, True, False), 'slurmdport changed: restart slurmctld and slurmd'),
+    (_edit('ClusterName=sim\n', 'ClusterName=sim\nSlurmctldPort=7000\n'), (True, True, False),
+     'slurmctldport changed: restart slurmctld and slurmd'),
+    (_edit('ClusterName=sim\n', 'ClusterName=sim\nAuthType=auth/slurm\n'), (True, True, False), 'authtype changed: restart slurmctld and slurmd'),
+    (_edit('ClusterName=sim\n', 'ClusterName=sim\nCommunicationParameters=NoInAddrAny\n'), (True, True, False),
+     'communicationparameters changed: restart slurmctld and slurmd'),
+])
+def test_change_actions_reconfigure_restarts(new, expected, reason):
+    _check_actions(change_actions(OLD, new, reconfigure_restarts=True), expected, reason)
+
+
+@pytest.mark.parametrize('old', ['', None, '\n'])
+@pytest.mark.parametrize('reconfigure_restarts', [False, True])
+def test_change_actions_first_install_any_release(old, reconfigure_restarts):
+    assert change_actions(old, OLD, reconfigure_restarts=reconfigure_restarts)['restart_slurmctld'] is True
 
 
 @pytest.mark.parametrize('old', ['', None, '\n'])
