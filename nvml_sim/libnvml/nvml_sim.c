@@ -27,6 +27,7 @@
 #include <nvml.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
@@ -53,11 +54,16 @@ static int refcount;
 static int sock = -1;
 static pid_t server = -1;
 
-void nvmlsim_debug(const char *fmt, ...)
+static int debug_enabled(void)
 {
     const char *on = getenv("NVMLSIM_DEBUG");
+    return on && *on && strcmp(on, "0") != 0;
+}
+
+void nvmlsim_debug(const char *fmt, ...)
+{
     va_list ap;
-    if (!on || !*on || strcmp(on, "0") == 0)
+    if (!debug_enabled())
         return;
     fputs("nvmlsim: ", stderr);
     va_start(ap, fmt);
@@ -147,9 +153,16 @@ static nvmlReturn_t start_server(void)
         }
     }
     envp[j] = NULL;
+    /* The server holds nothing of its caller's but the socket: the real library starts no process, and a
+     * server that kept an inherited descriptor open (slurmstepd's pipe to a job's output, say) would keep
+     * that open after the caller closed it (slurmstepd then waits 60 s: "Abandoning IO 60 secs after job
+     * shutdown initiated"). Its stderr is the caller's only with NVMLSIM_DEBUG, /dev/null otherwise. */
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_adddup2(&actions, pair[1], 0);
     posix_spawn_file_actions_adddup2(&actions, pair[1], 1);
+    if (!debug_enabled())
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addclosefrom_np(&actions, 3);
     rc = posix_spawnp(&server, argv[0], &actions, NULL, argv, envp);
     posix_spawn_file_actions_destroy(&actions);
     free(pythonpath);
@@ -858,12 +871,12 @@ EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetCpuAffinity(nvmlDevice_t device, unsign
     return NVML_SUCCESS;
 }
 
-EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
-                                                                    nvmlProcessInfo_t *infos)
+/* The running processes of a device, compute or graphics (the server's entry point `name`). */
+static nvmlReturn_t running_processes(const char *name, nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos)
 {
     struct reply r;
     unsigned int count;
-    nvmlReturn_t rc = fetch(&r, "nvmlDeviceGetComputeRunningProcesses", device, DEVICE, infoCount, 0, 0, 0);
+    nvmlReturn_t rc = fetch(&r, name, device, DEVICE, infoCount, 0, 0, 0);
     if (rc != NVML_SUCCESS)
         return rc;
     count = (unsigned int)u(&r, 0);
@@ -881,6 +894,20 @@ EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t
     *infoCount = count;
     reply_free(&r);
     return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                                    nvmlProcessInfo_t *infos)
+{
+    return running_processes("nvmlDeviceGetComputeRunningProcesses", device, infoCount, infos);
+}
+
+/* Graphics contexts: none on the simulated data-center GPUs (the real library answers SUCCESS and 0 for them;
+ * Slurm 24.11's slurmstepd asks for every GPU of a job when it gathers GPU usage). */
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                                     nvmlProcessInfo_t *infos)
+{
+    return running_processes("nvmlDeviceGetGraphicsRunningProcesses", device, infoCount, infos);
 }
 
 /* ------------------------------------------------------------------ MIG devices */

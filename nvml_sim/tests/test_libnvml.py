@@ -289,3 +289,46 @@ except pynvml.NVMLError as exc:
     result = run_client(library, code, {"NVMLSIM_STATE": str(tmp_path / "none.json")})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "NVMLError_DriverNotLoaded"
+
+
+def test_graphics_processes_are_none_as_on_a_data_center_gpu(node, library):
+    """The real library answers SUCCESS and no graphics process on an H100 (Slurm 24.11's slurmstepd asks for
+    every GPU of a job when it gathers GPU usage); a bad handle is still refused."""
+    node.create("h100-80gb-x8")
+    code = """
+import ctypes, pynvml
+pynvml.nvmlInit()
+print(pynvml.nvmlDeviceGetGraphicsRunningProcesses(pynvml.nvmlDeviceGetHandleByIndex(3)))
+try:
+    pynvml.nvmlDeviceGetGraphicsRunningProcesses(ctypes.cast(ctypes.c_void_p(12345), pynvml.c_nvmlDevice_t))
+except pynvml.NVMLError as exc:
+    print(type(exc).__name__)
+pynvml.nvmlShutdown()
+"""
+    result = run_client(library, code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["[]", "NVMLError_InvalidArgument"]
+
+
+def test_the_server_holds_none_of_its_callers_descriptors(node, library):
+    """The real library starts no process; the simulator's server must not keep a descriptor of its caller
+    open (slurmstepd waited 60 s for a job's output pipe the server had inherited) nor write to its stderr."""
+    node.create("a100-40gb-x8")
+    code = """
+import os, pynvml
+read_end, write_end = os.pipe()
+os.set_inheritable(write_end, True)   # as a caller's pipe to a job's output is
+pynvml.nvmlInit()
+pynvml.nvmlDeviceGetCount()
+os.close(write_end)
+os.set_blocking(read_end, False)
+try:
+    print("eof" if os.read(read_end, 1) == b"" else "data")
+except BlockingIOError:
+    print("still open")
+pynvml.nvmlShutdown()
+"""
+    result = run_client(library, code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == ["eof"]
+    assert result.stderr == ""

@@ -149,8 +149,8 @@ def _ci_info(a):
             info.placement.size]
 
 
-def _processes(a):
-    procs = sim.nvmlDeviceGetComputeRunningProcesses(handle(a[0]))
+def _processes(a, getter=None):
+    procs = (getter or sim.nvmlDeviceGetComputeRunningProcesses)(handle(a[0]))
     fields = [len(procs)]
     for proc in procs:
         used = proc.usedGpuMemory
@@ -216,6 +216,9 @@ HANDLERS: Dict[str, Callable] = {
     "nvmlDeviceGetCpuAffinity": _one(sim.nvmlDeviceGetCpuAffinity, "h", "i"),
     "nvmlDeviceGetNumaNodeId": _one(sim.nvmlDeviceGetNumaNodeId, "h"),
     "nvmlDeviceGetComputeRunningProcesses": _processes,
+    # (a data-center GPU runs no graphics contexts: the real library answers SUCCESS with none, which
+    # slurmstepd's GPU accounting asks for every GPU of a job)
+    "nvmlDeviceGetGraphicsRunningProcesses": lambda a: _processes(a, sim.nvmlDeviceGetGraphicsRunningProcesses_v3),
     "nvmlDeviceGetTotalEccErrors": _one(sim.nvmlDeviceGetTotalEccErrors, "h", "i", "i"),
     "nvmlDeviceGetRetiredPagesPendingStatus": _one(sim.nvmlDeviceGetRetiredPagesPendingStatus, "h"),
     "nvmlDeviceGetRemappedRows": _one(sim.nvmlDeviceGetRemappedRows, "h"),
