@@ -5,7 +5,9 @@
 #   bash scripts/demo.sh          # also: make demo
 #
 # Runs as root on Debian 12 and installs what it needs (apt packages, the
-# pinned .venv, podman, the node images - cached by content hash). The
+# pinned .venv, podman, the node images - cached by content hash). The nodes
+# run Debian 13 with Slurm 24.11; GPUCLUSTER_SIM_SUITE=bookworm gives Debian 12
+# with Slurm 22.05 (docs/slurm-versions.md). The
 # cluster stays up afterwards for you to explore:
 #   podman exec -it gcsim-ctl sinfo        bash scripts/cluster.sh down
 set -euo pipefail

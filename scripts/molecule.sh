@@ -41,9 +41,25 @@ if ! flock -n 9; then
     log "another scripts/molecule.sh is running; waiting for it"
     flock 9
 fi
-bash scripts/cluster.sh deps images 9>&- || die "the node images could not be built"
-GPUCLUSTER_SIM_IMAGE=$(bash -c '. scripts/lib/common.sh && . scripts/lib/images.sh && node_image')
-export GPUCLUSTER_SIM_IMAGE MOLECULE_PODMAN_EXECUTABLE="$ROOT/scripts/lib/podman"
+# Each scenario names the Debian release of its nodes in molecule.yml, in the
+# image its platforms fall back to (localhost/gpucluster-sim-node:<suite>): the
+# images of that release are built (cached) and GPUCLUSTER_SIM_IMAGE set to
+# the exact one for the scenario's run.
+scenario_suite() {
+    local suite
+    suite=$(grep -o 'gpucluster-sim-node:[a-z]*' "molecule/$1/molecule.yml" | sort -u)
+    [ "$(printf '%s\n' "$suite" | grep -c .)" -eq 1 ] \
+        || die "molecule/$1/molecule.yml must name one node image localhost/gpucluster-sim-node:<suite> (found: ${suite:-none})"
+    printf '%s\n' "${suite#*:}"
+}
+bash scripts/cluster.sh deps 9>&- || die "podman could not be installed"
+declare -A scenario_image=()
+for s in "${scenarios[@]}"; do
+    suite=$(scenario_suite "$s") || exit 1
+    GPUCLUSTER_SIM_SUITE=$suite bash scripts/cluster.sh images 9>&- || die "the node images of $suite could not be built"
+    scenario_image[$s]=$(GPUCLUSTER_SIM_SUITE=$suite bash -c '. scripts/lib/common.sh && . scripts/lib/images.sh && node_image')
+done
+export MOLECULE_PODMAN_EXECUTABLE="$ROOT/scripts/lib/podman"
 
 parent=.build/collections/ansible_collections/gpucluster
 mkdir -p "$parent"
@@ -56,6 +72,7 @@ for s in "${scenarios[@]}"; do
     log="$ROOT/.build/molecule/$s.log"
     rm -f "$log.timed"
     start=$(date +%s)
+    export GPUCLUSTER_SIM_IMAGE=${scenario_image[$s]}
     echo "=== molecule $s (image $GPUCLUSTER_SIM_IMAGE)"
     # Every output line is also logged with its time, for the phase times.
     molecule test -s "$s" 2>&1 9>&- | while IFS= read -r line; do

@@ -212,8 +212,10 @@ stage_molecule() {
 stage_oracle() {
     local junit="$OUTDIR/oracle.xml" rc
     rm -f "$junit"
-    # builds the node image only when its content hash changed; tags it :latest, which the oracle uses
-    bash "$ROOT/scripts/cluster.sh" images || return 1
+    # builds the Debian 12 node image only when its content hash changed (the molecule stage's bookworm
+    # scenario has built it); tags it :bookworm, which the oracle uses: its comparisons are recorded
+    # against Slurm 22.05's plugin (docs/slurm-nvml-oracle.md)
+    GPUCLUSTER_SIM_SUITE=bookworm bash "$ROOT/scripts/cluster.sh" images || return 1
     GPUCLUSTER_ORACLE=1 NVMLSIM_NVML_INCLUDE=$(ensure_nvml_header) "$VENV/bin/pytest" -q -p no:cacheprovider \
         --junitxml="$junit" tests/oracle/test_oracle.py
     rc=$?

@@ -10,12 +10,16 @@ GPUCLUSTER_SIM_LIB=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 GPUCLUSTER_SIM_ROOT=$(readlink -f "$GPUCLUSTER_SIM_LIB/../..")
 export CONTAINERS_CONF="$GPUCLUSTER_SIM_LIB/containers.conf"
 
-# Debian release and mirrors the node images are built from.
-GPUCLUSTER_SIM_SUITE=${GPUCLUSTER_SIM_SUITE:-bookworm}
+# Debian release and mirrors the node images are built from: trixie (Debian 13,
+# Slurm 24.11, the default), bookworm (Debian 12, Slurm 22.05), or forky
+# (Debian's testing, Slurm 26.05: only on a cgroup v2 host and not tested with the roles, see
+# suite_host_problem).
+GPUCLUSTER_SIM_SUITES=(trixie bookworm forky)
+GPUCLUSTER_SIM_SUITE=${GPUCLUSTER_SIM_SUITE:-trixie}
 GPUCLUSTER_SIM_MIRROR=${GPUCLUSTER_SIM_MIRROR:-http://deb.debian.org/debian}
 GPUCLUSTER_SIM_SECURITY_MIRROR=${GPUCLUSTER_SIM_SECURITY_MIRROR:-http://deb.debian.org/debian-security}
 
-# Image names: <repo>-base:<hash> and <repo>-node:<hash>, plus :latest.
+# Image names: <repo>-base:<hash> and <repo>-node:<hash>, plus <repo>-node:<suite>.
 GPUCLUSTER_SIM_IMAGE_REPO=${GPUCLUSTER_SIM_IMAGE_REPO:-localhost/gpucluster-sim}
 
 # The cluster made by scripts/cluster.sh.
@@ -40,6 +44,34 @@ log() {
 die() {
     printf '[cluster] error: %s\n' "$*" >&2
     exit 1
+}
+
+case " ${GPUCLUSTER_SIM_SUITES[*]} " in
+    *" $GPUCLUSTER_SIM_SUITE "*) ;;
+    *) die "GPUCLUSTER_SIM_SUITE=$GPUCLUSTER_SIM_SUITE is not a release the simulated cluster is built from; valid: ${GPUCLUSTER_SIM_SUITES[*]} (trixie: Debian 13 with Slurm 24.11, the default; bookworm: Debian 12 with Slurm 22.05; forky: Debian testing with Slurm 26.05, on cgroup v2 hosts only and not tested with the roles)" ;;
+esac
+
+# The cgroup version this host mounts: 2 (cgroup2fs at /sys/fs/cgroup) or 1.
+host_cgroup_version() {
+    if [ "$(stat -fc %T /sys/fs/cgroup 2>/dev/null)" = cgroup2fs ]; then echo 2; else echo 1; fi
+}
+
+# Why this host cannot boot the node image of a release (empty: it can).
+# systemd runs as PID 1 in every node; systemd 258 and later have no cgroup v1
+# support at all (Debian forky carries 262), so a cgroup v1 host (this
+# project's CI machines: /sys/fs/cgroup is a tmpfs of v1 hierarchies) cannot
+# boot them. systemd 257 (trixie) still boots on v1 inside a container
+# ("System is tainted: ...:cgroupsv1"), 252 (bookworm) on both.
+suite_host_problem() {
+    local suite=$1
+    case "$suite" in
+        forky)
+            if [ "$(host_cgroup_version)" = 1 ]; then
+                printf 'Debian %s boots systemd 258 or later, which has no cgroup v1 support, and this host mounts cgroup v1 (/sys/fs/cgroup is %s): its nodes cannot boot here; use a host with the unified cgroup v2 hierarchy (systemd.unified_cgroup_hierarchy=1), or GPUCLUSTER_SIM_SUITE=trixie\n' \
+                    "$suite" "$(stat -fc %T /sys/fs/cgroup 2>/dev/null || echo unknown)"
+            fi
+            ;;
+    esac
 }
 
 # podman with the project's containers.conf (exported above).

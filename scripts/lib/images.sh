@@ -8,7 +8,8 @@
 # Each image is tagged with a hash of everything it is built from (this file,
 # images/<name>/, the package list, suite and mirrors, the base image's hash
 # for node), so an unchanged input set is never rebuilt. The node image is
-# also tagged :latest, the tag molecule.yml falls back to.
+# also tagged with its suite (<repo>-node:trixie, <repo>-node:bookworm), the
+# tag molecule.yml falls back to.
 
 IMAGE_BUILD_DIR="$GPUCLUSTER_SIM_ROOT/.build/images"
 
@@ -102,7 +103,9 @@ build_node() {
 # Build what is missing; say so when nothing is. GPUCLUSTER_SIM_FORCE=1
 # rebuilds both images even when present.
 ensure_images() {
-    local base node start
+    local base node start problem
+    problem=$(suite_host_problem "$GPUCLUSTER_SIM_SUITE")
+    [ -z "$problem" ] || die "$problem"
     base=$(base_image)
     node=$(node_image)
     if [ "${GPUCLUSTER_SIM_FORCE:-0}" = 1 ] || ! pm image exists "$base"; then
@@ -119,5 +122,5 @@ ensure_images() {
     else
         log "image $node is up to date: nothing to build"
     fi
-    pm tag "$node" "${node%:*}:latest"
+    pm tag "$node" "${node%:*}:$GPUCLUSTER_SIM_SUITE"
 }

@@ -46,7 +46,7 @@ STATE=/var/lib/nvmlsim/state.json
 in_node() { pm exec "$container" "$@"; }
 
 wait_for_systemd() {
-    local state i
+    local state i release
     for i in $(seq 1 120); do
         state=$(in_node systemctl is-system-running 2>/dev/null || true)
         case "$state" in
@@ -55,7 +55,8 @@ wait_for_systemd() {
         [ "$i" -lt 120 ] || break
         sleep 0.5
     done
-    die "$container: systemd did not finish booting within 60s (state: '${state:-unknown}')"
+    release=$(in_node sed -n 's/^VERSION_CODENAME=//p' /etc/os-release 2>/dev/null || true)
+    die "$container: systemd did not finish booting within 60s (state: '${state:-unknown}'; node image of Debian ${release:-unknown}, host cgroup v$(host_cgroup_version)); its journal: podman exec $container journalctl -b --no-pager"
 }
 
 # A GPU node's apt sources name contrib (Debian's NVIDIA driver and

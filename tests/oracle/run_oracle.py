@@ -68,6 +68,9 @@ REAL_PYNVML = os.environ.get("NVMLSIM_REAL_PYNVML") or os.path.join(
     ROOT, ".build", "nvml-ref", "nvidia-ml-py-%s" % NVML_REF_VERSION, "pynvml.py")
 NVML_INCLUDE = os.environ.get("NVMLSIM_NVML_INCLUDE") or os.path.join(ROOT, ".build", "nvml-header", "include")
 IMAGE_REPO = os.environ.get("GPUCLUSTER_SIM_IMAGE_REPO", "localhost/gpucluster-sim") + "-node"
+# The Debian release of that image: Slurm 22.05's plugin, the one the recorded differences were read against
+# (scripts/cluster.sh tags each node image with its suite).
+ORACLE_SUITE = "bookworm"
 LABEL = "io.gpucluster.sim=oracle"
 HOSTNAME = "oracle-node"
 MIG_MINORS = "/proc/driver/nvidia-caps/mig-minors"
@@ -184,8 +187,8 @@ def podman_bin() -> Optional[str]:
 
 
 def node_image() -> Optional[str]:
-    """The node image to use: $GPUCLUSTER_ORACLE_IMAGE, else <repo>-node:latest when present."""
-    wanted = os.environ.get("GPUCLUSTER_ORACLE_IMAGE") or IMAGE_REPO + ":latest"
+    """The node image to use: $GPUCLUSTER_ORACLE_IMAGE, else <repo>-node:bookworm (Slurm 22.05) when present."""
+    wanted = os.environ.get("GPUCLUSTER_ORACLE_IMAGE") or IMAGE_REPO + ":" + ORACLE_SUITE
     if not podman_bin():
         return None
     if run([PODMAN, "image", "exists", wanted], check=False).returncode == 0:
@@ -200,7 +203,7 @@ def missing_prerequisites() -> List[str]:
         missing.append("podman (not on PATH)")
     elif not node_image():
         missing.append("the node image %s (scripts/cluster.sh images, or set GPUCLUSTER_ORACLE_IMAGE)"
-                       % (os.environ.get("GPUCLUSTER_ORACLE_IMAGE") or IMAGE_REPO + ":latest"))
+                       % (os.environ.get("GPUCLUSTER_ORACLE_IMAGE") or IMAGE_REPO + ":" + ORACLE_SUITE))
     if not os.access(os.path.join(VENV, "bin", "ansible"), os.X_OK):
         missing.append("the repository's virtualenv with Ansible (%s; scripts/test.sh deps)" % VENV)
     if not os.path.isfile(REAL_PYNVML):

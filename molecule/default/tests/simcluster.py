@@ -60,6 +60,18 @@ def ctl(command, check=True):
     return result
 
 
+def slurm_release():
+    """(major, minor) of the controller's Slurm, as sinfo --version prints it there ("slurm-wlm 24.11.5")."""
+    major, minor = ctl("sinfo --version").stdout.split()[-1].split(".")[:2]
+    return int(major), int(minor)
+
+
+def reconfigure_restarts():
+    """Slurm 23.11 and later: scontrol reconfigure starts new slurmctld and slurmd processes (the roles then
+    reconfigure where 22.05 needed restarts, and a reconfigure changes every daemon's PID)."""
+    return slurm_release() >= (23, 11)
+
+
 def states():
     out = ctl("sinfo -N -h -o '%N %t'", check=False).stdout
     return dict(line.split() for line in out.splitlines() if line.strip())

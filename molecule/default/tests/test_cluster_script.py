@@ -60,7 +60,7 @@ def test_image_build_from_an_unreachable_mirror_fails_clearly():
                      GPUCLUSTER_SIM_MIRROR="http://127.0.0.1:9/debian",
                      GPUCLUSTER_SIM_IMAGE_REPO="localhost/gpucluster-sim-test-badmirror")
     assert rc == 1
-    prefix = "[cluster] error: debootstrap of bookworm from http://127.0.0.1:9/debian failed (full log: "
+    prefix = "[cluster] error: debootstrap of trixie from http://127.0.0.1:9/debian failed (full log: "
     lines = [line for line in output.splitlines() if line.startswith(prefix)]
     assert len(lines) == 1, output
     log = pathlib.Path(lines[0][len(prefix):].rstrip(")"))

@@ -1,6 +1,11 @@
-"""slurm_gres_autodetect: nvml on the converged Debian 12 cluster, against the real Debian archive.
+"""slurm_gres_autodetect: nvml on the converged cluster, against the real Debian archive and the real plugin.
 
-The GPU nodes have contrib in their apt sources (as a node with Debian's NVIDIA
+Debian 13 (the default scenario): the role installs Debian's slurm-wlm-nvml-plugin 24.11, gres.conf says
+AutoDetect=nvml, and the real slurmd detects every GPU and MIG instance through Slurm's own NVML plugin over
+the simulated libnvidia-ml.so.1 (whose /proc/driver/nvidia-caps/mig-minors the simulated nodes expose as the
+driver does); jobs get their GPUs and end at once; switching back to off restores the facts' gres.conf.
+
+Debian 12 (molecule/bookworm imports check_nvml_on_debian_12_stops_before_any_change_naming_the_pin): the GPU nodes have contrib in their apt sources (as a node with Debian's NVIDIA
 packages has) and the simulated libnvidia-ml.so.1 installed as a package that
 Provides libnvidia-ml.so.1 (>= 450, as the plugin asks). Debian 12's
 slurm-wlm-nvml-plugin (22.05.8-4+deb12u2) depends on exactly
@@ -8,11 +13,12 @@ slurm-wlm-basic-plugins 22.05.8-4+deb12u2 while the archive carries deb12u3,
 so the slurm role must stop before anything changes, naming both versions and
 the choices (docs/slurm-gres-autodetect.md). What a user would see: one
 failure per GPU node, changed=0 everywhere, the files and daemons untouched.
-The success path (plugin installed, AutoDetect=nvml) needs Debian 13 nodes.
 """
 import hashlib
+import re
+import time
 
-from simcluster import CONTROLLER, GPU_NODES, NODES, recap, run_playbook, sh
+from simcluster import CONTROLLER, GPU_NODES, NODES, recap, run_playbook, sh, wait_idle
 
 PLAYBOOK = "gpucluster.bringup.slurm_cluster"
 
@@ -28,7 +34,12 @@ def _state():
     return files, started
 
 
-def test_nvml_on_debian_12_stops_before_any_change_naming_the_pin(tmp_path):
+def _release():
+    return sh(CONTROLLER, "sinfo --version").stdout.split()[-1]
+
+
+def check_nvml_on_debian_12_stops_before_any_change_naming_the_pin(tmp_path):
+    assert _release().startswith("22.05."), _release()
     before = _state()
     rc, output = run_playbook(PLAYBOOK, ["-e", "slurm_gres_autodetect=nvml"], log=tmp_path / "nvml.log")
     assert rc != 0, output[-4000:]
@@ -44,3 +55,50 @@ def test_nvml_on_debian_12_stops_before_any_change_naming_the_pin(tmp_path):
         assert sh(name, "dpkg -s slurm-wlm-nvml-plugin", check=False).rc != 0
     nodes = sh(CONTROLLER, "sinfo -h -N -o '%N %T'").stdout.split("\n")
     assert all(line.split()[1] == "idle" for line in nodes if line.split() and line.split()[0] in GPU_NODES), nodes
+
+
+def _gres(name):
+    return re.search(r"^\s*Gres=(\S+)", sh(CONTROLLER, "scontrol show node %s" % name).stdout, re.M).group(1)
+
+
+def test_nvml_on_debian_13_slurm_detects_every_gpu_itself_and_off_puts_the_facts_back(tmp_path):
+    assert _release().startswith("24.11."), _release()
+    gres = dict((name, _gres(name)) for name in GPU_NODES)
+    try:
+        rc, output = run_playbook(PLAYBOOK, ["-e", "slurm_gres_autodetect=nvml"], log=tmp_path / "nvml.log")
+        assert rc == 0, output[-6000:]
+        for name in GPU_NODES:
+            assert sh(name, "dpkg-query -W -f='${Status}' slurm-wlm-nvml-plugin").stdout == "install ok installed"
+            conf = sh(name, "cat /etc/slurm/gres.conf").stdout
+            assert re.search(r"^AutoDetect=nvml$", conf, re.M), conf
+            assert not re.search(r"^Name=gpu", conf, re.M), conf
+        wait_idle(GPU_NODES)
+        # slurmd registered what its NVML plugin found: the same GRES as the facts, MIG instances included
+        assert dict((name, _gres(name)) for name in GPU_NODES) == gres
+        for name in GPU_NODES:
+            detected = sh(name, "slurmd -G 2>&1").stdout
+            # (24.11 prints "Flags=", 22.05 "Flags:")
+            assert re.search(r"^slurmd: Gres Name=gpu Type=\S+ Count=1 .*Flags[=:]HAS_FILE,HAS_TYPE,ENV_NVML$", detected, re.M), detected
+            assert "Discarding" not in detected and "being ignored" not in detected, detected
+        # a job on every GRES type of each node gets its device and ends at once (the plugin asks NVML for the
+        # running processes of the job's GPUs when the step ends)
+        for name in GPU_NODES:
+            for item in gres[name].split(","):
+                kind, type_, _count = item.split(":")
+                started = time.time()
+                job = sh(CONTROLLER, "timeout 60 srun -w %s --gres=%s:%s:1 printenv CUDA_VISIBLE_DEVICES" % (name, kind, type_))
+                assert job.stdout.strip(), (name, item, job.stdout, job.stderr)
+                assert "error" not in job.stderr, job.stderr
+                assert time.time() - started < 20, (name, item, time.time() - started)
+                # (a MIG job sees "0" here: Slurm 24.11 exports the index within the job, where the 22.05
+                # oracle recorded the MIG UUID; docs/slurm-gres-autodetect.md)
+                assert re.match(r"^(\d+(,\d+)*|MIG-[0-9a-f-]+)$", job.stdout.strip()), job.stdout
+        rc, output = run_playbook(PLAYBOOK, ["-e", "slurm_gres_autodetect=nvml"], log=tmp_path / "nvml-again.log")
+        assert rc == 0 and all(r["changed"] == 0 for r in recap(output).values()), recap(output)
+    finally:
+        rc, output = run_playbook(PLAYBOOK, log=tmp_path / "off.log")
+        assert rc == 0, output[-6000:]
+    for name in GPU_NODES:
+        assert re.search(r"^Name=gpu ", sh(name, "cat /etc/slurm/gres.conf").stdout, re.M)
+    wait_idle(GPU_NODES)
+    assert dict((name, _gres(name)) for name in GPU_NODES) == gres

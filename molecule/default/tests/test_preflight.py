@@ -19,7 +19,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 PLAYBOOK = ROOT / "playbooks" / "site.yml"
 ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
 PODMAN = [str(ROOT / "scripts" / "lib" / "podman")]
-IMAGE = os.environ.get("GPUCLUSTER_SIM_IMAGE") or "localhost/gpucluster-sim-node:latest"
+IMAGE = os.environ.get("GPUCLUSTER_SIM_IMAGE") or "localhost/gpucluster-sim-node:trixie"
 
 
 def run_site(tmp_path, children, hostvars=None):

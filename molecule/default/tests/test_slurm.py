@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from simcluster import (ANSIBLE_PLAYBOOK, COMPUTE, CONNECTION, CONTROLLER, GPU_NODES, NODES, PREFIX, ROOT, SIMULATED_VARS, SITE, ctl, inventories, sh,
-                        node, playbook_env, podman, recap, run_playbook, start_times, wait_idle)
+                        node, playbook_env, podman, recap, reconfigure_restarts, run_playbook, start_times, wait_idle)
 
 HOOKS_DIR = "/usr/local/lib/gpucluster-slurm"
 
@@ -332,15 +332,20 @@ def _slurm_stage(extra_vars=None):
 
 def test_air_gapped_install_from_a_local_package_directory_and_a_reconfigure_only_change(tmp_path):
     """slurm_install_source: local with the .debs of the installed release in a directory on the Ansible
-    controller (downloaded here with apt-get download, as a site would fill its directory): the packages are
-    copied to every node and installed from there; the same versions change no daemon. The same run changes
-    KillWait, which scontrol reconfigure applies: no daemon restarts."""
+    controller (downloaded with apt-get download on a node of the cluster's release, as a site would fill its
+    directory): the packages are copied to every node and installed from there; the same versions change no
+    daemon. The same run changes KillWait, which scontrol reconfigure applies: the role restarts no daemon
+    (on Slurm 23.11 and later the reconfigure itself starts new daemon processes, as it documents)."""
     wait_idle(COMPUTE)
     debs = tmp_path / "debs"
     debs.mkdir()
-    names = ["slurmctld", "slurmd", "slurm-client", "libpmix-dev", "libpmix2"]
-    got = subprocess.run(["apt-get", "download"] + names, cwd=str(debs), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, check=False)
-    assert got.returncode == 0, got.stdout
+    # the PMIx runtime library libpmix-dev depends on (libpmix2 in Debian 12, libpmix2t64 in Debian 13)
+    pmix = re.search(r"\b(libpmix2\S*)", ctl("dpkg-query -W -f='${Depends}' libpmix-dev").stdout).group(1)
+    names = ["slurmctld", "slurmd", "slurm-client", "libpmix-dev", pmix]
+    ctl("rm -rf /tmp/debs && mkdir /tmp/debs && cd /tmp/debs && apt-get download %s" % " ".join(names))
+    podman("cp", "%s%s:/tmp/debs/." % (PREFIX, CONTROLLER), str(debs))
+    ctl("rm -rf /tmp/debs")
+    assert len(list(debs.iterdir())) == len(names), sorted(p.name for p in debs.iterdir())
     before = start_times(DAEMONS)
     try:
         rc, output = _slurm_stage({"slurm_install_source": "local", "slurm_local_package_dir": str(debs),
@@ -357,7 +362,12 @@ def test_air_gapped_install_from_a_local_package_directory_and_a_reconfigure_onl
         assert "Reconfigure Slurm" in changed, output[-5000:]
         assert not changed & {"Restart slurmctld (before any slurmd)", "Restart slurmd", "Restart the slurmds outside this run"}, changed
         assert re.search(r"^KillWait\s+=\s+29 sec", ctl("scontrol show config").stdout, re.M)
-        assert start_times(DAEMONS) == before
+        if reconfigure_restarts():
+            assert "Relinquishing control to new slurmctld process" in ctl("tail -n 50 /var/log/slurm/slurmctld.log").stdout
+            others = lambda times: dict((k, v) for k, v in times.items() if k[0] not in ("slurmctld", "slurmd"))  # noqa: E731
+            assert others(start_times(DAEMONS)) == others(before)
+        else:
+            assert start_times(DAEMONS) == before
     finally:
         for name in NODES:
             node(name).run("rm -rf /var/cache/gpucluster-slurm-packages")
@@ -424,10 +434,11 @@ def _delegated_changes(output):
 def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_only_there(tmp_path):
     """The new node in the inventory (A100s like gpu-02, but shared as shards: slurm_gres_sharing for one node),
     then `site.yml --limit gpu-03`: the whole bring-up runs on gpu-03 only;
-    the other hosts get the new slurm.conf, slurmctld restarts before any slurmd, the other slurmds restart
-    (they must know the new node); munge, slurmdbd and everything else elsewhere stay as they were. Run again:
-    changed=0. Then the node is taken out (the slurm stage without it, every host in the run): the handlers
-    restart slurmctld first, then every slurmd."""
+    the other hosts get the new slurm.conf; on Slurm 22.05 slurmctld restarts before any slurmd and the other
+    slurmds restart (they must know the new node), on 23.11 and later one scontrol reconfigure does it (it
+    starts new slurmctld and slurmd processes itself); munge, slurmdbd and everything else elsewhere stay as
+    they were. Run again: changed=0. Then the node is taken out (the slurm stage without it, every host in the
+    run): on 22.05 slurmctld restarts first, then every slurmd; on 24.11 a reconfigure."""
     wait_idle(COMPUTE)
     layer = tmp_path / "new-node.yml"
     host_vars = yaml.safe_load((ROOT / "inventory" / "simulated" / "host_vars" / "gpu-02.yml").read_text())
@@ -446,13 +457,15 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
         assert rc == 0, output[-6000:]
         assert set(recap(output)) == {NEW_NODE}, recap(output)
         # on the other hosts, only slurm.conf is written and the daemons restarted
-        assert _delegated_changes(output) == {
-            ("Write slurm.conf on the Slurm hosts outside this run", name) for name in NODES} | {
-            ("Restart slurmctld (before any slurmd)", CONTROLLER)} | {
-            ("Restart the slurmds outside this run", name) for name in COMPUTE}, _delegated_changes(output)
-        ctld = output.index("TASK [gpucluster.bringup.slurm : Restart slurmctld (before any slurmd)]")
-        outside = output.index("TASK [gpucluster.bringup.slurm : Restart the slurmds outside this run]")
-        assert ctld < outside
+        written = {("Write slurm.conf on the Slurm hosts outside this run", name) for name in NODES}
+        if reconfigure_restarts():
+            assert _delegated_changes(output) == written | {("Reconfigure Slurm", CONTROLLER)}, _delegated_changes(output)
+        else:
+            assert _delegated_changes(output) == written | {("Restart slurmctld (before any slurmd)", CONTROLLER)} | {
+                ("Restart the slurmds outside this run", name) for name in COMPUTE}, _delegated_changes(output)
+            ctld = output.index("TASK [gpucluster.bringup.slurm : Restart slurmctld (before any slurmd)]")
+            outside = output.index("TASK [gpucluster.bringup.slurm : Restart the slurmds outside this run]")
+            assert ctld < outside
         wait_idle(COMPUTE + [NEW_NODE])
         # (slurmctld shows the shards with the type of their GPUs once slurmd registered them)
         assert re.search(r"^\s*Gres=gpu:a100:8,shard(:a100)?:32$", ctl("scontrol show node %s" % NEW_NODE).stdout, re.M), \
@@ -488,11 +501,15 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
         assert rc == 0, output[-5000:]
         wait_idle(COMPUTE)
     assert NEW_NODE not in ctl("sinfo -N -h -o %N").stdout
-    assert {("Restart slurmctld (before any slurmd)", CONTROLLER)} | {("Restart slurmd", name) for name in COMPUTE} \
-        <= _changes(output), sorted(_changes(output))
-    ctld = output.index("TASK [gpucluster.bringup.slurm : Restart slurmctld (before any slurmd)]")
-    slurmd = output.index("TASK [gpucluster.bringup.slurm : Restart slurmd]")
-    assert ctld < slurmd
+    if reconfigure_restarts():
+        assert ("Reconfigure Slurm", CONTROLLER) in _changes(output), sorted(_changes(output))
+        assert not {task for task, _host in _changes(output)} & {"Restart slurmctld (before any slurmd)", "Restart slurmd"}
+    else:
+        assert {("Restart slurmctld (before any slurmd)", CONTROLLER)} | {("Restart slurmd", name) for name in COMPUTE} \
+            <= _changes(output), sorted(_changes(output))
+        ctld = output.index("TASK [gpucluster.bringup.slurm : Restart slurmctld (before any slurmd)]")
+        slurmd = output.index("TASK [gpucluster.bringup.slurm : Restart slurmd]")
+        assert ctld < slurmd
     after = start_times(DAEMONS)
     assert after[("slurmctld", CONTROLLER)] != before[("slurmctld", CONTROLLER)]
     for name in COMPUTE:
