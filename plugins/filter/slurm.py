@@ -101,7 +101,7 @@ def slurm_change_actions(old_text, new_text, reconfigure_restarts=False):
 
 
 def slurm_version_behaviour(text):
-    """What the Slurm release ``text`` (``sinfo --version`` or a package version) does where releases differ."""
+    """What the Slurm release ``text`` (``slurmctld -V``, ``sinfo --version`` or a package version) does where releases differ."""
     return slurm_version.behaviour(slurm_version.parse_version(text))
 
 
