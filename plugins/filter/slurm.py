@@ -100,6 +100,11 @@ def slurm_change_actions(old_text, new_text, reconfigure_restarts=False):
     return conf.change_actions(old_text, new_text, reconfigure_restarts=bool(reconfigure_restarts))
 
 
+def slurm_gres_conf_lines(nodes, node_names=False):
+    """The lines of gres.conf: a node's own, or (``node_names``) every node's with ``NodeName=`` for configless Slurm."""
+    return conf.gres_conf_file_lines(nodes, node_names=bool(node_names))
+
+
 def slurm_version_behaviour(text):
     """What the Slurm release ``text`` (``slurmctld -V``, ``sinfo --version`` or a package version) does where releases differ."""
     return slurm_version.behaviour(slurm_version.parse_version(text))
@@ -163,4 +168,4 @@ class FilterModule(object):
         return dict((func.__name__, _wrap(func)) for func in (
             slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_gres_errors,
             slurm_change_actions, slurm_unreachable_nodes, slurm_hook_files, slurm_version_behaviour,
-            slurm_upgrade_problem))
+            slurm_upgrade_problem, slurm_gres_conf_lines))

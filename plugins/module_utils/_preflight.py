@@ -334,6 +334,30 @@ def _slurmdbd(host, values, groups):
     return problems
 
 
+_CONF_SERVER = re.compile(r'^[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?(?::(\d{1,5}))?$')
+
+
+def _configless_problems(values):
+    """slurm_configless: SlurmctldParameters must keep enable_configless, the servers must be host[:port] or dns."""
+    problems = []
+    overrides = values.get('slurm_conf_overrides')
+    for key, value in (overrides.items() if isinstance(overrides, dict) else ()):
+        if str(key).lower() == 'slurmctldparameters' and \
+                'enable_configless' not in [part.strip().lower() for part in str(value or '').split(',')]:
+            problems.append('slurm_configless is true but slurm_conf_overrides sets %s=%s without enable_configless: '
+                            'slurmctld would refuse to serve the files; add enable_configless to it (comma-separated)'
+                            % (key, value if value is not None else '(removed)'))
+    servers = values.get('slurm_configless_server')
+    if isinstance(servers, list):
+        if 'dns' in servers and len(servers) > 1:
+            problems.append('slurm_configless_server is [dns] (the DNS SRV record) or a list of host[:port]; got %s' % servers)
+        for server in servers:
+            match = _CONF_SERVER.match(str(server)) if server != 'dns' else True
+            if not match or (match is not True and match.group(1) and not 0 < int(match.group(1)) < 65536):
+                problems.append('slurm_configless_server: "%s" is not host[:port] (e.g. ctl or ctl:6817), nor dns' % server)
+    return problems
+
+
 def _slurm(host, values, groups):
     problems = []
     if _flag(values.get('slurm_pam_slurm_adopt')) and convert(values.get('slurm_cgroup_enabled'), 'bool') == (False, True):
@@ -344,6 +368,8 @@ def _slurm(host, values, groups):
         problems.append('slurm_gres_autodetect is nvml but %s has slurm_gres_enabled false: the Gres= of its slurm.conf line comes from '
                         'the GRES facts, so Slurm would ignore the GPUs AutoDetect finds; set slurm_gres_enabled: true or '
                         "slurm_gres_autodetect: 'off'" % host)
+    if _flag(values.get('slurm_configless')):
+        problems.extend(_configless_problems(values))
     if values.get('slurm_install_source') == 'local' and values.get('slurm_local_package_dir') == '':
         problems.append('slurm_install_source is "local" but slurm_local_package_dir is empty: '
                         'name the directory (on the Ansible controller) that holds the Slurm package files')

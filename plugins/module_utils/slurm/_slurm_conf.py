@@ -292,6 +292,58 @@ def node_lines(nodes):
     return lines
 
 
+def cluster_gres_lines(nodes):
+    """One gres.conf for every node (configless Slurm: slurmctld serves the controller's file to all slurmds).
+
+    ``nodes`` is a list of ``{'name': str, 'gres_conf_lines': [str], 'gres_conf_comments': [str]}`` (a
+    node's own gres.conf, as ``slurm_gres_facts`` gives it).  Each line gets ``NodeName=`` in front; nodes
+    whose lines and comments are identical share one block with a hostlist (``NodeName=gpu-[01-64]``), in
+    order of each block's first node.  A node without lines is left out.  A line that already names its
+    nodes is refused: the node a line belongs to is the node it came from.
+    """
+    blocks = []
+    index = {}
+    seen = set()
+    for node in nodes or []:
+        if not isinstance(node, dict):
+            raise ValueError('each node must be a dict with name and gres_conf_lines, got %r' % (node,))
+        name = validate_node_name(node.get('name'))
+        if name in seen:
+            raise ValueError('node "%s" is listed twice; each node has one gres.conf' % name)
+        seen.add(name)
+        lines = tuple(str(line).strip() for line in node.get('gres_conf_lines') or [] if str(line).strip())
+        for line in lines:
+            if line.split('=', 1)[0].strip().lower() == 'nodename':
+                raise ValueError('gres.conf line of node "%s" already names nodes: "%s"; give the lines of the '
+                                 'node alone' % (name, line))
+        if not lines:
+            continue
+        comments = tuple(str(line) for line in node.get('gres_conf_comments') or [])
+        key = (lines, comments)
+        if key not in index:
+            index[key] = len(blocks)
+            blocks.append((lines, comments, []))
+        blocks[index[key]][2].append(name)
+    result = []
+    for lines, comments, names in blocks:
+        hostlist = compress(names)
+        result.extend('# %s: %s' % (hostlist, comment) for comment in comments)
+        result.extend('NodeName=%s %s' % (hostlist, line) for line in lines)
+    return result
+
+
+def gres_conf_file_lines(nodes, node_names=False):
+    """The lines of a gres.conf: one node's own (``node_names`` false: its comments as ``# ...`` lines, then
+    its lines) or, for configless Slurm, every node's with ``NodeName=`` (:func:`cluster_gres_lines`)."""
+    if node_names:
+        return cluster_gres_lines(nodes)
+    if not isinstance(nodes, list) or len(nodes) != 1 or not isinstance(nodes[0], dict):
+        raise ValueError('a node\'s own gres.conf is made from exactly one node, got %r' % (nodes,))
+    node = nodes[0]
+    return (['# %s' % comment for comment in node.get('gres_conf_comments') or []]
+            + [str(line) for line in node.get('gres_conf_lines') or []])
+
+
 def partition_lines(partitions, node_names):
     """``PartitionName=`` lines.
 

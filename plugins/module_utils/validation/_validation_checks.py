@@ -143,13 +143,27 @@ def _gres_conf_units(lines):
     return units
 
 
-def gres_conf_lines(text):
-    """Significant lines of a gres.conf: comments and blanks dropped, whitespace collapsed."""
+def gres_conf_lines(text, node=None):
+    """Significant lines of a gres.conf: comments and blanks dropped, whitespace collapsed.
+
+    With ``node``, the lines of a gres.conf for several nodes (configless Slurm serves one file with
+    ``NodeName=gpu-[01-04] Name=gpu ...`` lines) are read as that node's slurmd reads them: a line whose
+    ``NodeName=`` hostlist names another node is dropped, and the ``NodeName=`` field of the others is
+    removed.
+    """
     lines = []
     for raw in (text or '').splitlines():
-        line = raw.split('#', 1)[0].strip()
-        if line:
-            lines.append(' '.join(line.split()))
+        fields = raw.split('#', 1)[0].split()
+        if node is not None and fields and fields[0].lower().startswith('nodename='):
+            try:
+                names = expand(fields[0].split('=', 1)[1])
+            except ValueError:
+                names = [fields[0].split('=', 1)[1]]
+            if node not in names:
+                continue
+            fields = fields[1:]
+        if fields:
+            lines.append(' '.join(fields))
     return lines
 
 
@@ -157,7 +171,7 @@ def gres_conf_record(stage, node, path, actual_text, expected_lines):
     """gres.conf on the node against what ``slurm_gres_facts`` computes from NVML now."""
     if actual_text is None:
         return record(stage, node, 'gres_conf', 'fail', '%s is missing or unreadable; slurm_gres_facts computes %d line(s)' % (path, len(expected_lines)))
-    actual = gres_conf_lines(actual_text)
+    actual = gres_conf_lines(actual_text, node)
     expected = gres_conf_lines('\n'.join(expected_lines))
     if actual == expected:
         return record(stage, node, 'gres_conf', 'pass', '%s equals what slurm_gres_facts computes (%d line(s))' % (path, len(expected)))

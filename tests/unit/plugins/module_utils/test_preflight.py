@@ -176,6 +176,29 @@ def test_pam_slurm_adopt_needs_cgroups(adopt, cgroups, expected):
     assert problems('slurm', slurm_pam_slurm_adopt=adopt, slurm_cgroup_enabled=cgroups) == expected
 
 
+@pytest.mark.parametrize('values, expected', [
+    (dict(slurm_configless=True), []),
+    (dict(slurm_configless=True, slurm_conf_overrides={'SlurmctldParameters': 'enable_configless,idle_on_node_suspend'}), []),
+    (dict(slurm_configless=True, slurm_conf_overrides={'slurmctldparameters': 'idle_on_node_suspend'}),
+     ['slurm_configless is true but slurm_conf_overrides sets slurmctldparameters=idle_on_node_suspend without enable_configless: '
+      'slurmctld would refuse to serve the files; add enable_configless to it (comma-separated)']),
+    (dict(slurm_configless=True, slurm_conf_overrides={'SlurmctldParameters': None}),
+     ['slurm_configless is true but slurm_conf_overrides sets SlurmctldParameters=(removed) without enable_configless: '
+      'slurmctld would refuse to serve the files; add enable_configless to it (comma-separated)']),
+    (dict(slurm_configless=False, slurm_conf_overrides={'SlurmctldParameters': 'idle_on_node_suspend'}), []),
+    (dict(slurm_configless=True, slurm_configless_server=['ctl', 'ctl2:6817']), []),
+    (dict(slurm_configless=True, slurm_configless_server=['dns']), []),
+    (dict(slurm_configless=True, slurm_configless_server=['dns', 'ctl']),
+     ["slurm_configless_server is [dns] (the DNS SRV record) or a list of host[:port]; got ['dns', 'ctl']"]),
+    (dict(slurm_configless=True, slurm_configless_server=['ctl:99999']),
+     ['slurm_configless_server: "ctl:99999" is not host[:port] (e.g. ctl or ctl:6817), nor dns']),
+    (dict(slurm_configless=True, slurm_configless_server=['http://ctl']),
+     ['slurm_configless_server: "http://ctl" is not host[:port] (e.g. ctl or ctl:6817), nor dns']),
+])
+def test_configless_settings(values, expected):
+    assert problems('slurm', **values) == expected
+
+
 SECRET = 'hunter2 secret'
 SECRETS = [
     pytest.param('slurmdbd', dict(slurmdbd_storage_pass=SECRET),

@@ -11,6 +11,8 @@ import pytest
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import (
     change_actions,
     check_gres_consistency,
+    cluster_gres_lines,
+    gres_conf_file_lines,
     gres_types,
     merge_settings,
     node_lines,
@@ -327,3 +329,39 @@ def test_parse_conf():
     assert parsed['nodes']['gpu-01']['gres'] == 'gpu:h100:8'
     assert parsed['partitions'] == {'batch': {'nodes': 'ALL', 'default': 'YES'}}
     assert parsed['other'] == ['Include /etc/slurm/extra.conf']
+
+
+H100_LINES = ['Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-15', 'Name=gpu Type=h100 File=/dev/nvidia1 Cores=0-15']
+
+
+@pytest.mark.parametrize('nodes, expected', [
+    ([], []),
+    ([{'name': 'gpu-01', 'gres_conf_lines': H100_LINES}, {'name': 'gpu-02', 'gres_conf_lines': H100_LINES}],
+     ['NodeName=gpu-[01-02] ' + H100_LINES[0], 'NodeName=gpu-[01-02] ' + H100_LINES[1]]),
+    ([{'name': 'gpu-01', 'gres_conf_lines': H100_LINES, 'gres_conf_comments': ['NVML shows 2 GPUs']},
+      {'name': 'gpu-02', 'gres_conf_lines': ['AutoDetect=nvml']}, {'name': 'cpu-01', 'gres_conf_lines': []},
+      {'name': 'gpu-03', 'gres_conf_lines': H100_LINES, 'gres_conf_comments': ['NVML shows 2 GPUs']}],
+     ['# gpu-[01,03]: NVML shows 2 GPUs', 'NodeName=gpu-[01,03] ' + H100_LINES[0], 'NodeName=gpu-[01,03] ' + H100_LINES[1],
+      'NodeName=gpu-02 AutoDetect=nvml']),
+])
+def test_cluster_gres_lines(nodes, expected):
+    assert cluster_gres_lines(nodes) == expected
+    assert gres_conf_file_lines(nodes, node_names=True) == expected
+
+
+@pytest.mark.parametrize('nodes, message', [
+    ([{'name': 'gpu-01', 'gres_conf_lines': ['NodeName=gpu-01 Name=gpu File=/dev/nvidia0']}], 'already names nodes'),
+    ([{'name': 'gpu-01'}, {'name': 'gpu-01'}], 'node "gpu-01" is listed twice'),
+    (['gpu-01'], 'each node must be a dict'),
+    ([{'name': 'bad name'}], 'bad name'),
+])
+def test_cluster_gres_lines_refuses(nodes, message):
+    with pytest.raises(ValueError, match=message):
+        cluster_gres_lines(nodes)
+
+
+def test_a_nodes_own_gres_conf():
+    node = {'name': 'gpu-01', 'gres_conf_lines': H100_LINES, 'gres_conf_comments': ['a', 'b']}
+    assert gres_conf_file_lines([node]) == ['# a', '# b'] + H100_LINES
+    with pytest.raises(ValueError, match='exactly one node'):
+        gres_conf_file_lines([node, node])

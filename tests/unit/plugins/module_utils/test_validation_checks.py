@@ -462,3 +462,27 @@ def test_planned_jobs_of_the_role_pass_the_job_checks():
     checked = vc.check_jobs(full)
     assert [job['timeout'] for job in checked if job['kind'] == 'srun'] == [180]
     assert all(isinstance(job['timeout'], int) for job in checked)
+
+
+CLUSTER_GRES = """# gpu-[01-02]: NVML shows 8 GPUs
+NodeName=gpu-[01-02] Name=gpu Type=h100 File=/dev/nvidia0
+NodeName=gpu-03 Name=gpu Type=a100 File=/dev/nvidia0
+Name=mps Count=100
+"""
+
+
+@pytest.mark.parametrize('node, expected', [
+    ('gpu-02', ['Name=gpu Type=h100 File=/dev/nvidia0', 'Name=mps Count=100']),
+    ('gpu-03', ['Name=gpu Type=a100 File=/dev/nvidia0', 'Name=mps Count=100']),
+    ('gpu-09', ['Name=mps Count=100']),
+    (None, ['NodeName=gpu-[01-02] Name=gpu Type=h100 File=/dev/nvidia0', 'NodeName=gpu-03 Name=gpu Type=a100 File=/dev/nvidia0',
+            'Name=mps Count=100']),
+])
+def test_a_configless_gres_conf_is_read_as_the_nodes_slurmd_reads_it(node, expected):
+    assert vc.gres_conf_lines(CLUSTER_GRES, node) == expected
+
+
+def test_the_gres_conf_check_passes_on_a_configless_file():
+    result = vc.gres_conf_record('node', 'gpu-03', '/run/slurm/conf/gres.conf', CLUSTER_GRES,
+                              ['Name=gpu Type=a100 File=/dev/nvidia0', 'Name=mps Count=100'])
+    assert result['status'] == 'pass', result
