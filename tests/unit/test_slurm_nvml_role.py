@@ -31,6 +31,7 @@ import pytest
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres import autodetect_comments
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import gres_conf_file_lines
 from ansible_collections.gpucluster.bringup.tests.unit.aptindex import apt_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -97,9 +98,12 @@ def gres_conf(autodetect, entries, lines):
     comments = autodetect_comments(gpu_entries, plugin, 'gpu:a100:1,gpu:1g.10gb:1,mps:100') if autodetect == 'nvml' else []
     with open(os.path.join(ROLE, 'templates', 'gres.conf.j2')) as handle:
         text = handle.read()
+    node = {'name': 'gpu-01', 'gres_conf_lines': lines, 'gres_conf_comments': comments}
+    # (vars/main.yml computes _slurm_gres_conf_lines with the collection's filter slurm_gres_conf_lines, which is
+    # this function; the in-process Templar here knows no collection filters)
     return template(text, inventory_hostname='gpu-01', slurm_gres_autodetect=autodetect,
                     ansible_facts={'architecture': 'x86_64', 'os_family': 'Debian'},
-                    _slurm_node={'gres_conf_lines': lines, 'gres_conf_comments': comments})
+                    _slurm_node=node, _slurm_gres_conf_lines=gres_conf_file_lines([node]))
 
 
 def test_gres_conf_autodetect_nvml_lists_the_devices():

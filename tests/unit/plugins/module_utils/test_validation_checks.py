@@ -484,5 +484,5 @@ def test_a_configless_gres_conf_is_read_as_the_nodes_slurmd_reads_it(node, expec
 
 def test_the_gres_conf_check_passes_on_a_configless_file():
     result = vc.gres_conf_record('node', 'gpu-03', '/run/slurm/conf/gres.conf', CLUSTER_GRES,
-                              ['Name=gpu Type=a100 File=/dev/nvidia0', 'Name=mps Count=100'])
+                                 ['Name=gpu Type=a100 File=/dev/nvidia0', 'Name=mps Count=100'])
     assert result['status'] == 'pass', result
