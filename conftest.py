@@ -25,7 +25,10 @@ LINK = os.path.join(COLLECTIONS, "ansible_collections", "gpucluster", "bringup")
 
 if not os.path.islink(LINK):
     os.makedirs(os.path.dirname(LINK), exist_ok=True)
-    os.symlink(ROOT, LINK)
+    try:
+        os.symlink(ROOT, LINK)
+    except FileExistsError:  # another pytest process (an xdist worker) made it first
+        pass
 for path in (os.path.join(ROOT, "nvml_sim", "src"), COLLECTIONS):
     if path not in sys.path:
         sys.path.insert(0, path)
@@ -42,9 +45,14 @@ def _nvml_for_tests():
     if not os.path.isfile(real) or not os.path.isfile(os.path.join(include, "nvml.h")):
         return ("the real nvidia-ml-py (%s) or NVIDIA's nvml.h (%s) is missing: run 'bash scripts/test.sh deps'"
                 % (real or ".build/nvml-ref/nvidia-ml-py-*/pynvml.py", include))
+    import fcntl  # pylint: disable=import-outside-toplevel
     out = os.path.join(ROOT, ".build", "libnvml")
-    build = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "nvml_sim", "libnvml"), "NVML_INCLUDE=" + include, "OUT=" + out],
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    os.makedirs(os.path.join(ROOT, ".build"), exist_ok=True)
+    # one build at a time: the pytest workers (xdist) start together and load what the first one built
+    with open(os.path.join(ROOT, ".build", "libnvml.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        build = subprocess.run(["make", "-s", "-C", os.path.join(ROOT, "nvml_sim", "libnvml"), "NVML_INCLUDE=" + include, "OUT=" + out],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
     if build.returncode != 0:
         return "building the simulated libnvidia-ml.so.1 failed:\n" + build.stdout
     ctypes.CDLL(os.path.join(out, "libnvidia-ml.so.1"), mode=ctypes.RTLD_GLOBAL)

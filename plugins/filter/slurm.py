@@ -12,6 +12,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_conf as conf
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as slurm_version
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_upgrade as slurm_upgrade
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._sacctmgr import accounting_tres
 
 
@@ -115,6 +116,31 @@ def slurm_upgrade_problem(installed, target):
     return slurm_version.upgrade_problem(slurm_version.parse_version(installed), slurm_version.parse_version(target))
 
 
+def slurm_upgrade_plan(hosts, hostvars, register, force=False, replaced=''):
+    """The plan of a Slurm major upgrade from each host's registered ``apt-cache policy`` (see ``_slurm_upgrade``)."""
+    return slurm_upgrade.plan_from_hostvars(list(hosts), hostvars, register, force=bool(force), replaced=replaced)
+
+
+def slurm_conf_settings(text):
+    """The single ``Key=Value`` settings of a slurm.conf."""
+    return slurm_upgrade.conf_settings(text)
+
+
+def slurm_upgrade_packages(text):
+    """The installed packages built from Slurm's sources, from ``dpkg-query`` output."""
+    return slurm_upgrade.slurm_packages(text)
+
+
+def slurm_upgrade_pins(text, which='candidate'):
+    """``package=version`` of the packages ``apt-cache policy`` output says an upgrade changes."""
+    return slurm_upgrade.upgrade_pins(text, which)
+
+
+def slurm_show_config(text):
+    """``scontrol show config`` as a dict."""
+    return slurm_upgrade.show_config(text)
+
+
 def slurm_unreachable_nodes(hosts, hostvars, register):
     """``host: why`` for each host whose registered fact-gathering result (``register``) did not reach it.
 
@@ -168,4 +194,5 @@ class FilterModule(object):
         return dict((func.__name__, _wrap(func)) for func in (
             slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_gres_errors,
             slurm_change_actions, slurm_unreachable_nodes, slurm_hook_files, slurm_version_behaviour,
-            slurm_upgrade_problem, slurm_gres_conf_lines))
+            slurm_upgrade_problem, slurm_gres_conf_lines, slurm_upgrade_plan, slurm_upgrade_packages,
+            slurm_show_config, slurm_conf_settings, slurm_upgrade_pins))

@@ -85,6 +85,9 @@ TASK_ALLOWLIST = {
         'so an interrupted run has not upgraded and takes the dump again when rerun',
     ('roles/slurmdbd/tasks/backup.yml', 'Dump the accounting database'):
         'as above (external database)',
+    ('roles/slurm_upgrade/tasks/slurmctld.yml', 'Archive StateSaveLocation'):
+        'a backup archive in slurm_upgrade_backup_dir, not a configuration file; taken after slurmctld stops and before its '
+        'packages change, so an interrupted run still has the slurmctld step to do and archives again when rerun',
     ('roles/validate/tasks/mpi.yml', 'Build the MPI test program'):
         'a test binary in validate_work_dir, not a configuration file; the linker removes its output when interrupted',
     ('roles/validate/tasks/nccl_build.yml', 'Build nccl-tests with MPI'):

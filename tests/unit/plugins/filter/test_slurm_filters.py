@@ -17,9 +17,19 @@ HW = {'NodeName': 'gpu-01', 'CPUs': 2, 'Boards': 1, 'SocketsPerBoard': 1, 'Cores
 
 
 def test_filter_names():
-    assert sorted(FILTERS) == ['slurm_change_actions', 'slurm_conf_lines', 'slurm_gres_conf_lines', 'slurm_gres_errors', 'slurm_hook_files',
-                               'slurm_parse_slurmd_c', 'slurm_settings_lines', 'slurm_unreachable_nodes',
+    assert sorted(FILTERS) == ['slurm_change_actions', 'slurm_conf_lines', 'slurm_conf_settings', 'slurm_gres_conf_lines', 'slurm_gres_errors',
+                               'slurm_hook_files', 'slurm_parse_slurmd_c', 'slurm_settings_lines', 'slurm_show_config',
+                               'slurm_unreachable_nodes', 'slurm_upgrade_packages', 'slurm_upgrade_pins', 'slurm_upgrade_plan',
                                'slurm_upgrade_problem', 'slurm_version_behaviour']
+
+
+def test_upgrade_plan_filter_reads_hostvars_and_a_bad_report_is_one_filter_error():
+    policy = ('slurmd:\n  Installed: 24.11.5-4+deb13u1\n  Candidate: 26.05.5-1\n')
+    hostvars = {'n1': {'group_names': ['slurm_compute'], '_p': {'stdout': policy}}}
+    plan = FILTERS['slurm_upgrade_plan'](['n1'], hostvars, '_p')
+    assert plan['steps']['slurmd'] == ['n1'] and plan['problems'] == []
+    with pytest.raises(AnsibleFilterError, match='which must be'):
+        FILTERS['slurm_upgrade_pins'](policy, 'latest')
 
 
 @pytest.mark.parametrize('text, release, restarts', [

@@ -64,6 +64,8 @@ def _base(name, tmp):
         'preflight': {'roles': [{'name': 'munge', 'groups': ['slurm_controller']}]},
         'install_files': {'files': [{'dest': os.path.join(tmp, 'gone'), 'state': 'absent'}]},
         'slurm_assoc': {'cluster': 'probe', 'executable': '/nonexistent/sacctmgr'},
+        'slurm_daemons': {'daemons': ['slurmd']},
+        'slurmdbd_convert': {'executable': '/nonexistent/slurmdbd', 'user': 'root'},
         'slurm_gres_facts': {'mig_minors_path': os.path.join(tmp, 'mig-minors'), 'device_root': tmp},
         'validation_jobs': {'jobs': [], 'srun': '/nonexistent/srun'},
         'validation_report': {'records': [], 'dest': os.path.join(tmp, 'report')},
