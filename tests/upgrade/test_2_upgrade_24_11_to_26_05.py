@@ -98,8 +98,10 @@ def test_upgrade_to_26_05():
     run = playbook(SUITE, "slurm_upgrade.yml", "-e", "slurm_upgrade_apt_default_release=forky", "-e", "slurm_upgrade_batch=1",
                    log="2-upgrade.log")
     assert run.returncode == 0, run.stdout[-6000:]
-    # 26.05 changes tables of a 24.11 database ("adding key archive_delete (deleted) to table txn_table")
-    assert re.search(r"slurmdbd changed the database schema \(\d+ lines of output about it\) and started", run.stdout)
+    # slurmdbd 26.05 ran in the foreground until it listened; it changes tables of a 24.11 database ("adding key
+    # archive_delete (deleted) to table txn_table", seen in the failed conversion above), reported when printed at -v
+    assert re.search(r"slurmdbd (changed the database schema \(\d+ lines of output about it\)|started; it printed no schema "
+                     r"change)", run.stdout)
     assert "PASS" in run.stdout   # validate.yml's report
     for node in [CONTROLLER] + COMPUTE:
         assert sh(node, "test -e /usr/sbin/policy-rc.d", check=False).returncode != 0, node
