@@ -202,38 +202,7 @@ stage_package() {
     )
 }
 
-# The node images of every Debian release the molecule scenarios and the
-# oracle use are built in the background while the unit, sanity and lint
-# stages run (a cold build is about 170 s: debootstrap is mostly downloads);
-# the molecule and oracle stages wait for it. A failed background build is
-# shown, and the stage builds again (and fails clearly if it must).
-IMAGES_PID=""
-start_image_builds() {
-    case " ${STAGES[*]} " in *" molecule "* | *" oracle "*) ;; *) return 0 ;; esac
-    local suites
-    suites=$( (grep -oh 'gpucluster-sim-node:[a-z]*' molecule/*/molecule.yml 2>/dev/null; echo ":bookworm") \
-        | sed 's/.*://' | sort -u)
-    (
-        bash "$ROOT/scripts/cluster.sh" deps || exit 1
-        for suite in $suites; do
-            GPUCLUSTER_SIM_SUITE=$suite bash "$ROOT/scripts/cluster.sh" images || exit 1
-        done
-    ) >"$OUTDIR/images.log" 2>&1 &
-    IMAGES_PID=$!
-    echo "(building the node images of $(echo "$suites" | paste -sd' ') in the background: $OUTDIR/images.log)"
-}
-
-wait_image_builds() {
-    [ -n "$IMAGES_PID" ] || return 0
-    if ! wait "$IMAGES_PID"; then
-        echo "the background build of the node images failed; this stage builds them again:"
-    fi
-    IMAGES_PID=""
-    cat "$OUTDIR/images.log"
-}
-
 stage_molecule() {
-    wait_image_builds
     if ! compgen -G "molecule/*/molecule.yml" >/dev/null; then
         echo "no molecule scenario yet"
         return 0
@@ -246,7 +215,6 @@ stage_molecule() {
 # molecule stage, or scripts/cluster.sh images): must run here, never skipped.
 stage_oracle() {
     local junit="$OUTDIR/oracle.xml" rc
-    wait_image_builds
     rm -f "$junit"
     # builds the Debian 12 node image only when its content hash changed (the molecule stage's bookworm
     # scenario has built it); tags it :bookworm, which the oracle uses: its comparisons are recorded
@@ -301,7 +269,6 @@ for stage in "${STAGES[@]}"; do
         echo "dependencies could not be installed; stopping" >&2
         break
     fi
-    [ "$stage" != deps ] || start_image_builds
 done
 
 echo
