@@ -122,8 +122,8 @@ def slurm_upgrade_plan(hosts, hostvars, register, force=False, replaced=''):
 
 
 def slurm_conf_settings(text):
-    """The single ``Key=Value`` settings of a slurm.conf."""
-    return slurm_upgrade.conf_settings(text)
+    """The ``Key=Value`` settings of a slurm.conf, keys in lower case (Slurm's are case-insensitive)."""
+    return conf.parse_conf(text)['settings']
 
 
 def slurm_upgrade_packages(text):

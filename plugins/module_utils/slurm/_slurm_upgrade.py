@@ -300,14 +300,3 @@ def process_start(stat_text, boot_time, clock_ticks):
     # the command name (field 2) is in parentheses and may hold spaces: count fields after its closing one
     fields = stat_text[stat_text.rindex(')') + 2:].split()
     return boot_time + int(fields[19]) / float(clock_ticks)
-
-
-def conf_settings(text):
-    """The single ``Key=Value`` settings of a ``slurm.conf`` (comments and NodeName/PartitionName lines left out)."""
-    settings = {}
-    for line in (text or '').splitlines():
-        line = line.split('#', 1)[0].strip()
-        match = re.match(r'^(\w+)\s*=\s*(\S+)$', line)
-        if match:
-            settings[match.group(1)] = match.group(2)
-    return settings

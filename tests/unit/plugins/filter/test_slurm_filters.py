@@ -23,6 +23,11 @@ def test_filter_names():
                                'slurm_upgrade_problem', 'slurm_version_behaviour']
 
 
+def test_conf_settings_filter_uses_the_slurm_conf_parser_with_lower_case_keys():
+    conf = '# managed\nClusterName=gpucluster\nStateSaveLocation=/var/lib/slurm/slurmctld  # state\nNodeName=gpu-01 Gres=gpu:h100:7\n'
+    assert FILTERS['slurm_conf_settings'](conf) == {'clustername': 'gpucluster', 'statesavelocation': '/var/lib/slurm/slurmctld'}
+
+
 def test_upgrade_plan_filter_reads_hostvars_and_a_bad_report_is_one_filter_error():
     policy = ('slurmd:\n  Installed: 24.11.5-4+deb13u1\n  Candidate: 26.05.5-1\n')
     hostvars = {'n1': {'group_names': ['slurm_compute'], '_p': {'stdout': policy}}}

@@ -10,7 +10,6 @@ import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_upgrade import (
     apt_policy_versions,
-    conf_settings,
     dbd_line_state,
     dbd_outcome,
     plan_from_hostvars,
@@ -263,14 +262,11 @@ def test_upgrade_pins_rejects_an_unknown_choice():
         upgrade_pins(PKG_POLICY, 'latest')
 
 
-def test_show_config_and_conf_settings():
+def test_show_config():
     show = ('Configuration data as of 2026-11-26T13:00:00\nAccountingStorageBackupHost = (null)\n'
             'SLURM_VERSION           = 26.05.5\nStateSaveLocation       = /var/lib/slurm/slurmctld\n')
     assert show_config(show)['SLURM_VERSION'] == '26.05.5'
     assert show_config(show)['StateSaveLocation'] == '/var/lib/slurm/slurmctld'
-    conf = ('# managed\nClusterName=gpucluster\nStateSaveLocation = /var/lib/slurm/slurmctld  # state\n'
-            'NodeName=gpu-01 Gres=gpu:h100:7 State=UNKNOWN\nPartitionName=batch Nodes=ALL Default=YES\n')
-    assert conf_settings(conf) == {'ClusterName': 'gpucluster', 'StateSaveLocation': '/var/lib/slurm/slurmctld'}
 
 
 def test_systemctl_main_pids():
