@@ -88,6 +88,8 @@ stage_deps() {
     ensure_nvml_reference || return 1
     # nvml.h for the simulated libnvidia-ml.so.1 that the root conftest.py and nvml_sim/tests/test_libnvml.py build
     ensure_nvml_header >/dev/null
+    # NVIDIA's real nvidia-cuda-mps-control for the MPS hook tests
+    ensure_mps_control >/dev/null
 }
 
 stage_unit() {
@@ -98,6 +100,9 @@ stage_unit() {
     # the simulated libnvidia-ml.so.1 is built and driven by the real nvidia-ml-py here, or the tests fail
     NVMLSIM_NVML_INCLUDE=$(ensure_nvml_header) || return 1
     export NVMLSIM_NVML_INCLUDE NVMLSIM_REQUIRE_LIBNVML=1
+    # the MPS hooks run NVIDIA's real control daemon here, or the tests fail
+    GPUCLUSTER_MPS_CONTROL_BIN=$(ensure_mps_control) || return 1
+    export GPUCLUSTER_MPS_CONTROL_BIN
     # on GPUCLUSTER_TEST_WORKERS processes (pytest-xdist; 2 = this project's CI machines): 253 s instead of 465 s
     "$VENV/bin/pytest" -q -p no:cacheprovider -n "${GPUCLUSTER_TEST_WORKERS:-2}" --junitxml="$junit" tests/unit nvml_sim/tests \
         tests/oracle/test_compare.py tests/oracle/test_fit_cpus.py

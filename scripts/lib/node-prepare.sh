@@ -59,11 +59,14 @@ wait_for_systemd() {
     die "$container: systemd did not finish booting within 60s (state: '${state:-unknown}'; node image of Debian ${release:-unknown}, host cgroup v$(host_cgroup_version)); its journal: podman exec $container journalctl -b --no-pager"
 }
 
-# A GPU node's apt sources name contrib (Debian's NVIDIA driver and
-# python3-pynvml live in contrib and non-free); the image's name main only.
+# A GPU node's apt sources name contrib and non-free, as a site's GPU nodes
+# with Debian's NVIDIA driver do (python3-pynvml and Slurm's NVML plugin live
+# in contrib, the driver and nvidia-cuda-mps in non-free); the image's name
+# main only.
 enable_contrib() {
-    in_node sed -i -E '/^deb /{/ contrib( |$)/!s/ main( |$)/ main contrib\1/}' /etc/apt/sources.list \
-        || die "$container: adding contrib to /etc/apt/sources.list failed"
+    in_node sed -i -E -e '/^deb /{/ contrib( |$)/!s/ main( |$)/ main contrib\1/}' \
+        -e '/^deb /{/ non-free( |$)/!s/ contrib( |$)/ contrib non-free\1/}' /etc/apt/sources.list \
+        || die "$container: adding contrib and non-free to /etc/apt/sources.list failed"
 }
 
 apt_update() {

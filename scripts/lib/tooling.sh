@@ -44,30 +44,52 @@ link_collection() {
     ln -sfn ../../../.. "$parent/bringup"
 }
 
-# NVIDIA's nvml.h, from Debian's libnvidia-ml-dev (component non-free, not
-# enabled on most machines): the simulated libnvidia-ml.so.1 (nvml_sim/libnvml)
-# is compiled against it. Fetched once with a private apt source list and
-# state (the machine's own apt configuration is not touched) into
-# .build/nvml-header/include/nvml.h; prints that directory.
-NVML_HEADER_PACKAGE=libnvidia-ml-dev
-ensure_nvml_header() {
-    local dir="$ROOT/.build/nvml-header" mirror suite apt_opts deb
-    if [ -f "$dir/include/nvml.h" ]; then
-        echo "$dir/include"
-        return 0
-    fi
+# Debian packages of the non-free component (not enabled on most machines),
+# fetched with a private apt source list and state (the machine's own apt
+# configuration is not touched) and unpacked into DIR/x:
+#   fetch_nonfree PACKAGE DIR
+fetch_nonfree() {
+    local package=$1 dir=$2 mirror suite apt_opts deb
     rm -rf "$dir" && mkdir -p "$dir/lists/partial" "$dir/cache/archives/partial" "$dir/etc" || return 1
     mirror=$(awk '/^URIs:/ {print $2; exit} /^deb / {print $2; exit}' /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list 2>/dev/null)
     suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
     echo "deb ${mirror:-http://deb.debian.org/debian} $suite non-free" > "$dir/etc/sources.list"
     apt_opts=(-o "Dir::Etc::sourcelist=$dir/etc/sources.list" -o Dir::Etc::sourceparts=/dev/null
               -o "Dir::State::Lists=$dir/lists" -o "Dir::Cache=$dir/cache" -o Debug::NoLocking=1)
-    (cd "$dir" && apt-get -qq "${apt_opts[@]}" update && apt-get -qq "${apt_opts[@]}" download "$NVML_HEADER_PACKAGE") \
-        >"$dir/apt.log" 2>&1 || { echo "cannot download $NVML_HEADER_PACKAGE (see $dir/apt.log)" >&2; return 1; }
-    deb=$(find "$dir" -maxdepth 1 -name "${NVML_HEADER_PACKAGE}_*.deb" | head -1)
-    [ -n "$deb" ] || { echo "no $NVML_HEADER_PACKAGE package was downloaded" >&2; return 1; }
-    mkdir -p "$dir/x" "$dir/include" && dpkg-deb -x "$deb" "$dir/x" && cp "$dir/x/usr/include/nvml.h" "$dir/include/nvml.h" \
-        || return 1
-    rm -rf "$dir/x" "$dir/lists" "$dir/cache"
-    echo "$dir/include"
+    (cd "$dir" && apt-get -qq "${apt_opts[@]}" update && apt-get -qq "${apt_opts[@]}" download "$package") \
+        >"$dir/apt.log" 2>&1 || { echo "cannot download $package (see $dir/apt.log)" >&2; return 1; }
+    deb=$(find "$dir" -maxdepth 1 -name "${package}_*.deb" | head -1)
+    [ -n "$deb" ] || { echo "no $package package was downloaded" >&2; return 1; }
+    mkdir -p "$dir/x" && dpkg-deb -x "$deb" "$dir/x" || return 1
+    rm -rf "$dir/lists" "$dir/cache"
+}
+
+# One file of a non-free package, fetched once into .build/<name>/<dir of the
+# file>; prints that directory:
+#   ensure_nonfree_file PACKAGE PATH-IN-PACKAGE NAME
+ensure_nonfree_file() {
+    local package=$1 path=$2 dir="$ROOT/.build/$3" dest
+    dest="$dir/$(basename "$(dirname "$path")")"
+    if [ -f "$dest/$(basename "$path")" ]; then
+        echo "$dest"
+        return 0
+    fi
+    fetch_nonfree "$package" "$dir" || return 1
+    mkdir -p "$dest" && cp -p "$dir/x/$path" "$dest/" || return 1
+    rm -rf "$dir/x" "$dir"/*.deb
+    echo "$dest"
+}
+
+# NVIDIA's nvml.h, from Debian's libnvidia-ml-dev: the simulated
+# libnvidia-ml.so.1 (nvml_sim/libnvml) is compiled against it
+# (.build/nvml-header/include/nvml.h).
+ensure_nvml_header() {
+    ensure_nonfree_file libnvidia-ml-dev usr/include/nvml.h nvml-header
+}
+
+# NVIDIA's real CUDA MPS control program (Debian's nvidia-cuda-mps; it needs
+# only libc and no GPU to start, answer and quit), for the unit tests of the
+# slurm role's MPS hooks (.build/nvidia-cuda-mps/bin/nvidia-cuda-mps-control).
+ensure_mps_control() {
+    ensure_nonfree_file nvidia-cuda-mps usr/bin/nvidia-cuda-mps-control nvidia-cuda-mps
 }

@@ -2,7 +2,7 @@
 # Copyright (c) gpucluster.bringup contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Install a node program's module_utils the way the roles do (the node_library filter's entries)."""
+"""Install a node program's module_utils the way the roles do (the node_library filter's entries); process helpers."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -27,3 +27,13 @@ def install_library(lib_dir, names):
             shutil.copy(entry['src'], entry['dest'])
             files.append(entry['dest'])
     return files
+
+
+def alive(pid):
+    """The process runs (exists and is not a zombie waiting for its parent)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open('/proc/%d/stat' % pid) as handle:
+        return handle.read().rsplit(') ', 1)[1][0] != 'Z'

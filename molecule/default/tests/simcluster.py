@@ -8,6 +8,7 @@ import json
 import os
 import pathlib
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -102,6 +103,38 @@ def wait_drained(name, timeout=60):
             return state
         time.sleep(1)
     raise AssertionError("%s is %s after %ds, not drained" % (name, state, timeout))
+
+
+def run_jobs_together(name, jobs, seconds=6, timeout=120):
+    """Submit ``jobs`` ([(user, gres, script)]) to node ``name`` at once with sbatch, each running ``script`` then
+    sleeping ``seconds``; wait until all ended. Returns, per job in order, sacct's
+    ``{"id", "state", "start", "end", "output"}`` (start and end as epoch seconds; output: what the job printed)."""
+    ids = []
+    for user, gres, script in jobs:
+        command = "sbatch --parsable -w %s --gres=%s -o /tmp/job-%%j.out --wrap %s" % (
+            name, gres, shlex.quote("%s; sleep %d" % (script, seconds)))
+        if user != "root":
+            command = "runuser -u %s -- %s" % (user, command)
+        ids.append(ctl(command).stdout.strip().split(";")[0])
+    deadline = time.time() + timeout
+    rows = {}
+    while time.time() < deadline:
+        out = ctl("sacct -X -n -P -j %s --format=JobID,State,Start,End" % ",".join(ids)).stdout
+        rows = dict((fields[0], fields) for fields in (line.split("|") for line in out.splitlines() if line.strip()))
+        if len(rows) == len(ids) and all(rows[i][1] not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING") and
+                                         rows[i][3] not in ("Unknown", "") for i in ids):
+            break
+        time.sleep(2)
+    else:
+        raise AssertionError("jobs %s on %s did not all end within %ds: %s" % (ids, name, timeout, rows))
+    epoch = lambda stamp: time.mktime(time.strptime(stamp, "%Y-%m-%dT%H:%M:%S"))  # noqa: E731
+    return [{"id": i, "state": rows[i][1], "start": epoch(rows[i][2]), "end": epoch(rows[i][3]),
+             "output": sh(name, "cat /tmp/job-%s.out" % i, check=False).stdout} for i in ids]
+
+
+def overlap(first, second):
+    """Two jobs of run_jobs_together ran at the same time."""
+    return first["start"] < second["end"] and second["start"] < first["end"]
 
 
 def resume_by_hand(name):

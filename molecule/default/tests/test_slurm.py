@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from simcluster import (ANSIBLE_PLAYBOOK, COMPUTE, CONNECTION, CONTROLLER, GPU_NODES, NODES, PREFIX, ROOT, SIMULATED_VARS, SITE, ctl, inventories, sh,
-                        node, playbook_env, podman, recap, reconfigure_restarts, run_playbook, start_times, wait_idle)
+                        node, overlap, playbook_env, podman, recap, reconfigure_restarts, run_jobs_together, run_playbook, start_times,
+                        wait_idle)
 
 HOOKS_DIR = "/usr/local/lib/gpucluster-slurm"
 
@@ -403,6 +404,15 @@ def _start_new_node(like):
     assert prepared.returncode == 0, prepared.stdout
 
 
+def _two_shard_jobs_share_one_gpu_at_the_same_time(name):
+    """Two --gres=shard:2 jobs on the node (8 GPUs of 4 shards each) run at the same time on the same GPU: the
+    same CUDA_VISIBLE_DEVICES, start and end times that overlap in sacct."""
+    jobs = run_jobs_together(name, [("root", "shard:2", "printenv CUDA_VISIBLE_DEVICES SLURM_JOB_GPUS; true")] * 2)
+    assert [job["state"] for job in jobs] == ["COMPLETED", "COMPLETED"], jobs
+    assert overlap(*jobs), jobs
+    assert jobs[0]["output"].split()[:1] == jobs[1]["output"].split()[:1] != [], jobs
+
+
 def _remove_new_node():
     podman("rm", "-f", "-t", "5", PREFIX + NEW_NODE, check=False)
     for name in NODES:
@@ -474,6 +484,7 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
         assert "Name=shard Count=4 File=/dev/nvidia0" in node(NEW_NODE).file("/etc/slurm/gres.conf").content_string
         job = ctl("timeout 60 srun -w %s --gres=shard:2 printenv CUDA_VISIBLE_DEVICES" % NEW_NODE)
         assert re.match(r"^[0-7]$", job.stdout.strip()), job.stdout
+        _two_shard_jobs_share_one_gpu_at_the_same_time(NEW_NODE)
         assert "gres/shard" in ctl("scontrol show config").stdout  # AccountingStorageTRES follows the GRES in use
         conf = node(CONTROLLER).file("/etc/slurm/slurm.conf").content_string
         for name in NODES + [NEW_NODE]:

@@ -137,6 +137,8 @@ def main(argv):
     env['GPUCLUSTER_HOOK_PHASE'] = phase
     env['GPUCLUSTER_HOOKS_DIR'] = HERE
     env['GPUCLUSTER_UUID_MAP'] = str(conf.get('uuid_map', ''))
+    if conf.get('mps_dir'):
+        env['GPUCLUSTER_MPS_DIR'] = str(conf['mps_dir'])
     node = env.get('SLURMD_NODENAME') or socket.gethostname().split('.')[0]
     job_id = env.get('SLURM_JOB_ID') or env.get('SLURM_JOBID')
     directory = conf['%s_dir' % phase]

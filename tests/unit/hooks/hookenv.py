@@ -7,9 +7,12 @@
 GPU hooks run against the NVML simulator: ``nvml_sim/bin`` (the nvidia-smi
 STAND-IN and ``nvmlsim``) leads PATH and ``NVMLSIM_STATE`` points at a node
 created in the test's tmp directory.  Slurm and CUDA commands the hooks or
-the runner call (``scontrol``, ``squeue``, ``nvidia-cuda-mps-control``,
-``enroot``) are STAND-IN shell scripts written into the test's ``bin``
-directory that record their argv (and stdin) in ``calls.log``.
+the runner call (``scontrol``, ``squeue``, ``enroot``) are STAND-IN shell
+scripts written into the test's ``bin`` directory that record their argv (and
+stdin) in ``calls.log``.  The MPS hooks run NVIDIA's real
+``nvidia-cuda-mps-control`` (Debian's nvidia-cuda-mps, which needs no GPU to
+start, answer and quit): ``scripts/test.sh`` fetches it and names its
+directory in ``GPUCLUSTER_MPS_CONTROL_BIN``; it leads PATH after ``bin``.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -19,7 +22,9 @@ import json
 import os
 import pathlib
 import shutil
+import signal
 import subprocess
+import tempfile
 
 import pytest
 
@@ -31,6 +36,15 @@ FILES = ROOT / 'roles' / 'slurm' / 'files'
 SIM_BIN = ROOT / 'nvml_sim' / 'bin'
 
 
+def mps_control_bin():
+    """The directory of the real nvidia-cuda-mps-control (scripts/test.sh deps fetches it); fails the test without it."""
+    directory = os.environ.get('GPUCLUSTER_MPS_CONTROL_BIN') or str(ROOT / '.build' / 'nvidia-cuda-mps' / 'bin')
+    if not os.access(os.path.join(directory, 'nvidia-cuda-mps-control'), os.X_OK):
+        pytest.fail('NVIDIA\'s nvidia-cuda-mps-control is not in %s: run `bash scripts/test.sh deps` (it fetches Debian\'s '
+                    'nvidia-cuda-mps) or point GPUCLUSTER_MPS_CONTROL_BIN at a directory that has it' % directory)
+    return directory
+
+
 class Env:
     """A temporary node: simulator state, STAND-IN commands, and helpers to run hooks."""
 
@@ -40,7 +54,7 @@ class Env:
         self.bin.mkdir()
         self.log = tmp_path / 'calls.log'
         self.env = {
-            'PATH': '%s:%s:/usr/bin:/bin' % (self.bin, SIM_BIN),
+            'PATH': '%s:%s:%s:/usr/bin:/bin' % (self.bin, mps_control_bin(), SIM_BIN),
             'NVMLSIM_STATE': str(tmp_path / 'nvmlsim' / 'state.json'),
             'NVMLSIM_ROOT': str(tmp_path / 'nvmlsim' / 'root'),
             'CALLS_LOG': str(self.log),
@@ -49,6 +63,8 @@ class Env:
             'SLURMD_NODENAME': 'gpu-01',
         }
         self.procs = []
+        self.cleanups = []
+        self.mps_dir = None
 
     def nvmlsim(self, *argv):
         result = subprocess.run([str(SIM_BIN / 'nvmlsim')] + list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -92,6 +108,8 @@ class Env:
         self.nvmlsim('process', 'add', '--gpu', str(gpu), '--pid', str(proc.pid), '--name', 'python3', '--used-mib', '512', *extra)
 
     def close(self):
+        for cleanup in self.cleanups:
+            cleanup()
         for proc in self.procs:
             if proc.poll() is None:
                 proc.kill()
@@ -108,22 +126,68 @@ def node(tmp_path):
 @pytest.fixture
 def runner(node):
     """The hook runner laid out as the role installs it, with the real hooks in prolog.d / epilog.d."""
-    lib = node.tmp / 'lib'
-    lib.mkdir()
-    for name in ('hook-runner', 'hook_runner.py'):
+    # (a directory any user can reach: the TaskProlog runs as the job's user)
+    lib = pathlib.Path(tempfile.mkdtemp(prefix='gchooks-'))
+    os.chmod(str(lib), 0o755)
+    node.cleanups.append(lambda: shutil.rmtree(str(lib), ignore_errors=True))
+    for name in ('hook-runner', 'hook_runner.py', 'mps_hook.py', 'task_prolog.py'):
         shutil.copy(str(FILES / name), str(lib / name))
-    install_library(lib / 'lib', ['slurm/_slurm_hooks.py'])
-    for link in ('prolog', 'epilog'):
+    install_library(lib / 'lib', ['slurm/_slurm_hooks.py', 'slurm/_slurm_mps.py'])
+    for link in ('prolog', 'epilog', 'task-prolog'):
         os.symlink('hook-runner', str(lib / link))
     for phase in ('prolog', 'epilog'):
         (node.tmp / ('%s.d' % phase)).mkdir()
     conf = {'prolog_dir': str(node.tmp / 'prolog.d'), 'epilog_dir': str(node.tmp / 'epilog.d'), 'default_timeout': 30,
-            'drain_on_failure': True, 'uuid_map': str(node.tmp / 'gres-uuid.map'), 'task_prolog_uuids': 'mig',
-            'syslog_ident': 'test-hooks'}
+            'drain_on_failure': True, 'uuid_map': str(lib / 'gres-uuid.map'), 'task_prolog_uuids': 'mig',
+            'syslog_ident': 'test-hooks', 'mps_dir': mps_dir(node)}
     (lib / 'hooks.json').write_text(json.dumps(conf))
     node.stand_in('scontrol', 'exit 0')
     node.lib = lib
     return node
+
+
+def mps_dir(node):
+    """A short directory for the MPS daemons (a socket path has at most 107 bytes), that any user can traverse."""
+    if getattr(node, 'mps_dir', None) is None:
+        node.mps_dir = tempfile.mkdtemp(prefix='gcmps-')
+        os.chmod(node.mps_dir, 0o755)
+        node.cleanups.append(lambda: quit_daemons(node.mps_dir))
+    return node.mps_dir
+
+
+def mps_daemons(directory):
+    """``{pipe directory: pid}`` of the control daemons whose pipe directory is under ``directory``.
+
+    (Driver 535's daemon writes no pid file; 550's writes nvidia-cuda-mps-control.pid.)
+    """
+    found = {}
+    for pid in [name for name in os.listdir('/proc') if name.isdigit()]:
+        try:
+            with open('/proc/%s/cmdline' % pid, 'rb') as handle:
+                argv = handle.read().split(b'\0')
+            if not argv[0].endswith(b'nvidia-cuda-mps-control') or b'-d' not in argv:
+                continue
+            with open('/proc/%s/environ' % pid, 'rb') as handle:
+                env = dict(item.partition(b'=')[::2] for item in handle.read().split(b'\0') if item)
+            with open('/proc/%s/stat' % pid) as handle:
+                if handle.read().split(') ')[1][0] == 'Z':
+                    continue
+        except OSError:
+            continue
+        pipe = env.get(b'CUDA_MPS_PIPE_DIRECTORY', b'').decode()
+        if pipe.startswith(directory.rstrip('/') + '/'):
+            found[pipe] = int(pid)
+    return found
+
+
+def quit_daemons(directory):
+    """Stops every control daemon a test left and removes the directory."""
+    for pid in mps_daemons(directory).values():
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    shutil.rmtree(directory, ignore_errors=True)
 
 
 def install(node, phase, name):

@@ -28,7 +28,6 @@ def enroot_lists(node, created, cleanup):
 def test_prolog_with_every_shipped_prolog_hook_passes_on_a_healthy_node(runner):
     runner.create()
     runner.stand_in('enroot', 'exit 1')
-    runner.stand_in('nvidia-cuda-mps-control', 'exit 0')
     runtime = '%s/run/enroot/user-{uid}' % runner.tmp
     enroot_lists(runner, [runtime], [runtime])
     for name in ('10-all-gpu-healthcheck', '30-all-mps-start', '50-all-enroot-dirs'):
@@ -68,7 +67,6 @@ def test_epilog_cleans_the_jobs_gpus_and_the_runtime_dir_after_the_last_job(runn
     runner.create()
     runner.stand_in('enroot', 'exit 1')
     runner.stand_in('squeue', 'echo 7')
-    runner.stand_in('nvidia-cuda-mps-control', 'cat > /dev/null')
     runtime, data = '%s/run/enroot/user-{uid}' % runner.tmp, '%s/data/user-{uid}' % runner.tmp
     enroot_lists(runner, [runtime, data], [runtime])
     for path in (runtime, data):

@@ -19,15 +19,7 @@ import time
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_run
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open('/proc/%d/stat' % pid) as handle:
-        return handle.read().split()[2] != 'Z'
+from ansible_collections.gpucluster.bringup.tests.unit.nodelib import alive
 
 
 def _group_script(pidfile):
@@ -58,7 +50,7 @@ def test_timeout_stops_the_whole_group(tmp_path):
     with pytest.raises(_enroot_run.TimedOut) as err:
         _enroot_run.run_stoppable(_group_script(pidfile), dict(os.environ), timeout=1)
     assert str(err.value) == 'timed out after 1 seconds'
-    assert not _alive(_read_pid(pidfile))
+    assert not alive(_read_pid(pidfile))
 
 
 @pytest.mark.parametrize('signum', list(_enroot_run.STOP_SIGNALS))
@@ -72,7 +64,7 @@ def test_stop_signal_stops_the_group_and_restores_handlers(tmp_path, signum):
     timer.join()
     assert err.value.signum == signum
     assert str(err.value) == 'interrupted by signal %d' % signum
-    assert not _alive(_read_pid(pidfile))
+    assert not alive(_read_pid(pidfile))
     assert signal.getsignal(signum) == before
 
 
