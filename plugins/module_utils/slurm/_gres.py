@@ -319,6 +319,11 @@ def build_gres(node, type_map=None, mig_device_files='multiple', sharing='none',
                 'sharing %s cannot be combined with MIG instances written as MultipleFiles: with mps or shard configured, '
                 'Slurm 22.05 splits every MultipleFiles record into one GPU per file (three per MIG instance); '
                 'use mig_device_files: ci_only, or sharing: none' % sharing)
+        mig_gpus = sorted(set(e['gpu_index'] for e in gpu_entries if e['mig'] is not None))
+        if mig_gpus:
+            # Slurm's mps/shard GRES count whole GPUs; MPS on a MIG instance is not offered (docs/gpu-sharing.md)
+            warnings.append('sharing %s applies to the GPUs outside MIG mode only; the MIG instances of GPU %s are '
+                            'scheduled whole (gpu:<profile>), not shared' % (sharing, ', '.join(str(i) for i in mig_gpus)))
         count = mps_count if sharing == 'mps' else shard_count
         for entry in [e for e in gpu_entries if e['mig'] is None]:
             sharing_entries.append({

@@ -455,6 +455,15 @@ def test_sharing_needs_a_whole_gpu():
     assert str(err.value) == 'sharing shard needs a GPU outside MIG mode, but every GPU of this node is in MIG mode'
 
 
+@pytest.mark.parametrize('sharing', ['mps', 'shard'])
+def test_sharing_on_a_node_with_mig_instances_warns_that_the_instances_are_not_shared(sharing):
+    facts, warnings = build_gres(seed_003_node(), sharing=sharing, shard_count=2, mig_device_files='ci_only')
+    assert warnings == ['sharing %s applies to the GPUs outside MIG mode only; the MIG instances of GPU 2, 3 are scheduled '
+                        'whole (gpu:<profile>), not shared' % sharing]
+    assert [e['gpu_index'] for e in facts['entries'] if e['name'] == sharing] == [0, 1]
+    assert build_gres(seed_003_node(), mig_device_files='ci_only')[1] == []
+
+
 def test_build_does_not_change_its_input():
     node = seed_003_node()
     before = copy.deepcopy(node)
