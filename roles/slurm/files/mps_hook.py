@@ -100,12 +100,15 @@ def write_record(path, text):
     os.rename(temporary, path)
 
 
-def log_tail(paths):
+def log_tail(paths, limit=160):
+    """The control daemon's last log line, shortened: the hook runner keeps the last 400 characters of our output."""
     try:
         with open(os.path.join(paths['log'], 'control.log')) as handle:
-            return ' | '.join(handle.read().strip().splitlines()[-3:])
+            lines = handle.read().strip().splitlines()
     except OSError:
-        return 'no control.log'
+        return 'no control.log in %s' % paths['log'] if len(paths['log']) < limit else 'no control.log'
+    last = lines[-1] if lines else ''
+    return 'control.log: ' + (last if len(last) <= limit else '...' + last[-limit:])
 
 
 def start(env):
@@ -144,13 +147,14 @@ def start(env):
         deadline = time.monotonic() + WAIT
         while code == 0 and not answers(prefix, denv, paths):
             if time.monotonic() > deadline:
-                code = 'no answer on %s/control within %ds' % (paths['pipe'], WAIT)
+                code = 'no answer on its control socket within %ds' % WAIT
                 break
             time.sleep(0.1)
         if code != 0:
             os.unlink(record)
             sys.stdout.write('%s -d as uid %d for GPU %s failed (%s); %s\n'
-                             % (CONTROL, job['uid'], job['devices'], code, log_tail(paths)))
+                             % (CONTROL, job['uid'], job['devices'], code if isinstance(code, str) else 'exit %s' % code,
+                                log_tail(paths)))
             return 1
         return 0
     finally:
