@@ -107,8 +107,9 @@ def log_tail(paths, limit=160):
             lines = handle.read().strip().splitlines()
     except OSError:
         return 'no control.log in %s' % paths['log'] if len(paths['log']) < limit else 'no control.log'
-    last = lines[-1] if lines else ''
-    return 'control.log: ' + (last if len(last) <= limit else '...' + last[-limit:])
+    if not lines:
+        return 'control.log is empty'
+    return 'control.log: ' + (lines[-1] if len(lines[-1]) <= limit else '...' + lines[-1][-limit:])
 
 
 def start(env):
