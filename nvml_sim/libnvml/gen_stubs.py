@@ -15,8 +15,8 @@ import sys
 
 
 def defined_entry_points(source):
-    """The NVML entry points a C source defines (also those its UINT_GETTER macro defines)."""
-    return set(re.findall(r"\bDECLDIR\s+(nvml\w+)\s*\(", source)) | set(re.findall(r"UINT_GETTER\((nvml\w+),", source))
+    """The NVML entry points a C source defines (also those its UINT_GETTER and ULL_GETTER macros define)."""
+    return set(re.findall(r"\bDECLDIR\s+(nvml\w+)\s*\(", source)) | set(re.findall(r"(?:UINT|ULL)_GETTER\((nvml\w+),", source))
 
 
 def main(symbols_path, source_path):

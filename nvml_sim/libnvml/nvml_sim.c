@@ -749,6 +749,133 @@ UINT_GETTER(nvmlDeviceGetGpuInstanceId, "nvmlDeviceGetGpuInstanceId", unsigned i
 UINT_GETTER(nvmlDeviceGetComputeInstanceId, "nvmlDeviceGetComputeInstanceId", unsigned int)
 UINT_GETTER(nvmlDeviceGetMaxMigDeviceCount, "nvmlDeviceGetMaxMigDeviceCount", unsigned int)
 
+/* What health checks read: persistence mode, PCIe link, clock event reasons, temperature, NVLink, fabric.
+ * Some of these names are newer than the nvml.h we compile against (nvmlDeviceGetGpuMaxPcieLinkGeneration,
+ * ...ClocksEventReasons, ...GpuFabricInfo*): their signatures are NVIDIA's current ones. */
+UINT_GETTER(nvmlDeviceGetPersistenceMode, "nvmlDeviceGetPersistenceMode", nvmlEnableState_t)
+UINT_GETTER(nvmlDeviceGetCurrPcieLinkGeneration, "nvmlDeviceGetCurrPcieLinkGeneration", unsigned int)
+UINT_GETTER(nvmlDeviceGetCurrPcieLinkWidth, "nvmlDeviceGetCurrPcieLinkWidth", unsigned int)
+UINT_GETTER(nvmlDeviceGetMaxPcieLinkGeneration, "nvmlDeviceGetMaxPcieLinkGeneration", unsigned int)
+UINT_GETTER(nvmlDeviceGetMaxPcieLinkWidth, "nvmlDeviceGetMaxPcieLinkWidth", unsigned int)
+UINT_GETTER(nvmlDeviceGetGpuMaxPcieLinkGeneration, "nvmlDeviceGetGpuMaxPcieLinkGeneration", unsigned int)
+
+/* Getters of one unsigned long long of a device. */
+#define ULL_GETTER(NAME, SIMNAME)                                                              \
+    EXPORT nvmlReturn_t DECLDIR NAME(nvmlDevice_t device, unsigned long long *value)          \
+    {                                                                                          \
+        if (!value)                                                                            \
+            return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;      \
+        return device_uints(SIMNAME, device, DEVICE, 0, NULL, 1, value);                       \
+    }
+
+ULL_GETTER(nvmlDeviceGetCurrentClocksEventReasons, "nvmlDeviceGetCurrentClocksEventReasons")
+ULL_GETTER(nvmlDeviceGetCurrentClocksThrottleReasons, "nvmlDeviceGetCurrentClocksThrottleReasons")
+ULL_GETTER(nvmlDeviceGetSupportedClocksEventReasons, "nvmlDeviceGetSupportedClocksEventReasons")
+ULL_GETTER(nvmlDeviceGetSupportedClocksThrottleReasons, "nvmlDeviceGetSupportedClocksThrottleReasons")
+
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t sensorType,
+                                                     unsigned int *temp)
+{
+    return uint_call("nvmlDeviceGetTemperature", device, DEVICE, 1, sensorType, temp);
+}
+
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
+                                                              nvmlTemperatureThresholds_t thresholdType, unsigned int *temp)
+{
+    return uint_call("nvmlDeviceGetTemperatureThreshold", device, DEVICE, 1, thresholdType, temp);
+}
+
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nvmlEnableState_t *isActive)
+{
+    return uint_call("nvmlDeviceGetNvLinkState", device, DEVICE, 1, link, (unsigned int *)isActive);
+}
+
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkVersion(nvmlDevice_t device, unsigned int link, unsigned int *version)
+{
+    return uint_call("nvmlDeviceGetNvLinkVersion", device, DEVICE, 1, link, version);
+}
+
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsigned int link,
+                                                            nvmlNvLinkErrorCounter_t counter, unsigned long long *counterValue)
+{
+    unsigned long long args[2] = {link, counter};
+    if (!counterValue)
+        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
+    return device_uints("nvmlDeviceGetNvLinkErrorCounter", device, DEVICE, 2, args, 1, counterValue);
+}
+
+/* nvmlGpuFabricInfo_t and its versioned forms as NVIDIA's current nvml.h lays them out (the header we
+ * compile against may predate them). */
+struct fabric_v1 {
+    unsigned char clusterUuid[16];
+    nvmlReturn_t status;
+    unsigned int cliqueId;
+    unsigned int state;
+};
+struct fabric_v3 {
+    unsigned int version;
+    unsigned char clusterUuid[16];
+    nvmlReturn_t status;
+    unsigned int cliqueId;
+    unsigned int state;
+    unsigned int healthMask;
+    unsigned char healthSummary;   /* v3 only */
+};
+#define FABRIC_V2 0x02000024u   /* NVML_STRUCT_VERSION(GpuFabricInfo, 2): sizeof 36 */
+#define FABRIC_V3 0x03000028u   /* NVML_STRUCT_VERSION(GpuFabricInfo, 3): sizeof 40 */
+#ifdef NVML_GPU_FABRIC_UUID_LEN
+#define FABRIC_T nvmlGpuFabricInfo_t
+#define FABRIC_V_T nvmlGpuFabricInfoV_t
+#else
+#define FABRIC_T void
+#define FABRIC_V_T void
+#endif
+
+/* The answer: state, status, cliqueId, healthMask, healthSummary. */
+static nvmlReturn_t fabric_call(nvmlDevice_t device, const void *out, unsigned long long v[5])
+{
+    if (!out)
+        return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
+    return device_uints("nvmlDeviceGetGpuFabricInfo", device, DEVICE, 0, NULL, 5, v);
+}
+
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, FABRIC_T *gpuFabricInfo)
+{
+    struct fabric_v1 *info = (struct fabric_v1 *)gpuFabricInfo;
+    unsigned long long v[5];
+    nvmlReturn_t rc = fabric_call(device, info, v);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    memset(info, 0, sizeof(*info));
+    info->state = (unsigned int)v[0];
+    info->status = (nvmlReturn_t)v[1];
+    info->cliqueId = (unsigned int)v[2];
+    return NVML_SUCCESS;
+}
+
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, FABRIC_V_T *gpuFabricInfo)
+{
+    struct fabric_v3 *info = (struct fabric_v3 *)gpuFabricInfo;
+    unsigned long long v[5];
+    unsigned int version;
+    nvmlReturn_t rc;
+    if (info && info->version != FABRIC_V2 && info->version != FABRIC_V3)
+        return refcount > 0 ? NVML_ERROR_ARGUMENT_VERSION_MISMATCH : NVML_ERROR_UNINITIALIZED;
+    rc = fabric_call(device, info, v);
+    if (rc != NVML_SUCCESS)
+        return rc;
+    version = info->version;
+    memset(info, 0, version == FABRIC_V3 ? sizeof(struct fabric_v3) : offsetof(struct fabric_v3, healthSummary));
+    info->version = version;
+    info->state = (unsigned int)v[0];
+    info->status = (nvmlReturn_t)v[1];
+    info->cliqueId = (unsigned int)v[2];
+    info->healthMask = (unsigned int)v[3];
+    if (version == FABRIC_V3)
+        info->healthSummary = (unsigned char)v[4];
+    return NVML_SUCCESS;
+}
+
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int *node)
 {
     return uint_call("nvmlDeviceGetNumaNodeId", device, DEVICE, 0, 0, node);

@@ -38,6 +38,17 @@ DIFFERENT_BY_DESIGN = {
     "nvmlDeviceGetNumaNodeId": "a DGX host has NUMA nodes; the VM reported NOT_SUPPORTED",
     "nvmlDeviceGetHandleByUUID": "the real GPU's own UUID is not the preset's",
     "nvmlDeviceGetHandleByPciBusId": "the real GPU's own bus id is not the preset's (the bad ids are compared below)",
+    # The presets model an HGX/DGX board: 18 NVLinks (NVLink 4) to NVSwitches and a running fabric manager.
+    # The lent VM had one SXM GPU passed through without its NVLinks or NVSwitches: NVLink calls answered
+    # NOT_SUPPORTED and the fabric state NOT_SUPPORTED (0).  Both answers are tested on presets that match
+    # the VM's kind (tests/test_health.py).
+    "nvmlDeviceGetNvLinkState": "an HGX board's 18 active links; the VM saw no NVLink (NOT_SUPPORTED)",
+    "nvmlDeviceGetNvLinkVersion": "NVLink 4 on an HGX board; the VM saw no NVLink (NOT_SUPPORTED)",
+    "nvmlDeviceGetNvLinkErrorCounter": "an HGX board's link counters; the VM saw no NVLink (NOT_SUPPORTED)",
+    "nvmlDeviceGetGpuFabricInfo(c_nvmlGpuFabricInfo_t)": "COMPLETED with NVSwitches and the fabric manager; "
+    "the VM's state was NOT_SUPPORTED (0), and its older nvidia-ml-py declared an 80-byte cluster UUID",
+    "nvmlDeviceGetGpuFabricInfoV(c_nvmlGpuFabricInfo_v2_t)": "COMPLETED on an HGX board; the VM's state was 0",
+    "nvmlDeviceGetGpuFabricInfoV(c_nvmlGpuFabricInfo_v3_t)": "COMPLETED on an HGX board; the VM's state was 0",
 }
 
 

@@ -1010,6 +1010,242 @@ def nvmlDeviceGetRemappedRows(device):
     return (corrected, uncorrected, int(pending), int(failure))
 
 
+# ----------------------------------------------------------------- health: persistence, PCIe, clocks, temperature
+
+NVML_TEMPERATURE_GPU = 0
+NVML_TEMPERATURE_THRESHOLD_SHUTDOWN = 0
+NVML_TEMPERATURE_THRESHOLD_SLOWDOWN = 1
+NVML_TEMPERATURE_THRESHOLD_MEM_MAX = 2
+NVML_TEMPERATURE_THRESHOLD_GPU_MAX = 3
+NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MIN = 4
+NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_CURR = 5
+NVML_TEMPERATURE_THRESHOLD_ACOUSTIC_MAX = 6
+NVML_TEMPERATURE_THRESHOLD_GPS_CURR = 7
+NVML_TEMPERATURE_THRESHOLD_COUNT = 8
+
+nvmlClocksEventReasonGpuIdle = 0x0000000000000001
+nvmlClocksEventReasonApplicationsClocksSetting = 0x0000000000000002
+nvmlClocksEventReasonUserDefinedClocks = nvmlClocksEventReasonApplicationsClocksSetting
+nvmlClocksEventReasonSwPowerCap = 0x0000000000000004
+nvmlClocksEventReasonHwSlowdown = 0x0000000000000008
+nvmlClocksEventReasonSyncBoost = 0x0000000000000010
+nvmlClocksEventReasonSwThermalSlowdown = 0x0000000000000020
+nvmlClocksEventReasonHwThermalSlowdown = 0x0000000000000040
+nvmlClocksEventReasonHwPowerBrakeSlowdown = 0x0000000000000080
+nvmlClocksEventReasonDisplayClockSetting = 0x0000000000000100
+nvmlClocksEventReasonNone = 0x0000000000000000
+nvmlClocksEventReasonAll = 0x00000000000001FF
+nvmlClocksThrottleReasonGpuIdle = nvmlClocksEventReasonGpuIdle
+nvmlClocksThrottleReasonApplicationsClocksSetting = nvmlClocksEventReasonApplicationsClocksSetting
+nvmlClocksThrottleReasonUserDefinedClocks = nvmlClocksEventReasonApplicationsClocksSetting
+nvmlClocksThrottleReasonSwPowerCap = nvmlClocksEventReasonSwPowerCap
+nvmlClocksThrottleReasonHwSlowdown = nvmlClocksEventReasonHwSlowdown
+nvmlClocksThrottleReasonSyncBoost = nvmlClocksEventReasonSyncBoost
+nvmlClocksThrottleReasonSwThermalSlowdown = nvmlClocksEventReasonSwThermalSlowdown
+nvmlClocksThrottleReasonHwThermalSlowdown = nvmlClocksEventReasonHwThermalSlowdown
+nvmlClocksThrottleReasonHwPowerBrakeSlowdown = nvmlClocksEventReasonHwPowerBrakeSlowdown
+nvmlClocksThrottleReasonDisplayClockSetting = nvmlClocksEventReasonDisplayClockSetting
+nvmlClocksThrottleReasonNone = nvmlClocksEventReasonNone
+
+
+@_api
+def nvmlDeviceGetPersistenceMode(handle):
+    """NVML_FEATURE_ENABLED unless ``nvmlsim persistence --gpu N off`` (the real H100 and H200: enabled)."""
+    return _node.persistence_mode(_physical(_load_state(), handle))
+
+
+def _pcie(handle, key):
+    return _node.pcie_link(_physical(_load_state(), handle))[key]
+
+
+@_api
+def nvmlDeviceGetCurrPcieLinkGeneration(handle):
+    return _pcie(handle, "gen")
+
+
+@_api
+def nvmlDeviceGetCurrPcieLinkWidth(handle):
+    return _pcie(handle, "width")
+
+
+@_api
+def nvmlDeviceGetMaxPcieLinkGeneration(handle):
+    """The lower of the GPU's and the system's maximum; the simulated system never limits the GPU."""
+    return _pcie(handle, "max_gen")
+
+
+@_api
+def nvmlDeviceGetMaxPcieLinkWidth(handle):
+    return _pcie(handle, "max_width")
+
+
+@_api
+def nvmlDeviceGetGpuMaxPcieLinkGeneration(handle):
+    return _pcie(handle, "max_gen")
+
+
+@_api
+def nvmlDeviceGetCurrentClocksEventReasons(handle):
+    """GpuIdle (1) on an idle GPU (the real H100 and H200); ``nvmlsim clocks`` sets others."""
+    return _node.clocks_event_reasons(_physical(_load_state(), handle))
+
+
+@_api
+def nvmlDeviceGetCurrentClocksThrottleReasons(handle):
+    """The older name of nvmlDeviceGetCurrentClocksEventReasons: the same value (as the real driver answered)."""
+    return _node.clocks_event_reasons(_physical(_load_state(), handle))
+
+
+@_api
+def nvmlDeviceGetSupportedClocksEventReasons(handle):
+    """0x1FF, the nine reasons of nvml.h (the real H100 and H200 answered 511)."""
+    return _node.health_of(_physical(_load_state(), handle)).clocks_event_reasons_supported
+
+
+@_api
+def nvmlDeviceGetSupportedClocksThrottleReasons(handle):
+    return _node.health_of(_physical(_load_state(), handle)).clocks_event_reasons_supported
+
+
+@_api
+def nvmlDeviceGetTemperature(handle, sensor):
+    if sensor != NVML_TEMPERATURE_GPU:
+        raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "temperature sensor %r is not valid (NVML_TEMPERATURE_GPU is 0)" % (sensor,))
+    return _node.temperature(_physical(_load_state(), handle))
+
+
+@_api
+def nvmlDeviceGetTemperatureThreshold(handle, threshold):
+    """SHUTDOWN, SLOWDOWN, MEM_MAX, GPU_MAX of the model (H100/H200: 95, 89, 95, 87); the rest NOT_SUPPORTED."""
+    return _node.temperature_threshold(_physical(_load_state(), handle), threshold)
+
+
+# ----------------------------------------------------------------- NVLink and the GPU fabric
+
+NVML_NVLINK_MAX_LINKS = 36
+NVML_NVLINK_ERROR_DL_REPLAY = 0
+NVML_NVLINK_ERROR_DL_RECOVERY = 1
+NVML_NVLINK_ERROR_DL_CRC_FLIT = 2
+NVML_NVLINK_ERROR_DL_CRC_DATA = 3
+NVML_NVLINK_ERROR_DL_ECC_DATA = 4
+NVML_NVLINK_ERROR_COUNT = 5
+NVML_NVLINK_VERSION_INVALID = 0
+NVML_NVLINK_VERSION_1_0 = 1
+NVML_NVLINK_VERSION_2_0 = 2
+NVML_NVLINK_VERSION_2_2 = 3
+NVML_NVLINK_VERSION_3_0 = 4
+NVML_NVLINK_VERSION_3_1 = 5
+NVML_NVLINK_VERSION_4_0 = 6
+NVML_NVLINK_VERSION_5_0 = 7
+
+NVML_GPU_FABRIC_UUID_LEN = 16
+NVML_GPU_FABRIC_STATE_NOT_SUPPORTED = 0
+NVML_GPU_FABRIC_STATE_NOT_STARTED = 1
+NVML_GPU_FABRIC_STATE_IN_PROGRESS = 2
+NVML_GPU_FABRIC_STATE_COMPLETED = 3
+
+
+class c_nvmlGpuFabricInfo_t(_PrintableStructure):
+    _fields_ = [
+        ("clusterUuid", ctypes.c_uint8 * NVML_GPU_FABRIC_UUID_LEN),
+        ("status", c_uint),
+        ("cliqueId", ctypes.c_uint32),
+        ("state", c_uint),
+    ]
+
+
+nvmlGpuFabricInfo_v2 = 0x02000024
+
+
+class c_nvmlGpuFabricInfo_v2_t(_PrintableStructure):
+    _fields_ = [
+        ("version", c_uint),
+        ("clusterUuid", ctypes.c_uint8 * NVML_GPU_FABRIC_UUID_LEN),
+        ("status", c_uint),
+        ("cliqueId", ctypes.c_uint32),
+        ("state", c_uint),
+        ("healthMask", ctypes.c_uint32),
+    ]
+
+    def __init__(self):
+        super().__init__(version=nvmlGpuFabricInfo_v2)
+
+
+c_nvmlGpuFabricInfoV_t = c_nvmlGpuFabricInfo_v2_t
+nvmlGpuFabricInfo_v3 = 0x3000028
+
+
+class c_nvmlGpuFabricInfo_v3_t(_PrintableStructure):
+    _fields_ = [
+        ("version", c_uint),
+        ("clusterUuid", ctypes.c_uint8 * NVML_GPU_FABRIC_UUID_LEN),
+        ("status", c_uint),
+        ("cliqueId", ctypes.c_uint32),
+        ("state", c_uint),
+        ("healthMask", ctypes.c_uint32),
+        ("healthSummary", ctypes.c_uint8),
+    ]
+
+    def __init__(self):
+        super().__init__(version=nvmlGpuFabricInfo_v3)
+
+
+@_api
+def nvmlDeviceGetNvLinkState(device, link):
+    """1 (active) on an SXM board's links unless taken down; NOT_SUPPORTED on PCIe boards, INVALID_ARGUMENT past the links."""
+    return _node.nvlink_state(_physical(_load_state(), device), link)
+
+
+@_api
+def nvmlDeviceGetNvLinkVersion(device, link):
+    """nvmlNvlinkVersion_t: 6 (4.0) on H100/H200 SXM5, 5 on A100 SXM4 (what an A100 answers, hwloc#658)."""
+    return _node.nvlink_version(_physical(_load_state(), device), link)
+
+
+@_api
+def nvmlDeviceGetNvLinkErrorCounter(device, link, counter):
+    return _node.nvlink_error_counter(_physical(_load_state(), device), link, counter)
+
+
+def _fabric_fill(device, info, versions):
+    state = _load_state()
+    gpu = _physical(state, device)
+    obj = _target(info)
+    if isinstance(obj, ctypes._Pointer):
+        obj = obj.contents
+    if obj is None or not hasattr(obj, "state"):
+        raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "gpuFabricInfo must be a fabric info structure, got %r" % (info,))
+    if versions and getattr(obj, "version", None) not in versions:
+        raise _SimError(NVML_ERROR_ARGUMENT_VERSION_MISMATCH, "fabric info version 0x%x is not v2 or v3" % (
+            getattr(obj, "version", 0),))
+    fabric, status = _node.fabric_info(state, gpu)
+    for i in range(NVML_GPU_FABRIC_UUID_LEN):
+        obj.clusterUuid[i] = 0
+    obj.state, obj.status, obj.cliqueId = fabric, status, 0
+    if hasattr(obj, "healthMask"):
+        obj.healthMask = 0
+    if hasattr(obj, "healthSummary"):
+        obj.healthSummary = 0
+    return NVML_SUCCESS
+
+
+@_api
+def nvmlDeviceGetGpuFabricInfo(device, gpuFabricInfo):
+    """Fills the structure: state COMPLETED (status SUCCESS) on an HGX node while the fabric manager runs.
+
+    NOT_STARTED / IN_PROGRESS after ``nvmlsim fabric-manager --state stopped|starting``; NOT_SUPPORTED (0),
+    status SUCCESS, without NVSwitch, as a real H100 and H200 in a VM answered; the error NOT_SUPPORTED
+    before Hopper.  Cluster UUID and clique id are 0 (not modelled).
+    """
+    return _fabric_fill(device, gpuFabricInfo, None)
+
+
+@_api
+def nvmlDeviceGetGpuFabricInfoV(device, gpuFabricInfo):
+    """nvmlDeviceGetGpuFabricInfo with a versioned structure (v2 or v3)."""
+    return _fabric_fill(device, gpuFabricInfo, (nvmlGpuFabricInfo_v2, nvmlGpuFabricInfo_v3))
+
+
 # ----------------------------------------------------------------- MIG mode and MIG devices
 
 @_api

@@ -12,6 +12,14 @@
     nvmlsim boot
     nvmlsim inject --call NAME --error NVML_ERROR_X [--after N] [--count K]
     nvmlsim inject --clear
+    nvmlsim persistence --gpu N --mode on|off
+    nvmlsim pcie --gpu N [--gen G] [--width W] [--restore]
+    nvmlsim clocks --gpu N --reasons NAME[,NAME...]|none
+    nvmlsim temperature --gpu N --celsius T
+    nvmlsim nvlink --gpu N --link L [--state up|down] [--replay K] [--recovery K] [--crc-flit K] [--crc-data K]
+    nvmlsim fabric-manager --state running|stopped|starting
+    nvmlsim xid --gpu N --code C [--text TEXT] [--pid P [--name NAME]]
+    nvmlsim driver --version V [--cuda N]
 
 The node lives in ``$NVMLSIM_STATE`` (default /var/lib/nvmlsim/state.json);
 device files go under ``$NVMLSIM_ROOT`` (default /).  Exit status: 0 on
@@ -23,7 +31,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import socket
 import sys
+import time
 from typing import List, Optional
 
 from . import devfiles, node, presets, store
@@ -162,7 +172,99 @@ def _parser() -> argparse.ArgumentParser:
     inject.add_argument("--after", type=_nonneg, default=0, help="let this many calls succeed first")
     inject.add_argument("--count", type=_nonneg, default=1, help="fail this many calls (0: every call)")
     inject.add_argument("--clear", action="store_true", help="remove all injected faults")
+
+    pers = sub.add_parser("persistence", help="turn persistence mode on or off (nvmlDeviceGetPersistenceMode)")
+    pers.add_argument("--gpu", type=_nonneg, required=True)
+    pers.add_argument("--mode", choices=("on", "off"), required=True)
+
+    pcie = sub.add_parser("pcie", help="degrade (or restore) a GPU's current PCIe link")
+    pcie.add_argument("--gpu", type=_nonneg, required=True)
+    pcie.add_argument("--gen", type=_nonneg, help="current link generation (1 to the model's maximum)")
+    pcie.add_argument("--width", type=_nonneg, help="current link width (1, 2, 4, 8, 16; up to the maximum)")
+    pcie.add_argument("--restore", action="store_true", help="back to the maximum generation and width")
+
+    clocks = sub.add_parser("clocks", help="set the current clock event (throttle) reasons")
+    clocks.add_argument("--gpu", type=_nonneg, required=True)
+    clocks.add_argument("--reasons", required=True,
+                        help="comma-separated: none, " + ", ".join(node.CLOCKS_EVENT_REASONS))
+
+    temp = sub.add_parser("temperature", help="set the GPU temperature (nvmlDeviceGetTemperature)")
+    temp.add_argument("--gpu", type=_nonneg, required=True)
+    temp.add_argument("--celsius", type=_nonneg, required=True)
+
+    nvlink = sub.add_parser("nvlink", help="take an NVLink down or up, set its error counters")
+    nvlink.add_argument("--gpu", type=_nonneg, required=True)
+    nvlink.add_argument("--link", type=_nonneg, required=True)
+    nvlink.add_argument("--state", choices=("up", "down"))
+    for counter in node.NVLINK_COUNTERS:
+        nvlink.add_argument("--" + counter.replace("_", "-"), type=_nonneg, dest=counter,
+                            help="set the %s error counter" % counter.replace("_", " "))
+
+    fabric = sub.add_parser("fabric-manager", help="start or stop the simulated nvidia-fabricmanager (HGX presets)")
+    fabric.add_argument("--state", choices=tuple(node.FABRIC_STATES), required=True)
+
+    xid = sub.add_parser("xid", help="record an Xid error and write the driver's kernel-log line")
+    xid.add_argument("--gpu", type=_nonneg, required=True)
+    xid.add_argument("--code", type=_nonneg, required=True)
+    xid.add_argument("--text", help="the message after the code (default: the driver's text for known codes)")
+    xid.add_argument("--pid", type=_nonneg, help="the process the driver names (default <unknown>)")
+    xid.add_argument("--name", help="that process's name")
+
+    driver = sub.add_parser("driver", help="change the driver version (nvmlSystemGetDriverVersion)")
+    driver.add_argument("--version", required=True, help="e.g. 535.104.05")
+    driver.add_argument("--cuda", type=_nonneg, help="nvmlSystemGetCudaDriverVersion, 1000 * major + 10 * minor")
     return parser
+
+
+def kernel_log_path() -> str:
+    """Where ``nvmlsim xid`` appends the driver's kernel-log lines: ``$NVMLSIM_ROOT/var/log/kern.log``."""
+    return os.path.join(devfiles.root_dir(), "var/log/kern.log")
+
+
+def _uptime() -> float:
+    try:
+        with open("/proc/uptime", encoding="ascii") as handle:
+            return float(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return time.monotonic()
+
+
+def _health(args) -> str:  # pylint: disable=too-many-return-statements
+    """persistence, pcie, clocks, temperature, nvlink, xid: one GPU's health state."""
+    with store.transaction() as state:
+        gpu = node.gpu_by_index(state, args.gpu)
+        if args.command == "persistence":
+            gpu["persistence_mode"] = 1 if args.mode == "on" else 0
+            return "GPU %d: persistence mode %s" % (args.gpu, "Enabled" if args.mode == "on" else "Disabled")
+        if args.command == "pcie":
+            if args.restore:
+                gpu.pop("pcie_gen", None)
+                gpu.pop("pcie_width", None)
+            elif args.gen is None and args.width is None:
+                raise UsageError("pcie needs --gen G, --width W or --restore")
+            link = node.set_pcie_link(gpu, args.gen, args.width)
+            return "GPU %d: PCIe gen %d x%d (max gen %d x%d)" % (
+                args.gpu, link["gen"], link["width"], link["max_gen"], link["max_width"])
+        if args.command == "clocks":
+            gpu["clocks_event_reasons"] = node.reasons_from_names([r.strip() for r in args.reasons.split(",") if r.strip()])
+            return "GPU %d: clocks event reasons 0x%x" % (args.gpu, gpu["clocks_event_reasons"])
+        if args.command == "temperature":
+            gpu["temperature"] = args.celsius
+            return "GPU %d: %d C" % (args.gpu, args.celsius)
+        if args.command == "nvlink":
+            counters = {c: getattr(args, c) for c in node.NVLINK_COUNTERS if getattr(args, c) is not None}
+            if args.state is None and not counters:
+                raise UsageError("nvlink needs --state up|down or an error counter (--replay K ...)")
+            link = node.set_nvlink(gpu, args.link, None if args.state is None else args.state == "up", counters)
+            return "GPU %d NVLink %d: %s; errors %s" % (args.gpu, args.link, "down" if args.link in link["down"] else "up",
+                                                     json.dumps((link.get("errors") or {}).get(str(args.link), {})))
+        line = node.record_xid(gpu, args.code, args.text, args.pid, args.name)
+    path = kernel_log_path()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    stamp = time.strftime("%b %e %H:%M:%S")
+    with open(path, "a", encoding="utf-8") as log:
+        log.write("%s %s kernel: [%12.6f] %s\n" % (stamp, socket.gethostname().split(".")[0], _uptime(), line))
+    return "GPU %d: %s (appended to %s)" % (args.gpu, line, path)
 
 
 def _create(args) -> str:
@@ -321,7 +423,19 @@ def run(argv: Optional[List[str]] = None) -> str:  # pylint: disable=too-many-re
         with store.transaction() as state:
             pass
         return "device files and mig-minors recreated (%s)" % state["device_files"]["kind"]
-    return _inject(args)
+    if args.command in ("persistence", "pcie", "clocks", "temperature", "nvlink", "xid"):
+        return _health(args)
+    if args.command == "fabric-manager":
+        with store.transaction() as state:
+            node.set_fabric_manager(state, args.state)
+        return "fabric manager %s" % args.state
+    if args.command == "driver":
+        with store.transaction() as state:
+            node.set_driver_version(state, args.version, args.cuda)
+        return "driver %s, NVML %s, CUDA %d" % (state["driver_version"], state["nvml_version"], state["cuda_driver_version"])
+    if args.command == "inject":
+        return _inject(args)
+    raise UsageError("unknown command %r" % args.command)
 
 
 def main(argv: Optional[List[str]] = None) -> int:

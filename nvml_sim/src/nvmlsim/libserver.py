@@ -175,6 +175,12 @@ def _attributes(a):
             attrs.computeInstanceSliceCount, attrs.memorySizeMB]
 
 
+def _fabric(a):
+    info = sim.c_nvmlGpuFabricInfo_v3_t()
+    sim.nvmlDeviceGetGpuFabricInfoV(handle(a[0]), ctypes.byref(info))
+    return [info.state, info.status, info.cliqueId, info.healthMask, info.healthSummary]
+
+
 def _one(func: Callable, *kinds) -> Callable:
     """A handler for a call with handle/int arguments and one plain value."""
     def run(a):
@@ -222,6 +228,22 @@ HANDLERS: Dict[str, Callable] = {
     "nvmlDeviceGetTotalEccErrors": _one(sim.nvmlDeviceGetTotalEccErrors, "h", "i", "i"),
     "nvmlDeviceGetRetiredPagesPendingStatus": _one(sim.nvmlDeviceGetRetiredPagesPendingStatus, "h"),
     "nvmlDeviceGetRemappedRows": _one(sim.nvmlDeviceGetRemappedRows, "h"),
+    "nvmlDeviceGetPersistenceMode": _one(sim.nvmlDeviceGetPersistenceMode, "h"),
+    "nvmlDeviceGetCurrPcieLinkGeneration": _one(sim.nvmlDeviceGetCurrPcieLinkGeneration, "h"),
+    "nvmlDeviceGetCurrPcieLinkWidth": _one(sim.nvmlDeviceGetCurrPcieLinkWidth, "h"),
+    "nvmlDeviceGetMaxPcieLinkGeneration": _one(sim.nvmlDeviceGetMaxPcieLinkGeneration, "h"),
+    "nvmlDeviceGetMaxPcieLinkWidth": _one(sim.nvmlDeviceGetMaxPcieLinkWidth, "h"),
+    "nvmlDeviceGetGpuMaxPcieLinkGeneration": _one(sim.nvmlDeviceGetGpuMaxPcieLinkGeneration, "h"),
+    "nvmlDeviceGetCurrentClocksEventReasons": _one(sim.nvmlDeviceGetCurrentClocksEventReasons, "h"),
+    "nvmlDeviceGetCurrentClocksThrottleReasons": _one(sim.nvmlDeviceGetCurrentClocksThrottleReasons, "h"),
+    "nvmlDeviceGetSupportedClocksEventReasons": _one(sim.nvmlDeviceGetSupportedClocksEventReasons, "h"),
+    "nvmlDeviceGetSupportedClocksThrottleReasons": _one(sim.nvmlDeviceGetSupportedClocksThrottleReasons, "h"),
+    "nvmlDeviceGetTemperature": _one(sim.nvmlDeviceGetTemperature, "h", "i"),
+    "nvmlDeviceGetTemperatureThreshold": _one(sim.nvmlDeviceGetTemperatureThreshold, "h", "i"),
+    "nvmlDeviceGetNvLinkState": _one(sim.nvmlDeviceGetNvLinkState, "h", "i"),
+    "nvmlDeviceGetNvLinkVersion": _one(sim.nvmlDeviceGetNvLinkVersion, "h", "i"),
+    "nvmlDeviceGetNvLinkErrorCounter": _one(sim.nvmlDeviceGetNvLinkErrorCounter, "h", "i", "i"),
+    "nvmlDeviceGetGpuFabricInfo": _fabric,
     "nvmlDeviceGetMigMode": _one(sim.nvmlDeviceGetMigMode, "h"),
     "nvmlDeviceSetMigMode": _one(sim.nvmlDeviceSetMigMode, "h", "i"),
     "nvmlDeviceIsMigDeviceHandle": _one(sim.nvmlDeviceIsMigDeviceHandle, "h"),

@@ -137,6 +137,8 @@ class GpuModel:  # pylint: disable=too-many-instance-attributes
     # nvmlDeviceGetRetiredPagesPendingStatus is NOT_SUPPORTED and
     # nvmlDeviceGetRemappedRows answers (seen on a real H200, driver 580.159.04).
     row_remapping: bool = True
+    # What the health checks read (nvml_sim/README.md "Health"): see HEALTH below.
+    health: "Health" = None  # type: ignore[assignment]
 
     @property
     def page_retirement(self) -> bool:
@@ -259,24 +261,71 @@ H200_PROFILES = (
     _row("7g.141gb", GI_PROFILE_7_SLICE, 0, 7, 8, 1, 132, (8, 7, 0, 7, 1), 143360),
 )
 
+@dataclass(frozen=True)
+class Health:  # pylint: disable=too-many-instance-attributes
+    """What a healthy, idle GPU of a model answers to the calls health checks make.
+
+    ``thresholds`` are nvmlDeviceGetTemperatureThreshold's SHUTDOWN, SLOWDOWN,
+    MEM_MAX, GPU_MAX (None: NOT_SUPPORTED; the others are NOT_SUPPORTED on
+    every model, as on the real H100 and H200).  ``nvlink_version`` is
+    nvml.h's nvmlNvlinkVersion_t (NVML_NVLINK_VERSION_3_1 = 5, 4_0 = 6), not
+    the NVLink generation.  ``fabric_info``: nvmlDeviceGetGpuFabricInfo is
+    supported (nvml.h: Hopper or newer).
+    """
+
+    pcie_gen: int
+    pcie_width: int
+    temperature: int
+    thresholds: Tuple[Optional[int], Optional[int], Optional[int], Optional[int]]
+    nvlinks: int = 0
+    nvlink_version: int = 0
+    fabric_info: bool = False
+    clocks_event_reasons_supported: int = 0x1FF   # the nine nvmlClocksEventReason* bits
+    source: str = ""
+
+
+_REAL_H100 = "real H100 80GB HBM3, driver 580.159.04 (tests/data/real-h100-580.159.04)"
+_REAL_H200 = "real H200, driver 580.159.04 (tests/data/real-h200-580.159.04)"
+# PCIe: NVIDIA's product briefs (H100 SXM5/H200 SXM: PCIe Gen5 x16; A100: Gen4 x16; L40S: Gen4 x16),
+# the H100 and H200 values also what the real GPUs answered.  NVLink: H100/H200 SXM5 18 links of
+# NVLink 4 (NVIDIA H100 Tensor Core GPU Architecture whitepaper; 18 is what `dcgmi diag -p
+# pcie.gpu_nvlinks_expected_up=18` expects on H100), A100 SXM4 12 links of NVLink 3 (NVIDIA A100
+# Tensor Core GPU Architecture whitepaper); an A100 answers nvmlDeviceGetNvLinkVersion 5
+# (open-mpi/hwloc#658).  A100 thresholds 92/89/95/85: what `nvidia-smi -q` prints on A100 SXM4
+# (public transcripts; not recorded here).  Idle temperatures of A100 and L40S, and the L40S
+# thresholds, are assumed.
+HEALTH: Dict[str, Health] = {
+    "a100-sxm4": Health(4, 16, 35, (92, 89, 95, 85), nvlinks=12, nvlink_version=5,
+                        source="A100 whitepaper; nvidia-smi -q transcripts; hwloc#658"),
+    "a100-pcie": Health(4, 16, 35, (92, 89, 95, 85), source="A100 PCIe product brief (no NVLink bridge modelled)"),
+    "h100-sxm5": Health(5, 16, 38, (95, 89, 95, 87), nvlinks=18, nvlink_version=6, fabric_info=True, source=_REAL_H100),
+    "h200-sxm5": Health(5, 16, 33, (95, 89, 95, 87), nvlinks=18, nvlink_version=6, fabric_info=True, source=_REAL_H200),
+    "l40s": Health(4, 16, 35, (94, 91, None, 89), source="L40S product brief (PCIe Gen4 x16); thresholds assumed"),
+}
+
 MODELS: Dict[str, GpuModel] = {
     model.key: model for model in (
         GpuModel("a100-sxm4-40gb", "NVIDIA A100-SXM4-40GB", 40960, 0x20B010DE, 0x134F10DE,
-                 ARCH_AMPERE, (8, 0), 108, A100_40GB_PROFILES, GUIDE + "#a100-mig-profiles"),
+                 ARCH_AMPERE, (8, 0), 108, A100_40GB_PROFILES, GUIDE + "#a100-mig-profiles",
+                 health=HEALTH["a100-sxm4"]),
         GpuModel("a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB", 81920, 0x20B210DE, 0x147F10DE,
-                 ARCH_AMPERE, (8, 0), 108, A100_80GB_PROFILES, GUIDE + "#a100-mig-profiles"),
+                 ARCH_AMPERE, (8, 0), 108, A100_80GB_PROFILES, GUIDE + "#a100-mig-profiles",
+                 health=HEALTH["a100-sxm4"]),
         GpuModel("a100-pcie-80gb", "NVIDIA A100 80GB PCIe", 81920, 0x20B510DE, 0x153310DE,
-                 ARCH_AMPERE, (8, 0), 108, A100_80GB_PROFILES, GUIDE + "#a100-mig-profiles"),
+                 ARCH_AMPERE, (8, 0), 108, A100_80GB_PROFILES, GUIDE + "#a100-mig-profiles",
+                 health=HEALTH["a100-pcie"]),
         GpuModel("h100-sxm5-80gb", "NVIDIA H100 80GB HBM3", 81559, 0x233010DE, 0x16C110DE,
-                 ARCH_HOPPER, (9, 0), 132, H100_80GB_PROFILES, GUIDE + "#h100-mig-profiles"),
+                 ARCH_HOPPER, (9, 0), 132, H100_80GB_PROFILES, GUIDE + "#h100-mig-profiles",
+                 health=HEALTH["h100-sxm5"]),
         GpuModel("h200-sxm5-141gb", "NVIDIA H200", 143771, 0x233510DE, 0x18BE10DE,
-                 ARCH_HOPPER, (9, 0), 132, H200_PROFILES, GUIDE + "#h200-mig-profiles"),
+                 ARCH_HOPPER, (9, 0), 132, H200_PROFILES, GUIDE + "#h200-mig-profiles",
+                 health=HEALTH["h200-sxm5"]),
         # L40S: Ada, no MIG (not in the guide's "Supported GPUs" table).
         # Its memory-error reporting is not recorded here: it keeps page
         # retirement (not checked on a real L40S).
         GpuModel("l40s", "NVIDIA L40S", 46068, 0x26B910DE, 0x185110DE,
                  ARCH_ADA, (8, 9), 142, (), "https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-gpus.html",
-                 row_remapping=False),
+                 row_remapping=False, health=HEALTH["l40s"]),
     )
 }
 

@@ -613,3 +613,226 @@ def memory_mib(gpu: dict, gi_id: Optional[int] = None) -> Dict[str, int]:
         used = base + sum(p["used_mib"] for p in gpu["processes"] if p.get("gi") == gi_id)
     used = min(used, total)
     return {"total": total, "used": used, "free": total - used, "reserved": base}
+
+
+# ---------------------------------------------------------------- health (what health checks read)
+#
+# Optional per-GPU keys, absent = the model's healthy idle value (nvmlsim.models.HEALTH):
+# ``"persistence_mode": 0|1``, ``"pcie_gen": n``, ``"pcie_width": n`` (the current link),
+# ``"clocks_event_reasons": bitmask``, ``"temperature": C``,
+# ``"nvlink": {"down": [link, ...], "errors": {"<link>": {"replay": n, "recovery": n, "crc_flit": n,
+# "crc_data": n}}}``, ``"xids": [{"code": n, "text": ..., "pid": n|null, "name": ...|null}]``.
+# Node keys: ``"nvswitch": bool`` (an HGX board: NVSwitches and the fabric manager),
+# ``"fabric_manager": "running"|"stopped"|"starting"``, absent = running.
+# None of them changes at a reset or reboot: a fault stays until it is changed back.
+
+# nvml.h nvmlClocksEventReason* bits, by the names the CLI takes
+CLOCKS_EVENT_REASONS = {
+    "gpu_idle": 0x1, "applications_clocks_setting": 0x2, "sw_power_cap": 0x4, "hw_slowdown": 0x8,
+    "sync_boost": 0x10, "sw_thermal": 0x20, "hw_thermal": 0x40, "hw_power_brake": 0x80, "display_clocks": 0x100,
+}
+NVLINK_COUNTERS = ("replay", "recovery", "crc_flit", "crc_data")   # NVML_NVLINK_ERROR_DL_REPLAY .. _CRC_DATA
+NVLINK_ECC_DATA = 4                                                # NVML_NVLINK_ERROR_DL_ECC_DATA
+NVLINK_ERROR_COUNT = 5
+FABRIC_STATES = {"stopped": 1, "starting": 2, "running": 3}      # NVML_GPU_FABRIC_STATE_NOT_STARTED .. COMPLETED
+FABRIC_NOT_SUPPORTED = 0
+TEMPERATURE_THRESHOLDS = 8      # NVML_TEMPERATURE_THRESHOLD_COUNT of nvml.h 12.x (SHUTDOWN .. GPS_CURR)
+
+
+def health_of(gpu: dict):
+    """The model's :class:`nvmlsim.models.Health`."""
+    return model_of(gpu).health
+
+
+def persistence_mode(gpu: dict) -> int:
+    """nvmlDeviceGetPersistenceMode: 1 unless turned off (the real H100 and H200 answered 1)."""
+    return int(gpu.get("persistence_mode", 1))
+
+
+def pcie_link(gpu: dict) -> Dict[str, int]:
+    """Current and maximum PCIe generation and width (maximum = the model's; the real H100 and H200: 5, x16)."""
+    health = health_of(gpu)
+    return {"max_gen": health.pcie_gen, "max_width": health.pcie_width,
+            "gen": int(gpu.get("pcie_gen", health.pcie_gen)), "width": int(gpu.get("pcie_width", health.pcie_width))}
+
+
+def set_pcie_link(gpu: dict, gen: Optional[int] = None, width: Optional[int] = None) -> Dict[str, int]:
+    """Degrade (or restore) the current link: 1 <= gen <= max, width one of 1, 2, 4, 8, 16 and <= max."""
+    link = pcie_link(gpu)
+    if gen is not None:
+        if not 1 <= gen <= link["max_gen"]:
+            raise SimError(E.INVALID_ARGUMENT, "PCIe generation %d: GPU %d links at gen 1 to %d" % (
+                gen, gpu["index"], link["max_gen"]))
+        gpu["pcie_gen"] = gen
+    if width is not None:
+        if width not in (1, 2, 4, 8, 16, 32) or width > link["max_width"]:
+            raise SimError(E.INVALID_ARGUMENT, "PCIe width x%d: GPU %d links at x1, x2, x4, x8 up to x%d" % (
+                width, gpu["index"], link["max_width"]))
+        gpu["pcie_width"] = width
+    return pcie_link(gpu)
+
+
+def clocks_event_reasons(gpu: dict) -> int:
+    """nvmlDeviceGetCurrentClocksEventReasons: GpuIdle (1) on an idle GPU, as the real H100 and H200 answered."""
+    return int(gpu.get("clocks_event_reasons", CLOCKS_EVENT_REASONS["gpu_idle"]))
+
+
+def reasons_from_names(names: List[str]) -> int:
+    """The bitmask of nvmlClocksEventReason names (``none`` alone: 0)."""
+    mask = 0
+    for name in names:
+        if name == "none":
+            continue
+        if name not in CLOCKS_EVENT_REASONS:
+            raise SimError(E.INVALID_ARGUMENT, "unknown clocks event reason %r; valid: none, %s" % (
+                name, ", ".join(CLOCKS_EVENT_REASONS)))
+        mask |= CLOCKS_EVENT_REASONS[name]
+    return mask
+
+
+def temperature(gpu: dict) -> int:
+    """nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU) in C."""
+    return int(gpu.get("temperature", health_of(gpu).temperature))
+
+
+def temperature_threshold(gpu: dict, kind: int) -> int:
+    """nvmlDeviceGetTemperatureThreshold: SHUTDOWN, SLOWDOWN, MEM_MAX, GPU_MAX; the others NOT_SUPPORTED."""
+    if not 0 <= kind < TEMPERATURE_THRESHOLDS:
+        raise SimError(E.INVALID_ARGUMENT, "temperature threshold %r is not valid" % (kind,))
+    thresholds = health_of(gpu).thresholds
+    value = thresholds[kind] if kind < len(thresholds) else None
+    if value is None:
+        raise SimError(E.NOT_SUPPORTED, "%s reports no temperature threshold %d" % (model_of(gpu).name, kind))
+    return value
+
+
+def _nvlink(gpu: dict, link: int) -> dict:
+    health = health_of(gpu)
+    if not health.nvlinks:
+        raise SimError(E.NOT_SUPPORTED, "%s (PCIe board) has no NVLink" % model_of(gpu).name)
+    if not 0 <= link < health.nvlinks:
+        raise SimError(E.INVALID_ARGUMENT, "NVLink %r: GPU %d has links 0-%d" % (link, gpu["index"], health.nvlinks - 1))
+    return gpu.get("nvlink") or {}
+
+
+def nvlink_state(gpu: dict, link: int) -> int:
+    """nvmlDeviceGetNvLinkState: 1 (active) unless taken down."""
+    return 0 if link in _nvlink(gpu, link).get("down", []) else 1
+
+
+def nvlink_version(gpu: dict, link: int) -> int:
+    """nvmlDeviceGetNvLinkVersion: the model's nvmlNvlinkVersion_t."""
+    _nvlink(gpu, link)
+    return health_of(gpu).nvlink_version
+
+
+def nvlink_error_counter(gpu: dict, link: int, counter: int) -> int:
+    """nvmlDeviceGetNvLinkErrorCounter: replay, recovery, CRC flit, CRC data (ECC data: 0)."""
+    errors = (_nvlink(gpu, link).get("errors") or {}).get(str(link), {})
+    if not 0 <= counter < NVLINK_ERROR_COUNT:
+        raise SimError(E.INVALID_ARGUMENT, "NVLink error counter %r is not valid (0-%d)" % (counter, NVLINK_ERROR_COUNT - 1))
+    if counter == NVLINK_ECC_DATA:
+        return 0
+    return int(errors.get(NVLINK_COUNTERS[counter], 0))
+
+
+def set_nvlink(gpu: dict, link: int, up: Optional[bool] = None, counters: Optional[Dict[str, int]] = None) -> dict:
+    """Take a link down or up, set (not add) its error counters."""
+    _nvlink(gpu, link)
+    nvlink = gpu.setdefault("nvlink", {})
+    down = set(nvlink.get("down", []))
+    if up is not None:
+        (down.discard if up else down.add)(link)
+    nvlink["down"] = sorted(down)
+    for name, value in (counters or {}).items():
+        if name not in NVLINK_COUNTERS or value < 0:
+            raise SimError(E.INVALID_ARGUMENT, "NVLink counter %s=%r: valid are %s, 0 or more" % (
+                name, value, ", ".join(NVLINK_COUNTERS)))
+        nvlink.setdefault("errors", {}).setdefault(str(link), {})[name] = value
+    return nvlink
+
+
+def fabric_info(state: dict, gpu: dict) -> Tuple[int, int]:
+    """nvmlDeviceGetGpuFabricInfo: (state, status).
+
+    NOT_SUPPORTED (the error) before Hopper (nvml.h); on Hopper without
+    NVSwitch state NOT_SUPPORTED (0) with status SUCCESS, as the real H100
+    and H200 in a VM answered; on an HGX board COMPLETED (3) while the
+    fabric manager runs, NOT_STARTED (1) when it is stopped, IN_PROGRESS (2)
+    while it starts (status NOT_READY until it completes: nvml.h
+    "status: Fabric probe status, valid only when state is COMPLETED").
+    """
+    if not health_of(gpu).fabric_info:
+        raise SimError(E.NOT_SUPPORTED, "%s has no GPU fabric info (Hopper or newer)" % model_of(gpu).name)
+    if not state.get("nvswitch"):
+        return FABRIC_NOT_SUPPORTED, E.SUCCESS
+    fabric = FABRIC_STATES[state.get("fabric_manager", "running")]
+    return fabric, E.SUCCESS if fabric == FABRIC_STATES["running"] else E.NOT_READY
+
+
+def set_fabric_manager(state: dict, status: str) -> None:
+    """Start, stop or half-start the simulated nvidia-fabricmanager (an HGX node only)."""
+    if not state.get("nvswitch"):
+        raise SimError(E.INVALID_ARGUMENT, "this node (%s) has no NVSwitch: no fabric manager" % state.get("preset"))
+    if status not in FABRIC_STATES:
+        raise SimError(E.INVALID_ARGUMENT, "fabric manager state %r: valid are %s" % (status, ", ".join(FABRIC_STATES)))
+    state["fabric_manager"] = status
+
+
+# Xid texts of the driver for the codes health checks look for (NVIDIA "Xid Errors", r580).
+XID_TEXTS = {
+    13: "Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address",
+    31: "Ch 00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPCCLIENT_T1_0 faulted @ 0x0_00000000. "
+        "Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ",
+    43: "Ch 00000008",
+    45: "Ch 00000008",
+    48: "An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at partition 0, subpartition 0.",
+    63: "Row Remapper: New row marked for remapping, reset gpu to activate.",
+    64: "Row Remapper Error: (0x0000000000000000) - All reserved rows for bank are remapped",
+    74: "NVLink: fatal error detected on link 0(0x0, 0x0, 0x0, 0x0, 0x0, 0x0, 0x0)",
+    79: "GPU has fallen off the bus.",
+    92: "High single-bit ECC error rate",
+    94: "Contained: SM (0x1). RST: No, D-RST: No",
+    95: "Uncontained: FBHUB. RST: Yes, D-RST: No",
+}
+
+
+def xid_line(gpu: dict, code: int, text: Optional[str] = None, pid: Optional[int] = None,
+             name: Optional[str] = None) -> str:
+    """The driver's kernel-log message (without the kernel's timestamp) for Xid ``code`` on ``gpu``.
+
+    ``NVRM: Xid (PCI:0000:1b:00): 79, pid='<unknown>', name=<unknown>, GPU has fallen off the bus.``
+    (the form of drivers 525 and later; the PCI address is domain:bus:device, 4 hex digits of domain).
+    """
+    if code <= 0:
+        raise SimError(E.INVALID_ARGUMENT, "Xid %r: give a positive code" % (code,))
+    if text is None:
+        text = XID_TEXTS.get(code)
+        if text is None:
+            raise SimError(E.INVALID_ARGUMENT, "no default text for Xid %d; give --text" % code)
+    domain, bus, rest = gpu["pci_bus_id"].split(":")
+    where = "PCI:%04x:%s:%s" % (int(domain, 16) & 0xFFFF, bus.lower(), rest.split(".")[0].lower())
+    who = "pid=%d, name=%s" % (pid, name or "<unknown>") if pid is not None else "pid='<unknown>', name=<unknown>"
+    return "NVRM: Xid (%s): %d, %s, %s" % (where, code, who, text)
+
+
+def record_xid(gpu: dict, code: int, text: Optional[str] = None, pid: Optional[int] = None,
+               name: Optional[str] = None) -> str:
+    """Record an Xid for ``gpu`` (kept in the state for the event API); returns its kernel-log message."""
+    line = xid_line(gpu, code, text, pid, name)
+    gpu.setdefault("xids", []).append({"code": code, "text": XID_TEXTS[code] if text is None else text,
+                                       "pid": pid, "name": name})
+    return line
+
+
+def set_driver_version(state: dict, version: str, cuda: Optional[int] = None) -> None:
+    """Change the driver version (and with it NVML's), e.g. to a wrong driver for a health check."""
+    parts = version.split(".")
+    if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
+        raise SimError(E.INVALID_ARGUMENT, "driver version %r: give NNN.NN or NNN.NN.NN" % version)
+    if cuda is not None:
+        if cuda < 1000:
+            raise SimError(E.INVALID_ARGUMENT, "CUDA driver version %d: give 1000 * major + 10 * minor (12020)" % cuda)
+        state["cuda_driver_version"] = cuda
+    state["driver_version"] = version
+    state["nvml_version"] = "%d.%s" % (int(state["cuda_driver_version"]) // 1000, version)

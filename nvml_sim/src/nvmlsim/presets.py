@@ -64,6 +64,8 @@ class Preset(NamedTuple):
     mig: Optional[Dict[int, Sequence[MigCall]]] = None
     # GPU index -> the board's memory-slice XOR (0 if absent; see nvmlsim.models.gi_id_for_placement)
     mem_slice_xor: Optional[Dict[int, int]] = None
+    # an HGX/DGX board whose GPUs reach each other through NVSwitches (nvidia-fabricmanager runs)
+    nvswitch: bool = False
 
 
 _DGX_H_BUS = ("1B", "43", "52", "61", "9D", "C3", "D1", "DF")
@@ -79,15 +81,15 @@ PRESETS: Dict[str, Preset] = {
     "h100-80gb-x8": Preset(
         "8 x NVIDIA H100 80GB HBM3 (DGX H100 layout), MIG disabled",
         "h100-sxm5-80gb", _DGX_H_BUS, (0, 0, 0, 0, 1, 1, 1, 1),
-        {0: "0-55,112-167", 1: "56-111,168-223"}, R570),
+        {0: "0-55,112-167", 1: "56-111,168-223"}, R570, nvswitch=True),
     "h200-x8": Preset(
         "8 x NVIDIA H200 141GB (HGX H200 layout), MIG disabled",
         "h200-sxm5-141gb", _DGX_H_BUS, (0, 0, 0, 0, 1, 1, 1, 1),
-        {0: "0-55,112-167", 1: "56-111,168-223"}, R570),
+        {0: "0-55,112-167", 1: "56-111,168-223"}, R570, nvswitch=True),
     "a100-40gb-x8": Preset(
         "8 x NVIDIA A100-SXM4-40GB (DGX A100 layout), MIG disabled",
         "a100-sxm4-40gb", _DGX_A_BUS, (0, 0, 0, 0, 1, 1, 1, 1),
-        {0: "0-63,128-191", 1: "64-127,192-255"}, R535),
+        {0: "0-63,128-191", 1: "64-127,192-255"}, R535, nvswitch=True),
     "a100-80gb-pcie-x4": Preset(
         "4 x NVIDIA A100 80GB PCIe, MIG disabled",
         "a100-pcie-80gb", _SEED_BUS, (0, 0, 1, 1),
@@ -170,6 +172,9 @@ def build(name: str, mig_minors_path: str, auto_reset: bool = False) -> dict:
         "faults": [],
         "gpus": [],
     }
+    if preset.nvswitch:
+        state["nvswitch"] = True
+        state["fabric_manager"] = "running"
     state["gpus"] = [_gpu_entry(name, preset, index) for index in range(len(preset.bus_ids))]
     for index, calls in (preset.mig or {}).items():
         gpu = node.gpu_by_index(state, index)

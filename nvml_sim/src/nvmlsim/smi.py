@@ -120,6 +120,18 @@ GPU_FIELDS: Dict[str, Tuple[str, Optional[str], Callable]] = {
                               lambda h, _c: "Yes" if pynvml.nvmlDeviceGetRemappedRows(h)[2] else "No"),
     "remapped_rows.failure": ("remapped_rows.failure", None,
                               lambda h, _c: "Yes" if pynvml.nvmlDeviceGetRemappedRows(h)[3] else "No"),
+    # what health checks query, in the real 580 nvidia-smi's format (tests/data/real-h100-580.159.04/smi.txt)
+    "persistence_mode": ("persistence_mode", None,
+                         lambda h, _c: "Enabled" if pynvml.nvmlDeviceGetPersistenceMode(h) else "Disabled"),
+    "pcie.link.gen.max": ("pcie.link.gen.max", None, lambda h, _c: str(pynvml.nvmlDeviceGetMaxPcieLinkGeneration(h))),
+    "pcie.link.width.max": ("pcie.link.width.max", None, lambda h, _c: str(pynvml.nvmlDeviceGetMaxPcieLinkWidth(h))),
+    "pcie.link.gen.current": ("pcie.link.gen.current", None,
+                              lambda h, _c: str(pynvml.nvmlDeviceGetCurrPcieLinkGeneration(h))),
+    "pcie.link.width.current": ("pcie.link.width.current", None,
+                                lambda h, _c: str(pynvml.nvmlDeviceGetCurrPcieLinkWidth(h))),
+    "temperature.gpu": ("temperature.gpu", None, lambda h, _c: str(pynvml.nvmlDeviceGetTemperature(h, 0))),
+    "clocks_event_reasons.active": ("clocks_event_reasons.active", None,
+                                    lambda h, _c: "0x%016X" % pynvml.nvmlDeviceGetCurrentClocksEventReasons(h)),
 }
 GPU_ALIASES = {"gpu_name": "name", "gpu_uuid": "uuid", "gpu_serial": "serial", "gpu_bus_id": "pci.bus_id"}
 
