@@ -8,8 +8,9 @@ An inventory layer sets ``slurm_gres_sharing: mps`` for that node alone, and the
 for every host. What a user sees: the node's ``mps`` GRES in slurmctld, a job with ``--gres=mps:50`` whose
 environment points at a control daemon of its own user (NVIDIA's real ``nvidia-cuda-mps-control``, Debian's
 non-free ``nvidia-cuda-mps``) that answers it, another user's job beside it on the same GPU with a daemon of
-its own, and no daemon left after the last job. (The shard mode is in test_slurm's add-node test.)
-Runs last: it leaves the node with MPS.
+its own, and no daemon left after the last job; then the layer is dropped and the node's GPUs are whole
+again. (The shard mode is in test_slurm's add-node test.) Runs before test_zz_mig_changes, which puts that
+node's GPUs in MIG mode (sharing needs GPUs outside MIG mode).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -37,7 +38,13 @@ def mps_layer(tmp_path_factory):
     rc, output = run_playbook(SITE, ["-i", str(layer), "--tags", "slurm"])
     assert rc == 0, output[-6000:]
     wait_idle(COMPUTE)
-    return layer
+    yield layer
+    # without the layer: the node's GPUs are scheduled whole again, and no MPS hook has anything left to stop
+    rc, output = run_playbook(SITE, ["--tags", "slurm"])
+    assert rc == 0, output[-6000:]
+    wait_idle(COMPUTE)
+    assert re.search(r"^\s*Gres=gpu:a100:8$", ctl("scontrol show node %s" % MPS_NODE).stdout, re.M)
+    assert "Name=mps" not in sh(MPS_NODE, "cat /etc/slurm/gres.conf").stdout
 
 
 def uid(user):
