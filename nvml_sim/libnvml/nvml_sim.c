@@ -795,6 +795,18 @@ EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkVersion(nvmlDevice_t device, unsi
     return uint_call("nvmlDeviceGetNvLinkVersion", device, DEVICE, 1, link, version);
 }
 
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned int link, nvmlPciInfo_t *pci)
+{
+    if (!pci)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return struct_call("nvmlDeviceGetNvLinkRemotePciInfo", device, DEVICE, 1, link, 0, pci, pci_fields, NFIELDS(pci_fields));
+}
+
+EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkRemotePciInfo(nvmlDevice_t device, unsigned int link, nvmlPciInfo_t *pci)
+{
+    return nvmlDeviceGetNvLinkRemotePciInfo_v2(device, link, pci);
+}
+
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsigned int link,
                                                             nvmlNvLinkErrorCounter_t counter, unsigned long long *counterValue)
 {

@@ -303,3 +303,41 @@ def smi_lines(smi, *argv):
     with contextlib.redirect_stdout(out):
         assert smi.main(list(argv)) == 0
     return out.getvalue().splitlines()
+
+
+REMOTE_CLIENT = """
+import json, pynvml
+pynvml.nvmlInit()
+out = {}
+for index in (0, 7):
+    h = pynvml.nvmlDeviceGetHandleByIndex(index)
+    for link in (0, 1, 4, 17, 18):
+        try:
+            bus = pynvml.nvmlDeviceGetNvLinkRemotePciInfo(h, link).busId
+            out["%d/%d" % (index, link)] = bus.decode() if isinstance(bus, bytes) else bus
+        except pynvml.NVMLError as exc:
+            out["%d/%d" % (index, link)] = "error %d" % exc.value
+pynvml.nvmlShutdown()
+print(json.dumps(out, sort_keys=True))
+"""
+
+
+@pytest.mark.skipif(not READY and not REQUIRED, reason="set NVMLSIM_NVML_INCLUDE and NVMLSIM_REAL_PYNVML")
+def test_every_link_of_an_hgx_gpu_ends_at_an_nvswitch_not_at_another_gpu(node, library):  # noqa: F811
+    """What Slurm's NVML plugin asks for each active link (nvmlDeviceGetNvLinkRemotePciInfo): on an HGX H100
+    board an NVSwitch's bus id (four switches), never a GPU's, so the plugin counts no GPU-to-GPU links;
+    INVALID_ARGUMENT past the 18 links."""
+    node.create("h100-80gb-x8")
+    result = run_client(library, REMOTE_CLIENT)
+    assert result.returncode == 0, result.stderr
+    remote = json.loads(result.stdout)
+    assert remote == {"%d/%d" % (i, link): ("00000000:%02X:00.0" % (0xE0 + link % 4) if link < 18 else "error 2")
+                      for i in (0, 7) for link in (0, 1, 4, 17, 18)}
+    gpus = {gpu["pci_bus_id"] for gpu in node.state["gpus"]}
+    assert not gpus & set(remote.values())
+    node.create("a100-80gb-pcie-x4", "--force")
+    pynvml.nvmlInit()
+    try:
+        assert _error(pynvml.nvmlDeviceGetNvLinkRemotePciInfo, _h(0), 0) == pynvml.NVML_ERROR_NOT_SUPPORTED
+    finally:
+        pynvml.nvmlShutdown()

@@ -43,6 +43,7 @@ DIFFERENT_BY_DESIGN = {
     # NOT_SUPPORTED and the fabric state NOT_SUPPORTED (0).  Both answers are tested on presets that match
     # the VM's kind (tests/test_health.py).
     "nvmlDeviceGetNvLinkState": "an HGX board's 18 active links; the VM saw no NVLink (NOT_SUPPORTED)",
+    "nvmlDeviceGetNvLinkRemotePciInfo": "an HGX board's links end at NVSwitches (made-up bus ids); the VM saw no NVLink (NOT_SUPPORTED)",
     "nvmlDeviceGetNvLinkVersion": "NVLink 4 on an HGX board; the VM saw no NVLink (NOT_SUPPORTED)",
     "nvmlDeviceGetNvLinkErrorCounter": "an HGX board's link counters; the VM saw no NVLink (NOT_SUPPORTED)",
     "nvmlDeviceGetGpuFabricInfo(c_nvmlGpuFabricInfo_t)": "COMPLETED with NVSwitches and the fabric manager; "

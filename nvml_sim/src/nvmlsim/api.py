@@ -1203,6 +1203,17 @@ def nvmlDeviceGetNvLinkVersion(device, link):
 
 
 @_api
+def nvmlDeviceGetNvLinkRemotePciInfo(device, link):
+    """The NVSwitch at the other end of an HGX board's link (nvml_sim/README.md "Health")."""
+    state = _load_state()
+    remote = _node.nvlink_remote_pci(state, _physical(state, device), link)
+    info = nvmlPciInfo_t()
+    for key, value in remote.items():
+        setattr(info, key, value)
+    return info
+
+
+@_api
 def nvmlDeviceGetNvLinkErrorCounter(device, link, counter):
     return _node.nvlink_error_counter(_physical(_load_state(), device), link, counter)
 

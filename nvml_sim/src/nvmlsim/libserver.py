@@ -163,6 +163,11 @@ def _pci(a):
     return [_s(info.busIdLegacy), info.domain, info.bus, info.device, info.pciDeviceId, info.pciSubSystemId, _s(info.busId)]
 
 
+def _nvlink_remote_pci(a):
+    info = sim.nvmlDeviceGetNvLinkRemotePciInfo(handle(a[0]), int(a[1]))
+    return [_s(info.busIdLegacy), info.domain, info.bus, info.device, info.pciDeviceId, info.pciSubSystemId, _s(info.busId)]
+
+
 def _memory(a):
     info = sim.nvmlDeviceGetMemoryInfo(handle(a[0]), version=sim.nvmlMemory_v2)
     return [info.total, info.reserved, info.free, info.used]
@@ -243,6 +248,7 @@ HANDLERS: Dict[str, Callable] = {
     "nvmlDeviceGetNvLinkState": _one(sim.nvmlDeviceGetNvLinkState, "h", "i"),
     "nvmlDeviceGetNvLinkVersion": _one(sim.nvmlDeviceGetNvLinkVersion, "h", "i"),
     "nvmlDeviceGetNvLinkErrorCounter": _one(sim.nvmlDeviceGetNvLinkErrorCounter, "h", "i", "i"),
+    "nvmlDeviceGetNvLinkRemotePciInfo": _nvlink_remote_pci,
     "nvmlDeviceGetGpuFabricInfo": _fabric,
     "nvmlDeviceGetMigMode": _one(sim.nvmlDeviceGetMigMode, "h"),
     "nvmlDeviceSetMigMode": _one(sim.nvmlDeviceSetMigMode, "h", "i"),

@@ -720,6 +720,29 @@ def nvlink_state(gpu: dict, link: int) -> int:
     return 0 if link in _nvlink(gpu, link).get("down", []) else 1
 
 
+# The NVSwitch chips at the other end of an HGX board's GPU links: (count, PCI device id). DGX H100: four
+# third-generation NVSwitch chips (10de:22a3), DGX A100: six (10de:1af1), as lspci lists them on those
+# systems (public transcripts; not recorded here). Their bus ids are made up, in a range no preset's GPU uses.
+NVSWITCHES = {6: (4, 0x22A310DE), 5: (6, 0x1AF110DE)}
+
+
+def nvlink_remote_pci(state: dict, gpu: dict, link: int) -> dict:
+    """nvmlDeviceGetNvLinkRemotePciInfo: the PCI identity of the device at the other end of a link.
+
+    On an HGX board every GPU link ends at an NVSwitch (link L at switch L mod the switch count), never at
+    another GPU, so Slurm's NVML plugin, which counts a link only when its remote bus id is another GPU's,
+    finds no GPU-to-GPU links, as on a real DGX. A board without NVSwitch: NOT_SUPPORTED (not modelled).
+    """
+    _nvlink(gpu, link)
+    switches = NVSWITCHES.get(health_of(gpu).nvlink_version)
+    if not state.get("nvswitch") or switches is None:
+        raise SimError(E.NOT_SUPPORTED, "GPU %d: NVLink peers without NVSwitch are not simulated" % gpu["index"])
+    count, device_id = switches
+    bus = 0xE0 + link % count
+    return {"busId": "00000000:%02X:00.0" % bus, "busIdLegacy": "0000:%02X:00.0" % bus, "domain": 0, "bus": bus,
+            "device": 0, "pciDeviceId": device_id, "pciSubSystemId": 0}
+
+
 def nvlink_version(gpu: dict, link: int) -> int:
     """nvmlDeviceGetNvLinkVersion: the model's nvmlNvlinkVersion_t."""
     _nvlink(gpu, link)
