@@ -12,13 +12,11 @@ below.
 """
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
 from test_real_h200 import DIFFERENT_BY_DESIGN as H200_DIFFERENCES
-from test_real_h200 import PROBE, _answers
+from test_real_h200 import assert_same_answers, load_record, probe_preset
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "real-h100-580.159.04")
@@ -29,39 +27,11 @@ DIFFERENT_BY_DESIGN = dict(H200_DIFFERENCES, **{
 
 @pytest.fixture(scope="module")
 def real():
-    with open(os.path.join(DATA, "calls.json")) as handle:
-        return json.load(handle)
+    return load_record(DATA)
 
 
-@pytest.fixture()
-def simulated(node, tmp_path):
-    """The probe's calls.json for the h100-80gb-x8 preset (MIG off), run as a separate process."""
-    node.create("h100-80gb-x8")
-    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "src"))
-    out = tmp_path / "probe"
-    subprocess.run([sys.executable, PROBE, str(out), "--allow-sim"], env=env, check=True, stdout=subprocess.PIPE,
-                   stderr=subprocess.PIPE, timeout=300)
-    with open(out / "calls.json") as handle:
-        return json.load(handle)
-
-
-def test_every_simulated_call_answers_as_the_real_h100(real, simulated):
-    real_answers, sim_answers = _answers(real), _answers(simulated)
-    compared, wrong = 0, []
-    for key, answer in real_answers.items():
-        sim = sim_answers.get(key)
-        if sim is None or sim == ("error", "not in this nvidia-ml-py") or key[0] in DIFFERENT_BY_DESIGN:
-            continue
-        if answer == ("error", "not in this nvidia-ml-py"):
-            continue
-        compared += 1
-        if isinstance(answer[1], dict) and isinstance(sim[1], dict):
-            answer = (answer[0], {k: v for k, v in answer[1].items() if k != "version"})
-            sim = (sim[0], {k: v for k, v in sim[1].items() if k != "version"})
-        if sim != answer:
-            wrong.append("%s%s: real %r, simulated %r" % (key[0], key[1], answer, sim))
-    assert not wrong, "\n".join(wrong)
-    assert compared >= 60, "only %d calls compared: the probe or the recording lost its calls" % compared
+def test_every_simulated_call_answers_as_the_real_h100(real, node, tmp_path):
+    assert_same_answers(real, probe_preset(node, tmp_path, "h100-80gb-x8"), DIFFERENT_BY_DESIGN)
 
 
 def test_the_h100_presets_identity_and_compute_mode_are_the_real_gpus():

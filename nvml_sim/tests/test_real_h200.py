@@ -53,22 +53,30 @@ DIFFERENT_BY_DESIGN = {
 }
 
 
-@pytest.fixture(scope="module")
-def real():
-    with open(os.path.join(DATA, "calls.json")) as handle:
+def load_record(data_dir):
+    with open(os.path.join(data_dir, "calls.json")) as handle:
         return json.load(handle)
 
 
-@pytest.fixture()
-def simulated(node, tmp_path):
-    """The probe's calls.json for the h200-x8 preset (MIG off), run as a separate process."""
-    node.create("h200-x8")
+def probe_preset(node, tmp_path, preset):
+    """The probe's calls.json for a preset (MIG off), run as a separate process."""
+    node.create(preset)
     env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "src"))
     out = tmp_path / "probe"
     subprocess.run([sys.executable, PROBE, str(out), "--allow-sim"], env=env, check=True, stdout=subprocess.PIPE,
                    stderr=subprocess.PIPE, timeout=300)
     with open(out / "calls.json") as handle:
         return json.load(handle)
+
+
+@pytest.fixture(scope="module")
+def real():
+    return load_record(DATA)
+
+
+@pytest.fixture()
+def simulated(node, tmp_path):
+    return probe_preset(node, tmp_path, "h200-x8")
 
 
 def _answers(record, device_calls_only=True):
@@ -89,13 +97,18 @@ def _answers(record, device_calls_only=True):
 
 
 def test_every_simulated_call_answers_as_the_real_driver(real, simulated):
+    assert_same_answers(real, simulated, DIFFERENT_BY_DESIGN)
+
+
+def assert_same_answers(real, simulated, different_by_design):
+    """Every call the simulator implements answers as in the real record, but the listed differences."""
     real_answers = _answers(real)
     sim_answers = _answers(simulated)
     compared, wrong = 0, []
     for key, answer in real_answers.items():
         name = key[0]
         sim = sim_answers.get(key)
-        if sim is None or sim == ("error", "not in this nvidia-ml-py") or name in DIFFERENT_BY_DESIGN:
+        if sim is None or sim == ("error", "not in this nvidia-ml-py") or name in different_by_design:
             continue
         if answer == ("error", "not in this nvidia-ml-py"):
             continue
