@@ -135,11 +135,13 @@ def test_reboot_and_boot(node, capsys):
     node.create("seed-003")
     caps = node.root / "dev" / "nvidia-caps"
     assert (caps / "nvidia-cap535").exists()
-    assert run(capsys, "reboot")[1] == "rebooted: processes ended, MIG instances gone, pending MIG modes applied\n"
+    assert run(capsys, "reboot")[1].startswith("rebooted: processes ended, MIG instances gone, pending MIG modes applied, "
+                                               "lost GPUs back; InfiniBand faults stay; boot logged in ")
     assert sorted(p.name for p in caps.iterdir()) == ["nvidia-cap1", "nvidia-cap2"]
     for path in list(caps.iterdir()) + [node.root / "dev" / "nvidia3"]:
         path.unlink()
-    assert run(capsys, "boot")[1] == "device files and mig-minors recreated (char)\n"
+    assert run(capsys, "boot")[1] == "device files, mig-minors and the InfiniBand tree (%s) recreated (char)\n" % (
+        node.root / "var/lib/nvmlsim/sys/class/infiniband")
     assert (caps / "nvidia-cap2").exists() and (node.root / "dev" / "nvidia3").exists()
     assert run(capsys, "boot")[0] == 0  # idempotent
 

@@ -643,6 +643,13 @@ def _gpu_handle(gpu):
     return _handles.make(c_nvmlDevice_t, ("gpu", gpu["uuid"]))
 
 
+def _present_handle(gpu):
+    """The GPU's handle, or GPU_IS_LOST for a GPU that fell off the bus (nvidia-smi then prints "Unable to
+    determine the device handle for GPU...: GPU is lost")."""
+    _node.require_present(gpu)
+    return _gpu_handle(gpu)
+
+
 def _mig_handle(gpu, gi, ci):
     return _handles.make(c_nvmlDevice_t, ("mig", gpu["uuid"], gi["id"], ci["id"]))
 
@@ -659,6 +666,7 @@ def _gpu_of(state, key):
     gpu = _node.gpu_by_uuid(state, key[1])
     if gpu is None:
         raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "the GPU %s of this handle no longer exists" % key[1])
+    _node.require_present(gpu)   # Xid 79: every call on the GPU (or its MIG devices, GIs, CIs) is GPU_IS_LOST
     return gpu
 
 
@@ -770,6 +778,7 @@ def nvmlSystemGetProcessName(pid):
 
 @_api
 def nvmlDeviceGetCount():
+    """Every GPU, lost ones too (their handles then answer GPU_IS_LOST)."""
     return len(_load_state()["gpus"])
 
 
@@ -778,7 +787,7 @@ def nvmlDeviceGetHandleByIndex(index):
     state = _load_state()
     if not isinstance(index, int) or not 0 <= index < len(state["gpus"]):
         raise _SimError(NVML_ERROR_INVALID_ARGUMENT, "GPU index %r is out of range 0-%d" % (index, len(state["gpus"]) - 1))
-    return _gpu_handle(_node.gpu_by_index(state, index))
+    return _present_handle(_node.gpu_by_index(state, index))
 
 
 @_api
@@ -787,9 +796,10 @@ def nvmlDeviceGetHandleByUUID(uuid):
     state = _load_state()
     for gpu in state["gpus"]:
         if gpu["uuid"] == wanted:
-            return _gpu_handle(gpu)
+            return _present_handle(gpu)
         for gi, ci in _node.mig_devices(gpu):
             if ci["uuid"] == wanted:
+                _node.require_present(gpu)
                 return _mig_handle(gpu, gi, ci)
     raise _SimError(NVML_ERROR_NOT_FOUND, "no GPU or MIG device has UUID %s" % wanted)
 
@@ -799,7 +809,7 @@ def nvmlDeviceGetHandleBySerial(serial):
     wanted = _bytes_arg(serial)
     for gpu in _load_state()["gpus"]:
         if gpu["serial"] == wanted:
-            return _gpu_handle(gpu)
+            return _present_handle(gpu)
     raise _SimError(NVML_ERROR_NOT_FOUND, "no GPU with board serial %s" % wanted)
 
 
@@ -811,7 +821,7 @@ def nvmlDeviceGetHandleByPciBusId(pciBusId):
     for gpu in _load_state()["gpus"]:
         full = gpu["pci_bus_id"].upper()
         if wanted in (full, full[4:]):
-            return _gpu_handle(gpu)
+            return _present_handle(gpu)
     raise _SimError(NVML_ERROR_NOT_FOUND, "no GPU at PCI bus id %s" % wanted)
 
 

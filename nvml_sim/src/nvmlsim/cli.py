@@ -1,6 +1,6 @@
 """``nvmlsim``: create and drive a simulated GPU node.
 
-    nvmlsim create --preset NAME [--mig-minors PATH] [--auto-reset] [--force] [--fit-cpus]
+    nvmlsim create --preset NAME [--mig-minors PATH] [--ib-root PATH] [--auto-reset] [--force] [--fit-cpus]
     nvmlsim presets
     nvmlsim show [--json]
     nvmlsim process add --gpu N --pid P --name NAME [--used-mib M] [--gi ID --ci ID]
@@ -20,6 +20,9 @@
     nvmlsim fabric-manager --state running|stopped|starting
     nvmlsim xid --gpu N --code C [--text TEXT] [--pid P [--name NAME]]
     nvmlsim driver --version V [--cuda N]
+    nvmlsim ib --hca HCA [--port P] [--state active|down|init|armed] [--phys-state linkup|polling|disabled]
+               [--rate GBPS] [--width 1X|2X|4X] [--counter NAME=K ...]
+    nvmlsim ib --hca HCA [--port P] --restore
 
 The node lives in ``$NVMLSIM_STATE`` (default /var/lib/nvmlsim/state.json);
 device files go under ``$NVMLSIM_ROOT`` (default /).  Exit status: 0 on
@@ -36,8 +39,8 @@ import sys
 import time
 from typing import List, Optional
 
-from . import devfiles, node, presets, store
-from .errors import INVALID_ARGUMENT, NAMES, NOT_FOUND, SimError, StateError, code_from_text
+from . import devfiles, ib, node, presets, store
+from .errors import GPU_IS_LOST, INVALID_ARGUMENT, NAMES, NOT_FOUND, SimError, StateError, code_from_text
 
 
 class UsageError(Exception):
@@ -60,6 +63,7 @@ def annotated(state: dict) -> dict:
     out = json.loads(json.dumps(state))
     out["state_path"] = store.state_path()
     out["root"] = devfiles.root_dir()
+    out["infiniband"] = {"root": ib.root(state), "hcas": ib.ports(state)}
     for gpu in out["gpus"]:
         model = node.model_of(gpu)
         gpu["name"] = model.name
@@ -83,9 +87,9 @@ def render(state: dict) -> str:
         state.get("mig_minors_path")))
     for gpu in node.gpus(state):
         model = node.model_of(gpu)
-        lines.append("GPU %d  %s  %s  %s  minor %d  NUMA %d  CPUs %s  %s" % (
+        lines.append("GPU %d  %s  %s  %s  minor %d  NUMA %d  CPUs %s  %s%s" % (
             gpu["index"], model.name, gpu["pci_bus_id"], gpu["uuid"], gpu["minor"], gpu["numa_node"],
-            gpu["cpus"], _mig_text(gpu)))
+            gpu["cpus"], _mig_text(gpu), "  LOST (Xid 79; reboot to recover)" if node.lost(gpu) else ""))
         for gi in gpu["gpu_instances"]:
             prof = model.profile_by_id(gi["profile_id"])
             lines.append("    GI %2d  %-10s profile %2d  placement %d:%d  cap %d" % (
@@ -99,6 +103,11 @@ def render(state: dict) -> str:
         for proc in gpu["processes"]:
             where = "" if proc.get("gi") is None else "  gi %d ci %d" % (proc["gi"], proc["ci"])
             lines.append("    process %d %s %d MiB%s" % (proc["pid"], proc["name"], proc["used_mib"], where))
+    for hca, hca_ports in ib.ports(state).items():
+        for port, files in hca_ports.items():
+            errors = ", ".join("%s %d" % item for item in files["counters"].items() if item[1])
+            lines.append("IB %s port %s  %s  %s  %s%s" % (hca, port, files["state"], files["phys_state"], files["rate"],
+                                                          "  counters: " + errors if errors else ""))
     for fault in state.get("faults", []):
         lines.append("fault: %s -> NVML_ERROR_%s after %d call(s), %s" % (
             fault["call"], NAMES.get(fault["error"], fault["error"]), fault.get("after", 0),
@@ -124,6 +133,8 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--preset", required=True, help="one of: " + ", ".join(sorted(presets.PRESETS)))
     create.add_argument("--mig-minors", help="where to write the mig-minors table "
                         "(default $NVMLSIM_ROOT/var/lib/nvmlsim/mig-minors)")
+    create.add_argument("--ib-root", help="where to write the simulated /sys/class/infiniband tree "
+                        "(default $NVMLSIM_ROOT/var/lib/nvmlsim/sys/class/infiniband)")
     create.add_argument("--auto-reset", action="store_true",
                         help="nvmlDeviceSetMigMode resets an idle GPU at once (bare-metal behaviour)")
     create.add_argument("--force", action="store_true", help="replace an existing node")
@@ -213,6 +224,17 @@ def _parser() -> argparse.ArgumentParser:
     driver = sub.add_parser("driver", help="change the driver version (nvmlSystemGetDriverVersion)")
     driver.add_argument("--version", required=True, help="e.g. 535.104.05")
     driver.add_argument("--cuda", type=_nonneg, help="nvmlSystemGetCudaDriverVersion, 1000 * major + 10 * minor")
+
+    ibp = sub.add_parser("ib", help="change an InfiniBand port of the simulated /sys/class/infiniband tree")
+    ibp.add_argument("--hca", required=True, help="e.g. mlx5_0")
+    ibp.add_argument("--port", type=_nonneg, default=1, help="port number (default 1)")
+    ibp.add_argument("--state", help="logical state: " + ", ".join(ib.PORT_STATES))
+    ibp.add_argument("--phys-state", help="physical state: " + ", ".join(ib.PHYS_STATES))
+    ibp.add_argument("--rate", type=_nonneg, help="active rate in Gb/s (the port's lane speed times 1, 2 or 4 lanes)")
+    ibp.add_argument("--width", help="active width: 1X, 2X or 4X")
+    ibp.add_argument("--counter", action="append", default=[], metavar="NAME=K",
+                     help="set a counters/ file (repeatable): " + ", ".join(ib.COUNTERS))
+    ibp.add_argument("--restore", action="store_true", help="back to the preset's healthy port (counters 0)")
     return parser
 
 
@@ -221,12 +243,48 @@ def kernel_log_path() -> str:
     return os.path.join(devfiles.root_dir(), "var/log/kern.log")
 
 
-def _uptime() -> float:
+def _uptime(state: dict) -> float:
+    """Seconds since the node's simulated boot (``boot_time``); a state without one: the host's uptime."""
+    if state.get("boot_time") is not None:
+        return max(0.0, time.time() - float(state["boot_time"]))
     try:
         with open("/proc/uptime", encoding="ascii") as handle:
             return float(handle.read().split()[0])
     except (OSError, ValueError, IndexError):
         return time.monotonic()
+
+
+# The first line a booting kernel logs, in the form of Debian 12's /proc/version (linux-image-6.1.0-*-amd64).
+LINUX_VERSION = ("Linux version 6.1.0-28-amd64 (debian-kernel@lists.debian.org) (gcc-12 (Debian 12.2.0-14) 12.2.0, "
+                 "GNU ld (GNU Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC Debian 6.1.119-1 (2024-11-22)")
+
+
+def _kernel_log(lines: List[str], uptime: float) -> str:
+    """Append kernel messages to the simulated kern.log, as rsyslog writes them (``<stamp> <host> kernel: [s.us] msg``)."""
+    path = kernel_log_path()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    stamp = time.strftime("%b %e %H:%M:%S")
+    host = socket.gethostname().split(".")[0]
+    with open(path, "a", encoding="utf-8") as log:
+        for line in lines:
+            log.write("%s %s kernel: [%12.6f] %s\n" % (stamp, host, uptime, line))
+    return path
+
+
+def _log_boot(state: dict, only_first: bool = False) -> None:
+    """The node (re)boots now: reset the simulated uptime and log the kernel's first line.
+
+    With ``only_first`` (create) the line is written only when kern.log holds no boot yet.
+    """
+    state["boot_time"] = time.time()
+    if only_first:
+        try:
+            with open(kernel_log_path(), encoding="utf-8", errors="replace") as log:
+                if any("] Linux version " in line for line in log):
+                    return
+        except FileNotFoundError:
+            pass
+    _kernel_log([LINUX_VERSION], 0.0)
 
 
 def _health(args) -> str:  # pylint: disable=too-many-return-statements
@@ -259,12 +317,9 @@ def _health(args) -> str:  # pylint: disable=too-many-return-statements
             return "GPU %d NVLink %d: %s; errors %s" % (args.gpu, args.link, "down" if args.link in link["down"] else "up",
                                                      json.dumps((link.get("errors") or {}).get(str(args.link), {})))
         line = node.record_xid(gpu, args.code, args.text, args.pid, args.name)
-    path = kernel_log_path()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    stamp = time.strftime("%b %e %H:%M:%S")
-    with open(path, "a", encoding="utf-8") as log:
-        log.write("%s %s kernel: [%12.6f] %s\n" % (stamp, socket.gethostname().split(".")[0], _uptime(), line))
-    return "GPU %d: %s (appended to %s)" % (args.gpu, line, path)
+        path = _kernel_log([line], _uptime(state))
+    lost = "; the GPU is lost until a reboot" if node.lost(gpu) else ""
+    return "GPU %d: %s (appended to %s)%s" % (args.gpu, line, path, lost)
 
 
 def _create(args) -> str:
@@ -276,7 +331,9 @@ def _create(args) -> str:
         if store.exists(path) and not args.force:
             raise UsageError("a simulated node already exists at %s; use --force to replace it" % path)
         state = presets.build(args.preset, mig_minors, auto_reset=args.auto_reset)
+        state["ib_root"] = os.path.abspath(args.ib_root) if args.ib_root else ib.default_root()
         fitted = fit_cpus(state) if args.fit_cpus else None
+        _log_boot(state, only_first=True)
         store.save(state, path)
     if fitted:
         return "created %s at %s; CPUs fitted to this machine: %s" % (
@@ -351,6 +408,8 @@ def _reset(args) -> str:
         try:
             node.reset_gpu(gpu)
         except SimError as exc:
+            if exc.code == GPU_IS_LOST:
+                raise SimError(exc.code, "cannot reset GPU %d: %s (nvmlsim reboot)" % (args.gpu, exc.message)) from None
             pids = " ".join(str(p["pid"]) for p in gpu["processes"])
             raise SimError(exc.code, "cannot reset GPU %d: %s; stop it first (nvmlsim process remove --pid %s)" % (
                 args.gpu, exc.message, pids)) from None
@@ -377,6 +436,46 @@ def _ecc_text(ecc: dict) -> str:
             ecc.get("remapped_correctable", 0), ecc.get("remapped_uncorrectable", 0),
             "yes" if ecc.get("remap_pending") else "no", "yes" if ecc.get("remap_failure") else "no")
     return text + "retired pages pending: %s" % ("yes" if ecc.get("retired_pages_pending") else "no")
+
+
+def _ib_counters(items: List[str]) -> dict:
+    counters = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not value.strip().isdigit():
+            raise UsageError("--counter %r: give NAME=K with K a whole number, NAME one of %s" % (item, ", ".join(ib.COUNTERS)))
+        counters[name.strip()] = int(value)
+    return counters
+
+
+def _ib(args) -> str:
+    """nvmlsim ib: one port's state, physical state, width (rate) and counters, or --restore."""
+    counters = _ib_counters(args.counter)
+    width = None
+    if args.width is not None:
+        text = args.width.upper().rstrip("X")
+        if not text.isdigit():
+            raise UsageError("--width %r: give 1X, 2X or 4X" % args.width)
+        width = int(text)
+    changes = (args.state, args.phys_state, args.rate, width)
+    if args.restore and (any(c is not None for c in changes) or counters):
+        raise UsageError("ib --restore takes no other change")
+    if not args.restore and all(c is None for c in changes) and not counters:
+        raise UsageError("ib needs --state, --phys-state, --rate, --width, --counter NAME=K or --restore")
+    with store.transaction() as state:
+        ib.port_files(state, args.hca, args.port)   # an unknown HCA or port first
+        if args.restore:
+            files = ib.restore_port(state, args.hca, args.port)
+        else:
+            if args.rate is not None:
+                by_rate = ib.width_for_rate(state, args.rate)
+                if width is not None and width != by_rate:
+                    raise UsageError("--rate %d and --width %dX disagree: %d Gb/s is %dX" % (args.rate, width, args.rate, by_rate))
+                width = by_rate
+            files = ib.set_port(state, args.hca, args.port, args.state, args.phys_state, width, counters)
+        where = os.path.join(ib.root(state), args.hca, "ports", str(args.port))
+    errors = ", ".join("%s=%d" % item for item in files["counters"].items() if item[1]) or "counters 0"
+    return "%s: %s, %s, %s; %s" % (where, files["state"], files["phys_state"], files["rate"], errors)
 
 
 def _inject(args) -> str:
@@ -418,11 +517,14 @@ def run(argv: Optional[List[str]] = None) -> str:  # pylint: disable=too-many-re
     if args.command == "reboot":
         with store.transaction() as state:
             node.reboot(state)
-        return "rebooted: processes ended, MIG instances gone, pending MIG modes applied"
+            _log_boot(state)
+        return "rebooted: processes ended, MIG instances gone, pending MIG modes applied, lost GPUs back; " \
+               "InfiniBand faults stay; boot logged in %s" % kernel_log_path()
     if args.command == "boot":
         with store.transaction() as state:
             pass
-        return "device files and mig-minors recreated (%s)" % state["device_files"]["kind"]
+        return "device files, mig-minors and the InfiniBand tree (%s) recreated (%s)" % (
+            ib.root(state), state["device_files"]["kind"])
     if args.command in ("persistence", "pcie", "clocks", "temperature", "nvlink", "xid"):
         return _health(args)
     if args.command == "fabric-manager":
@@ -435,6 +537,8 @@ def run(argv: Optional[List[str]] = None) -> str:  # pylint: disable=too-many-re
         return "driver %s, NVML %s, CUDA %d" % (state["driver_version"], state["nvml_version"], state["cuda_driver_version"])
     if args.command == "inject":
         return _inject(args)
+    if args.command == "ib":
+        return _ib(args)
     raise UsageError("unknown command %r" % args.command)
 
 

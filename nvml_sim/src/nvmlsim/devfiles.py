@@ -159,8 +159,8 @@ def sync(state: dict) -> Dict[str, object]:
             path = os.path.join(directory, name)
             if path not in wanted and _managed(path):
                 os.unlink(path)
-    _write_text(state.get("mig_minors_path") or _under_root("/var/lib/nvmlsim/mig-minors"), mig_minors_text())
-    _write_text(_under_root("/var/lib/nvmlsim/devices"), "Character devices:\n%d nvidia-frontend\n%d nvidia-uvm\n%d nvidia-caps\n" % (
+    write_text(state.get("mig_minors_path") or _under_root("/var/lib/nvmlsim/mig-minors"), mig_minors_text())
+    write_text(_under_root("/var/lib/nvmlsim/devices"), "Character devices:\n%d nvidia-frontend\n%d nvidia-uvm\n%d nvidia-caps\n" % (
         NVIDIA_MAJOR, state.get("uvm_major", DEFAULT_UVM_MAJOR), state.get("caps_major", DEFAULT_CAPS_MAJOR)))
     if regular:
         return {"kind": "regular", "count": len(wanted),
@@ -168,7 +168,7 @@ def sync(state: dict) -> Dict[str, object]:
     return {"kind": "char", "count": len(wanted)}
 
 
-def _write_text(path: str, text: str) -> None:
+def write_text(path: str, text: str) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     try:
         with open(path, encoding="ascii") as handle:

@@ -179,6 +179,22 @@ def busy_reason(gpu: dict) -> Optional[str]:
     return "in use by another client (pid %s)" % ", ".join(str(p["pid"]) for p in procs)
 
 
+# Xid 79: the GPU has fallen off the bus; the driver answers GPU_IS_LOST for it until the next boot.
+XID_FALLEN_OFF_THE_BUS = 79
+
+
+def lost(gpu: dict) -> bool:
+    """True while the GPU is lost (Xid 79 since the last reboot; state key ``"lost": true``)."""
+    return bool(gpu.get("lost"))
+
+
+def require_present(gpu: dict) -> None:
+    """GPU_IS_LOST for a GPU that fell off the bus."""
+    if lost(gpu):
+        raise SimError(E.GPU_IS_LOST, "GPU %d (%s) is lost: it has fallen off the bus (Xid 79); reboot to recover it" % (
+            gpu["index"], gpu["pci_bus_id"]))
+
+
 def _clear_instances(gpu: dict) -> None:
     gpu["gpu_instances"] = []
 
@@ -187,8 +203,10 @@ def reset_gpu(gpu: dict) -> None:
     """Simulated ``nvidia-smi --gpu-reset``: applies the pending MIG mode.
 
     MIG instances do not survive a reset.  Fails with IN_USE while any
-    process holds the GPU.
+    process holds the GPU, and with GPU_IS_LOST on a GPU that fell off the
+    bus (Xid 79): only a reboot brings it back.
     """
+    require_present(gpu)
     reason = busy_reason(gpu)
     if reason:
         raise SimError(E.IN_USE, "GPU %s: %s" % (gpu["pci_bus_id"], reason))
@@ -199,8 +217,9 @@ def reset_gpu(gpu: dict) -> None:
 
 
 def reboot(state: dict) -> None:
-    """Simulated reboot: processes end, pending MIG modes apply, instances vanish."""
+    """Simulated reboot: processes end, pending MIG modes apply, instances vanish, lost GPUs are back."""
     for gpu in state["gpus"]:
+        gpu.pop("lost", None)
         gpu["processes"] = []
         if model_of(gpu).mig_capable:
             gpu["mig_current"] = gpu["mig_pending"]
@@ -621,10 +640,13 @@ def memory_mib(gpu: dict, gi_id: Optional[int] = None) -> Dict[str, int]:
 # ``"persistence_mode": 0|1``, ``"pcie_gen": n``, ``"pcie_width": n`` (the current link),
 # ``"clocks_event_reasons": bitmask``, ``"temperature": C``,
 # ``"nvlink": {"down": [link, ...], "errors": {"<link>": {"replay": n, "recovery": n, "crc_flit": n,
-# "crc_data": n}}}``, ``"xids": [{"code": n, "text": ..., "pid": n|null, "name": ...|null}]``.
+# "crc_data": n}}}``, ``"xids": [{"code": n, "text": ..., "pid": n|null, "name": ...|null}]``,
+# ``"lost": true`` (after Xid 79; cleared by a reboot, refuses a reset).
 # Node keys: ``"nvswitch": bool`` (an HGX board: NVSwitches and the fabric manager),
-# ``"fabric_manager": "running"|"stopped"|"starting"``, absent = running.
-# None of them changes at a reset or reboot: a fault stays until it is changed back.
+# ``"fabric_manager": "running"|"stopped"|"starting"``, absent = running; ``"ib_root"`` and ``"ib"``
+# (the InfiniBand tree, :mod:`nvmlsim.ib`); ``"boot_time"``: when the node last (re)booted (seconds since
+# the epoch; the kernel-log stamps count from it).
+# None of them except ``lost`` changes at a reset or reboot: a fault stays until it is changed back.
 
 # nvml.h nvmlClocksEventReason* bits, by the names the CLI takes
 CLOCKS_EVENT_REASONS = {
@@ -841,10 +863,16 @@ def xid_line(gpu: dict, code: int, text: Optional[str] = None, pid: Optional[int
 
 def record_xid(gpu: dict, code: int, text: Optional[str] = None, pid: Optional[int] = None,
                name: Optional[str] = None) -> str:
-    """Record an Xid for ``gpu`` (kept in the state for the event API); returns its kernel-log message."""
+    """Record an Xid for ``gpu`` (kept in the state for the event API); returns its kernel-log message.
+
+    Xid 79 also makes the GPU lost, as the driver does: every NVML call on it answers GPU_IS_LOST until
+    a reboot.  Other codes change nothing else.
+    """
     line = xid_line(gpu, code, text, pid, name)
     gpu.setdefault("xids", []).append({"code": code, "text": XID_TEXTS[code] if text is None else text,
                                        "pid": pid, "name": name})
+    if code == XID_FALLEN_OFF_THE_BUS:
+        gpu["lost"] = True
     return line
 
 

@@ -39,6 +39,8 @@ DRIVER_MISSING = ("NVIDIA-SMI has failed because it couldn't communicate with th
                   "Make sure that the latest NVIDIA driver is installed and running.")
 NO_DEVICES = "No devices were found"
 RC_OK, RC_BAD_ARGUMENT, RC_NOT_FOUND, RC_DRIVER, RC_OTHER = 0, 2, 6, 9, 255
+RC_GPU_IS_LOST = 15       # nvidia-smi exits with the NVML error of a GPU it could not open
+GPU_LOST = "GPU is lost.  Reboot the system to recover this GPU"
 USAGE = """NVIDIA System Management Interface -- STAND-IN on the NVML simulator (nvml_sim), not NVIDIA's program.
 
 It answers from the simulated GPUs ($NVMLSIM_STATE) and supports only:
@@ -215,22 +217,56 @@ def parse_args(argv: Sequence[str]) -> dict:
 
 
 def _handles(id_text: Optional[str]) -> List[Tuple[int, object]]:
-    """(index, handle) of every GPU, or of those ``-i`` names, in index order."""
+    """(index, handle) of every GPU, or of those ``-i`` names, in index order.
+
+    A GPU whose handle NVML will not give (GPU_IS_LOST after Xid 79) comes as (index, the
+    "Unable to determine the device handle ..." line nvidia-smi prints for it).
+    """
     count = pynvml.nvmlDeviceGetCount()
-    every = [(index, pynvml.nvmlDeviceGetHandleByIndex(index)) for index in range(count)]
+    every = []
+    for index in range(count):
+        try:
+            every.append((index, pynvml.nvmlDeviceGetHandleByIndex(index)))
+        except pynvml.NVMLError_GpuIsLost:
+            every.append((index, _lost_line(index)))
     if id_text is None:
         chosen = every
     else:
         wanted = [w.strip() for w in id_text.split(",") if w.strip()]
         chosen = []
         for index, handle in every:
-            keys = {str(index), pynvml.nvmlDeviceGetUUID(handle).upper(), pynvml.nvmlDeviceGetPciInfo(handle).busId.upper()}
-            keys.add(pynvml.nvmlDeviceGetPciInfo(handle).busId.upper()[4:])
+            keys = _keys(index, handle)
             if any(w.upper() in keys for w in wanted):
                 chosen.append((index, handle))
     if not chosen:
         raise SmiError(NO_DEVICES, RC_NOT_FOUND)
     return chosen
+
+
+def _bus_id(index: int) -> str:
+    """The PCI bus id of GPU ``index`` from the state (what the driver still knows of a lost GPU)."""
+    return node.gpu_by_index(store.load(), index)["pci_bus_id"]
+
+
+def _lost_line(index: int) -> str:
+    """nvidia-smi's line for a GPU that fell off the bus: ``... for GPU0000:1B:00.0: GPU is lost.  Reboot ...``."""
+    return "Unable to determine the device handle for GPU%s: %s" % (_bus_id(index)[4:], GPU_LOST)
+
+
+def _keys(index: int, handle) -> set:
+    """What ``-i`` may name a GPU by: index, UUID, PCI bus id (with or without its 8-digit domain)."""
+    if isinstance(handle, str):
+        bus = _bus_id(index).upper()
+        return {str(index), bus, bus[4:]}
+    bus = pynvml.nvmlDeviceGetPciInfo(handle).busId.upper()
+    return {str(index), pynvml.nvmlDeviceGetUUID(handle).upper(), bus, bus[4:]}
+
+
+def _finish(lines: List[str], handles: List[Tuple[int, object]]) -> List[str]:
+    """The lines, or with a lost GPU among ``handles`` the same lines and exit status 15, as nvidia-smi does."""
+    if any(isinstance(handle, str) for _index, handle in handles):
+        raise SmiError("\n".join(lines), RC_GPU_IS_LOST)
+    return lines
 
 
 def _cell(getter: Callable, unit: Optional[str], units: bool, *args) -> str:
@@ -252,23 +288,34 @@ def query_gpu(opts: dict) -> List[str]:
     count = pynvml.nvmlDeviceGetCount()
     lines = [_header(GPU_FIELDS, names)] if header else []
     for _index, handle in handles:
+        if isinstance(handle, str):   # a lost GPU: the line, then every field [GPU is lost]
+            lines += [handle, ", ".join(["[GPU is lost]"] * len(names))]
+            continue
         lines.append(", ".join(_cell(GPU_FIELDS[n][2], GPU_FIELDS[n][1], units, handle, count) for n in names))
-    return lines
+    return _finish(lines, handles)
 
 
 def query_compute_apps(opts: dict) -> List[str]:
     names = _fields(opts["query"], APP_FIELDS, APP_ALIASES)
     header, units = _format(opts["format"])
     lines = [_header(APP_FIELDS, names)] if header else []
-    for _index, handle in _handles(opts["id"]):
+    handles = _handles(opts["id"])
+    for _index, handle in handles:
+        if isinstance(handle, str):
+            lines.append(handle)
+            continue
         for proc in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
             lines.append(", ".join(_cell(APP_FIELDS[n][2], APP_FIELDS[n][1], units, proc, handle) for n in names))
-    return lines
+    return _finish(lines, handles)
 
 
 def list_gpus(opts: dict) -> List[str]:
     lines = []
-    for index, handle in _handles(opts["id"]):
+    handles = _handles(opts["id"])
+    for index, handle in handles:
+        if isinstance(handle, str):
+            lines.append(handle)
+            continue
         name = pynvml.nvmlDeviceGetName(handle)
         lines.append("GPU %d: %s (UUID: %s)" % (index, name, pynvml.nvmlDeviceGetUUID(handle)))
         try:
@@ -284,7 +331,7 @@ def list_gpus(opts: dict) -> List[str]:
                 continue
             profile = pynvml.nvmlDeviceGetName(mig)[len(name):].strip()
             lines.append("  %-15s Device %2d: (UUID: %s)" % (profile, mig_index, pynvml.nvmlDeviceGetUUID(mig)))
-    return lines
+    return _finish(lines, handles)
 
 
 def gpu_reset(opts: dict) -> List[str]:
@@ -292,7 +339,11 @@ def gpu_reset(opts: dict) -> List[str]:
     if opts["id"] is None:
         raise SmiError("Invalid combination of input arguments. " + HELP_HINT + " (this STAND-IN resets only with -i ID)",
                        RC_BAD_ARGUMENT)
-    indices = [index for index, _handle in _handles(opts["id"])]
+    handles = _handles(opts["id"])
+    lost = [handle for _index, handle in handles if isinstance(handle, str)]
+    if lost:
+        raise SmiError("\n".join(lost), RC_GPU_IS_LOST)
+    indices = [index for index, _handle in handles]
     done, failed = [], []
     with store.transaction() as state:
         for index in indices:

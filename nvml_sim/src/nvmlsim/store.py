@@ -15,7 +15,7 @@ import json
 import os
 from typing import Iterator
 
-from . import devfiles
+from . import devfiles, ib
 from .errors import StateError
 from .node import STATE_FORMAT
 
@@ -73,9 +73,10 @@ def locked(path: str = "") -> Iterator[str]:
 
 
 def save(state: dict, path: str = "") -> None:
-    """Write ``state`` (caller holds the lock) and sync the device files."""
+    """Write ``state`` (caller holds the lock) and sync the device files and the InfiniBand tree."""
     path = path or state_path()
     state["device_files"] = devfiles.sync(state)
+    ib.sync(state)
     _write(path, state)
 
 
