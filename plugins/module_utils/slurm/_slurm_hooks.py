@@ -174,8 +174,27 @@ def is_last_user_job(squeue_output, job_id):
     return not others
 
 
-def drain_reason(phase, name, rc, timed_out, limit=None):
-    """The node's drain reason: names the hook, e.g. ``prolog hook 50-all-x failed (exit 1)``."""
+DRAIN_REASON_LINE = 'drain-reason: '
+MAX_DRAIN_REASON = 200
+
+
+def asked_reason(output):
+    """The drain reason a failed hook asked for with a last line ``drain-reason: <text>`` (the GPU health check's
+    prolog tier: ``drain-reason: gpuhc:prolog:xid: ...``), cleaned for scontrol; None when it asked none."""
+    asked = None
+    for line in (output or '').splitlines():
+        if line.startswith(DRAIN_REASON_LINE):
+            asked = ' '.join(line[len(DRAIN_REASON_LINE):].split()).replace('"', "'")
+    if not asked:
+        return None
+    return asked if len(asked) <= MAX_DRAIN_REASON else asked[:MAX_DRAIN_REASON - 3] + '...'
+
+
+def drain_reason(phase, name, rc, timed_out, limit=None, asked=None):
+    """The node's drain reason: the one the failed hook asked for (:func:`asked_reason`), else one that names
+    the hook, e.g. ``prolog hook 50-all-x failed (exit 1)``; a timeout always names the hook."""
+    if asked and not timed_out and rc is not None and rc > 0:
+        return asked
     if timed_out:
         return '%s hook %s timed out after %ss' % (phase, name, limit)
     if rc is not None and rc < 0:

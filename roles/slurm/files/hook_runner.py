@@ -10,7 +10,9 @@ Installed as <dir>/hook_runner.py and started by the sh wrapper
 phase).  Runs every hook of prolog.d or epilog.d in name order, each with a
 timeout, logs name, exit code and duration to syslog, skips hooks whose
 "# requires:" tools are missing, and when a hook fails drains the node with a
-reason that names the hook, then exits 1 so that Slurm fails the job.
+reason that names the hook (or the one the hook asked for with a last output
+line "drain-reason: <text>", as the GPU health check's prolog tier does), then
+exits 1 so that Slurm fails the job (a batch job is requeued).
 
 Usage outside Slurm (tests): <dir>/prolog [--conf FILE], <dir>/epilog [--conf FILE]
 """
@@ -97,8 +99,7 @@ def run_hook(path, timeout, env):
         except OSError:
             pass
         output, _unused = proc.communicate()
-    text = output.decode('utf-8', 'replace').strip().replace('\n', ' | ')
-    return proc.returncode, timed_out, time.monotonic() - start, text[-OUTPUT_LIMIT:]
+    return proc.returncode, timed_out, time.monotonic() - start, output.decode('utf-8', 'replace').strip()
 
 
 def drain(node, reason):
@@ -170,14 +171,15 @@ def main(argv):
         if not step['run']:
             log(syslog.LOG_INFO, logic.log_line(phase, job_id, step['name'], None, 0, step['reason']))
             continue
-        rc, timed_out, seconds, output = run_hook(os.path.join(directory, step['name']), step['timeout'], env)
+        rc, timed_out, seconds, full_output = run_hook(os.path.join(directory, step['name']), step['timeout'], env)
+        output = full_output.replace('\n', ' | ')[-OUTPUT_LIMIT:]
         ok = rc == 0 and not timed_out
         status = 'ok' if ok else ('timed out after %ss' % step['timeout'] if timed_out else 'failed')
         log(syslog.LOG_INFO if ok else syslog.LOG_ERR, logic.log_line(phase, job_id, step['name'], rc, seconds, status))
         if output and not ok:
             log(syslog.LOG_ERR, '%s hook %s output: %s' % (phase, step['name'], output))
         if not ok and failed is None:
-            failed = logic.drain_reason(phase, step['name'], rc, timed_out, step['timeout'])
+            failed = logic.drain_reason(phase, step['name'], rc, timed_out, step['timeout'], logic.asked_reason(full_output))
             if phase == 'prolog':
                 break
     if failed is None:
