@@ -28,7 +28,7 @@ import os
 import re
 import sys
 from contextlib import contextmanager
-from ctypes import byref, c_uint
+from ctypes import Structure, byref, c_int, c_ubyte, c_uint
 
 # nvml.h: a process's gpuInstanceId/computeInstanceId is 0xFFFFFFFF when it
 # does not run on a MIG device (nvidia-ml-py has no constant for it).
@@ -119,6 +119,11 @@ def import_bindings(extra_dir=BINDINGS_DIR):
         except ImportError as again:
             return None, 'the Python NVML bindings in %s cannot be imported by %s: %s' % (extra_dir, sys.executable, again)
     return pynvml, None
+
+
+class GpuFabricInfo(Structure):
+    """nvml.h's nvmlGpuFabricInfo_t (v1): clusterUuid[NVML_GPU_FABRIC_UUID_LEN], status, cliqueId, state (one byte)."""
+    _fields_ = [('clusterUuid', c_ubyte * 16), ('status', c_int), ('cliqueId', c_uint), ('state', c_ubyte)]
 
 
 class Client:
@@ -224,6 +229,80 @@ class Client:
             result['remap_pending'] = bool(rows[2])
             result['remap_failure'] = bool(rows[3])
         return result
+
+    def driver_version(self):
+        return text(self.call('nvmlSystemGetDriverVersion'))
+
+    def _first(self, names, *args):
+        """The answer of the first of ``names`` the bindings have (newer name first), None where not offered."""
+        for name in names:
+            if getattr(self.lib, name, None) is not None:
+                return self.optional(name, *args)
+        return None
+
+    def nvlinks(self, handle):
+        """``[{link, active, replay, recovery, crc_flit, crc_data}]`` of the GPU's NVLinks; ``[]`` without NVLink."""
+        lib = self.lib
+        enabled = getattr(lib, 'NVML_FEATURE_ENABLED', 1)
+        counters = (('replay', 0), ('recovery', 1), ('crc_flit', 2), ('crc_data', 3))
+        links = []
+        for link in range(int(getattr(lib, 'NVML_NVLINK_MAX_LINKS', 18))):
+            try:
+                state = self.call('nvmlDeviceGetNvLinkState', handle, link)
+            except NvmlError as exc:
+                if exc.unavailable or exc.kind == 'invalid_argument':
+                    break  # no NVLink on this GPU, or past its last link
+                raise
+            entry = {'link': link, 'active': state == enabled}
+            for key, counter in counters:
+                try:
+                    entry[key] = int(self.call('nvmlDeviceGetNvLinkErrorCounter', handle, link, counter))
+                except NvmlError as exc:
+                    if not (exc.unavailable or exc.kind == 'invalid_argument'):
+                        raise
+                    entry[key] = None
+            links.append(entry)
+        return links
+
+    def fabric(self, handle):
+        """``{'state': n, 'status': n}`` of nvmlDeviceGetGpuFabricInfo, None where the GPU or driver has none (before Hopper).
+
+        The structure is nvml.h's, not the binding's: Debian's python3-pynvml 12.550.89 (trixie) declares
+        clusterUuid as 80 bytes (NVML_DEVICE_UUID_BUFFER_SIZE) instead of NVML_GPU_FABRIC_UUID_LEN (16), so its
+        ``state`` lies past what the driver writes and reads 0 (NOT_SUPPORTED) on every GPU (nvidia-ml-py 13 has 16).
+        """
+        if getattr(self.lib, 'nvmlDeviceGetGpuFabricInfo', None) is None:
+            return None
+        info = GpuFabricInfo()
+        try:
+            self.call('nvmlDeviceGetGpuFabricInfo', handle, byref(info))
+        except NvmlError as exc:
+            if exc.unavailable:
+                return None
+            raise
+        return {'state': int(info.state), 'status': int(info.status)}
+
+    def fleet_health(self, handle):
+        """What the periodic health tier reads beyond health(), None where the GPU does not report it:
+        persistence mode, PCIe link (current and maximum), clock event (throttle) reasons, temperature and
+        slowdown threshold, NVLinks (nvlinks()) and fabric state (fabric())."""
+        lib = self.lib
+        persistence = self.optional('nvmlDeviceGetPersistenceMode', handle)
+        return {
+            'persistence': None if persistence is None else persistence == getattr(lib, 'NVML_FEATURE_ENABLED', 1),
+            'pcie': {
+                'gen': self.optional('nvmlDeviceGetCurrPcieLinkGeneration', handle),
+                'width': self.optional('nvmlDeviceGetCurrPcieLinkWidth', handle),
+                'max_gen': self._first(('nvmlDeviceGetGpuMaxPcieLinkGeneration', 'nvmlDeviceGetMaxPcieLinkGeneration'), handle),
+                'max_width': self.optional('nvmlDeviceGetMaxPcieLinkWidth', handle),
+            },
+            'clock_reasons': self._first(('nvmlDeviceGetCurrentClocksEventReasons', 'nvmlDeviceGetCurrentClocksThrottleReasons'), handle),
+            'temperature': self.optional('nvmlDeviceGetTemperature', handle, getattr(lib, 'NVML_TEMPERATURE_GPU', 0)),
+            'temperature_slowdown': self.optional('nvmlDeviceGetTemperatureThreshold', handle,
+                                                  getattr(lib, 'NVML_TEMPERATURE_THRESHOLD_SLOWDOWN', 1)),
+            'nvlinks': self.nvlinks(handle),
+            'fabric': self.fabric(handle),
+        }
 
     # ------------------------------------------------------------ MIG
 

@@ -249,7 +249,7 @@ def _ansible_module():
 def write_healthcheck_status(directory, version):
     status = {'action': 'drain-%s' % version, 'gpus': 8,
               'failures': [{'check': 'gpu_count', 'text': 'GPU %d of node gpu-01 is %s' % (i, version)} for i in range(20)]}
-    HEALTHCHECK._write_status({'status_file': os.path.join(directory, 'status.json')}, status)
+    HEALTHCHECK._write_json(os.path.join(directory, 'status.json'), status)
     return 'status.json'
 
 

@@ -36,12 +36,23 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import cap_device, parse_mig_minors
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_fleet import THROTTLE_DRAIN, XID_DRAIN
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import KEY_PATH as MUNGE_KEY_PATH
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import USER as MUNGE_USER
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import problems as munge_key_problems
 
-CHECKS = ('nvml', 'gpu-count', 'gpu-model', 'gpu-error', 'ecc', 'mig', 'device-files', 'munge-key')
+CHECKS = ('nvml', 'gpu-count', 'gpu-model', 'gpu-error', 'xid', 'ecc', 'mig', 'device-files', 'driver', 'persistence',
+          'fabric', 'nvlink', 'pcie', 'thermal', 'ib', 'munge-key')
+# What each tier checks: the prolog tier (every job start, a few seconds) the GPUs NVML sees, their models,
+# lost GPUs / pending page retirement / failed row remapping, and fatal Xids since boot; the periodic tier
+# (slurmd's HealthCheckProgram) everything.
+TIERS = ('prolog', 'periodic')
+TIER_CHECKS = {'prolog': ('nvml', 'gpu-count', 'gpu-model', 'gpu-error', 'xid'), 'periodic': CHECKS}
 MAX_REASON = 200
+# Drain reasons of this check: "<prefix>:<tier>:<check>: <detail>".  A reason with the prefix of earlier
+# releases ("healthcheck: <check>: ...") is ours too.
+LEGACY_PREFIXES = ('healthcheck',)
 
 DEFAULTS = {
     'node_name': '',
@@ -52,10 +63,36 @@ DEFAULTS = {
     'dev_root': '/',
     'mig_minors_path': '/proc/driver/nvidia-caps/mig-minors',
     'ecc_uncorrected_max': 0,
-    'reason_prefix': 'healthcheck',
-    'auto_resume': False,
+    'reason_prefix': 'gpuhc',
+    # resume a node drained by this check once it passed resume_after_passes periodic runs in a row
+    'auto_resume': True,
+    'resume_after_passes': 2,
     'scontrol': 'scontrol',
     'status_file': '/run/gpucluster-healthcheck.json',
+    # consecutive passes (survives the runs), and one JSON line per drain/resume with its evidence
+    'state_file': '/var/lib/gpucluster-healthcheck/state.json',
+    'events_file': '/var/log/gpucluster-healthcheck.jsonl',
+    # seconds each tier may take: the checks that do not fit are skipped (and said so), the node is not drained for it
+    'prolog_budget': 3.0,
+    'periodic_budget': 30.0,
+    # checks (names of CHECKS) not run
+    'disabled_checks': [],
+    # where Xids are read: "journal" (journalctl -k -b 0), "dmesg", or a kernel log file (rsyslog's /var/log/kern.log:
+    # the lines after its last boot)
+    'xid_source': 'journal',
+    'xid_drain': list(XID_DRAIN),
+    # null: the GPU models' minimum (_healthcheck_fleet.DRIVER_MIN)
+    'driver_min': None,
+    # GPU index -> NVLinks that must be active; null: not checked (the role records the node's)
+    'nvlinks_active': None,
+    'nvlink_error_max': {'recovery': 0},
+    'throttle_reasons': list(THROTTLE_DRAIN),
+    'temperature_margin': 0,
+    'ib_sysfs_root': '/sys/class/infiniband',
+    # InfiniBand ports the node must have and the rate each must run at; null: not checked
+    'ib_ports': None,
+    'ib_rate_gbps': None,
+    'ib_counter_max': {'link_downed': 10},
     # the munge key must be private to the munge user; '' does not check it
     'munge_key_path': MUNGE_KEY_PATH,
     'munge_user': MUNGE_USER,
@@ -126,7 +163,7 @@ def load_config(data):
     if ecc is not None and (isinstance(ecc, bool) or not isinstance(ecc, int) or ecc < 0):
         raise ValueError('ecc_uncorrected_max %r must be a whole number (0 or more), or null not to check ECC' % (ecc,))
     if not isinstance(config['reason_prefix'], str) or not _PREFIX.match(config['reason_prefix']):
-        raise ValueError('reason_prefix %r must be a word such as "healthcheck" (letters, digits, "-", "_")' % (config['reason_prefix'],))
+        raise ValueError('reason_prefix %r must be a word such as "gpuhc" (letters, digits, "-", "_")' % (config['reason_prefix'],))
     for key in ('check_device_files', 'auto_resume'):
         if not isinstance(config[key], bool):
             raise ValueError('%s %r must be true or false' % (key, config[key]))
@@ -141,7 +178,71 @@ def load_config(data):
                          % (key_path,))
     if not isinstance(config['munge_user'], str) or not _USER.match(config['munge_user']):
         raise ValueError('munge_user %r must be a user name such as "munge"' % (config['munge_user'],))
+    _load_fleet_config(config)
     return config
+
+
+def _whole(value, name, what, none_ok=True, minimum=0):
+    if value is None and none_ok:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError('%s %r must be %s' % (name, value, what))
+
+
+def _limits(config, key, valid):
+    value = config[key]
+    if not isinstance(value, dict):
+        raise ValueError('%s %r must be a mapping of counter name to the most allowed, e.g. {"%s": 0}' % (key, value, valid[0]))
+    for name, limit in value.items():
+        if name not in valid:
+            raise ValueError('%s has %r, which is not a counter; valid: %s' % (key, name, ', '.join(valid)))
+        _whole(limit, '%s["%s"]' % (key, name), 'a whole number (0 or more), or null not to check it')
+
+
+def _load_fleet_config(config):
+    """Validates the tiers' and fleet checks' settings of ``config`` (in place)."""
+    _whole(config['resume_after_passes'], 'resume_after_passes', 'a whole number of passing runs (1 or more)', False, 1)
+    for key in ('prolog_budget', 'periodic_budget'):
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+            raise ValueError('%s %r must be a number of seconds above 0' % (key, value))
+    for key in ('state_file', 'events_file', 'ib_sysfs_root'):
+        if not isinstance(config[key], str):
+            raise ValueError('%s %r must be a string (a path; "" for none)' % (key, config[key]))
+    disabled = config['disabled_checks']
+    if not isinstance(disabled, list) or any(c not in CHECKS for c in disabled):
+        raise ValueError('disabled_checks %r must be a list of check names; valid: %s' % (disabled, ', '.join(CHECKS)))
+    source = config['xid_source']
+    if not isinstance(source, str) or not (source in ('journal', 'dmesg') or source.startswith('/')):
+        raise ValueError('xid_source %r must be "journal", "dmesg" or the absolute path of a kernel log such as /var/log/kern.log'
+                         % (source,))
+    codes = config['xid_drain']
+    if not isinstance(codes, list) or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in codes):
+        raise ValueError('xid_drain %r must be a list of Xid numbers such as [48, 79, 95]' % (codes,))
+    if config['driver_min'] is not None:
+        fleet.version_key(config['driver_min'])
+    active = config['nvlinks_active']
+    if active is not None:
+        if not isinstance(active, dict):
+            raise ValueError('nvlinks_active %r must be a mapping of GPU index to the number of active NVLinks, e.g. {"0": 18}' % (active,))
+        parsed = {}
+        for key, count in active.items():
+            if not re.match(r'^\d+$', str(key)):
+                raise ValueError('nvlinks_active key %r is not a GPU index (0, 1, ...)' % (key,))
+            _whole(count, 'nvlinks_active["%s"]' % key, 'a whole number of links (0 or more)', False)
+            parsed[int(key)] = count
+        config['nvlinks_active'] = parsed
+    _limits(config, 'nvlink_error_max', fleet.NVLINK_COUNTERS)
+    _limits(config, 'ib_counter_max', fleet.IB_COUNTERS)
+    names = [n for n, _bit in fleet.CLOCK_REASONS]
+    reasons = config['throttle_reasons']
+    if not isinstance(reasons, list) or any(r not in names for r in reasons):
+        raise ValueError('throttle_reasons %r must be a list of clock event reasons; valid: %s' % (reasons, ', '.join(names)))
+    _whole(config['temperature_margin'], 'temperature_margin', 'a whole number of degrees C (0 or more), or null not to check temperature')
+    _whole(config['ib_ports'], 'ib_ports', 'a whole number of InfiniBand ports (0 or more), or null not to check them')
+    rate = config['ib_rate_gbps']
+    if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate <= 0):
+        raise ValueError('ib_rate_gbps %r must be the rate in Gb/sec each InfiniBand port must run at (e.g. 400), or null' % (rate,))
 
 
 # ------------------------------------------------------------------ checks
@@ -233,15 +334,49 @@ def munge_key_failures(config, munge_key):
     return [Failure('munge-key', None, text) for text in munge_key_problems(munge_key)]
 
 
-def find_failures(config, observed, present_files=None, minors_text=None):
-    """Every failed check, in the order of :data:`CHECKS`.
+def find_failures(config, observed, present_files=None, minors_text=None, tier='periodic'):
+    """Every failed check of ``tier`` (see :data:`TIER_CHECKS`), in the order of :data:`CHECKS`.
 
-    ``observed``: ``{'nvml_error': text or None, 'gpus': [{index, name, pci_bus_id, minor,
-    error, mig_current, mig_pending, mig_devices: [{profile, gi, ci}], ecc_uncorrected,
-    retired_pages_pending, remap_pending, remap_failure}], 'munge_key': _munge_key.observe() result}``;
+    ``observed``: ``{'nvml_error': text or None, 'driver_version': text, 'gpus': [{index, name, pci_bus_id, minor,
+    error, mig_current, mig_pending, mig_devices: [{profile, gi, ci}], ecc_uncorrected, retired_pages_pending,
+    remap_pending, remap_failure, fleet: _nvml.Client.fleet_health()}], 'xids': _healthcheck_fleet.parse_xids(),
+    'xid_error': text, 'ib_ports': [_healthcheck_fleet.ib_port()], 'ib_error': text (a source that could not be read
+    is not a failure of the node: see :func:`warnings`),
+    'munge_key': _munge_key.observe() result, 'skipped': [checks not run for the time budget]}``;
     ``present_files``: the set of device paths that exist (see :func:`required_files`).
     """
-    return _gpu_failures(config, observed, present_files, minors_text) + munge_key_failures(config, observed.get('munge_key'))
+    if tier not in TIERS:
+        raise ValueError('tier %r is not one of %s' % (tier, ', '.join(TIERS)))
+    failures = (_gpu_failures(config, observed, present_files, minors_text) + _fleet_failures(config, observed)
+                + munge_key_failures(config, observed.get('munge_key')))
+    wanted = set(TIER_CHECKS[tier]) - set(config.get('disabled_checks') or ()) - set(observed.get('skipped') or ())
+    return sorted([f for f in failures if f.check in wanted], key=lambda f: CHECKS.index(f.check))
+
+
+def warnings(observed):
+    """What could not be read (the kernel log, the InfiniBand tree): the program prints it; the node is not drained for it."""
+    out = []
+    if observed.get('xid_error'):
+        out.append('cannot read the kernel log for Xids: %s' % observed['xid_error'])
+    if observed.get('ib_error'):
+        out.append('cannot read the InfiniBand ports: %s' % observed['ib_error'])
+    return out
+
+
+def _fleet_failures(config, observed):
+    gpus = sorted(observed.get('gpus') or [], key=lambda g: g['index'])
+    found = fleet.xid_failures(observed.get('xids') or [], gpus, config['xid_drain'])
+    if not observed.get('nvml_error'):
+        found += fleet.driver_failures(observed.get('driver_version'), [g.get('name') for g in gpus if not g.get('error')],
+                                       config['driver_min'])
+        found += fleet.persistence_failures(gpus)
+        found += fleet.fabric_failures(gpus, observed.get('driver_version'))
+        found += fleet.nvlink_failures(gpus, config['nvlinks_active'], config['nvlink_error_max'])
+        found += fleet.pcie_failures(gpus)
+        found += fleet.thermal_failures(gpus, config['throttle_reasons'], config['temperature_margin'])
+    if 'ib_ports' in observed and not observed.get('ib_error'):
+        found += fleet.ib_failures(observed['ib_ports'], config['ib_ports'], config['ib_rate_gbps'], config['ib_counter_max'])
+    return [Failure(check, gpu, detail) for check, gpu, detail in found]
 
 
 def _gpu_failures(config, observed, present_files, minors_text):
@@ -280,7 +415,8 @@ def _gpu_failures(config, observed, present_files, minors_text):
 
 
 def baseline(observed):
-    """Expectations from what a node has now: ``{'gpu_count', 'gpu_models', 'mig_layout'}``.
+    """Expectations from what a node has now: ``{'gpu_count', 'gpu_models', 'mig_layout', 'nvlinks_active'}``
+    and, where the InfiniBand tree was read, ``ib_ports`` and ``ib_rate_gbps``.
 
     What the role records when the inventory leaves an expectation unset.
     A node NVML cannot read, or with a GPU in error, has no baseline.
@@ -291,27 +427,45 @@ def baseline(observed):
     broken = [g for g in gpus if g.get('error')]
     if broken:
         raise ValueError('cannot record the GPUs of this node: %s: %s' % (_label(broken[0]), broken[0]['error']))
-    return {
+    recorded = {
         'gpu_count': len(gpus),
         'gpu_models': sorted(set(g['name'] for g in gpus)),
         'mig_layout': dict((str(g['index']), sorted(d['profile'] for d in g.get('mig_devices') or []))
                            for g in gpus if g.get('mig_current')),
     }
+    if any('fleet' in g for g in gpus):
+        recorded['nvlinks_active'] = dict((str(g['index']), len([l for l in g['fleet'].get('nvlinks') or [] if l['active']]))
+                                          for g in gpus if (g.get('fleet') or {}).get('nvlinks'))
+    if 'ib_ports' in observed and not observed.get('ib_error'):
+        recorded['ib_ports'], recorded['ib_rate_gbps'] = fleet.ib_baseline(observed['ib_ports'])
+    return recorded
 
 
 # ------------------------------------------------------------------ Slurm side
 
-def reason_text(prefix, failures, limit=MAX_REASON):
-    """``"<prefix>: <check>: <detail>"`` of the first failure, ``(+N more)`` when there are others."""
+def reason_text(prefix, failures, tier='periodic', limit=MAX_REASON):
+    """``"<prefix>:<tier>:<check>: <detail>"`` of the first failure, ``(+N more)`` when there are others."""
     if not failures:
         raise ValueError('a drain reason needs at least one failure')
     more = len(failures) - 1
     suffix = ' (+%d more)' % more if more else ''
-    text = '%s: %s' % (prefix, failures[0].text())
+    text = '%s:%s:%s' % (prefix, tier, failures[0].text())
     text = text.replace('\n', ' ').replace('"', "'")
     if len(text) + len(suffix) > limit:
         text = text[:limit - len(suffix) - 3] + '...'
     return text + suffix
+
+
+_TAG = re.compile(r'^([A-Za-z][A-Za-z0-9_-]*):\s?(?:(prolog|periodic|deep):)?([a-z-]+): ')
+
+
+def parse_tag(reason, prefix=DEFAULTS['reason_prefix']):
+    """``{'tier', 'check'}`` of a drain reason this check wrote (``gpuhc:periodic:xid: ...``, or the earlier
+    ``healthcheck: ecc: ...``, tier ``periodic``), else None."""
+    match = _TAG.match(reason or '')
+    if not match or match.group(1) not in (prefix,) + LEGACY_PREFIXES:
+        return None
+    return {'tier': match.group(2) or 'periodic', 'check': match.group(3)}
 
 
 _REASON = re.compile(r'\sReason=(.*?)(?:\s\[([^\]@\s]+)@([^\]]+)\])?\s*$')
@@ -348,16 +502,19 @@ def drained(node):
 
 
 def is_ours(node, prefix):
-    return node['reason'].startswith(prefix + ':')
+    """Whether the node's drain reason is a tag of this check (see :func:`parse_tag`)."""
+    return parse_tag(node['reason'], prefix) is not None
 
 
 class Decision(object):
-    """``action`` is ``drain``, ``resume`` or ``none``; ``reason`` the drain reason; ``message`` says why."""
+    """``action`` is ``drain``, ``resume`` or ``none``; ``reason`` the drain reason; ``message`` says why;
+    ``passes`` the consecutive passing runs to remember for the next run."""
 
-    def __init__(self, action, message, reason=None):
+    def __init__(self, action, message, reason=None, passes=0):
         self.action = action
         self.message = message
         self.reason = reason
+        self.passes = passes
 
     def argv(self, scontrol, node_name):
         """The scontrol command that carries it out (``None`` for ``none``)."""
@@ -368,17 +525,20 @@ class Decision(object):
         return None
 
 
-def decide(failures, node, prefix, auto_resume=False, resume=False):
-    """What to do with ``node`` (a :func:`parse_scontrol_node` result) given the ``failures``.
+def decide(failures, node, prefix, auto_resume=True, resume=False, tier='periodic', passes=0, resume_after=2):
+    """What to do with ``node`` (a :func:`parse_scontrol_node` result) given the ``failures`` of ``tier``.
 
-    * failing, not drained: drain with ``<prefix>: <check>: <detail>``;
+    ``passes``: the passing runs in a row before this one (the state file).
+
+    * failing, not drained: drain with ``<prefix>:<tier>:<check>: <detail>``;
     * failing, drained by this check for another reason: drain again (the reason is updated);
     * failing, drained by someone else: leave it, their reason stays;
-    * passing, drained by this check: resume only with ``auto_resume`` or ``resume``;
+    * passing, drained by this check: resume with ``resume`` (asked), or with ``auto_resume`` once this is the
+      ``resume_after``-th passing run in a row; the prolog tier never resumes;
     * passing, drained by someone else: never resume.
     """
     if failures:
-        reason = reason_text(prefix, failures)
+        reason = reason_text(prefix, failures, tier)
         if drained(node):
             if not is_ours(node, prefix):
                 return Decision('none', 'failing (%s); %s is already drained by someone else ("%s"), left as it is'
@@ -387,10 +547,19 @@ def decide(failures, node, prefix, auto_resume=False, resume=False):
                 return Decision('none', 'failing (%s); %s is already drained for it' % (reason, node['name']))
         return Decision('drain', 'failing: draining %s: %s' % (node['name'], reason), reason)
     if drained(node) and is_ours(node, prefix):
-        if auto_resume or resume:
+        count = passes + 1
+        if tier == 'prolog':
+            return Decision('none', 'healthy (prolog tier); %s stays drained ("%s")' % (node['name'], node['reason']), passes=passes)
+        if resume:
             return Decision('resume', 'healthy: resuming %s, drained by this check ("%s")' % (node['name'], node['reason']))
+        if auto_resume and count >= resume_after:
+            return Decision('resume', 'healthy %d runs in a row: resuming %s, drained by this check ("%s")'
+                            % (count, node['name'], node['reason']))
+        if auto_resume:
+            return Decision('none', 'healthy (%d of %d passing runs in a row); %s stays drained ("%s") until run %d'
+                            % (count, resume_after, node['name'], node['reason'], resume_after), passes=count)
         return Decision('none', 'healthy; %s stays drained ("%s") until it is resumed (resume playbook or --resume)'
-                        % (node['name'], node['reason']))
+                        % (node['name'], node['reason']), passes=count)
     if drained(node):
         return Decision('none', 'healthy; %s is drained by someone else ("%s"), not resumed' % (node['name'], node['reason']))
     return Decision('none', 'healthy')

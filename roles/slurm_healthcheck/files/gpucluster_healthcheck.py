@@ -2,34 +2,48 @@
 # Copyright (c) gpucluster.bringup contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""gpucluster-healthcheck: GPU node health check for Slurm's HealthCheckProgram.
+"""gpucluster-healthcheck: tiered GPU node health check for Slurm.
 
 The role installs this file as the program, with a "#!" line naming the
 node's Python 3 (slurm_healthcheck_python) put in front.
 
-Installed by the role gpucluster.bringup.slurm_healthcheck.  slurmd runs it
-every HealthCheckInterval seconds.  It reads the GPUs through the
-collection's NVML client (module_utils/_nvml.py over nvidia-ml-py),
-checks them and their device files against /etc/gpucluster/healthcheck.json,
-checks that the munge key is private to the munge user (mode 0400/0600, in a
-0700 directory, both owned by munge) and, when a check fails, drains the node with the reason
-"healthcheck: <check>: <detail>".  It never resumes a node drained by
-someone else; it resumes its own drain only with --resume (the resume
-playbook) or auto_resume in the configuration.
+Installed by the role gpucluster.bringup.slurm_healthcheck.  Two tiers:
 
-    gpucluster-healthcheck              check; drain on failure
-    gpucluster-healthcheck --dry-run    check and print, change nothing
-    gpucluster-healthcheck --resume     check; resume this check's drain if healthy
-    gpucluster-healthcheck --observe    print what NVML sees as JSON
-    gpucluster-healthcheck --baseline   print the expectations this node meets now as JSON (for the role)
+* periodic (the default): slurmd runs it every HealthCheckInterval seconds.
+  It reads the GPUs through the collection's NVML client (module_utils/_nvml.py
+  over nvidia-ml-py): count, models, lost GPUs, ECC, retired pages and row
+  remapping, MIG layout, driver version, persistence mode, NVLink fabric
+  state, NVLinks and their error counters, PCIe link, clock slowdown reasons
+  and temperature; the Xids since boot in the kernel log; the InfiniBand
+  ports in /sys/class/infiniband; the device files jobs need; the munge key's
+  permissions.  A failure drains the node with the reason
+  "gpuhc:periodic:<check>: <detail>".  A node drained by this check (any tier)
+  is resumed after resume_after_passes passing runs in a row (auto_resume);
+  a node drained by anybody else is never resumed.
+* prolog (--tier prolog, run by the slurm role's prolog hook at every job
+  start, within prolog_budget seconds): GPU count and models, lost GPUs,
+  pending retirement or failed row remapping, fatal Xids since boot.  It never
+  calls scontrol: on a failure it prints "drain-reason: gpuhc:prolog:..." and
+  exits 1; the hook runner drains the node with that reason and Slurm
+  requeues the job.
+
+    gpucluster-healthcheck                  periodic tier; drain on failure, resume after K passes
+    gpucluster-healthcheck --tier prolog    prolog tier (the hook)
+    gpucluster-healthcheck --dry-run        check and print, change nothing
+    gpucluster-healthcheck --resume         check; resume this check's drain now if healthy
+    gpucluster-healthcheck --observe        print what it reads as JSON
+    gpucluster-healthcheck --baseline       print the expectations this node meets now as JSON (for the role)
 
 Exit status: 0 healthy, 1 a check failed, 2 the check could not run (bad
 configuration, pynvml missing, scontrol failing): the node is not drained
 for a problem of the check itself.
-The decisions live in the collection's module_utils slurm/_healthcheck.py (with
-mig/_mig_minors.py, slurm/_munge_key.py and _nvml.py), which the role installs
-in the collection's tree under LIB_DIR (the node_library filter, the way every
-node program gets its module_utils; GPUCLUSTER_HEALTHCHECK_LIB overrides it).
+Every drain and resume goes to syslog (ident gpucluster-healthcheck) and, as
+one JSON line with the failures found, to events_file.
+The decisions live in the collection's module_utils slurm/_healthcheck.py and
+slurm/_healthcheck_fleet.py (with mig/_mig_minors.py, slurm/_munge_key.py and
+_nvml.py), which the role installs in the collection's tree under LIB_DIR (the
+node_library filter, the way every node program gets its module_utils;
+GPUCLUSTER_HEALTHCHECK_LIB overrides it).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -40,6 +54,8 @@ import os
 import socket
 import subprocess
 import sys
+import syslog
+import time
 
 LIB_DIR = os.environ.get('GPUCLUSTER_HEALTHCHECK_LIB', '/usr/local/lib/gpucluster-healthcheck')
 if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
@@ -47,18 +63,25 @@ if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _munge_key  # noqa: E402
 
 DEFAULT_CONFIG = '/etc/gpucluster/healthcheck.json'
+KERNEL_LOG_TAIL = 8 * 1024 * 1024
 
 
-def read_gpu(client, index):
-    """One GPU as the dictionary _healthcheck.find_failures takes; ``error`` set when NVML fails for it."""
+def read_gpu(client, index, tier='periodic'):
+    """One GPU as the dictionary _healthcheck.find_failures takes; ``error`` set when NVML fails for it.
+
+    The prolog tier reads what it checks only: name, bus id and the error counters."""
     gpu = {'index': index}
     try:
         handle = client.handle(index)
         gpu['name'] = nvml.text(client.call('nvmlDeviceGetName', handle))
         gpu['pci_bus_id'] = nvml.text(client.call('nvmlDeviceGetPciInfo', handle).busId)
+        gpu.update(client.health(handle))
+        if tier == 'prolog':
+            return gpu
         gpu['minor'] = int(client.call('nvmlDeviceGetMinorNumber', handle))
         mode = client.mig_mode(handle)
         gpu['mig_current'], gpu['mig_pending'] = (None, None) if mode is None else mode
@@ -70,19 +93,85 @@ def read_gpu(client, index):
                 except ValueError as exc:
                     raise nvml.NvmlError('nvmlDeviceGetName', str(exc), message=str(exc))
                 gpu['mig_devices'].append({'profile': profile, 'gi': device['gi_id'], 'ci': device['ci_id']})
-        gpu.update(client.health(handle))
+        gpu['fleet'] = client.fleet_health(handle)
     except nvml.NvmlError as exc:
         gpu['error'] = str(exc)
     return gpu
 
 
-def observe(pynvml):
-    """What NVML says about the node: ``{'nvml_error': text or None, 'gpus': [...]}``."""
+def observe(pynvml, tier='periodic'):
+    """What NVML says about the node: ``{'nvml_error': text or None, 'driver_version', 'gpus': [...]}``."""
     try:
         with nvml.session(pynvml) as client:
-            return {'nvml_error': None, 'gpus': [read_gpu(client, index) for index in range(client.count())]}
+            driver = None
+            if tier != 'prolog':
+                try:
+                    driver = client.driver_version()
+                except nvml.NvmlError:
+                    driver = None
+            return {'nvml_error': None, 'driver_version': driver,
+                    'gpus': [read_gpu(client, index, tier) for index in range(client.count())]}
     except nvml.NvmlError as exc:
         return {'nvml_error': str(exc), 'gpus': []}
+
+
+def read_kernel_log(source):
+    """``(xids since boot, error text or None)`` from the journal, dmesg or a kernel log file."""
+    if source in ('journal', 'dmesg'):
+        argv = ['journalctl', '-k', '-b', '0', '-q', '--no-pager', '-o', 'cat'] if source == 'journal' else ['dmesg']
+        try:
+            result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                                    timeout=20, check=False, errors='replace')
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return [], '%s: %s' % (' '.join(argv), exc)
+        if result.returncode != 0:
+            return [], '%s failed (rc=%d): %s' % (' '.join(argv), result.returncode, result.stderr.strip()[:200])
+        return fleet.parse_xids(result.stdout, since_last_boot=False), None
+    try:
+        with open(source, 'rb') as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - KERNEL_LOG_TAIL))
+            text = handle.read().decode('utf-8', 'replace')
+    except (IOError, OSError) as exc:
+        return [], 'cannot read %s: %s' % (source, exc)
+    return fleet.parse_xids(text, since_last_boot=True), None
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def read_ib(root):
+    """``(ports, error or None)`` of the InfiniBand sysfs tree at ``root``; no tree: no ports."""
+    if not os.path.isdir(root):
+        return [], None
+    ports = []
+    try:
+        for hca in sorted(os.listdir(root)):
+            ports_dir = os.path.join(root, hca, 'ports')
+            if not os.path.isdir(ports_dir):
+                continue
+            for port in sorted(os.listdir(ports_dir), key=lambda p: int(p) if p.isdigit() else 0):
+                if not port.isdigit():
+                    continue
+                base = os.path.join(ports_dir, port)
+                files = dict((name, _read(os.path.join(base, name))) for name in ('state', 'phys_state', 'rate', 'link_layer'))
+                counters_dir = os.path.join(base, 'counters')
+                files['counters'] = {}
+                if os.path.isdir(counters_dir):
+                    for name in fleet.IB_COUNTERS:
+                        value = _read(os.path.join(counters_dir, name))
+                        if value is not None:
+                            files['counters'][name] = value
+                ports.append(fleet.ib_port(hca, port, files))
+    except (IOError, OSError) as exc:
+        return ports, 'cannot read %s: %s' % (root, exc)
+    return ports, None
 
 
 def _import_pynvml():
@@ -96,19 +185,41 @@ def observe_munge_key(config):
     return _munge_key.observe(config['munge_key_path'], config['munge_user'])
 
 
-def check(config, pynvml):
-    """``(observed, failures)`` for this node."""
-    observed = observe(pynvml)
-    observed['munge_key'] = observe_munge_key(config)
+class Budget(object):
+    """The tier's time budget: a stage starts only while time is left; the stages that did not fit are named."""
+
+    def __init__(self, seconds, start):
+        self.deadline = start + seconds
+        self.skipped = []
+
+    def allows(self, checks):
+        if time.monotonic() < self.deadline:
+            return True
+        self.skipped.extend(checks)
+        return False
+
+
+def check(config, pynvml, tier='periodic', start=None):
+    """``(observed, failures)`` for this node, for ``tier``."""
+    budget = Budget(config['%s_budget' % tier], time.monotonic() if start is None else start)
+    wanted = set(hc.TIER_CHECKS[tier]) - set(config['disabled_checks'])
+    if config['gpu_count'] == 0 and not config['mig_layout']:
+        wanted.discard('xid')  # a node without GPUs has no NVIDIA driver to log Xids
+    if pynvml is None:
+        observed = {'nvml_error': 'no NVML bindings', 'gpus': []}
+    else:
+        observed = observe(pynvml, tier)
+    if 'xid' in wanted and budget.allows(['xid']):
+        observed['xids'], observed['xid_error'] = read_kernel_log(config['xid_source'])
+    if 'ib' in wanted and budget.allows(['ib']):
+        observed['ib_ports'], observed['ib_error'] = read_ib(config['ib_sysfs_root'])
+    if 'munge-key' in wanted and budget.allows(['munge-key']):
+        observed['munge_key'] = observe_munge_key(config)
     minors_text = None
-    if any(g.get('mig_devices') for g in observed['gpus']):
-        try:
-            with open(config['mig_minors_path']) as handle:
-                minors_text = handle.read()
-        except (IOError, OSError):
-            minors_text = None
     present = set()
-    if config['check_device_files']:
+    if 'device-files' in wanted and config['check_device_files'] and budget.allows(['device-files']):
+        if any(g.get('mig_devices') for g in observed['gpus']):
+            minors_text = _read(config['mig_minors_path'])
         try:
             needed = hc.required_files(observed['gpus'], minors_text, config['mig_minors_path'])
         except ValueError:
@@ -117,7 +228,8 @@ def check(config, pynvml):
         for _index, path in needed:
             if os.path.exists(os.path.join(root, path.lstrip('/'))):
                 present.add(path)
-    return observed, hc.find_failures(config, observed, present, minors_text)
+    observed['skipped'] = budget.skipped
+    return observed, hc.find_failures(config, observed, present, minors_text, tier)
 
 
 def _scontrol(config, argv):
@@ -130,26 +242,57 @@ def _scontrol(config, argv):
     return result.stdout
 
 
-def _write_status(config, status):
-    path = config['status_file']
+def _write_json(path, data):
     if not path:
         return
     try:
+        directory = os.path.dirname(path)
+        if directory and not os.path.isdir(directory):
+            os.makedirs(directory, 0o755)
         tmp = path + '.tmp'
         with open(tmp, 'w') as handle:
-            json.dump(status, handle, indent=1, sort_keys=True)
+            json.dump(data, handle, indent=1, sort_keys=True)
         os.rename(tmp, path)
     except (IOError, OSError):
         pass
 
 
+def _read_passes(config):
+    text = _read(config['state_file']) if config['state_file'] else None
+    try:
+        passes = json.loads(text).get('passes', 0) if text else 0
+    except (ValueError, AttributeError):
+        return 0
+    return passes if isinstance(passes, int) and not isinstance(passes, bool) and passes >= 0 else 0
+
+
+def log_event(config, node, tier, action, message, failures, reason=None):
+    """One syslog line and one JSON line in events_file per drain, requested drain or resume, with the evidence."""
+    syslog.openlog('gpucluster-healthcheck', syslog.LOG_PID, syslog.LOG_DAEMON)
+    syslog.syslog(syslog.LOG_WARNING, '%s %s (%s tier): %s' % (action, node, tier, message))
+    for failure in failures:
+        syslog.syslog(syslog.LOG_WARNING, 'evidence %s: %s' % (node, failure.text()))
+    if not config['events_file']:
+        return
+    event = {'time': time.strftime('%Y-%m-%dT%H:%M:%S%z'), 'node': node, 'tier': tier, 'action': action, 'reason': reason,
+             'message': message, 'failures': [f.as_dict() for f in failures]}
+    try:
+        with open(config['events_file'], 'a') as handle:
+            handle.write(json.dumps(event, sort_keys=True) + '\n')
+    except (IOError, OSError):
+        pass
+
+
 def main(argv=None, pynvml=None):
-    parser = argparse.ArgumentParser(prog='gpucluster-healthcheck', description='GPU node health check for Slurm.')
+    start = time.monotonic()
+    parser = argparse.ArgumentParser(prog='gpucluster-healthcheck', description='Tiered GPU node health check for Slurm.')
     parser.add_argument('--config', default=DEFAULT_CONFIG, help='expectations (JSON), default %(default)s')
     parser.add_argument('--node', help='Slurm node name (default: node_name of the configuration, else the short host name)')
+    parser.add_argument('--tier', choices=hc.TIERS, default='periodic', help='which checks to run (default %(default)s)')
+    parser.add_argument('--ib-sysfs-root', default='/sys/class/infiniband', help='InfiniBand sysfs tree for --observe/--baseline')
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument('--dry-run', action='store_true', help='check and print; never run scontrol update')
-    mode.add_argument('--resume', action='store_true', help="resume the node if healthy and drained by this check")
+    mode.add_argument('--resume', action='store_true', help="resume the node now if healthy and drained by this check")
     mode.add_argument('--observe', action='store_true', help='print what NVML sees as JSON and exit')
     mode.add_argument('--baseline', action='store_true', help='print the expectations this node meets now as JSON and exit')
     args = parser.parse_args(argv)
@@ -162,6 +305,7 @@ def main(argv=None, pynvml=None):
             print('gpucluster-healthcheck: %s' % missing, file=sys.stderr)
             return 2
         observed = observe(pynvml)
+        observed['ib_ports'], observed['ib_error'] = read_ib(args.ib_sysfs_root)
         if args.observe:
             print(json.dumps(observed, indent=1, sort_keys=True))
             return 0 if not observed['nvml_error'] else 1
@@ -179,38 +323,57 @@ def main(argv=None, pynvml=None):
         print('gpucluster-healthcheck: cannot use the configuration %s: %s' % (args.config, exc), file=sys.stderr)
         return 2
 
+    if pynvml is None and (config['gpu_count'] != 0 or config['mig_layout']):
+        print('gpucluster-healthcheck: %s' % missing, file=sys.stderr)
+        return 2
+    # a node that is to have no GPUs needs no NVML bindings
+    observed, failures = check(config, pynvml, args.tier, start)
     if pynvml is None:
-        if config['gpu_count'] != 0 or config['mig_layout']:
-            print('gpucluster-healthcheck: %s' % missing, file=sys.stderr)
-            return 2
-        # a node that is to have no GPUs needs no NVML bindings
-        observed = {'nvml_error': missing, 'gpus': [], 'munge_key': observe_munge_key(config)}
-        failures = hc.find_failures(config, observed)
-    else:
-        observed, failures = check(config, pynvml)
+        observed['nvml_error'] = missing
+    tier = args.tier
+    node_name = args.node or config['node_name'] or socket.gethostname().split('.')[0]
     for failure in failures:
         print('FAIL %s' % failure.text())
-    status = {'failures': [f.as_dict() for f in failures], 'gpus': len(observed['gpus']), 'action': 'none'}
+    for warning in hc.warnings(observed):
+        print('WARN %s' % warning)
+    if observed['skipped']:
+        print('gpucluster-healthcheck: the %s tier ran out of its %gs budget; not checked: %s'
+              % (tier, config['%s_budget' % tier], ', '.join(observed['skipped'])))
+    status = {'tier': tier, 'failures': [f.as_dict() for f in failures], 'gpus': len(observed['gpus']), 'action': 'none',
+              'warnings': hc.warnings(observed),
+              'skipped': observed['skipped'], 'seconds': round(time.monotonic() - start, 3)}
     if args.dry_run:
         print('gpucluster-healthcheck: %s (dry run)' % ('failing' if failures else 'healthy'))
         return 1 if failures else 0
+    if tier == 'prolog':
+        # the hook runner drains with this reason and Slurm requeues the job; nothing here calls slurmctld
+        if not failures:
+            print('gpucluster-healthcheck: healthy (prolog tier, %.2fs)' % (time.monotonic() - start))
+            return 0
+        reason = hc.reason_text(config['reason_prefix'], failures, tier)
+        log_event(config, node_name, tier, 'drain requested', reason, failures, reason)
+        print('drain-reason: %s' % reason)
+        return 1
 
-    node_name = args.node or config['node_name'] or socket.gethostname().split('.')[0]
     try:
         node = hc.parse_scontrol_node(_scontrol(config, [config['scontrol'], '-o', 'show', 'node', node_name]))
-        decision = hc.decide(failures, node, config['reason_prefix'], config['auto_resume'], args.resume)
+        decision = hc.decide(failures, node, config['reason_prefix'], config['auto_resume'], args.resume, tier,
+                             _read_passes(config), config['resume_after_passes'])
         command = decision.argv(config['scontrol'], node_name)
         if command:
             _scontrol(config, command)
     except (RuntimeError, ValueError) as exc:
         print('gpucluster-healthcheck: %s' % exc, file=sys.stderr)
         status['error'] = str(exc)
-        _write_status(config, status)
+        _write_json(config['status_file'], status)
         return 2
+    if decision.action != 'none':
+        log_event(config, node_name, tier, decision.action, decision.message, failures, decision.reason or node['reason'])
+    _write_json(config['state_file'], {'passes': decision.passes, 'node': node_name})
     print('gpucluster-healthcheck: %s' % decision.message)
     status['action'] = decision.action
     status['message'] = decision.message
-    _write_status(config, status)
+    _write_json(config['status_file'], status)
     return 1 if failures else 0
 
 

@@ -11,11 +11,16 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 import signal
 import uuid
 
-from hookenv import install, run_runner
+import sys
+
+from hookenv import FILES as SLURM_FILES, install, run_runner
+
+from ansible_collections.gpucluster.bringup.tests.unit.nodelib import install_library
 
 DRAIN = 'scontrol update NodeName=gpu-01 State=DRAIN Reason=%s'
 
@@ -119,3 +124,58 @@ def test_failed_gpu_cleanup_drains_the_node_naming_the_hook(runner):
     assert rc == 1
     assert 'epilog hook 40-all-gpu-cleanup output: nvidia-smi failed: Unable to determine the device handle for GPU: GPU is lost' in err
     assert runner.calls() == [DRAIN % 'epilog hook 40-all-gpu-cleanup failed (exit 1)']
+
+
+def install_healthcheck(node, **settings):
+    """gpucluster-healthcheck laid out as the slurm_healthcheck role installs it (its library, its configuration),
+    with the real nvidia-ml-py over the simulated libnvidia-ml.so.1; the hook finds it through
+    GPUCLUSTER_HEALTHCHECK_PROGRAM."""
+    lib = node.tmp / 'hc-lib'
+    install_library(lib, ['slurm/_healthcheck.py', 'slurm/_healthcheck_fleet.py', 'slurm/_munge_key.py', 'mig/_mig_minors.py',
+                          '_nvml.py'])
+    source = (SLURM_FILES.parent.parent / 'slurm_healthcheck' / 'files' / 'gpucluster_healthcheck.py').read_text()
+    program = node.tmp / 'gpucluster-healthcheck'
+    program.write_text('#!%s\n%s' % (sys.executable, source))
+    program.chmod(0o755)
+    root = node.env['NVMLSIM_ROOT']
+    config = {'node_name': 'gpu-01', 'dev_root': root, 'munge_key_path': '', 'status_file': str(node.tmp / 'hc-status.json'),
+              'state_file': str(node.tmp / 'hc-state.json'), 'events_file': str(node.tmp / 'hc-events.jsonl'),
+              'xid_source': os.path.join(root, 'var', 'log', 'kern.log'), 'gpu_count': 8, 'gpu_models': ['H100']}
+    config.update(settings)
+    (node.tmp / 'healthcheck.json').write_text(json.dumps(config))
+    wrapper = node.bin / 'gpucluster-healthcheck'
+    wrapper.write_text('#!/bin/sh\nexec %s --config %s "$@"\n' % (program, node.tmp / 'healthcheck.json'))
+    wrapper.chmod(0o755)
+    node.env.update({'GPUCLUSTER_HEALTHCHECK_PROGRAM': str(wrapper), 'GPUCLUSTER_HEALTHCHECK_LIB': str(lib),
+                     'PYTHONPATH': os.environ['GPUCLUSTER_TEST_PYNVML_DIR'], 'LD_LIBRARY_PATH': os.environ['LD_LIBRARY_PATH'],
+                     'NVMLSIM_PYTHONPATH': os.environ['NVMLSIM_PYTHONPATH'], 'NVMLSIM_PYTHON': os.environ['NVMLSIM_PYTHON']})
+
+
+def test_the_prolog_tier_drains_with_its_tag(runner):
+    """With the health check installed the hook is its prolog tier: the runner drains with the tier's tag."""
+    runner.create()
+    install_healthcheck(runner)
+    install(runner, 'prolog', '10-all-gpu-healthcheck')
+    rc, err = run_runner(runner, 'prolog')
+    assert rc == 0, err
+    assert runner.calls() == []  # the prolog tier asks slurmctld nothing on a healthy node
+    runner.nvmlsim('ecc', '--gpu', '2', '--remap-failure', 'yes')
+    rc, err = run_runner(runner, 'prolog')
+    assert rc == 1
+    reason = 'gpuhc:prolog:gpu-error: GPU 2 (00000000:52:00.0) has a failed memory row remapping'
+    assert runner.calls() == [DRAIN % reason], err
+    assert 'drained gpu-01: %s' % reason in err
+    with open(str(runner.tmp / 'hc-events.jsonl')) as handle:
+        event = json.loads(handle.readline())
+    assert (event['action'], event['tier'], event['reason']) == ('drain requested', 'prolog', reason)
+
+
+def test_a_hook_timeout_is_named_even_when_the_hook_asked_for_a_reason(runner):
+    install(runner, 'prolog', '10-all-gpu-healthcheck')
+    hook = runner.tmp / 'prolog.d' / '05-all-slow'
+    hook.write_text('#!/bin/sh\n# timeout: 1\necho "drain-reason: gpuhc:prolog:xid: not this"\nsleep 5\n')
+    hook.chmod(0o755)
+    runner.create()
+    rc, err = run_runner(runner, 'prolog')
+    assert rc == 1
+    assert runner.calls() == [DRAIN % 'prolog hook 05-all-slow timed out after 1s']

@@ -49,7 +49,7 @@ def texts(failures):
 
 def test_load_config_fills_defaults():
     config = hc.load_config({})
-    assert config['gpu_count'] is None and config['mig_layout'] is None and config['reason_prefix'] == 'healthcheck'
+    assert config['gpu_count'] is None and config['mig_layout'] is None and config['reason_prefix'] == 'gpuhc'
     assert CONFIG['mig_layout'] == {1: ['1g.10gb', '1g.10gb']}
 
 
@@ -65,7 +65,7 @@ def test_load_config_fills_defaults():
     ({'mig_layout': {'0': '1g.10gb'}}, r"mig_layout\[\"0\"\] = '1g.10gb' must be a list of MIG profiles"),
     ({'mig_layout': {'0': ['1g.10GB']}}, r"mig_layout\[\"0\"\] has '1g.10GB', which is not a MIG profile name such as \"1g.10gb\""),
     ({'ecc_uncorrected_max': -2}, r'ecc_uncorrected_max -2 must be a whole number \(0 or more\), or null not to check ECC'),
-    ({'reason_prefix': 'health check'}, r"reason_prefix 'health check' must be a word such as \"healthcheck\""),
+    ({'reason_prefix': 'health check'}, r"reason_prefix 'health check' must be a word such as \"gpuhc\""),
     ({'auto_resume': 'yes'}, r"auto_resume 'yes' must be true or false"),
     ({'scontrol': None}, r'scontrol None must be a string'),
 ])
@@ -187,59 +187,99 @@ def node(state='IDLE', flags=(), reason=''):
 
 
 MISSING = [hc.Failure('device-files', 3, 'GPU 3 (00000000:61:00.0) /dev/nvidia3 missing')]
-OURS = 'healthcheck: device-files: GPU 3 (00000000:61:00.0) /dev/nvidia3 missing'
+OURS = 'gpuhc:periodic:device-files: GPU 3 (00000000:61:00.0) /dev/nvidia3 missing'
+# the tag of earlier releases is ours too
+LEGACY = 'healthcheck: device-files: GPU 3 (00000000:61:00.0) /dev/nvidia3 missing'
+PROLOG = 'gpuhc:prolog:xid: GPU 0 (00000000:1B:00.0) had Xid 79 since boot'
 
 
-@pytest.mark.parametrize('failures,current,auto,resume,action,message', [
-    (MISSING, node(), False, False, 'drain', 'failing: draining gpu-01: ' + OURS),
-    (MISSING, node('MIXED'), False, False, 'drain', 'failing: draining gpu-01: ' + OURS),
-    (MISSING, node('DOWN', ['NOT_RESPONDING']), False, False, 'drain', 'failing: draining gpu-01: ' + OURS),
-    (MISSING, node('IDLE', ['DRAIN'], OURS), False, False, 'none', 'failing (%s); gpu-01 is already drained for it' % OURS),
-    (MISSING, node('IDLE', ['DRAIN'], 'healthcheck: gpu-count: NVML sees 7 GPUs, expected 8'), False, False, 'drain',
-     'failing: draining gpu-01: ' + OURS),
-    (MISSING, node('IDLE', ['DRAIN'], 'bad fan, ticket 123'), False, False, 'none',
-     'failing (%s); gpu-01 is already drained by someone else ("bad fan, ticket 123"), left as it is' % OURS),
-    (MISSING, node('ALLOCATED', ['DRAIN'], 'maintenance'), True, True, 'none',
-     'failing (%s); gpu-01 is already drained by someone else ("maintenance"), left as it is' % OURS),
-    ([], node(), True, True, 'none', 'healthy'),
-    ([], node('IDLE', ['DRAIN'], OURS), False, False, 'none',
-     'healthy; gpu-01 stays drained ("%s") until it is resumed (resume playbook or --resume)' % OURS),
-    ([], node('IDLE', ['DRAIN'], OURS), True, False, 'resume', 'healthy: resuming gpu-01, drained by this check ("%s")' % OURS),
-    ([], node('IDLE', ['DRAIN'], OURS), False, True, 'resume', 'healthy: resuming gpu-01, drained by this check ("%s")' % OURS),
-    ([], node('DRAINED', [], OURS), False, True, 'resume', 'healthy: resuming gpu-01, drained by this check ("%s")' % OURS),
-    ([], node('IDLE', ['DRAIN'], 'bad fan, ticket 123'), True, True, 'none',
-     'healthy; gpu-01 is drained by someone else ("bad fan, ticket 123"), not resumed'),
-    ([], node('IDLE', ['DRAIN'], 'healthcheckers meeting'), True, True, 'none',
-     'healthy; gpu-01 is drained by someone else ("healthcheckers meeting"), not resumed'),
+@pytest.mark.parametrize('failures,current,auto,resume,passes,action,message,after', [
+    (MISSING, node(), False, False, 0, 'drain', 'failing: draining gpu-01: ' + OURS, 0),
+    (MISSING, node('MIXED'), False, False, 0, 'drain', 'failing: draining gpu-01: ' + OURS, 0),
+    (MISSING, node('DOWN', ['NOT_RESPONDING']), False, False, 0, 'drain', 'failing: draining gpu-01: ' + OURS, 0),
+    (MISSING, node('IDLE', ['DRAIN'], OURS), True, False, 1, 'none', 'failing (%s); gpu-01 is already drained for it' % OURS, 0),
+    (MISSING, node('IDLE', ['DRAIN'], 'gpuhc:periodic:gpu-count: NVML sees 7 GPUs, expected 8'), False, False, 0, 'drain',
+     'failing: draining gpu-01: ' + OURS, 0),
+    (MISSING, node('IDLE', ['DRAIN'], LEGACY), False, False, 0, 'drain', 'failing: draining gpu-01: ' + OURS, 0),
+    (MISSING, node('IDLE', ['DRAIN'], 'bad fan, ticket 123'), False, False, 0, 'none',
+     'failing (%s); gpu-01 is already drained by someone else ("bad fan, ticket 123"), left as it is' % OURS, 0),
+    (MISSING, node('ALLOCATED', ['DRAIN'], 'maintenance'), True, True, 0, 'none',
+     'failing (%s); gpu-01 is already drained by someone else ("maintenance"), left as it is' % OURS, 0),
+    ([], node(), True, True, 0, 'none', 'healthy', 0),
+    ([], node('IDLE', ['DRAIN'], OURS), False, False, 0, 'none',
+     'healthy; gpu-01 stays drained ("%s") until it is resumed (resume playbook or --resume)' % OURS, 1),
+    # K = 2 passes in a row: the first pass counts, the second resumes
+    ([], node('IDLE', ['DRAIN'], OURS), True, False, 0, 'none',
+     'healthy (1 of 2 passing runs in a row); gpu-01 stays drained ("%s") until run 2' % OURS, 1),
+    ([], node('IDLE', ['DRAIN'], OURS), True, False, 1, 'resume',
+     'healthy 2 runs in a row: resuming gpu-01, drained by this check ("%s")' % OURS, 0),
+    ([], node('IDLE', ['DRAIN'], PROLOG), True, False, 1, 'resume',
+     'healthy 2 runs in a row: resuming gpu-01, drained by this check ("%s")' % PROLOG, 0),
+    ([], node('IDLE', ['DRAIN'], LEGACY), True, False, 1, 'resume',
+     'healthy 2 runs in a row: resuming gpu-01, drained by this check ("%s")' % LEGACY, 0),
+    ([], node('IDLE', ['DRAIN'], OURS), False, True, 0, 'resume', 'healthy: resuming gpu-01, drained by this check ("%s")' % OURS, 0),
+    ([], node('DRAINED', [], OURS), False, True, 0, 'resume', 'healthy: resuming gpu-01, drained by this check ("%s")' % OURS, 0),
+    ([], node('IDLE', ['DRAIN'], 'bad fan, ticket 123'), True, True, 5, 'none',
+     'healthy; gpu-01 is drained by someone else ("bad fan, ticket 123"), not resumed', 0),
+    ([], node('IDLE', ['DRAIN'], 'healthcheckers meeting'), True, True, 5, 'none',
+     'healthy; gpu-01 is drained by someone else ("healthcheckers meeting"), not resumed', 0),
+    ([], node('IDLE', ['DRAIN'], 'gpuhc is the new name: ask bob'), True, True, 5, 'none',
+     'healthy; gpu-01 is drained by someone else ("gpuhc is the new name: ask bob"), not resumed', 0),
 ])
-def test_decide(failures, current, auto, resume, action, message):
-    decision = hc.decide(failures, current, 'healthcheck', auto, resume)
-    assert (decision.action, decision.message) == (action, message)
+def test_decide(failures, current, auto, resume, passes, action, message, after):
+    decision = hc.decide(failures, current, 'gpuhc', auto, resume, passes=passes, resume_after=2)
+    assert (decision.action, decision.message, decision.passes) == (action, message, after)
+
+
+@pytest.mark.parametrize('passes,resume_after,action', [(0, 1, 'resume'), (1, 3, 'none'), (2, 3, 'resume'), (7, 3, 'resume')])
+def test_decide_resumes_after_k_passes(passes, resume_after, action):
+    assert hc.decide([], node('IDLE', ['DRAIN'], OURS), 'gpuhc', passes=passes, resume_after=resume_after).action == action
+
+
+def test_the_prolog_tier_drains_but_never_resumes():
+    drain = hc.decide(MISSING, node('MIXED'), 'gpuhc', tier='prolog')
+    assert drain.reason == 'gpuhc:prolog:device-files: GPU 3 (00000000:61:00.0) /dev/nvidia3 missing'
+    stay = hc.decide([], node('MIXED', ['DRAIN'], PROLOG), 'gpuhc', tier='prolog', passes=5)
+    assert (stay.action, stay.passes) == ('none', 5)
+
+
+@pytest.mark.parametrize('reason,expected', [
+    (OURS, {'tier': 'periodic', 'check': 'device-files'}),
+    (PROLOG, {'tier': 'prolog', 'check': 'xid'}),
+    (LEGACY, {'tier': 'periodic', 'check': 'device-files'}),
+    ('gpuhc:deep:nccl: busbw 12 GB/s', {'tier': 'deep', 'check': 'nccl'}),
+    ('bad fan, ticket 123', None),
+    ('validate: nodes/gpu: 7 GPUs', None),
+    ('prolog hook 10-all-gpu-healthcheck failed (exit 1)', None),
+    ('', None),
+])
+def test_parse_tag(reason, expected):
+    assert hc.parse_tag(reason) == expected
 
 
 def test_decision_commands():
-    drain = hc.decide(MISSING, node(), 'healthcheck')
+    drain = hc.decide(MISSING, node(), 'gpuhc')
     assert drain.argv('scontrol', 'gpu-01') == ['scontrol', 'update', 'nodename=gpu-01', 'state=drain', 'reason=' + OURS]
-    resume = hc.decide([], node('IDLE', ['DRAIN'], OURS), 'healthcheck', resume=True)
+    resume = hc.decide([], node('IDLE', ['DRAIN'], OURS), 'gpuhc', resume=True)
     assert resume.argv('/usr/bin/scontrol', 'gpu-01') == ['/usr/bin/scontrol', 'update', 'nodename=gpu-01', 'state=resume']
-    assert hc.decide([], node(), 'healthcheck').argv('scontrol', 'gpu-01') is None
+    assert hc.decide([], node(), 'gpuhc').argv('scontrol', 'gpu-01') is None
 
 
-@pytest.mark.parametrize('failures,limit,expected', [
-    (MISSING, 200, OURS),
-    (MISSING * 3, 200, OURS + ' (+2 more)'),
-    ([hc.Failure('gpu-error', 0, 'GPU 0: "lost"\nreally')], 200, "healthcheck: gpu-error: GPU 0: 'lost' really"),
-    (MISSING * 2, 40, 'healthcheck: device-files: ... (+1 more)'),
+@pytest.mark.parametrize('failures,tier,limit,expected', [
+    (MISSING, 'periodic', 200, OURS),
+    (MISSING * 3, 'periodic', 200, OURS + ' (+2 more)'),
+    ([hc.Failure('gpu-error', 0, 'GPU 0: "lost"\nreally')], 'prolog', 200, "gpuhc:prolog:gpu-error: GPU 0: 'lost' really"),
+    (MISSING * 2, 'periodic', 40, 'gpuhc:periodic:device-files... (+1 more)'),
 ])
-def test_reason_text(failures, limit, expected):
-    text = hc.reason_text('healthcheck', failures, limit)
+def test_reason_text(failures, tier, limit, expected):
+    text = hc.reason_text('gpuhc', failures, tier, limit)
     assert text == expected
     assert len(text) <= limit
 
 
 def test_reason_text_needs_a_failure():
     with pytest.raises(ValueError, match='a drain reason needs at least one failure'):
-        hc.reason_text('healthcheck', [])
+        hc.reason_text('gpuhc', [])
 
 
 # ------------------------------------------------------------------ baseline
@@ -291,9 +331,9 @@ def test_munge_key_comes_after_the_gpu_checks_and_drains_with_its_name():
     observed = dict(HEALTHY, gpus=[gpu(0)], munge_key=munge_seen(key_mode=0o644))
     failures = hc.find_failures(config, observed, ALL_FILES, MINORS)
     assert [f.check for f in failures] == ['gpu-count', 'munge-key']
-    decision = hc.decide(failures[1:], hc.parse_scontrol_node(SCONTROL_IDLE), 'healthcheck')
+    decision = hc.decide(failures[1:], hc.parse_scontrol_node(SCONTROL_IDLE), 'gpuhc')
     assert decision.action == 'drain'
-    assert decision.reason.startswith("healthcheck: munge-key: munge key /etc/munge/munge.key has mode 0644, expected 0400 or 0600")
+    assert decision.reason.startswith("gpuhc:periodic:munge-key: munge key /etc/munge/munge.key has mode 0644, expected 0400 or 0600")
 
 
 def test_an_empty_munge_key_path_does_not_check_it():

@@ -82,6 +82,11 @@ class Node(object):
         self.minors = str(tmp_path / 'mig-minors')
         self.slurm = str(tmp_path / 'slurm-node.json')
         self.config_path = str(tmp_path / 'healthcheck.json')
+        self.state_file = str(tmp_path / 'hc-state.json')
+        self.events_file = str(tmp_path / 'events.jsonl')
+        # where the simulator writes the driver's kernel log lines and the InfiniBand tree
+        self.kern_log = os.path.join(self.root, 'var', 'log', 'kern.log')
+        self.ib_root = os.path.join(self.root, 'var', 'lib', 'nvmlsim', 'sys', 'class', 'infiniband')
         monkeypatch.setenv('SCONTROL_STANDIN_STATE', self.slurm)
         self.scontrol = str(tmp_path / 'scontrol-standin')
         with open(self.scontrol, 'w') as handle:
@@ -99,7 +104,8 @@ class Node(object):
     def configure(self, **config):
         # munge_key_path '': the munge key has its own tests below (test_munge_key_*)
         settings = {'node_name': 'gpu-01', 'dev_root': self.root, 'mig_minors_path': self.minors, 'scontrol': self.scontrol,
-                    'status_file': str(self.tmp / 'status.json'), 'munge_key_path': ''}
+                    'status_file': str(self.tmp / 'status.json'), 'munge_key_path': '', 'state_file': self.state_file,
+                    'events_file': self.events_file, 'xid_source': self.kern_log, 'ib_sysfs_root': self.ib_root}
         settings.update(config)
         with open(self.config_path, 'w') as handle:
             json.dump(settings, handle)
@@ -131,7 +137,7 @@ def node(tmp_path, monkeypatch):
 
 
 H100 = {'gpu_count': 8, 'gpu_models': ['H100'], 'mig_layout': {}}
-MISSING_3 = 'healthcheck: device-files: GPU 3 (00000000:61:00.0) /dev/nvidia3 missing'
+MISSING_3 = 'gpuhc:periodic:device-files: GPU 3 (00000000:61:00.0) /dev/nvidia3 missing'
 
 
 def test_healthy_h100_node_is_left_alone(node, capsys):
@@ -141,7 +147,10 @@ def test_healthy_h100_node_is_left_alone(node, capsys):
     assert out.strip() == 'gpucluster-healthcheck: healthy'
     assert node.updates() == []
     with open(str(node.tmp / 'status.json')) as handle:
-        assert json.load(handle) == {'action': 'none', 'failures': [], 'gpus': 8, 'message': 'healthy'}
+        status = json.load(handle)
+    assert status.pop('seconds') < 30
+    assert status == {'action': 'none', 'failures': [], 'gpus': 8, 'message': 'healthy', 'tier': 'periodic', 'skipped': [],
+                      'warnings': []}
 
 
 def test_a_missing_device_file_drains_naming_the_gpu_and_resume_needs_asking(node, capsys):
@@ -167,11 +176,31 @@ def test_a_missing_device_file_drains_naming_the_gpu_and_resume_needs_asking(nod
     assert 'DRAIN' not in node.slurm_node()['flags']
 
 
-def test_auto_resume_resumes_its_own_drain(node, capsys):
+def test_auto_resume_resumes_its_own_drain_after_two_passes(node, capsys):
     node.create('h100-80gb-x8', auto_resume=True, **H100)
     node.set_slurm('IDLE', ['DRAIN'], MISSING_3)
     rc, out, _err = node.run(capsys)
+    assert rc == 0 and node.updates() == []
+    assert '(1 of 2 passing runs in a row)' in out
+    rc, out, _err = node.run(capsys)
     assert rc == 0
+    assert node.updates() == [['update', 'nodename=gpu-01', 'state=resume']]
+    with open(node.events_file) as handle:
+        events = [json.loads(line) for line in handle]
+    assert [(e['action'], e['reason'], e['tier']) for e in events] == [('resume', MISSING_3, 'periodic')]
+
+
+def test_a_failure_between_passes_starts_the_count_again(node, capsys):
+    node.create('h100-80gb-x8', resume_after_passes=2, **H100)
+    node.set_slurm('IDLE', ['DRAIN'], MISSING_3)
+    assert node.run(capsys)[0] == 0
+    os.remove(os.path.join(node.root, 'dev', 'nvidia3'))
+    assert node.run(capsys)[0] == 1
+    node.sim('boot')
+    rc, out, _err = node.run(capsys)
+    assert (rc, node.updates()) == (0, [])
+    assert '(1 of 2 passing runs in a row)' in out
+    assert node.run(capsys)[0] == 0
     assert node.updates() == [['update', 'nodename=gpu-01', 'state=resume']]
 
 
@@ -219,7 +248,7 @@ def test_nvml_down_is_one_failure(node, capsys):
     rc, out, _err = node.run(capsys)
     assert rc == 1
     reason = node.updates()[0][-1]
-    assert reason.startswith('reason=healthcheck: nvml: NVML does not answer: nvmlInit failed: ')
+    assert reason.startswith('reason=gpuhc:periodic:nvml: NVML does not answer: nvmlInit failed: ')
 
 
 def test_wrong_model_and_count(node, capsys):
@@ -243,7 +272,7 @@ def test_mig_layout_and_capability_devices(node, capsys):
     rc, out, _err = node.run(capsys)
     assert rc == 1
     assert node.updates() == [['update', 'nodename=gpu-01', 'state=drain',
-                               'reason=healthcheck: device-files: GPU 2 (00000000:CA:00.0) /dev/nvidia-caps/nvidia-cap337 missing']]
+                               'reason=gpuhc:periodic:device-files: GPU 2 (00000000:CA:00.0) /dev/nvidia-caps/nvidia-cap337 missing']]
 
 
 def test_mig_layout_differs(node, capsys):
@@ -281,9 +310,10 @@ def test_scontrol_failure_is_reported(node, capsys):
 
 def test_baseline_is_met_by_the_node_it_was_taken_on(node, capsys):
     node.create('seed-003')
-    assert program.main(['--baseline'], pynvml=pynvml) == 0
+    assert program.main(['--baseline', '--ib-sysfs-root', node.ib_root], pynvml=pynvml) == 0
     recorded = json.loads(capsys.readouterr().out)
-    assert recorded == {'gpu_count': 4, 'gpu_models': ['NVIDIA A100 80GB PCIe'], 'mig_layout': SEED_003_MIG}
+    assert recorded == {'gpu_count': 4, 'gpu_models': ['NVIDIA A100 80GB PCIe'], 'mig_layout': SEED_003_MIG, 'nvlinks_active': {},
+                        'ib_ports': 0, 'ib_rate_gbps': None}
     node.configure(**recorded)
     assert node.run(capsys, '--dry-run')[0] == 0
 
@@ -353,7 +383,7 @@ def test_munge_key_permissions_drain_the_node(node, capsys, key_mode, dir_mode, 
     if fails:
         assert rc == 1
         assert node.updates()[0][:3] == ['update', 'nodename=gpu-01', 'state=drain']
-        assert node.slurm_node()['reason'].startswith('healthcheck: munge-key: munge key ')
+        assert node.slurm_node()['reason'].startswith('gpuhc:periodic:munge-key: munge key ')
     else:
         assert rc == 0 and node.updates() == []
 
@@ -383,3 +413,140 @@ def test_missing_munge_key_fails(node, capsys):
     rc, out, _err = node.run(capsys, '--dry-run')
     assert rc == 1
     assert 'FAIL munge-key: munge key %s cannot be read: No such file or directory' % (node.tmp / 'absent' / 'munge.key') in out
+
+
+# ------------------------------------------------------------------ fleet checks and tiers, one fault at a time
+
+HGX = dict(H100, nvlinks_active=dict((str(i), 18) for i in range(8)), ib_ports=8, ib_rate_gbps=400)
+
+
+@pytest.mark.parametrize('fault, clear, tiers, line', [
+    (['xid', '--gpu', '0', '--code', '79'], ['reboot'], ('prolog', 'periodic'),
+     # a lost GPU answers nothing, not even its bus id: the Xid names its PCI address
+     'FAIL xid: the GPU at PCI 0000:1b:00 had Xid 79 since boot (last: 79, GPU has fallen off the bus.); reboot the node (RMA if it recurs)'),
+    (['xid', '--gpu', '3', '--code', '48'], ['reboot'], ('prolog', 'periodic'),
+     'FAIL xid: GPU 3 (00000000:61:00.0) had Xid 48 since boot'),
+    (['ecc', '--gpu', '2', '--remap-failure', 'yes'], ['ecc', '--gpu', '2', '--remap-failure', 'no'], ('prolog', 'periodic'),
+     'FAIL gpu-error: GPU 2 (00000000:52:00.0) has a failed memory row remapping'),
+    (['nvlink', '--gpu', '1', '--link', '3', '--state', 'down'], ['nvlink', '--gpu', '1', '--link', '3', '--state', 'up'], ('periodic',),
+     'FAIL nvlink: GPU 1 (00000000:43:00.0) has 17 of 18 NVLinks active (down: 3)'),
+    (['nvlink', '--gpu', '5', '--link', '0', '--recovery', '2'], ['nvlink', '--gpu', '5', '--link', '0', '--recovery', '0'], ('periodic',),
+     'FAIL nvlink: GPU 5 (00000000:C3:00.0) NVLink 0 has 2 recovery errors (at most 0)'),
+    (['ib', '--hca', 'mlx5_3', '--state', 'down'], ['ib', '--hca', 'mlx5_3', '--restore'], ('periodic',),
+     'FAIL ib: InfiniBand mlx5_3 port 1 is DOWN (physical Polling), expected ACTIVE/LinkUp'),
+    (['ib', '--hca', 'mlx5_5', '--rate', '200'], ['ib', '--hca', 'mlx5_5', '--restore'], ('periodic',),
+     'FAIL ib: InfiniBand mlx5_5 port 1 runs at 200 Gb/sec (2X NDR), expected 400 Gb/sec'),
+    (['fabric-manager', '--state', 'stopped'], ['fabric-manager', '--state', 'running'], ('periodic',),
+     'FAIL fabric: GPU 0 (00000000:1B:00.0) NVLink fabric state NOT_STARTED: nvidia-fabricmanager is not running'),
+    (['persistence', '--gpu', '4', '--mode', 'off'], ['persistence', '--gpu', '4', '--mode', 'on'], ('periodic',),
+     'FAIL persistence: GPU 4 (00000000:9D:00.0) persistence mode is off; run nvidia-persistenced'),
+    (['driver', '--version', '515.65.01'], ['driver', '--version', '570.133.20'], ('periodic',),
+     'FAIL driver: NVIDIA driver 515.65.01 is older than 525.60.13 (the oldest that supports NVIDIA H100 80GB HBM3)'),
+    (['pcie', '--gpu', '6', '--width', '8'], ['pcie', '--gpu', '6', '--restore'], ('periodic',),
+     'FAIL pcie: GPU 6 (00000000:D1:00.0) PCIe link is x8, the GPU and slot do x16'),
+    (['clocks', '--gpu', '7', '--reasons', 'hw_slowdown'], ['clocks', '--gpu', '7', '--reasons', 'gpu_idle'], ('periodic',),
+     'FAIL thermal: GPU 7 (00000000:DF:00.0) clocks are held down by hw_slowdown'),
+])
+def test_each_fault_fails_its_tiers_and_clears(node, capsys, fault, clear, tiers, line):
+    """One fault through the simulator: the tiers that check it name it, the others do not see it; cleared, all pass."""
+    node.create('h100-80gb-x8', **HGX)
+    for tier in ('prolog', 'periodic'):
+        assert node.run(capsys, '--dry-run', '--tier', tier)[0] == 0, tier
+    node.sim(*fault)
+    for tier in ('prolog', 'periodic'):
+        rc, out, _err = node.run(capsys, '--dry-run', '--tier', tier)
+        fails = [l for l in out.splitlines() if l.startswith('FAIL')]
+        if tier in tiers:
+            assert rc == 1 and any(l.startswith(line) for l in fails), (tier, out)
+        else:
+            assert rc == 0 and not fails, (tier, out)
+    node.sim(*clear)
+    for tier in ('prolog', 'periodic'):
+        rc, out, _err = node.run(capsys, '--dry-run', '--tier', tier)
+        assert rc == 0, (tier, out)
+
+
+def test_prolog_tier_asks_the_runner_to_drain_and_the_periodic_tier_brings_the_node_back(node, capsys):
+    node.create('h100-80gb-x8', **HGX)
+    node.sim('xid', '--gpu', '0', '--code', '79')
+    rc, out, _err = node.run(capsys, '--tier', 'prolog')
+    assert rc == 1
+    reason = out.splitlines()[-1][len('drain-reason: '):]
+    assert out.splitlines()[-1].startswith('drain-reason: gpuhc:prolog:gpu-error: GPU 0: nvmlDeviceGetHandleByIndex failed: ')
+    assert reason.endswith(' (+1 more)')
+    assert node.updates() == []  # the prolog tier never calls scontrol: the hook runner drains
+    node.set_slurm('IDLE', ['DRAIN'], reason)  # what the runner did
+    rc, out, _err = node.run(capsys)
+    assert rc == 1 and node.updates()[-1][-1].startswith('reason=gpuhc:periodic:gpu-error: GPU 0: ')
+    node.sim('reboot')
+    assert node.run(capsys)[0] == 0
+    assert node.slurm_node()['flags'] == ['DRAIN']
+    rc, out, _err = node.run(capsys)
+    assert rc == 0 and 'DRAIN' not in node.slurm_node()['flags'], out
+    with open(node.events_file) as handle:
+        events = [json.loads(line) for line in handle]
+    assert [(e['tier'], e['action']) for e in events] == [('prolog', 'drain requested'), ('periodic', 'drain'), ('periodic', 'resume')]
+    assert events[1]['failures'][0]['check'] == 'gpu-error'
+
+
+def test_an_admin_drain_stays_through_faults_and_passes(node, capsys):
+    node.create('h100-80gb-x8', **HGX)
+    node.set_slurm('IDLE', ['DRAIN'], 'bios update, ticket 99', by='alice')
+    node.sim('ib', '--hca', 'mlx5_0', '--state', 'down')
+    assert node.run(capsys)[0] == 1
+    node.sim('ib', '--hca', 'mlx5_0', '--restore')
+    for _run in range(3):
+        assert node.run(capsys)[0] == 0
+    assert node.updates() == []
+    assert node.slurm_node()['reason'] == 'bios update, ticket 99'
+
+
+def test_a_disabled_check_is_not_run(node, capsys):
+    node.create('h100-80gb-x8', disabled_checks=['ib', 'persistence'], **HGX)
+    node.sim('ib', '--hca', 'mlx5_0', '--state', 'down')
+    node.sim('persistence', '--gpu', '0', '--mode', 'off')
+    assert node.run(capsys, '--dry-run')[0] == 0
+
+
+def test_a_tier_out_of_time_skips_what_is_left_and_says_so(node, capsys):
+    node.create('h100-80gb-x8', prolog_budget=0.001, **HGX)
+    node.sim('xid', '--gpu', '0', '--code', '48')
+    rc, out, _err = node.run(capsys, '--tier', 'prolog')
+    assert rc == 0, out
+    assert 'the prolog tier ran out of its 0.001s budget; not checked: xid' in out
+
+
+def test_an_unreadable_kernel_log_is_a_warning_not_a_drain(node, capsys):
+    node.create('h100-80gb-x8', xid_source='/nonexistent/kern.log', **HGX)
+    rc, out, _err = node.run(capsys)
+    assert rc == 0 and node.updates() == []
+    assert 'WARN cannot read the kernel log for Xids: cannot read /nonexistent/kern.log: ' in out
+
+
+def test_baseline_of_an_hgx_node_records_its_nvlinks_and_infiniband(node, capsys):
+    node.create('h100-80gb-x8')
+    assert program.main(['--baseline', '--ib-sysfs-root', node.ib_root], pynvml=pynvml) == 0
+    recorded = json.loads(capsys.readouterr().out)
+    assert recorded['nvlinks_active'] == dict((str(i), 18) for i in range(8))
+    assert (recorded['ib_ports'], recorded['ib_rate_gbps']) == (8, 400.0)
+
+
+def test_fabric_state_is_read_with_nvml_h_layout_not_the_bindings(node, monkeypatch):
+    """Debian's python3-pynvml 12.550.89 declares clusterUuid as 80 bytes: its c_nvmlGpuFabricInfo_t reads state 0 on
+    every GPU (seen on the simulated cluster's trixie nodes). The client uses nvml.h's layout whatever the binding has."""
+    import ctypes
+    from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml
+
+    class Debian12550(ctypes.Structure):
+        _fields_ = [('clusterUuid', ctypes.c_char * 80), ('status', ctypes.c_int), ('cliqueId', ctypes.c_uint32),
+                    ('state', ctypes.c_uint)]
+    node.create('h100-80gb-x8', **H100)
+    monkeypatch.setattr(pynvml, 'c_nvmlGpuFabricInfo_t', Debian12550)
+    with _nvml.session(pynvml) as client:
+        broken = Debian12550()
+        client.call('nvmlDeviceGetGpuFabricInfo', client.handle(0), ctypes.byref(broken))
+        assert broken.state == 0  # what the binding's own structure shows
+        assert client.fabric(client.handle(0)) == {'state': 3, 'status': 0}
+    node.sim('fabric-manager', '--state', 'stopped')
+    with _nvml.session(pynvml) as client:
+        assert client.fabric(client.handle(0)) == {'state': 1, 'status': pynvml.NVML_ERROR_NOT_READY}
