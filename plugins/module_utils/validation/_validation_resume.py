@@ -4,7 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The resume playbook's decisions: why a node is drained or down, and whether to resume it (pure logic).
 
-Causes come from the drain reason Slurm keeps (``scontrol show node``) and, for ``Prolog error`` /
+Causes come from the drain reason Slurm keeps (``scontrol show node``: the GPU health check's tags
+``gpuhc:<tier>:<check>: ...`` name its tier and check) and, for ``Prolog error`` /
 ``Epilog error``, from the log of the prolog/epilog hook runner that the ``slurm`` role installs
 (syslog ident ``slurm-hooks``; lines ``prolog job=12 hook=95-all-x rc=1 duration=0.010s status=failed``,
 ``prolog hook 95-all-x output: ...``, ``drained gpu-01: prolog hook 95-all-x failed (exit 1)``).
@@ -16,6 +17,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import parse_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import node_problem, record, slurm_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     InputError, ModuleFailure, require_choice, require_dict, require_int, require_list, require_str, show)
@@ -89,8 +91,10 @@ def diagnose(node, log_text=None):
                 return {'cause': cause, 'hook': run['hook'], 'detail': '"%s": %s' % (reason, hook_failure_text(run))}
             where = 'the hook runner log has no failed %s hook' % phase if log_text is not None else 'the hook runner log could not be read'
             return {'cause': cause, 'hook': None, 'detail': '"%s": %s' % (reason, where)}
-    if lowered.startswith('healthcheck:'):
-        return {'cause': 'healthcheck', 'hook': None, 'detail': reason}
+    tag = parse_tag(reason)
+    if tag:
+        return {'cause': 'healthcheck', 'hook': None,
+                'detail': 'GPU health check, %s tier, check %s: %s' % (tag['tier'], tag['check'], reason)}
     if lowered.startswith('validate:'):
         return {'cause': 'validate', 'hook': None, 'detail': reason}
     if 'gres/' in lowered and ('count' in lowered or 'reported' in lowered):
