@@ -197,7 +197,7 @@ def test_a_world_readable_munge_key_fails_the_health_check_and_the_validation():
         result = sh(name, HEALTHCHECK, check=False)
         assert result.rc == 1, result.stdout + result.stderr
         assert states()[name] in ("drain", "drng")
-        assert reason(name).startswith("healthcheck: munge-key: ") and "0644" in reason(name), reason(name)
+        assert reason(name).startswith("gpuhc:periodic:munge-key: ") and "0644" in reason(name), reason(name)
     finally:
         sh(name, "chmod 0400 /etc/munge/munge.key")
     # fixed: the health check returns the node it drained itself
@@ -217,7 +217,7 @@ def test_a_missing_gpu_device_file_drains_the_node_naming_the_gpu_until_resumed(
         result = sh(BROKEN_NODE, HEALTHCHECK, check=False)
         assert result.rc == 1, result.stdout + result.stderr
         assert states()[BROKEN_NODE] in ("drain", "drng")
-        assert re.match(r"^healthcheck: device-files: GPU %d \(\S+\) %s missing$" % (BROKEN_GPU, device), reason(BROKEN_NODE)), \
+        assert re.match(r"^gpuhc:periodic:device-files: GPU %d \(\S+\) %s missing$" % (BROKEN_GPU, device), reason(BROKEN_NODE)), \
             reason(BROKEN_NODE)
         # still broken: the resume playbook keeps it drained and says why (and fails, as it does for any node it keeps)
         rc, output = run_playbook(ROOT / "playbooks" / "resume.yml")
