@@ -140,8 +140,10 @@ def test_reboot_and_boot(node, capsys):
     assert sorted(p.name for p in caps.iterdir()) == ["nvidia-cap1", "nvidia-cap2"]
     for path in list(caps.iterdir()) + [node.root / "dev" / "nvidia3"]:
         path.unlink()
-    assert run(capsys, "boot")[1] == "device files, mig-minors and the InfiniBand tree (%s) recreated (char)\n" % (
-        node.root / "var/lib/nvmlsim/sys/class/infiniband")
+    assert run(capsys, "boot")[1] == ("device files, mig-minors, the InfiniBand tree (%s), %s and the module tree (%s) "
+                                      "recreated (char)\n") % (node.root / "var/lib/nvmlsim/sys/class/infiniband",
+                                                               node.root / "var/lib/nvmlsim/proc-driver-nvidia-version",
+                                                               node.root / "var/lib/nvmlsim/sys/module")
     assert (caps / "nvidia-cap2").exists() and (node.root / "dev" / "nvidia3").exists()
     assert run(capsys, "boot")[0] == 0  # idempotent
 

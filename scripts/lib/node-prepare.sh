@@ -23,8 +23,18 @@
 #    the `nvmlsim` package (the library's server, never a `pynvml`), the
 #    /usr/local/bin/nvmlsim command and nvmlsim-boot.service, the nvidia-smi
 #    STAND-IN (nvml_sim/bin/nvidia-smi) as /usr/local/bin/nvidia-smi; create
-#    the simulated GPUs once and (re)create their device files and the
-#    mig-minors table.
+#    the simulated GPUs once and (re)create their device files, the mig-minors
+#    table, the driver's version file and the loaded-module tree
+#    (nvmlsim-boot.service: `nvmlsim boot`, then nvmlsim-driver-proc links
+#    /proc/driver/nvidia-caps/mig-minors and /proc/driver/nvidia/version to
+#    the simulator's files);
+# 5. on a GPU node whose preset has NVSwitches (`nvmlsim show --json` says
+#    "nvswitch": true: h100-80gb-x8, h200-x8, a100-40gb-x8): the NVIDIA Fabric
+#    Manager STAND-IN (nvml_sim/bin/nv-fabricmanager as
+#    /usr/local/bin/nv-fabricmanager) and its nvidia-fabricmanager.service,
+#    enabled and (re)started: the simulated GPU fabric state is COMPLETED while
+#    it runs, NOT_STARTED once `systemctl stop nvidia-fabricmanager`. Elsewhere
+#    both are absent (removed if an earlier preset had them).
 #
 # scripts/cluster.sh up and molecule's prepare.yml both run this script, so
 # the demo cluster and the molecule scenarios are prepared the same way. It
@@ -93,7 +103,8 @@ install_simulator() {
     in_node mkdir -p "$site"
     tar -C "$SIM_SRC" --exclude=__pycache__ --owner=0 --group=0 -cf - nvmlsim \
         | pm exec -i "$container" tar -C "$site" --no-same-owner -xf -
-    tar -C "$GPUCLUSTER_SIM_LIB/nvmlsim-node" --owner=0 --group=0 -cf - . \
+    # (nvidia-fabricmanager.service only on NVSwitch presets: install_fabric_manager)
+    tar -C "$GPUCLUSTER_SIM_LIB/nvmlsim-node" --exclude=nvidia-fabricmanager.service --owner=0 --group=0 -cf - . \
         | pm exec -i "$container" tar -C / --no-same-owner --no-overwrite-dir -xf -
     # nvidia-smi STAND-IN answering from the simulator (python3 -m nvmlsim.smi), so
     # the hooks that require nvidia-smi run on simulated nodes; never over a real one.
@@ -115,6 +126,31 @@ install_simulator() {
     in_node systemctl enable --quiet nvmlsim-boot.service
     in_node systemctl restart nvmlsim-boot.service \
         || die "$container: nvmlsim-boot.service failed: $(in_node journalctl -u nvmlsim-boot.service -n 20 --no-pager)"
+}
+
+# The Fabric Manager STAND-IN where the simulated board has NVSwitches (the
+# real Fabric Manager needs NVSwitch hardware), absent elsewhere.
+install_fabric_manager() {
+    local nvswitch unit=/etc/systemd/system/nvidia-fabricmanager.service
+    nvswitch=$(in_node nvmlsim show --json \
+        | python3 -c 'import json, sys; print("yes" if json.load(sys.stdin).get("nvswitch") else "no")') \
+        || die "$container: 'nvmlsim show --json' failed: cannot tell whether the $preset GPUs have NVSwitches"
+    if [ "$nvswitch" != yes ]; then
+        in_node sh -c "if [ -f $unit ]; then systemctl disable --now --quiet nvidia-fabricmanager.service || true; \
+            rm -f $unit /usr/local/bin/nv-fabricmanager; systemctl daemon-reload; fi"
+        return 0
+    fi
+    if in_node sh -c 'command -v nv-fabricmanager' 2>/dev/null | grep -qv '^/usr/local/bin/nv-fabricmanager$'; then
+        die "$container: has a real nv-fabricmanager; refusing to install the Fabric Manager stand-in over it"
+    fi
+    pm cp "$GPUCLUSTER_SIM_ROOT/nvml_sim/bin/nv-fabricmanager" "$container:/usr/local/bin/nv-fabricmanager"
+    in_node chmod 0755 /usr/local/bin/nv-fabricmanager
+    pm cp "$GPUCLUSTER_SIM_LIB/nvmlsim-node/etc/systemd/system/nvidia-fabricmanager.service" "$container:$unit"
+    in_node chmod 0644 "$unit"
+    in_node systemctl daemon-reload
+    in_node systemctl enable --quiet nvidia-fabricmanager.service
+    in_node systemctl restart nvidia-fabricmanager.service \
+        || die "$container: nvidia-fabricmanager.service (STAND-IN) failed: $(in_node journalctl -u nvidia-fabricmanager.service -n 20 --no-pager)"
 }
 
 # The all_reduce_perf STAND-IN (prints recorded real outputs, measures
@@ -188,6 +224,7 @@ apt_update
 setup_admin
 if [ -n "$preset" ]; then
     install_simulator
+    install_fabric_manager
     install_nccl_standin
 fi
 log "$container: ready${preset:+ ($preset)}"

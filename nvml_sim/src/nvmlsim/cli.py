@@ -17,9 +17,10 @@
     nvmlsim clocks --gpu N --reasons NAME[,NAME...]|none
     nvmlsim temperature --gpu N --celsius T
     nvmlsim nvlink --gpu N --link L [--state up|down] [--replay K] [--recovery K] [--crc-flit K] [--crc-data K]
-    nvmlsim fabric-manager --state running|stopped|starting
+    nvmlsim fabric-manager [--state running|stopped|starting] [--version V|driver]
     nvmlsim xid --gpu N --code C [--text TEXT] [--pid P [--name NAME]]
-    nvmlsim driver --version V [--cuda N]
+    nvmlsim driver --version V [--cuda N] [--kernel-module open|proprietary]
+    nvmlsim module --load NAME | --unload NAME
     nvmlsim ib --hca HCA [--port P] [--state active|down|init|armed] [--phys-state linkup|polling|disabled]
                [--rate GBPS] [--width 1X|2X|4X] [--counter NAME=K ...]
     nvmlsim ib --hca HCA [--port P] --restore
@@ -39,7 +40,7 @@ import sys
 import time
 from typing import List, Optional
 
-from . import devfiles, ib, node, presets, store
+from . import devfiles, fabricmanager, ib, kmod, node, presets, store
 from .errors import GPU_IS_LOST, INVALID_ARGUMENT, NAMES, NOT_FOUND, SimError, StateError, code_from_text
 
 
@@ -64,6 +65,12 @@ def annotated(state: dict) -> dict:
     out["state_path"] = store.state_path()
     out["root"] = devfiles.root_dir()
     out["infiniband"] = {"root": ib.root(state), "hcas": ib.ports(state)}
+    out["kernel_modules"] = {"root": kmod.module_root(), "loaded": kmod.loaded(state), "flavour": kmod.flavour(state)}
+    out["driver_version_file"] = {"path": kmod.version_path(),
+                                  "text": kmod.version_text(state) if "nvidia" in kmod.loaded(state) else None}
+    if state.get("nvswitch"):
+        out["fabric_manager_binary"] = {"version": fabricmanager.version(state),
+                                        "follows_driver": "fabric_manager_version" not in state}
     for gpu in out["gpus"]:
         model = node.model_of(gpu)
         gpu["name"] = model.name
@@ -80,7 +87,11 @@ def annotated(state: dict) -> dict:
 def render(state: dict) -> str:
     """Human-readable node summary."""
     lines = ["node %s: %s" % (state["preset"], state.get("description", "")),
-             "driver %s, NVML %s, state %s" % (state["driver_version"], state["nvml_version"], store.state_path())]
+             "driver %s, NVML %s, state %s" % (state["driver_version"], state["nvml_version"], store.state_path()),
+             "kernel modules (%s): %s" % (kmod.flavour(state), ", ".join(kmod.loaded(state)) or "none")]
+    if state.get("nvswitch"):
+        lines.append("fabric manager %s (nv-fabricmanager %s)" % (state.get("fabric_manager", "running"),
+                                                                  fabricmanager.version(state)))
     files = state.get("device_files") or {}
     lines.append("device files under %s: %s%s; mig-minors: %s" % (
         devfiles.root_dir(), files.get("kind", "?"), (" -- " + files["note"]) if files.get("note") else "",
@@ -211,8 +222,11 @@ def _parser() -> argparse.ArgumentParser:
         nvlink.add_argument("--" + counter.replace("_", "-"), type=_nonneg, dest=counter,
                             help="set the %s error counter" % counter.replace("_", " "))
 
-    fabric = sub.add_parser("fabric-manager", help="start or stop the simulated nvidia-fabricmanager (HGX presets)")
-    fabric.add_argument("--state", choices=tuple(node.FABRIC_STATES), required=True)
+    fabric = sub.add_parser("fabric-manager", help="start or stop the simulated nvidia-fabricmanager, set its version "
+                            "(NVSwitch presets)")
+    fabric.add_argument("--state", choices=tuple(node.FABRIC_STATES))
+    fabric.add_argument("--version", help="the nv-fabricmanager STAND-IN's version (NNN.NN.NN), or 'driver': the "
+                        "driver's (default)")
 
     xid = sub.add_parser("xid", help="record an Xid error and write the driver's kernel-log line")
     xid.add_argument("--gpu", type=_nonneg, required=True)
@@ -224,6 +238,12 @@ def _parser() -> argparse.ArgumentParser:
     driver = sub.add_parser("driver", help="change the driver version (nvmlSystemGetDriverVersion)")
     driver.add_argument("--version", required=True, help="e.g. 535.104.05")
     driver.add_argument("--cuda", type=_nonneg, help="nvmlSystemGetCudaDriverVersion, 1000 * major + 10 * minor")
+    driver.add_argument("--kernel-module", help="the kernel modules' flavour (/proc/driver/nvidia/version): "
+                        + " or ".join(kmod.FLAVOURS))
+
+    module = sub.add_parser("module", help="load or unload one of the driver's kernel modules (the simulated /sys/module)")
+    module.add_argument("--load", metavar="NAME", help=", ".join(kmod.KNOWN_MODULES))
+    module.add_argument("--unload", metavar="NAME", help=", ".join(kmod.KNOWN_MODULES))
 
     ibp = sub.add_parser("ib", help="change an InfiniBand port of the simulated /sys/class/infiniband tree")
     ibp.add_argument("--hca", required=True, help="e.g. mlx5_0")
@@ -478,6 +498,30 @@ def _ib(args) -> str:
     return "%s: %s, %s, %s; %s" % (where, files["state"], files["phys_state"], files["rate"], errors)
 
 
+def _fabric_manager(args) -> str:
+    """nvmlsim fabric-manager: the fabric state and/or the stand-in's version."""
+    if args.state is None and args.version is None:
+        raise UsageError("fabric-manager needs --state running|stopped|starting or --version V|driver")
+    with store.transaction() as state:
+        if args.version is not None:
+            fabricmanager.set_version(state, args.version)
+        if args.state is not None:
+            node.set_fabric_manager(state, args.state)
+    return "fabric manager %s, nv-fabricmanager %s (driver %s%s)" % (
+        state.get("fabric_manager", "running"), fabricmanager.version(state), state["driver_version"],
+        "" if fabricmanager.matches_driver(state) else ": MISMATCH, the service refuses to start")
+
+
+def _module(args) -> str:
+    """nvmlsim module --load NAME | --unload NAME."""
+    if (args.load is None) == (args.unload is None):
+        raise UsageError("module needs one of --load NAME or --unload NAME (NAME one of %s)" % ", ".join(kmod.KNOWN_MODULES))
+    with store.transaction() as state:
+        names = kmod.load(state, args.load) if args.load is not None else kmod.unload(state, args.unload)
+    return "%s %s; loaded: %s (%s)" % ("loaded" if args.load else "unloaded", args.load or args.unload,
+                                       ", ".join(names) or "none", kmod.module_root())
+
+
 def _inject(args) -> str:
     from . import api as pynvml  # pylint: disable=import-outside-toplevel
     if args.clear:
@@ -517,24 +561,29 @@ def run(argv: Optional[List[str]] = None) -> str:  # pylint: disable=too-many-re
     if args.command == "reboot":
         with store.transaction() as state:
             node.reboot(state)
+            fabricmanager.state_at_boot(state)
             _log_boot(state)
+        fabric = "; fabric manager %s" % state["fabric_manager"] if state.get("nvswitch") else ""
         return "rebooted: processes ended, MIG instances gone, pending MIG modes applied, lost GPUs back; " \
-               "InfiniBand faults stay; boot logged in %s" % kernel_log_path()
+               "InfiniBand faults stay%s; boot logged in %s" % (fabric, kernel_log_path())
     if args.command == "boot":
         with store.transaction() as state:
             pass
-        return "device files, mig-minors and the InfiniBand tree (%s) recreated (%s)" % (
-            ib.root(state), state["device_files"]["kind"])
+        return "device files, mig-minors, the InfiniBand tree (%s), %s and the module tree (%s) recreated (%s)" % (
+            ib.root(state), kmod.version_path(), kmod.module_root(), state["device_files"]["kind"])
     if args.command in ("persistence", "pcie", "clocks", "temperature", "nvlink", "xid"):
         return _health(args)
     if args.command == "fabric-manager":
-        with store.transaction() as state:
-            node.set_fabric_manager(state, args.state)
-        return "fabric manager %s" % args.state
+        return _fabric_manager(args)
     if args.command == "driver":
         with store.transaction() as state:
+            if args.kernel_module is not None:
+                kmod.set_flavour(state, args.kernel_module)
             node.set_driver_version(state, args.version, args.cuda)
-        return "driver %s, NVML %s, CUDA %d" % (state["driver_version"], state["nvml_version"], state["cuda_driver_version"])
+        return "driver %s (%s kernel modules), NVML %s, CUDA %d" % (
+            state["driver_version"], kmod.flavour(state), state["nvml_version"], state["cuda_driver_version"])
+    if args.command == "module":
+        return _module(args)
     if args.command == "inject":
         return _inject(args)
     if args.command == "ib":

@@ -643,10 +643,14 @@ def memory_mib(gpu: dict, gi_id: Optional[int] = None) -> Dict[str, int]:
 # "crc_data": n}}}``, ``"xids": [{"code": n, "text": ..., "pid": n|null, "name": ...|null}]``,
 # ``"lost": true`` (after Xid 79; cleared by a reboot, refuses a reset).
 # Node keys: ``"nvswitch": bool`` (an HGX board: NVSwitches and the fabric manager),
-# ``"fabric_manager": "running"|"stopped"|"starting"``, absent = running; ``"ib_root"`` and ``"ib"``
+# ``"fabric_manager": "running"|"stopped"|"starting"``, absent = running; ``"fabric_manager_version"`` (the
+# nv-fabricmanager STAND-IN's version, absent = the driver's; :mod:`nvmlsim.fabricmanager`);
+# ``"kernel_module"``, ``"modules"`` (:mod:`nvmlsim.kmod`); ``"ib_root"`` and ``"ib"``
 # (the InfiniBand tree, :mod:`nvmlsim.ib`); ``"boot_time"``: when the node last (re)booted (seconds since
 # the epoch; the kernel-log stamps count from it).
-# None of them except ``lost`` changes at a reset or reboot: a fault stays until it is changed back.
+# None of them except ``lost`` and ``fabric_manager`` changes at a reset or reboot: a fault stays until it is
+# changed back; after a reboot the fabric state is what the fabric manager's service makes it at boot
+# (:func:`nvmlsim.fabricmanager.state_at_boot`).
 
 # nvml.h nvmlClocksEventReason* bits, by the names the CLI takes
 CLOCKS_EVENT_REASONS = {
@@ -876,11 +880,17 @@ def record_xid(gpu: dict, code: int, text: Optional[str] = None, pid: Optional[i
     return line
 
 
-def set_driver_version(state: dict, version: str, cuda: Optional[int] = None) -> None:
-    """Change the driver version (and with it NVML's), e.g. to a wrong driver for a health check."""
+def check_driver_version(version: str, what: str = "driver version") -> str:
+    """``NNN.NN`` or ``NNN.NN.NN``; SimError(INVALID_ARGUMENT) otherwise."""
     parts = version.split(".")
     if len(parts) not in (2, 3) or not all(p.isdigit() for p in parts):
-        raise SimError(E.INVALID_ARGUMENT, "driver version %r: give NNN.NN or NNN.NN.NN" % version)
+        raise SimError(E.INVALID_ARGUMENT, "%s %r: give NNN.NN or NNN.NN.NN" % (what, version))
+    return version
+
+
+def set_driver_version(state: dict, version: str, cuda: Optional[int] = None) -> None:
+    """Change the driver version (and with it NVML's), e.g. to a wrong driver for a health check."""
+    check_driver_version(version)
     if cuda is not None:
         if cuda < 1000:
             raise SimError(E.INVALID_ARGUMENT, "CUDA driver version %d: give 1000 * major + 10 * minor (12020)" % cuda)

@@ -66,6 +66,8 @@ class Preset(NamedTuple):
     mem_slice_xor: Optional[Dict[int, int]] = None
     # an HGX/DGX board whose GPUs reach each other through NVSwitches (nvidia-fabricmanager runs)
     nvswitch: bool = False
+    # the flavour of the driver's kernel modules (/proc/driver/nvidia/version): "open" or "proprietary"
+    kernel_module: str = "proprietary"
 
 
 _DGX_H_BUS = ("1B", "43", "52", "61", "9D", "C3", "D1", "DF")
@@ -81,11 +83,11 @@ PRESETS: Dict[str, Preset] = {
     "h100-80gb-x8": Preset(
         "8 x NVIDIA H100 80GB HBM3 (DGX H100 layout), MIG disabled",
         "h100-sxm5-80gb", _DGX_H_BUS, (0, 0, 0, 0, 1, 1, 1, 1),
-        {0: "0-55,112-167", 1: "56-111,168-223"}, R570, nvswitch=True),
+        {0: "0-55,112-167", 1: "56-111,168-223"}, R570, nvswitch=True, kernel_module="open"),
     "h200-x8": Preset(
         "8 x NVIDIA H200 141GB (HGX H200 layout), MIG disabled",
         "h200-sxm5-141gb", _DGX_H_BUS, (0, 0, 0, 0, 1, 1, 1, 1),
-        {0: "0-55,112-167", 1: "56-111,168-223"}, R570, nvswitch=True),
+        {0: "0-55,112-167", 1: "56-111,168-223"}, R570, nvswitch=True, kernel_module="open"),
     "a100-40gb-x8": Preset(
         "8 x NVIDIA A100-SXM4-40GB (DGX A100 layout), MIG disabled",
         "a100-sxm4-40gb", _DGX_A_BUS, (0, 0, 0, 0, 1, 1, 1, 1),
@@ -169,6 +171,7 @@ def build(name: str, mig_minors_path: str, auto_reset: bool = False) -> dict:
         "caps_major": 238,
         "uvm_major": 510,
         "auto_reset": auto_reset,
+        "kernel_module": preset.kernel_module,
         "faults": [],
         "gpus": [],
     }

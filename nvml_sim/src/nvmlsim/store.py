@@ -5,7 +5,8 @@ Readers load it fresh on every NVML call (another process -- the CLI -- may
 change it between two calls, as the real driver's state changes under a
 running program).  Writers take an exclusive ``fcntl`` lock on
 ``<state>.lock``, re-read, change, write a temporary file and ``os.replace``
-it, then bring the device files in line, all under the lock.
+it, then bring the device files (and the other files the simulator keeps:
+:mod:`nvmlsim.ib`, :mod:`nvmlsim.kmod`) in line, all under the lock.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import json
 import os
 from typing import Iterator
 
-from . import devfiles, ib
+from . import devfiles, ib, kmod
 from .errors import StateError
 from .node import STATE_FORMAT
 
@@ -73,10 +74,12 @@ def locked(path: str = "") -> Iterator[str]:
 
 
 def save(state: dict, path: str = "") -> None:
-    """Write ``state`` (caller holds the lock) and sync the device files and the InfiniBand tree."""
+    """Write ``state`` (caller holds the lock) and sync the device files, the InfiniBand tree, the driver's
+    version file and the module tree."""
     path = path or state_path()
     state["device_files"] = devfiles.sync(state)
     ib.sync(state)
+    kmod.sync(state)
     _write(path, state)
 
 
