@@ -264,6 +264,18 @@ class Client:
             links.append(entry)
         return links
 
+    def nvlink_remote_device_ids(self, handle, links=None):
+        """``pciDeviceId`` (device id << 16 | vendor) of what each active NVLink of the GPU ends at (a GPU, an
+        NVSwitch); [] without NVLink."""
+        ids = []
+        for link in (self.nvlinks(handle) if links is None else links):
+            if not link['active']:
+                continue
+            info = self.optional('nvmlDeviceGetNvLinkRemotePciInfo', handle, link['link'])
+            if info is not None:
+                ids.append(int(info.pciDeviceId))
+        return ids
+
     def fabric(self, handle):
         """``{'state': n, 'status': n}`` of nvmlDeviceGetGpuFabricInfo, None where the GPU or driver has none (before Hopper).
 
@@ -285,9 +297,11 @@ class Client:
     def fleet_health(self, handle):
         """What the periodic health tier reads beyond health(), None where the GPU does not report it:
         persistence mode, PCIe link (current and maximum), clock event (throttle) reasons, temperature and
-        slowdown threshold, NVLinks (nvlinks()) and fabric state (fabric())."""
+        slowdown threshold, NVLinks (nvlinks()), the PCI device ids at their other ends (nvlink_remote_device_ids())
+        and fabric state (fabric())."""
         lib = self.lib
         persistence = self.optional('nvmlDeviceGetPersistenceMode', handle)
+        links = self.nvlinks(handle)
         return {
             'persistence': None if persistence is None else persistence == getattr(lib, 'NVML_FEATURE_ENABLED', 1),
             'pcie': {
@@ -300,7 +314,8 @@ class Client:
             'temperature': self.optional('nvmlDeviceGetTemperature', handle, getattr(lib, 'NVML_TEMPERATURE_GPU', 0)),
             'temperature_slowdown': self.optional('nvmlDeviceGetTemperatureThreshold', handle,
                                                   getattr(lib, 'NVML_TEMPERATURE_THRESHOLD_SLOWDOWN', 1)),
-            'nvlinks': self.nvlinks(handle),
+            'nvlinks': links,
+            'nvlink_remote_ids': self.nvlink_remote_device_ids(handle, links),
             'fabric': self.fabric(handle),
         }
 

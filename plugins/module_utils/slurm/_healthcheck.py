@@ -36,6 +36,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import cap_device, parse_mig_minors
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_baseline as baseline_checks
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_fleet import THROTTLE_DRAIN, XID_DRAIN
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import KEY_PATH as MUNGE_KEY_PATH
@@ -43,7 +44,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_ke
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import problems as munge_key_problems
 
 CHECKS = ('nvml', 'gpu-count', 'gpu-model', 'gpu-error', 'xid', 'ecc', 'mig', 'device-files', 'driver', 'persistence',
-          'fabric', 'nvlink', 'pcie', 'thermal', 'ib', 'munge-key')
+          'fabric-manager', 'fabric', 'nvlink', 'pcie', 'thermal', 'ib', 'gpudirect', 'munge-key')
 # What each tier checks: the prolog tier (every job start, a few seconds) the GPUs NVML sees, their models,
 # lost GPUs / pending page retirement / failed row remapping, and fatal Xids since boot; the periodic tier
 # (slurmd's HealthCheckProgram) everything.
@@ -93,6 +94,13 @@ DEFAULTS = {
     'ib_ports': None,
     'ib_rate_gbps': None,
     'ib_counter_max': {'link_downed': 10},
+    # GPUDirect RDMA where InfiniBand is present (nvidia_peermem loaded, or DMA-BUF): the loaded modules and the
+    # driver's version file (open or proprietary kernel modules)
+    'module_root': '/sys/module',
+    'driver_proc': '/proc/driver/nvidia/version',
+    # how the fabric manager is asked (on NVSwitch systems)
+    'systemctl': 'systemctl',
+    'fabric_manager_bin': 'nv-fabricmanager',
     # the munge key must be private to the munge user; '' does not check it
     'munge_key_path': MUNGE_KEY_PATH,
     'munge_user': MUNGE_USER,
@@ -167,7 +175,7 @@ def load_config(data):
     for key in ('check_device_files', 'auto_resume'):
         if not isinstance(config[key], bool):
             raise ValueError('%s %r must be true or false' % (key, config[key]))
-    for key in ('node_name', 'dev_root', 'mig_minors_path', 'scontrol', 'status_file'):
+    for key in ('node_name', 'dev_root', 'mig_minors_path', 'scontrol', 'status_file', 'systemctl', 'fabric_manager_bin'):
         if not isinstance(config[key], str):
             raise ValueError('%s %r must be a string' % (key, config[key]))
     key_path = config['munge_key_path']
@@ -206,7 +214,7 @@ def _load_fleet_config(config):
         value = config[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise ValueError('%s %r must be a number of seconds above 0' % (key, value))
-    for key in ('state_file', 'events_file', 'ib_sysfs_root'):
+    for key in ('state_file', 'events_file', 'ib_sysfs_root', 'module_root', 'driver_proc'):
         if not isinstance(config[key], str):
             raise ValueError('%s %r must be a string (a path; "" for none)' % (key, config[key]))
     disabled = config['disabled_checks']
@@ -341,7 +349,9 @@ def find_failures(config, observed, present_files=None, minors_text=None, tier='
     error, mig_current, mig_pending, mig_devices: [{profile, gi, ci}], ecc_uncorrected, retired_pages_pending,
     remap_pending, remap_failure, fleet: _nvml.Client.fleet_health()}], 'xids': _healthcheck_fleet.parse_xids(),
     'xid_error': text, 'ib_ports': [_healthcheck_fleet.ib_port()], 'ib_error': text (a source that could not be read
-    is not a failure of the node: see :func:`warnings`),
+    is not a failure of the node: see :func:`warnings`), 'nvswitch': bool, 'fabric_manager_state': systemctl's word,
+    'fabric_manager_version': nv-fabricmanager --version's text, 'modules': [loaded nvidia* modules],
+    'driver_proc': _gpu_baseline.parse_driver_proc(), 'kernel_release': text,
     'munge_key': _munge_key.observe() result, 'skipped': [checks not run for the time budget]}``;
     ``present_files``: the set of device paths that exist (see :func:`required_files`).
     """
@@ -360,6 +370,8 @@ def warnings(observed):
         out.append('cannot read the kernel log for Xids: %s' % observed['xid_error'])
     if observed.get('ib_error'):
         out.append('cannot read the InfiniBand ports: %s' % observed['ib_error'])
+    if observed.get('fabric_manager_error'):
+        out.append('cannot ask for the fabric manager: %s' % observed['fabric_manager_error'])
     return out
 
 
@@ -370,12 +382,20 @@ def _fleet_failures(config, observed):
         found += fleet.driver_failures(observed.get('driver_version'), [g.get('name') for g in gpus if not g.get('error')],
                                        config['driver_min'])
         found += fleet.persistence_failures(gpus)
-        found += fleet.fabric_failures(gpus, observed.get('driver_version'))
+        manager = []
+        if 'fabric_manager_state' in observed and not observed.get('fabric_manager_error'):
+            manager = baseline_checks.fabric_manager_failures(observed.get('nvswitch'), observed['fabric_manager_state'],
+                                                              observed.get('fabric_manager_version'), observed.get('driver_version'))
+        # the fabric manager down is the cause; the GPUs' fabric state then only repeats it
+        found += manager or fleet.fabric_failures(gpus, observed.get('driver_version'))
         found += fleet.nvlink_failures(gpus, config['nvlinks_active'], config['nvlink_error_max'])
         found += fleet.pcie_failures(gpus)
         found += fleet.thermal_failures(gpus, config['throttle_reasons'], config['temperature_margin'])
     if 'ib_ports' in observed and not observed.get('ib_error'):
         found += fleet.ib_failures(observed['ib_ports'], config['ib_ports'], config['ib_rate_gbps'], config['ib_counter_max'])
+    if 'modules' in observed and 'ib_ports' in observed and not observed.get('ib_error'):
+        ib = len([p for p in observed['ib_ports'] if p['link_layer'].lower() == 'infiniband'])
+        found += baseline_checks.gpudirect_failures(ib, observed['modules'], observed.get('driver_proc'), observed.get('kernel_release'))
     return [Failure(check, gpu, detail) for check, gpu, detail in found]
 
 

@@ -10,14 +10,16 @@ thermal slowdown and InfiniBand ports (pure logic).
 (for Xids; NVML keeps no history of them: its event API only reports events while a client waits) and the
 InfiniBand sysfs tree (``/sys/class/infiniband/<hca>/ports/<port>/...``).
 
-Each function returns ``[(check, gpu index or None, detail)]``; every detail names the GPU or port, what was
-found, what was expected and the fix.  Standard library only.
+Each check function returns ``[(check, gpu index or None, detail)]``; every detail names the GPU or port, what was
+found, what was expected and the fix.  Two small readers (:func:`read_text`, :func:`read_ib_ports`) serve the program
+and the ``gpu_baseline`` module.  Standard library only.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 
 # Xids that drain by default: those whose immediate action in NVIDIA's Xid catalog (Ampere and newer,
@@ -299,3 +301,42 @@ def ib_baseline(ports):
     ib = [p for p in ports if p['link_layer'].lower() == 'infiniband']
     rates = [p['rate_gbps'] for p in ib if p['state'] == 'ACTIVE' and p['rate_gbps'] is not None]
     return len(ib), (min(rates) if rates else None)
+
+
+# ------------------------------------------------------------------ readers (the program and gpu_baseline)
+
+def read_text(path):
+    """A file's text, None when it cannot be read."""
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def read_ib_ports(root):
+    """``(ports, error or None)`` of the InfiniBand sysfs tree at ``root``; no tree: no ports."""
+    if not os.path.isdir(root):
+        return [], None
+    ports = []
+    try:
+        for hca in sorted(os.listdir(root)):
+            ports_dir = os.path.join(root, hca, 'ports')
+            if not os.path.isdir(ports_dir):
+                continue
+            for port in sorted(os.listdir(ports_dir), key=lambda p: int(p) if p.isdigit() else 0):
+                if not port.isdigit():
+                    continue
+                base = os.path.join(ports_dir, port)
+                files = dict((name, read_text(os.path.join(base, name))) for name in ('state', 'phys_state', 'rate', 'link_layer'))
+                counters_dir = os.path.join(base, 'counters')
+                files['counters'] = {}
+                if os.path.isdir(counters_dir):
+                    for name in IB_COUNTERS:
+                        value = read_text(os.path.join(counters_dir, name))
+                        if value is not None:
+                            files['counters'][name] = value
+                ports.append(ib_port(hca, port, files))
+    except (IOError, OSError) as exc:
+        return ports, 'cannot read %s: %s' % (root, exc)
+    return ports, None

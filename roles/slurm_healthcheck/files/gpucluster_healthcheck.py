@@ -61,6 +61,7 @@ LIB_DIR = os.environ.get('GPUCLUSTER_HEALTHCHECK_LIB', '/usr/local/lib/gpucluste
 if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
     sys.path.insert(0, LIB_DIR)
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_baseline as gb  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet  # noqa: E402
@@ -121,7 +122,7 @@ def read_kernel_log(source):
         argv = ['journalctl', '-k', '-b', '0', '-q', '--no-pager', '-o', 'cat'] if source == 'journal' else ['dmesg']
         try:
             result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
-                                    timeout=20, check=False, errors='replace')
+                                    timeout=20, check=False, errors='replace', env=_environment())
         except (OSError, subprocess.TimeoutExpired) as exc:
             return [], '%s: %s' % (' '.join(argv), exc)
         if result.returncode != 0:
@@ -138,40 +139,60 @@ def read_kernel_log(source):
     return fleet.parse_xids(text, since_last_boot=True), None
 
 
-def _read(path):
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
+_read = fleet.read_text
+read_ib = fleet.read_ib_ports
 
 
-def read_ib(root):
-    """``(ports, error or None)`` of the InfiniBand sysfs tree at ``root``; no tree: no ports."""
-    if not os.path.isdir(root):
-        return [], None
-    ports = []
+# slurmd runs HealthCheckProgram with a bare environment (often no PATH at all): the tools it asks
+# (systemctl, nv-fabricmanager, journalctl, dmesg) are looked for in these directories too
+SAFE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
+
+
+def _environment():
+    env = dict(os.environ)
+    env['PATH'] = (env['PATH'] + ':' + SAFE_PATH) if env.get('PATH') else SAFE_PATH
+    return env
+
+
+def _command(argv):
+    """``(rc, stdout)`` of a short command; rc None when it cannot run."""
     try:
-        for hca in sorted(os.listdir(root)):
-            ports_dir = os.path.join(root, hca, 'ports')
-            if not os.path.isdir(ports_dir):
-                continue
-            for port in sorted(os.listdir(ports_dir), key=lambda p: int(p) if p.isdigit() else 0):
-                if not port.isdigit():
-                    continue
-                base = os.path.join(ports_dir, port)
-                files = dict((name, _read(os.path.join(base, name))) for name in ('state', 'phys_state', 'rate', 'link_layer'))
-                counters_dir = os.path.join(base, 'counters')
-                files['counters'] = {}
-                if os.path.isdir(counters_dir):
-                    for name in fleet.IB_COUNTERS:
-                        value = _read(os.path.join(counters_dir, name))
-                        if value is not None:
-                            files['counters'][name] = value
-                ports.append(fleet.ib_port(hca, port, files))
-    except (IOError, OSError) as exc:
-        return ports, 'cannot read %s: %s' % (root, exc)
-    return ports, None
+        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=10,
+                                check=False, errors='replace', env=_environment())
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, str(exc)
+    return result.returncode, result.stdout if result.stdout.strip() else result.stderr
+
+
+UNIT_STATES = ('active', 'inactive', 'failed', 'activating', 'deactivating', 'reloading', 'maintenance', 'refreshing')
+
+
+def read_fabric_manager(config, gpus):
+    """On an NVSwitch system (a GPU's NVLink ends at an NVSwitch): nvidia-fabricmanager's state and version."""
+    nvswitch = any(gb.nvswitch_links((g.get('fleet') or {}).get('nvlink_remote_ids') or []) for g in gpus)
+    if not nvswitch:
+        return {'nvswitch': False, 'fabric_manager_state': None}
+    _rc, out = _command([config['systemctl'], 'is-active', gb.FABRIC_MANAGER])
+    state = (out.strip().splitlines() or [''])[0].strip()
+    if state not in UNIT_STATES:
+        # systemd cannot be asked: a problem of the check, not of the node
+        said = ' '.join(out.split())[:160]
+        return {'nvswitch': True, 'fabric_manager_error': '%s is-active %s: %s' % (config['systemctl'], gb.FABRIC_MANAGER, said)}
+    version = None
+    if state == 'active':
+        rc, version = _command([config['fabric_manager_bin'], '--version'])
+        if rc is None:  # the service runs but its program cannot be asked: a problem of the check
+            return {'nvswitch': True, 'fabric_manager_error': '%s --version: %s' % (config['fabric_manager_bin'], version)}
+    return {'nvswitch': True, 'fabric_manager_state': state, 'fabric_manager_version': version}
+
+
+def read_gpudirect(config):
+    """The loaded nvidia* kernel modules, the driver's version file and the kernel release."""
+    try:
+        modules = sorted(m for m in os.listdir(config['module_root']) if m.startswith('nvidia'))
+    except OSError:
+        modules = []
+    return {'modules': modules, 'driver_proc': gb.parse_driver_proc(_read(config['driver_proc'])), 'kernel_release': os.uname()[2]}
 
 
 def _import_pynvml():
@@ -213,6 +234,10 @@ def check(config, pynvml, tier='periodic', start=None):
         observed['xids'], observed['xid_error'] = read_kernel_log(config['xid_source'])
     if 'ib' in wanted and budget.allows(['ib']):
         observed['ib_ports'], observed['ib_error'] = read_ib(config['ib_sysfs_root'])
+    if 'fabric-manager' in wanted and pynvml is not None and budget.allows(['fabric-manager']):
+        observed.update(read_fabric_manager(config, observed['gpus']))
+    if 'gpudirect' in wanted and 'ib_ports' in observed and budget.allows(['gpudirect']):
+        observed.update(read_gpudirect(config))
     if 'munge-key' in wanted and budget.allows(['munge-key']):
         observed['munge_key'] = observe_munge_key(config)
     minors_text = None

@@ -73,6 +73,21 @@ elif args[0] == 'update':
 ''' % sys.executable
 
 
+SYSTEMCTL_STANDIN = r'''#!%s
+"""STAND-IN for systemctl (not systemd): `is-active nvidia-fabricmanager` answers from the simulator's fabric manager."""
+import json, os, sys
+if sys.argv[1:] != ['is-active', 'nvidia-fabricmanager']:
+    print('systemctl STAND-IN: only is-active nvidia-fabricmanager', file=sys.stderr)
+    sys.exit(4)
+with open(os.environ['NVMLSIM_STATE']) as handle:
+    state = json.load(handle).get('fabric_manager', 'running')
+# the service runs while the fabric is being set up ("starting") and once it is ("running")
+print('active' if state in ('running', 'starting') else 'inactive')
+sys.exit(0 if state in ('running', 'starting') else 3)
+''' % sys.executable
+FABRIC_MANAGER_STANDIN = os.path.join(ROOT, 'nvml_sim', 'bin', 'nv-fabricmanager')
+
+
 class Node(object):
     """A simulated GPU node plus a stand-in Slurm view of it."""
 
@@ -87,6 +102,12 @@ class Node(object):
         # where the simulator writes the driver's kernel log lines and the InfiniBand tree
         self.kern_log = os.path.join(self.root, 'var', 'log', 'kern.log')
         self.ib_root = os.path.join(self.root, 'var', 'lib', 'nvmlsim', 'sys', 'class', 'infiniband')
+        self.module_root = os.path.join(self.root, 'var', 'lib', 'nvmlsim', 'sys', 'module')
+        self.driver_proc = os.path.join(self.root, 'var', 'lib', 'nvmlsim', 'proc-driver-nvidia-version')
+        self.systemctl = str(tmp_path / 'systemctl-standin')
+        with open(self.systemctl, 'w') as handle:
+            handle.write(SYSTEMCTL_STANDIN)
+        os.chmod(self.systemctl, 0o755)
         monkeypatch.setenv('SCONTROL_STANDIN_STATE', self.slurm)
         self.scontrol = str(tmp_path / 'scontrol-standin')
         with open(self.scontrol, 'w') as handle:
@@ -105,7 +126,9 @@ class Node(object):
         # munge_key_path '': the munge key has its own tests below (test_munge_key_*)
         settings = {'node_name': 'gpu-01', 'dev_root': self.root, 'mig_minors_path': self.minors, 'scontrol': self.scontrol,
                     'status_file': str(self.tmp / 'status.json'), 'munge_key_path': '', 'state_file': self.state_file,
-                    'events_file': self.events_file, 'xid_source': self.kern_log, 'ib_sysfs_root': self.ib_root}
+                    'events_file': self.events_file, 'xid_source': self.kern_log, 'ib_sysfs_root': self.ib_root,
+                    'module_root': self.module_root, 'driver_proc': self.driver_proc, 'systemctl': self.systemctl,
+                    'fabric_manager_bin': FABRIC_MANAGER_STANDIN}
         settings.update(config)
         with open(self.config_path, 'w') as handle:
             json.dump(settings, handle)
@@ -143,7 +166,7 @@ MISSING_3 = 'gpuhc:periodic:device-files: GPU 3 (00000000:61:00.0) /dev/nvidia3 
 def test_healthy_h100_node_is_left_alone(node, capsys):
     node.create('h100-80gb-x8', **H100)
     rc, out, _err = node.run(capsys)
-    assert rc == 0
+    assert rc == 0, out
     assert out.strip() == 'gpucluster-healthcheck: healthy'
     assert node.updates() == []
     with open(str(node.tmp / 'status.json')) as handle:
@@ -437,7 +460,15 @@ HGX = dict(H100, nvlinks_active=dict((str(i), 18) for i in range(8)), ib_ports=8
     (['ib', '--hca', 'mlx5_5', '--rate', '200'], ['ib', '--hca', 'mlx5_5', '--restore'], ('periodic',),
      'FAIL ib: InfiniBand mlx5_5 port 1 runs at 200 Gb/sec (2X NDR), expected 400 Gb/sec'),
     (['fabric-manager', '--state', 'stopped'], ['fabric-manager', '--state', 'running'], ('periodic',),
-     'FAIL fabric: GPU 0 (00000000:1B:00.0) NVLink fabric state NOT_STARTED: nvidia-fabricmanager is not running'),
+     'FAIL fabric-manager: nvidia-fabricmanager is inactive on this NVSwitch system'),
+    (['fabric-manager', '--version', '550.54.15'], ['fabric-manager', '--version', 'driver'], ('periodic',),
+     'FAIL fabric-manager: nvidia-fabricmanager is version 550.54.15, the driver 570.133.20: they must be the same release'),
+    # the service runs, the GPUs are still being registered
+    (['fabric-manager', '--state', 'starting'], ['fabric-manager', '--state', 'running'], ('periodic',),
+     'FAIL fabric: GPU 0 (00000000:1B:00.0) NVLink fabric state IN_PROGRESS'),
+    ([['module', '--unload', 'nvidia_peermem'], ['driver', '--version', '570.133.20', '--kernel-module', 'proprietary']],
+     [['module', '--load', 'nvidia_peermem']], ('periodic',),
+     'FAIL gpudirect: no GPUDirect RDMA for the 8 InfiniBand ports: nvidia_peermem is not loaded'),
     (['persistence', '--gpu', '4', '--mode', 'off'], ['persistence', '--gpu', '4', '--mode', 'on'], ('periodic',),
      'FAIL persistence: GPU 4 (00000000:9D:00.0) persistence mode is off; run nvidia-persistenced'),
     (['driver', '--version', '515.65.01'], ['driver', '--version', '570.133.20'], ('periodic',),
@@ -452,7 +483,8 @@ def test_each_fault_fails_its_tiers_and_clears(node, capsys, fault, clear, tiers
     node.create('h100-80gb-x8', **HGX)
     for tier in ('prolog', 'periodic'):
         assert node.run(capsys, '--dry-run', '--tier', tier)[0] == 0, tier
-    node.sim(*fault)
+    for command in fault if isinstance(fault[0], list) else [fault]:
+        node.sim(*command)
     for tier in ('prolog', 'periodic'):
         rc, out, _err = node.run(capsys, '--dry-run', '--tier', tier)
         fails = [l for l in out.splitlines() if l.startswith('FAIL')]
@@ -460,7 +492,8 @@ def test_each_fault_fails_its_tiers_and_clears(node, capsys, fault, clear, tiers
             assert rc == 1 and any(l.startswith(line) for l in fails), (tier, out)
         else:
             assert rc == 0 and not fails, (tier, out)
-    node.sim(*clear)
+    for command in clear if isinstance(clear[0], list) else [clear]:
+        node.sim(*command)
     for tier in ('prolog', 'periodic'):
         rc, out, _err = node.run(capsys, '--dry-run', '--tier', tier)
         assert rc == 0, (tier, out)
@@ -550,3 +583,25 @@ def test_fabric_state_is_read_with_nvml_h_layout_not_the_bindings(node, monkeypa
     node.sim('fabric-manager', '--state', 'stopped')
     with _nvml.session(pynvml) as client:
         assert client.fabric(client.handle(0)) == {'state': 1, 'status': pynvml.NVML_ERROR_NOT_READY}
+
+
+def test_a_fabric_manager_program_that_cannot_run_is_a_warning_not_a_drain(node, capsys, monkeypatch):
+    """slurmd gives HealthCheckProgram a bare environment; a tool the check cannot run is its own problem, not the node's."""
+    node.create('h100-80gb-x8', fabric_manager_bin='/nonexistent/nv-fabricmanager', **HGX)
+    monkeypatch.delenv('PATH', raising=False)
+    rc, out, _err = node.run(capsys)
+    assert rc == 0 and node.updates() == [], out
+    assert 'WARN cannot ask for the fabric manager: /nonexistent/nv-fabricmanager --version: ' in out
+
+
+def test_the_tools_are_found_without_a_path(node, capsys, monkeypatch):
+    """nv-fabricmanager by name, with no PATH at all (as slurmd runs the program): found in the usual directories."""
+    node.create('h100-80gb-x8', **HGX)
+    bin_dir = os.path.join(node.root, 'usr-local-bin')
+    os.makedirs(bin_dir)
+    os.symlink(FABRIC_MANAGER_STANDIN, os.path.join(bin_dir, 'nv-fabricmanager'))
+    monkeypatch.setattr(program, 'SAFE_PATH', bin_dir + ':/usr/bin:/bin')
+    monkeypatch.delenv('PATH', raising=False)
+    node.configure(fabric_manager_bin='nv-fabricmanager', **HGX)
+    rc, out, _err = node.run(capsys)
+    assert (rc, out.strip()) == (0, 'gpucluster-healthcheck: healthy'), out

@@ -61,6 +61,8 @@ def _base(name, tmp):
         'node_check': {'gres_conf_path': os.path.join(tmp, 'gres.conf'), 'enroot_conf_path': os.path.join(tmp, 'enroot.conf'),
                        'munge_key_path': os.path.join(tmp, 'munge', 'munge.key')},
         'nvidia_mig': {'gpus': [{'gpu': 'all', 'mig': False}]},
+        'gpu_baseline': {'ib_sysfs_root': os.path.join(tmp, 'ib'), 'module_root': os.path.join(tmp, 'module'),
+                         'driver_proc': os.path.join(tmp, 'version')},
         'preflight': {'roles': [{'name': 'munge', 'groups': ['slurm_controller']}]},
         'install_files': {'files': [{'dest': os.path.join(tmp, 'gone'), 'state': 'absent'}]},
         'slurm_assoc': {'cluster': 'probe', 'executable': '/nonexistent/sacctmgr'},
