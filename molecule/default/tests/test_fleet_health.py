@@ -9,11 +9,12 @@ what an admin sees: sinfo's state and reason, squeue/scontrol for the requeued j
 duration, the event log.
 """
 import json
+import subprocess
 import time
 
 import pytest
 
-from simcluster import COMPUTE, ctl, sh, states, wait_idle
+from simcluster import ANSIBLE_PLAYBOOK, COMPUTE, ROOT, ctl, inventories, playbook_env, run_playbook, sh, states, wait_idle
 
 HEALTHCHECK = "/usr/local/sbin/gpucluster-healthcheck"
 H100 = "gpu-01"  # h100-80gb-x8: NVSwitch fabric, 18 NVLinks per GPU, 8 NDR InfiniBand ports
@@ -59,7 +60,9 @@ def _healthy_nodes():
     # whatever a test broke: back to the preset's healthy node, no drain left
     for name in COMPUTE:
         sh(name, "nvmlsim inject --clear; for h in $(ls /var/lib/nvmlsim/sys/class/infiniband); do nvmlsim ib --hca $h --restore; done; "
-                 "nvmlsim fabric-manager --state running >/dev/null 2>&1; true", check=False)
+                 "nvmlsim module --unload nvidia_drm >/dev/null 2>&1; nvmlsim module --load nvidia_peermem >/dev/null 2>&1; "
+                 "nvmlsim fabric-manager --version driver >/dev/null 2>&1; systemctl start nvidia-fabricmanager >/dev/null 2>&1; true",
+           check=False)
         if reason(name).startswith("gpuhc:"):
             ctl("scontrol update nodename=%s state=resume" % name, check=False)
 
@@ -158,3 +161,64 @@ def test_an_admin_drain_is_never_undone(name=A100):
         assert states()[name].startswith("drain") and reason(name) == "PSU swap, ticket 4711"
     finally:
         ctl("scontrol update nodename=%s state=resume" % name)
+
+
+# --- the node baseline (gpucluster.bringup.gpu_baseline: the nvml role's last step, the mig role before a drain) ---
+
+SIM_PATHS = {"ib_sysfs_root": "/var/lib/nvmlsim/sys/class/infiniband", "module_root": "/var/lib/nvmlsim/sys/module"}
+
+
+def baseline(name, **args):
+    """The module on one node, ad hoc as root (as the roles call it); its JSON answer."""
+    env = playbook_env()
+    env.update(ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    args = dict(SIM_PATHS, node_name=name, **args)
+    result = subprocess.run([str(ANSIBLE_PLAYBOOK.parent / "ansible")] + inventories() + [name, "--become", "-m", "gpucluster.bringup.gpu_baseline",
+                                                                                        "-a", json.dumps(args)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(ROOT), check=False)
+    return json.loads(result.stdout)["plays"][0]["tasks"][0]["hosts"][name]
+
+
+def test_the_fabric_manager_service_is_part_of_the_baseline_and_the_periodic_tier(name=H100):
+    assert not baseline(name).get("failed")
+    sh(name, "systemctl stop nvidia-fabricmanager")
+    answer = baseline(name)
+    assert answer.get("failed") and answer["msg"].startswith("%s: fabric-manager: nvidia-fabricmanager is inactive on this NVSwitch system" % name), answer
+    rc, out, _seconds = periodic(name)
+    assert rc == 1 and reason(name).startswith("gpuhc:periodic:fabric-manager: nvidia-fabricmanager is inactive"), (reason(name), out)
+    sh(name, "systemctl start nvidia-fabricmanager")
+    resume_after_passes(name)
+
+
+def test_a_fabric_manager_of_another_release_than_the_driver_is_named(name=A100):
+    """A fabric manager package of another release (the daemon still runs): named with both versions; restarted, the
+    STAND-IN refuses to start as the real one does, and the service is named failed."""
+    sh(name, "nvmlsim fabric-manager --version 535.104.05")
+    answer = baseline(name)
+    assert answer.get("failed") and answer["msg"].startswith(
+        "%s: fabric-manager: nvidia-fabricmanager is version 535.104.05, the driver 535.129.03: they must be the same release" % name), answer
+    sh(name, "systemctl restart nvidia-fabricmanager", check=False)
+    answer = baseline(name)
+    assert answer.get("failed") and answer["msg"].startswith(
+        "%s: fabric-manager: nvidia-fabricmanager is failed on this NVSwitch system" % name), answer
+
+
+def test_gpudirect_rdma_needs_peermem_with_the_proprietary_modules(name=A100):
+    sh(name, "nvmlsim module --unload nvidia_peermem")
+    answer = baseline(name, checks=["gpudirect"])
+    assert answer.get("failed") and answer["msg"].startswith(
+        "%s: gpudirect: no GPUDirect RDMA for the 8 InfiniBand ports: nvidia_peermem is not loaded and DMA-BUF is not possible "
+        "(the proprietary kernel modules have no DMA-BUF" % name), answer
+
+
+def test_a_mig_mode_change_stops_before_the_drain_when_nvidia_drm_would_block_the_reset(name=H100):
+    """mig_change.yml --check with a layout that puts GPU 1 in MIG mode: the GPU reset it needs would fail with nvidia_drm
+    loaded; the role says so before it drains anything."""
+    sh(name, "nvmlsim module --load nvidia_drm")
+    layout = [{"gpu": "0", "instances": [{"profile": "1g.10gb", "count": 2}]}, {"gpu": "1", "instances": [{"profile": "7g.80gb", "count": 1}]}]
+    layout += [{"gpu": str(i), "mig": False} for i in range(2, 8)]
+    rc, output = run_playbook("gpucluster.bringup.mig_change", ["--check", "--limit", name, "-e", json.dumps(
+        {"mig_layout": "fleet-health-mode-change", "mig_layouts_custom": {"fleet-health-mode-change": layout}})])
+    assert rc != 0, output[-3000:]
+    assert "reset-blockers: nvidia_drm is loaded (display/KMS): it holds the GPUs and a GPU reset fails" in output, output[-3000:]
+    assert states()[name] == "idle" and reason(name) == ""
