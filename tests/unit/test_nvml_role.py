@@ -45,8 +45,10 @@ def playbook(tmp_path, extra):
     (tmp_path / 'hosts.json').write_text(json.dumps(inventory))
     (tmp_path / 'play.yml').write_text(PLAY)
     # this machine stands for the node: its target and wheel directories in tmp_path, pip of the test's Python
+    # (the node baseline after the bindings has its own tests: test_gpu_baseline*.py, molecule test_fleet_health.py)
     values = dict({'_nvml_pip_target': str(tmp_path / 'target'), '_nvml_pip_cache': str(tmp_path / 'cache'),
-                   '_nvml_pip_packages': [], '_nvml_python': sys.executable, 'ansible_facts': {'os_family': 'Debian'}}, **extra)
+                   '_nvml_pip_packages': [], '_nvml_python': sys.executable, 'ansible_facts': {'os_family': 'Debian'},
+                   'nvml_baseline_checks': []}, **extra)
     (tmp_path / 'vars.json').write_text(json.dumps(values))
     env = dict((k, v) for k, v in os.environ.items() if not k.startswith('ANSIBLE_'))
     env.update(ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'), ANSIBLE_NOCOLOR='1',
