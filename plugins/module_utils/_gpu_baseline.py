@@ -19,13 +19,15 @@ drains a node for a MIG mode change) and by the health check's periodic tier:
   ``nvidia_drm``.
 
 Every failure is ``(check, gpu index or None, detail)`` with the fix in the detail; :func:`message` names the
-node.  Standard library only.
+node.  :func:`ask_fabric_manager` and :func:`loaded_modules` are the two readers the module and the program share.
+Standard library only.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet
@@ -39,6 +41,9 @@ FABRIC_MANAGER = 'nvidia-fabricmanager'
 # (NVIDIA's GPUDirect RDMA guide, "Using DMA-BUF"; NCCL uses it when the kernel and driver offer it)
 DMABUF_DRIVER = '515.43.04'
 DMABUF_KERNEL = (5, 12)
+
+# systemctl is-active's answers; anything else means systemd could not be asked
+UNIT_STATES = ('active', 'inactive', 'failed', 'activating', 'deactivating', 'reloading', 'maintenance', 'refreshing')
 
 _FM_VERSION = re.compile(r'Fabric Manager version is\s*:\s*(\d+(?:\.\d+)+)')
 _DRIVER_PROC = re.compile(r'^NVRM version: NVIDIA UNIX (Open Kernel Module for \S+|\S+ Kernel Module)\s+(\d+(?:\.\d+)+)', re.M)
@@ -79,6 +84,30 @@ def unit_of(cgroup_text):
 def is_job(cgroup_text):
     """A Slurm job's process (slurmstepd puts them under ``.../job_<id>/``): a drain waits for it."""
     return bool(re.search(r'/job_\d+(/|$)', cgroup_text or '', re.M)) or 'slurmstepd.scope' in (cgroup_text or '')
+
+
+def ask_fabric_manager(run, systemctl='systemctl', binary='nv-fabricmanager'):
+    """nvidia-fabricmanager's state and ``--version`` text through ``run(argv) -> (rc or None, output)``:
+    ``{'fabric_manager_state', 'fabric_manager_version'}``, or ``{'fabric_manager_error'}`` when systemd or the
+    program cannot be asked (a problem of the check, not of the node)."""
+    _rc, out = run([systemctl, 'is-active', FABRIC_MANAGER])
+    state = (out.strip().splitlines() or [''])[0].strip()
+    if state not in UNIT_STATES:
+        return {'fabric_manager_error': '%s is-active %s: %s' % (systemctl, FABRIC_MANAGER, ' '.join(out.split())[:160])}
+    version = None
+    if state == 'active':
+        rc, version = run([binary, '--version'])
+        if rc is None:
+            return {'fabric_manager_error': '%s --version: %s' % (binary, version)}
+    return {'fabric_manager_state': state, 'fabric_manager_version': version}
+
+
+def loaded_modules(root):
+    """The loaded nvidia* kernel modules listed under ``root`` (``/sys/module``); [] when it cannot be read."""
+    try:
+        return sorted(m for m in os.listdir(root) if m.startswith('nvidia'))
+    except OSError:
+        return []
 
 
 def fabric_manager_failures(nvswitch, service_state, fm_version_text, driver_version):

@@ -123,12 +123,19 @@ def read_gpus(client):
         gpu = {'index': index, 'name': nvml.text(client.call('nvmlDeviceGetName', handle)),
                'pci_bus_id': nvml.text(client.call('nvmlDeviceGetPciInfo', handle).busId),
                'minor': int(client.call('nvmlDeviceGetMinorNumber', handle))}
-        persistence = client.optional('nvmlDeviceGetPersistenceMode', handle)
-        links = client.nvlinks(handle)
-        gpu['fleet'] = {'persistence': None if persistence is None else persistence == 1, 'fabric': client.fabric(handle)}
-        gpu['nvswitch_links'] = gb.nvswitch_links(client.nvlink_remote_device_ids(handle, links))
+        gpu['fleet'] = client.fleet_health(handle)
+        gpu['nvswitch_links'] = gb.nvswitch_links(gpu['fleet']['nvlink_remote_ids'])
         gpus.append(gpu)
     return gpus
+
+
+def _run(module, argv):
+    """``(rc or None, output)`` of a command found on the node's PATH (None: not there)."""
+    binary = argv[0] if '/' in argv[0] else module.get_bin_path(argv[0])
+    if not binary:
+        return None, '%s: not found' % argv[0]
+    rc, out, err = module.run_command([binary] + list(argv[1:]))
+    return rc, out if out.strip() else err
 
 
 def ib_port_count(root):
@@ -196,11 +203,7 @@ def main():
     except nvml.NvmlError as exc:
         module.fail_json(msg='%s: driver: NVML does not answer: %s; load the NVIDIA driver (nvidia-smi must work)' % (node, exc))
     observed = {'driver_version': driver, 'gpus': len(gpus), 'nvswitch_links': sum(g['nvswitch_links'] for g in gpus)}
-    try:
-        modules = sorted(m for m in os.listdir(params['module_root']) if m.startswith('nvidia'))
-    except OSError:
-        modules = []
-    observed['modules'] = modules
+    modules = observed['modules'] = gb.loaded_modules(params['module_root'])
     failures = []
     if 'driver' in checks:
         failures += fleet.driver_failures(driver, [g['name'] for g in gpus], params['driver_min'])
@@ -208,13 +211,10 @@ def main():
         failures += fleet.persistence_failures(gpus)
     if 'fabric-manager' in checks:
         nvswitch = observed['nvswitch_links'] > 0
-        state = fm_version = None
-        if nvswitch:
-            rc, out, _err = module.run_command(['systemctl', 'is-active', gb.FABRIC_MANAGER])
-            state = out.strip() or 'not installed'
-            if state == 'active':
-                binary = module.get_bin_path('nv-fabricmanager')
-                fm_version = module.run_command([binary, '--version'])[1] if binary else ''
+        asked = gb.ask_fabric_manager(lambda argv: _run(module, argv)) if nvswitch else {'fabric_manager_state': None}
+        if asked.get('fabric_manager_error'):
+            module.fail_json(msg='%s: fabric-manager: cannot tell: %s' % (node, asked['fabric_manager_error']), observed=observed)
+        state, fm_version = asked['fabric_manager_state'], asked.get('fabric_manager_version')
         observed.update({'fabric_manager_state': state, 'fabric_manager_version': gb.parse_fm_version(fm_version)})
         manager = gb.fabric_manager_failures(nvswitch, state, fm_version, driver)
         # the fabric manager down is the cause; the GPUs' fabric state then only repeats it

@@ -164,35 +164,18 @@ def _command(argv):
     return result.returncode, result.stdout if result.stdout.strip() else result.stderr
 
 
-UNIT_STATES = ('active', 'inactive', 'failed', 'activating', 'deactivating', 'reloading', 'maintenance', 'refreshing')
-
-
 def read_fabric_manager(config, gpus):
     """On an NVSwitch system (a GPU's NVLink ends at an NVSwitch): nvidia-fabricmanager's state and version."""
     nvswitch = any(gb.nvswitch_links((g.get('fleet') or {}).get('nvlink_remote_ids') or []) for g in gpus)
     if not nvswitch:
         return {'nvswitch': False, 'fabric_manager_state': None}
-    _rc, out = _command([config['systemctl'], 'is-active', gb.FABRIC_MANAGER])
-    state = (out.strip().splitlines() or [''])[0].strip()
-    if state not in UNIT_STATES:
-        # systemd cannot be asked: a problem of the check, not of the node
-        said = ' '.join(out.split())[:160]
-        return {'nvswitch': True, 'fabric_manager_error': '%s is-active %s: %s' % (config['systemctl'], gb.FABRIC_MANAGER, said)}
-    version = None
-    if state == 'active':
-        rc, version = _command([config['fabric_manager_bin'], '--version'])
-        if rc is None:  # the service runs but its program cannot be asked: a problem of the check
-            return {'nvswitch': True, 'fabric_manager_error': '%s --version: %s' % (config['fabric_manager_bin'], version)}
-    return {'nvswitch': True, 'fabric_manager_state': state, 'fabric_manager_version': version}
+    return dict(gb.ask_fabric_manager(_command, config['systemctl'], config['fabric_manager_bin']), nvswitch=True)
 
 
 def read_gpudirect(config):
     """The loaded nvidia* kernel modules, the driver's version file and the kernel release."""
-    try:
-        modules = sorted(m for m in os.listdir(config['module_root']) if m.startswith('nvidia'))
-    except OSError:
-        modules = []
-    return {'modules': modules, 'driver_proc': gb.parse_driver_proc(_read(config['driver_proc'])), 'kernel_release': os.uname()[2]}
+    return {'modules': gb.loaded_modules(config['module_root']), 'driver_proc': gb.parse_driver_proc(_read(config['driver_proc'])),
+            'kernel_release': os.uname()[2]}
 
 
 def _import_pynvml():
