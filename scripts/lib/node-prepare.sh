@@ -166,6 +166,21 @@ install_nccl_standin() {
     in_node chmod 0755 /opt/nccl-tests-STANDIN/build/all_reduce_perf
 }
 
+# The deep health tier's tools as STAND-INs (no CUDA, no DCGM host engine, no
+# RDMA device here): dcgmi, nvbandwidth and ib_write_bw, where the simulated
+# inventory points the deep tier (validate_deep_*). Their numbers and failures
+# come from the simulated GPUs and InfiniBand tree; each says it is a stand-in.
+install_deep_standins() {
+    local tool dest
+    for tool in dcgmi:/opt/dcgm-STANDIN/bin/dcgmi nvbandwidth:/opt/nvbandwidth-STANDIN/nvbandwidth \
+                ib_write_bw:/opt/perftest-STANDIN/bin/ib_write_bw; do
+        dest=${tool#*:}
+        in_node mkdir -p "${dest%/*}"
+        sed '1s|^#!.*|#!/usr/bin/python3|' "$GPUCLUSTER_SIM_ROOT/tests/standins/${tool%%:*}-standin" \
+            | pm exec -i "$container" sh -c "cat > $dest && chmod 0755 $dest"
+    done
+}
+
 SSH_DIR="$GPUCLUSTER_SIM_ROOT/.build/simcluster/ssh"
 ADMIN="admin"
 
@@ -226,5 +241,6 @@ if [ -n "$preset" ]; then
     install_simulator
     install_fabric_manager
     install_nccl_standin
+    install_deep_standins
 fi
 log "$container: ready${preset:+ ($preset)}"

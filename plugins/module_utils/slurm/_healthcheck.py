@@ -555,8 +555,16 @@ def decide(failures, node, prefix, auto_resume=True, resume=False, tier='periodi
     * failing, drained by someone else: leave it, their reason stays;
     * passing, drained by this check: resume with ``resume`` (asked), or with ``auto_resume`` once this is the
       ``resume_after``-th passing run in a row; the prolog tier never resumes;
-    * passing, drained by someone else: never resume.
+    * passing, drained by someone else: never resume;
+    * drained by the deep tier (``<prefix>:deep:...``): left as it is by the other tiers, failing or passing: what
+      the deep tier found (a DCGM diagnostic, a slow copy or link) the others do not see, so only a passing deep
+      run resumes it (``health_deep``).
     """
+    tag = parse_tag(node['reason'], prefix) if drained(node) else None
+    if tag and tag['tier'] == 'deep' and tier != 'deep':
+        return Decision('none', '%s; %s stays drained by the deep tier ("%s") until a deep run passes (playbooks/health_deep.yml)'
+                        % ('failing (%s)' % reason_text(prefix, failures, tier) if failures else 'healthy', node['name'], node['reason']),
+                        passes=passes)
     if failures:
         reason = reason_text(prefix, failures, tier)
         if drained(node):

@@ -26,9 +26,18 @@ Installed by the role gpucluster.bringup.slurm_healthcheck.  Two tiers:
   calls scontrol: on a failure it prints "drain-reason: gpuhc:prolog:..." and
   exits 1; the hook runner drains the node with that reason and Slurm
   requeues the job.
+* deep (--tier deep, run as a Slurm job inside a maintenance reservation by
+  the health_deep module of playbooks/health_deep.yml): dcgmi diag, the
+  single-node all_reduce_perf, nvbandwidth and ib_write_bw between the
+  node's InfiniBand HCAs, each where installed (slurm/_healthcheck_deep.py).
+  It never calls scontrol: it prints one line "gpucluster-healthcheck deep:
+  {json}" with each check's result and the drain reason; the orchestrator
+  drains, restores or resumes the node.
 
     gpucluster-healthcheck                  periodic tier; drain on failure, resume after K passes
     gpucluster-healthcheck --tier prolog    prolog tier (the hook)
+    gpucluster-healthcheck --tier deep [--deep-config JSON]
+                                            deep tier (a Slurm job of playbooks/health_deep.yml)
     gpucluster-healthcheck --dry-run        check and print, change nothing
     gpucluster-healthcheck --resume         check; resume this check's drain now if healthy
     gpucluster-healthcheck --observe        print what it reads as JSON
@@ -64,6 +73,7 @@ if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_baseline as gb  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _munge_key  # noqa: E402
 
@@ -291,12 +301,129 @@ def log_event(config, node, tier, action, message, failures, reason=None):
         pass
 
 
+def _run(argv, timeout, env=None):
+    """``(rc, stdout, stderr)`` of a tool of the deep tier; rc None when it ran out of time or could not start."""
+    environment = _environment()
+    environment.update(env or {})
+    try:
+        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout,
+                                check=False, errors='replace', env=environment)
+    except subprocess.TimeoutExpired as exc:
+        return None, _text(exc.stdout), _text(exc.stderr)
+    except OSError as exc:
+        return 127, '', str(exc)
+    return result.returncode, result.stdout, result.stderr
+
+
+def _text(data):
+    if data is None:
+        return ''
+    return data.decode('utf-8', 'replace') if isinstance(data, bytes) else data
+
+
+def _installed(path):
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+# CUDA numbers the devices in PCI bus order like NVML's listing, so that nvbandwidth's device N is the
+# N-th GPU by bus id (CUDA's default order is fastest first)
+CUDA_ENV = {'CUDA_DEVICE_ORDER': 'PCI_BUS_ID'}
+IB_CONNECT_ATTEMPTS = 5
+
+
+def deep_ib_pairs(settings, pairs, rate):
+    """ib_write_bw between each pair of HCAs: the server first, the client a moment later over loopback."""
+    outcomes = []
+    for index, pair in enumerate(pairs):
+        server_argv, client_argv = deep.ib_argvs(settings, pair, index)
+        environment = _environment()
+        try:
+            server = subprocess.Popen(server_argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                                      errors='replace', env=environment)
+        except OSError as exc:
+            outcomes.append((False, 'ib_write_bw could not start: %s' % exc, None))
+            continue
+        # perftest's client connects once: while the server is not listening yet it fails at once with
+        # "Couldn't connect to localhost:<port>"; try again a few times before giving up
+        for _attempt in range(IB_CONNECT_ATTEMPTS):
+            time.sleep(1)
+            client_run = _run(client_argv, settings['ib_timeout'])
+            if "Couldn't connect to" not in (client_run[1] or '') + (client_run[2] or '') or server.poll() is not None:
+                break
+        try:
+            out, err = server.communicate(timeout=10 if client_run[0] is not None else 1)
+            server_run = (server.returncode, out, err)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            out, err = server.communicate()
+            server_run = (None, out, err)
+        outcomes.append(deep.judge_ib_pair(pair, server_run, client_run, settings, rate))
+    return outcomes
+
+
+def run_deep(config, settings, pynvml, node_name, start):
+    """The deep tier on this node: each check where its tool is installed; the report line; the exit status."""
+    observed = observe(pynvml) if pynvml is not None else {'nvml_error': 'no NVML bindings', 'gpus': []}
+    gpus = deep.whole_gpus(observed['gpus'])
+    model = gpus[0].get('name') if gpus else None
+    cuda_env = dict(CUDA_ENV)
+    visible = deep.cuda_visible_without_mig(os.environ.get('CUDA_VISIBLE_DEVICES'))
+    if visible is not None:
+        cuda_env['CUDA_VISIBLE_DEVICES'] = visible
+    results = []
+    for check in deep.CHECKS:
+        if check not in settings['checks']:
+            continue
+        began = time.monotonic()
+        if check == 'dcgm':
+            if not _installed(settings['dcgmi']):
+                item = deep.not_installed(check, settings['dcgmi'])
+            else:
+                rc, out, err = _run(deep.dcgm_argv(settings), settings['dcgm_timeout'])
+                item = deep.ran_out(check, settings['dcgm_timeout']) if rc is None else deep.judge_dcgm(rc, out, err, settings['dcgm_level'])
+        elif check == 'nccl':
+            if not _installed(settings['all_reduce_perf']):
+                item = deep.not_installed(check, settings['all_reduce_perf'])
+            elif not gpus:
+                item = deep.result(check, 'skip', 'no whole GPU for all_reduce_perf (%s)'
+                                   % (observed.get('nvml_error') or 'NVML lists none outside MIG mode'))
+            else:
+                env = dict(cuda_env, **deep.nccl_env(settings))
+                rc, out, err = _run(deep.nccl_argv(settings, len(gpus)), settings['nccl_timeout'], env)
+                item = (deep.ran_out(check, settings['nccl_timeout']) if rc is None
+                        else deep.judge_nccl(rc, out, err, settings, model, len(gpus)))
+        elif check == 'nvbandwidth':
+            if not _installed(settings['nvbandwidth']):
+                item = deep.not_installed(check, settings['nvbandwidth'])
+            else:
+                rc, out, err = _run(deep.nvbandwidth_argv(settings), settings['nvbandwidth_timeout'], cuda_env)
+                item = (deep.ran_out(check, settings['nvbandwidth_timeout']) if rc is None
+                        else deep.judge_nvbandwidth(rc, out, err, settings, gpus))
+        else:
+            if not _installed(settings['ib_write_bw']):
+                item = deep.not_installed(check, settings['ib_write_bw'])
+            else:
+                ports, error = read_ib(settings['ib_sysfs_root'])
+                if error:
+                    item = deep.result(check, 'error', 'cannot read the InfiniBand ports: %s' % error)
+                else:
+                    rate = deep.expected_ib_rate(ports, config.get('ib_rate_gbps'))
+                    item = deep.judge_ib(deep_ib_pairs(settings, deep.ib_pairs(ports), rate))
+        item['seconds'] = round(time.monotonic() - began, 1)
+        results.append(item)
+        print('%s %s: %s' % (item['status'].upper(), check, item['detail']))
+    report, status = deep.outcome(node_name, results, config['reason_prefix'], time.monotonic() - start)
+    print(deep.report_line(report))
+    return status
+
+
 def main(argv=None, pynvml=None):
     start = time.monotonic()
     parser = argparse.ArgumentParser(prog='gpucluster-healthcheck', description='Tiered GPU node health check for Slurm.')
     parser.add_argument('--config', default=DEFAULT_CONFIG, help='expectations (JSON), default %(default)s')
     parser.add_argument('--node', help='Slurm node name (default: node_name of the configuration, else the short host name)')
-    parser.add_argument('--tier', choices=hc.TIERS, default='periodic', help='which checks to run (default %(default)s)')
+    parser.add_argument('--tier', choices=hc.TIERS + (deep.TIER,), default='periodic', help='which checks to run (default %(default)s)')
+    parser.add_argument('--deep-config', default='{}', help='the deep tier settings (JSON object; see _healthcheck_deep.DEFAULTS)')
     parser.add_argument('--ib-sysfs-root', default='/sys/class/infiniband', help='InfiniBand sysfs tree for --observe/--baseline')
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument('--dry-run', action='store_true', help='check and print; never run scontrol update')
@@ -334,6 +461,16 @@ def main(argv=None, pynvml=None):
     if pynvml is None and (config['gpu_count'] != 0 or config['mig_layout']):
         print('gpucluster-healthcheck: %s' % missing, file=sys.stderr)
         return 2
+    if args.tier == deep.TIER:
+        try:
+            data = json.loads(args.deep_config)
+            if isinstance(data, dict) and 'ib_sysfs_root' not in data:
+                data['ib_sysfs_root'] = config['ib_sysfs_root']
+            settings = deep.load_config(data)
+        except ValueError as exc:
+            print('gpucluster-healthcheck: bad --deep-config: %s' % exc, file=sys.stderr)
+            return 2
+        return run_deep(config, settings, pynvml, args.node or config['node_name'] or socket.gethostname().split('.')[0], start)
     # a node that is to have no GPUs needs no NVML bindings
     observed, failures = check(config, pynvml, args.tier, start)
     if pynvml is None:

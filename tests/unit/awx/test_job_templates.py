@@ -180,7 +180,8 @@ def test_awx_setup_arguments_match_the_awx_modules_argument_specs():
     results = render({'controller_host': 'https://awx.example.org', 'controller_oauthtoken': 'token', 'awx_setup_create_inventory': True,
                       'awx_setup_project_scm_url': 'https://git.example.org/gpucluster-bringup.git'})
     assert [r['errors'] for r in results if r['errors']] == []
-    assert [r['module'] for r in results] == ['awx.awx.project', 'awx.awx.inventory'] + ['awx.awx.job_template'] * len(TEMPLATES)
+    assert [r['module'] for r in results] == (['awx.awx.project', 'awx.awx.inventory'] + ['awx.awx.job_template'] * len(TEMPLATES)
+                                              + ['awx.awx.schedule'] * len(SETUP_VARS['awx_setup_schedules']))
     by_name = dict((r['item'], r['params']) for r in results if r['module'] == 'awx.awx.job_template')
     assert sorted(by_name) == sorted(TEMPLATE_IDS)
     for template in TEMPLATES:
@@ -237,6 +238,35 @@ def test_awx_setup_stops_on_a_missing_survey_file():
     assert proc.returncode == 2
     assert "job template 'x': job_type must be run or check (it is 'run') and survey must be null or a file of" in proc.stdout
     assert "(it is 'nope.json')" in proc.stdout
+
+
+def test_awx_setup_stops_on_a_schedule_of_an_unknown_template():
+    extra = json.dumps({'awx_setup_project_scm_url': 'https://git.example.org/x.git',
+                        'awx_setup_schedules': [{'name': 'nightly', 'template': 'gpucluster - no such', 'rrule': 'x'}]})
+    proc = subprocess.run([os.path.join(VENV_BIN, 'ansible-playbook'), 'playbooks/awx_setup.yml', '-e', extra],
+                          cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False, timeout=120)
+    assert proc.returncode == 2
+    assert "schedule 'nightly': template 'gpucluster - no such' is not one of awx_setup_job_templates (gpucluster - deploy," in proc.stdout
+
+
+@pytest.mark.parametrize('schedule', SETUP_VARS['awx_setup_schedules'], ids=[s['name'] for s in SETUP_VARS['awx_setup_schedules']])
+def test_schedules_launch_a_template_with_an_awx_rrule(schedule):
+    assert schedule['template'] in TEMPLATE_IDS
+    # AWX takes one DTSTART with a time zone and RRULE lines (awx/main/models/schedules.py)
+    assert re.match(r'^DTSTART;TZID=[A-Za-z_/]+:\d{8}T\d{6} RRULE:FREQ=(WEEKLY|DAILY|MONTHLY);INTERVAL=\d+(;BYDAY=[A-Z,]+)?$', schedule['rrule'])
+    template = next(t for t in TEMPLATES if t['name'] == schedule['template'])
+    # a scheduled run cannot answer a survey: every required question has a default
+    if template.get('survey'):
+        assert all('default' in q for q in survey(template['survey'])['spec'] if q['required'])
+
+
+def test_awx_setup_renders_the_schedules():
+    results = render({'controller_host': 'https://awx.example.org', 'controller_oauthtoken': 'token',
+                      'awx_setup_project_scm_url': 'https://git.example.org/gpucluster-bringup.git'})
+    schedules = [r for r in results if r['module'] == 'awx.awx.schedule']
+    assert [r['errors'] for r in schedules if r['errors']] == [] and schedules
+    assert [(r['params']['unified_job_template'], r['params']['enabled']) for r in schedules] == [
+        (s['template'], s['enabled']) for s in SETUP_VARS['awx_setup_schedules']]
 
 
 def test_awx_files_lint_clean():

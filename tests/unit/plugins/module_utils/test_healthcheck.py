@@ -236,6 +236,22 @@ def test_decide_resumes_after_k_passes(passes, resume_after, action):
     assert hc.decide([], node('IDLE', ['DRAIN'], OURS), 'gpuhc', passes=passes, resume_after=resume_after).action == action
 
 
+DEEP = 'gpuhc:deep:dcgm: Memory on GPU 1: row remap failure'
+
+
+@pytest.mark.parametrize('failures, tier, passes, resume', [
+    ([], 'periodic', 1, False), ([], 'periodic', 9, True), ([], 'prolog', 3, False), (MISSING, 'periodic', 0, False),
+    (MISSING, 'prolog', 0, False),
+])
+def test_a_deep_tier_drain_is_left_to_the_deep_tier(failures, tier, passes, resume):
+    # what the deep tier found (a DCGM diagnostic, a slow copy) the other tiers cannot see: their passes do not resume it
+    # and their failures do not replace its reason
+    decision = hc.decide(failures, node('IDLE', ['DRAIN'], DEEP), 'gpuhc', True, resume, tier=tier, passes=passes)
+    assert (decision.action, decision.passes) == ('none', passes)
+    assert decision.message.endswith('gpu-01 stays drained by the deep tier ("%s") until a deep run passes (playbooks/health_deep.yml)' % DEEP)
+    assert decision.message.startswith('failing (gpuhc:%s:' % tier if failures else 'healthy')
+
+
 def test_the_prolog_tier_drains_but_never_resumes():
     drain = hc.decide(MISSING, node('MIXED'), 'gpuhc', tier='prolog')
     assert drain.reason == 'gpuhc:prolog:device-files: GPU 3 (00000000:61:00.0) /dev/nvidia3 missing'
