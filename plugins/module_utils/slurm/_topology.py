@@ -1,0 +1,701 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Slurm's topology.conf from the InfiniBand fabric (tree) and the NVLink domains (block).
+
+* :func:`parse_ibnetdiscover` reads ibnetdiscover's default output (the
+  "topology file" of ibnetdiscover(8), also ``-g``) into switches, hosts (CAs)
+  and routers with their port links, and refuses a dump that is cut short or
+  does not hold together (every link is printed from both ends; each end must
+  name the other).
+* :func:`tree_topology` turns a parsed fabric into the lines of the
+  topology/tree plugin (``SwitchName=... Nodes=...`` / ``Switches=...``) for
+  the given Slurm nodes, with warnings for what it leaves out.
+* :func:`block_topology` turns each node's GPU fabric domain (cluster UUID and
+  clique id from ``nvmlDeviceGetGpuFabricInfo`` on NVL72-class systems) into
+  the lines of the topology/block plugin (``BlockName=... Nodes=...``,
+  ``BlockSizes=...``).
+
+Pure functions, standard library only; bad input raises ``ValueError`` naming
+the bad thing and what would be valid.  Nothing is guessed silently: what is
+left out is said in ``warnings``.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+from collections import Counter
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand
+
+# --- ibnetdiscover's output -------------------------------------------------------------------------------------------
+
+# out_switch_detail()/out_ca_detail(): 'Switch\t65 "S-<guid>"\t\t# "<desc>" enhanced port 0 lid 73 lmc 0',
+# 'Ca\t1 "H-<guid>"\t\t# "<desc>"' (' (scp)' on Xsigo HCAs), 'Rt\t<n> "R-<guid>"\t\t# "<desc>"'.
+_NODE = re.compile(r'^(?P<kind>Switch|Ca|Rt)\s+(?P<nports>\d+)\s+"(?P<type>[SHR?])-(?P<guid>[0-9a-fA-F]+)"'
+                   r'\s*#\s*"(?P<desc>.*)"(?P<rest>[^"]*)$')
+_SWITCH_REST = re.compile(r'^\s+(?:base|enhanced)\s+port\s+0\s+lid\s+(?P<lid>\d+)\s+lmc\s+\d+\s*$')
+_CA_REST = re.compile(r'^(?:\s+\(scp\))?\s*$')
+# out_switch_port()/out_ca_port(): '[1]\t"H-<guid>"[1](<portguid>) \t\t# "<desc>" lid 647 4xNDR' on a switch,
+# '[1](<portguid>) \t"S-<guid>"[17]\t\t# lid 657 lmc 0 "<desc>" lid 73 4xNDR' on a CA; '[ext N]' with -g.
+_PORT = re.compile(r'^\[(?P<port>\d+)\](?:\[ext \d+\])?(?:\([0-9a-fA-F]+\))?\s*'
+                   r'"(?P<type>[SHR?])-(?P<guid>[0-9a-fA-F]+)"\[(?P<rport>\d+)\](?:\[ext \d+\])?'
+                   r'(?:\s*\([0-9a-fA-F]+\))?\s*#\s*(?P<comment>.*)$')
+_PORT_COMMENT = re.compile(r'^(?:lid\s+\d+\s+lmc\s+\d+\s+)?".*"\s+lid\s+\d+(?:\s.*)?$')
+# out_ids()/out_switch()/out_ca(); with -g a chassis comment may follow.
+_IDS = re.compile(r'^(?P<key>vendid|devid|sysimgguid|switchguid|caguid|rtguid)=0x[0-9a-fA-F]+'
+                  r'(?:\([0-9a-fA-F]+\))?(?:\s*#.*)?$')
+# -g (grouping) lines: 'Chassis 3 (guid 0x...)', 'Non-Chassis Nodes', 'Hostname: ...'.
+_GROUPING = re.compile(r'^(?:Chassis\s+\d+(?:\s.*)?|Non-Chassis Nodes|Hostname:.*)$')
+
+_KIND = {'Switch': ('S', 'switches'), 'Ca': ('H', 'hosts'), 'Rt': ('R', 'routers')}
+_TABLE = {'S': 'switches', 'H': 'hosts', 'R': 'routers'}
+_PREFIX = {'switches': 'S', 'hosts': 'H', 'routers': 'R'}
+
+# The adapter's own NodeDescription when the host never set one ("MT4129 ConnectX7   Mellanox Technologies").
+_DEFAULT_CA_DESC = re.compile(r'^MT\d+\b')
+# The SHARP aggregation node inside a Quantum switch is a CA, not a host.
+_AGGREGATION_NODE = re.compile(r'\bAggregation Node\s*$')
+# Managed switches describe themselves "MF0;<system name>:<model>/<ASIC>".
+_MANAGED_SWITCH = re.compile(r'^MF0;(?P<name>[^:]+):(?P<rest>.*)$')
+_UNSAFE = re.compile(r'[^A-Za-z0-9._-]+')
+_SWITCH_NAME_MAX = 64  # Slurm: "SwitchName ... cannot be longer than 64 characters"
+_NAME_BAD = re.compile(r'[\s,\[\]]')
+
+
+def _node_id(table, guid):
+    return '%s-%s' % (_PREFIX[table], guid)
+
+
+def parse_ibnetdiscover(text):
+    """Parse ibnetdiscover's default output.
+
+    Returns ``{'switches': {guid: {'guid', 'desc', 'lid', 'ports'}}, 'hosts': {guid: {'guid', 'desc', 'ports'}},
+    'routers': {guid: {'guid', 'desc', 'ports'}}}``; GUIDs are 16 lower-case hex digits as ibnetdiscover prints
+    them in ``"S-<guid>"``, ``ports`` maps a port number to ``(peer_guid, peer_port)``.  Example::
+
+        {'switches': {'2c5eab0300c262c0': {'guid': '2c5eab0300c262c0', 'desc': 'MF0;A09-P1-IBLEAF-03-04:MQM9701/U1',
+                                           'lid': 155, 'ports': {1: ('e09d7303007a4bd4', 1), ...}}},
+         'hosts': {'e09d7303007a4bd4': {'guid': 'e09d7303007a4bd4', 'desc': 'a08-p1-dgx-04-c01 mlx5_4',
+                                        'ports': {1: ('2c5eab0300c262c0', 1)}}, ...},
+         'routers': {}}
+
+    Comment lines, the ``vendid=``/``devid=``/``sysimgguid=``/``switchguid=``/``caguid=``/``rtguid=`` lines and
+    the grouping (``-g``) lines are read past.  ``ValueError`` for an empty text, a line that is not part of this
+    output (``ibwarn:`` lines included: discovery had trouble), a block cut short, a port listed twice or beyond
+    the node's port count, a GUID with two blocks, and a dump that does not hold together: every link is printed
+    from both ends, so a port naming a GUID that never got its block, or whose block does not name it back, means
+    the dump is truncated or inconsistent.
+    """
+    if text is None or not str(text).strip():
+        raise ValueError('the ibnetdiscover output is empty; expected the text ibnetdiscover prints '
+                         '(blocks starting "Switch <ports> "S-<guid>"" and "Ca <ports> "H-<guid>"")')
+    fabric = {'switches': {}, 'hosts': {}, 'routers': {}}
+    seen = {}
+    current = None          # (table, node, port count, line) of the block being read
+    pending_ids = None      # line number of a vendid= etc. run that has not reached its Switch/Ca/Rt line yet
+    pending_keys = set()
+    lines = str(text).splitlines()
+    for number, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith('#') or _GROUPING.match(line):
+            continue
+        ids = _IDS.match(line)
+        if ids:
+            if pending_ids is None:
+                pending_ids, pending_keys = number, set()
+            elif ids.group('key') in pending_keys:
+                raise ValueError('line %d: "%s" starts another block while the block of line %d never reached its '
+                                 '"Switch"/"Ca"/"Rt" line: that block is cut short' % (number, line, pending_ids))
+            pending_keys.add(ids.group('key'))
+            current = None
+            continue
+        node = _NODE.match(line)
+        if node:
+            current = _read_node(node, number, line, fabric, seen)
+            pending_ids = None
+            continue
+        port = _PORT.match(line)
+        if port:
+            if pending_ids is not None:
+                raise ValueError('line %d: a port line follows the node ids of line %d without their '
+                                 '"Switch"/"Ca"/"Rt" line: the block is cut short' % (number, pending_ids))
+            if current is None:
+                raise ValueError('line %d: port line "%s" belongs to no "Switch"/"Ca"/"Rt" block' % (number, line))
+            _read_port(port, number, line, current)
+            continue
+        raise ValueError('line %d: "%s" is not part of ibnetdiscover\'s topology output (expected "Switch"/"Ca"/"Rt" '
+                         'lines, port lines like "[1]  "H-<guid>"[1] ...", "vendid=" etc. or comments); '
+                         'an "ibwarn" line means the discovery had trouble: run it again' % (number, _short(line)))
+    if pending_ids is not None:
+        raise ValueError('line %d: the output ends inside a block (node ids without their "Switch"/"Ca"/"Rt" line): '
+                         'the dump is cut short' % pending_ids)
+    if not seen:
+        raise ValueError('the ibnetdiscover output has no "Switch", "Ca" or "Rt" block')
+    _check_links(fabric)
+    return fabric
+
+
+def _short(line, width=100):
+    return line if len(line) <= width else line[:width] + '...'
+
+
+def _read_node(match, number, line, fabric, seen):
+    kind = match.group('kind')
+    letter, table = _KIND[kind]
+    if match.group('type') != letter:
+        raise ValueError('line %d: a "%s" line names "%s-%s"; ibnetdiscover writes %s nodes as "%s-<guid>"'
+                         % (number, kind, match.group('type'), match.group('guid'), kind, letter))
+    guid = match.group('guid').lower()
+    rest = match.group('rest')
+    node = {'guid': guid, 'desc': match.group('desc'), 'ports': {}}
+    if kind == 'Switch':
+        detail = _SWITCH_REST.match(rest)
+        if not detail:
+            raise ValueError('line %d: switch line "%s" lacks "base|enhanced port 0 lid <lid> lmc <lmc>" '
+                             'after its description: the line is cut short or not ibnetdiscover\'s' % (number, _short(line)))
+        node['lid'] = int(detail.group('lid'))
+    elif not _CA_REST.match(rest):
+        raise ValueError('line %d: unexpected text "%s" after the description of %s-%s' % (number, rest.strip(), letter, guid))
+    if guid in seen:
+        raise ValueError('line %d: GUID %s has a second block (first at line %d); a dump lists each node once'
+                         % (number, guid, seen[guid]))
+    seen[guid] = number
+    fabric[table][guid] = node
+    return table, node, int(match.group('nports')), number
+
+
+def _read_port(match, number, line, current):
+    table, node, nports, header = current
+    port = int(match.group('port'))
+    if not _PORT_COMMENT.match(match.group('comment')):
+        raise ValueError('line %d: port line "%s" is cut short (expected \'# ... "<description>" lid <lid> ...\' '
+                         'after the peer)' % (number, _short(line)))
+    if port < 1 or port > nports:
+        raise ValueError('line %d: port %d of %s, which has %d ports (line %d)'
+                         % (number, port, _node_id(table, node['guid']), nports, header))
+    if port in node['ports']:
+        raise ValueError('line %d: port %d of %s is listed twice' % (number, port, _node_id(table, node['guid'])))
+    if match.group('type') == '?':
+        raise ValueError('line %d: port %d of %s leads to a node of unknown type "?-%s"'
+                         % (number, port, _node_id(table, node['guid']), match.group('guid')))
+    node['ports'][port] = (match.group('guid').lower(), int(match.group('rport')))
+    node.setdefault('_types', {})[port] = _TABLE[match.group('type')]
+
+
+def _check_links(fabric):
+    for table in ('switches', 'hosts', 'routers'):
+        for guid in sorted(fabric[table]):
+            node = fabric[table][guid]
+            types = node.pop('_types', {})
+            for port in sorted(node['ports']):
+                peer_guid, peer_port = node['ports'][port]
+                peer_table = types[port]
+                here = '%s port %d' % (_node_id(table, guid), port)
+                there = '%s port %d' % (_node_id(peer_table, peer_guid), peer_port)
+                peer = fabric[peer_table].get(peer_guid)
+                if peer is None:
+                    raise ValueError('%s links to %s, but the dump has no block for %s: the output is truncated '
+                                     'or incomplete (run ibnetdiscover again and keep all of it)'
+                                     % (here, there, _node_id(peer_table, peer_guid)))
+                back = peer['ports'].get(peer_port)
+                if back != (guid, port):
+                    if back is None:
+                        raise ValueError('%s links to %s, but the block of %s has no port %d: the block is cut '
+                                         'short or the dump is inconsistent' % (here, there,
+                                                                                _node_id(peer_table, peer_guid), peer_port))
+                    raise ValueError('%s links to %s, but %s names %s-%s port %d: the dump is inconsistent'
+                                     % (here, there, there, _PREFIX[_table_of(fabric, back[0])], back[0], back[1]))
+
+
+def _table_of(fabric, guid):
+    for table in ('switches', 'hosts', 'routers'):
+        if guid in fabric[table]:
+            return table
+    return 'hosts'
+
+
+# --- topology/tree ------------------------------------------------------------------------------------------------------
+
+def _natural_key(name):
+    parts = re.split(r'(\d+)', name)
+    return [int(part) if index % 2 else part for index, part in enumerate(parts)] + [name]
+
+
+def _sorted(names):
+    return sorted(names, key=_natural_key)
+
+
+def _hostlist(names):
+    return compress(_sorted(names))
+
+
+def _node_name_list(node_names, what='node_names'):
+    if isinstance(node_names, str):
+        names = expand(node_names)
+    else:
+        try:
+            names = list(node_names)
+        except TypeError:
+            raise ValueError('%s must be a list of Slurm node names or a hostlist expression, got %r' % (what, node_names))
+    if not names:
+        raise ValueError('%s is empty; give the Slurm node names (a list or a hostlist like "gpu[01-04]")' % what)
+    for name in names:
+        if not isinstance(name, str) or not name or _NAME_BAD.search(name):
+            raise ValueError('%s: %r is not a Slurm node name (non-empty, no spaces, commas or brackets)' % (what, name))
+    return names
+
+
+def _safe(text):
+    return _UNSAFE.sub('_', text).strip('_')
+
+
+def switch_names(parsed):
+    """Slurm-safe, unique names for every switch: ``{guid: name}``.
+
+    A managed switch (``"MF0;<system name>:<model>/<ASIC>"``) is named by its system name; any other by its
+    description; letters, digits, ``-``, ``_`` and ``.`` are kept and every other run of characters becomes
+    ``_``.  Names two switches would share (several ASICs of one director switch: then ``<name>_<model>_<ASIC>``
+    is tried; switches still showing their product description, like "Quantum Mellanox Technologies"), empty
+    names and names over Slurm's 64 characters fall back to ibnetdiscover's ``S-<guid>``.
+    """
+    switches = parsed['switches']
+    first = {}
+    second = {}
+    for guid, switch in switches.items():
+        managed = _MANAGED_SWITCH.match(switch['desc'])
+        if managed:
+            first[guid] = _safe(managed.group('name'))
+            second[guid] = _safe('%s_%s' % (managed.group('name'), managed.group('rest')))
+        else:
+            first[guid] = _safe(switch['desc'])
+            second[guid] = None
+    counts = Counter(first.values())
+    names = {}
+    for guid in switches:
+        name = first[guid]
+        if counts[name] > 1:
+            name = second[guid]
+        names[guid] = name
+    counts = Counter(names.values())
+    for guid in switches:
+        name = names[guid]
+        if not name or counts[name] > 1 or len(name) > _SWITCH_NAME_MAX:
+            names[guid] = 'S-%s' % guid
+    counts = Counter(names.values())
+    for guid in switches:  # a description that happens to read like another switch's "S-<guid>"
+        if counts[names[guid]] > 1:
+            names[guid] = 'S-%s' % guid
+    return names
+
+
+def _compile_name_map(name_map):
+    if name_map is None:
+        return None, None
+    if isinstance(name_map, dict):
+        table = {}
+        for key, value in name_map.items():
+            if not isinstance(key, str) or not key.strip():
+                raise ValueError('name_map: key %r is not a node description, host name or CA GUID' % (key,))
+            if not isinstance(value, str) or not value or _NAME_BAD.search(value):
+                raise ValueError('name_map: %r maps to %r, which is not a Slurm node name '
+                                 '(non-empty, no spaces, commas or brackets)' % (key, value))
+            table[key.strip()] = value
+            guid = re.match(r'^(?:H-|0x)?([0-9a-fA-F]{1,16})$', key.strip())
+            if guid:
+                table['guid:' + guid.group(1).lower().rjust(16, '0')] = value
+        return table, None
+    if isinstance(name_map, str):
+        try:
+            pattern = re.compile(name_map)
+        except re.error as err:
+            raise ValueError('name_map: %r is not a valid regular expression (%s)' % (name_map, err))
+    elif hasattr(name_map, 'search') and hasattr(name_map, 'groups'):
+        pattern = name_map
+    else:
+        raise ValueError('name_map must be a dict (description, host name or CA GUID -> Slurm node name) or a regular '
+                         'expression with a group for the node name, got %r' % (name_map,))
+    if pattern.groups < 1:
+        raise ValueError('name_map: the regular expression %r has no group; put the Slurm node name in a group, '
+                         'e.g. r"^(\\S+) "' % pattern.pattern)
+    return None, pattern
+
+
+def _device_of(desc):
+    parts = desc.split(None, 1)
+    return parts[1].strip() if len(parts) > 1 else ''
+
+
+def _rail_index(device):
+    digits = re.search(r'(\d+)\s*$', device)
+    return int(digits.group(1)) if digits else None
+
+
+def _name_ca(ca, table, pattern):
+    """(slurm name or None, why-not warning or None) for one CA."""
+    desc = ca['desc']
+    guid = ca['guid']
+    if table is not None:
+        for key in ('guid:' + guid, desc.strip()):
+            if key in table:
+                return table[key], None
+    if pattern is not None:
+        match = pattern.search(desc)
+        if not match:
+            return None, 'does not match the name_map pattern %r' % pattern.pattern
+        name = match.group('name') if 'name' in pattern.groupindex else match.group(1)
+        if not name or _NAME_BAD.search(name):
+            return None, 'gives %r through the name_map pattern, which is not a node name' % (name,)
+        return name, None
+    if not desc.strip() or _DEFAULT_CA_DESC.match(desc):
+        return None, ('shows the adapter\'s default node description, so its host is unknown (set it on the host, '
+                      'e.g. with rdma-ndd, or map the CA GUID in name_map)')
+    host = desc.split()[0]
+    if table is not None and host in table:
+        return table[host], None
+    return host, None
+
+
+def _where(parsed, names, ca):
+    spots = []
+    for port in sorted(ca['ports']):
+        peer_guid, peer_port = ca['ports'][port]
+        if peer_guid in parsed['switches']:
+            spots.append('%s port %d' % (names[peer_guid], peer_port))
+    return ' on ' + ', '.join(spots) if spots else ''
+
+
+def tree_topology(parsed, node_names, name_map=None, rail_hca=None):
+    """The topology/tree lines of topology.conf for the Slurm nodes ``node_names`` in the fabric ``parsed``.
+
+    ``parsed`` is :func:`parse_ibnetdiscover`'s result; ``node_names`` the Slurm nodes (a list or a hostlist
+    expression); only they are placed.  Returns ``{'lines': [...], 'warnings': [...]}``, e.g.::
+
+        {'lines': ['SwitchName=B09-P1-IBLEAF-01-05 Nodes=b05-p1-dgx-05-c[01-02]',
+                   'SwitchName=B09-P1-IBLEAF-01-06 Nodes=b06-p1-dgx-06-c[01-03]',
+                   'SwitchName=A10-P1-IBSPINE-03 Switches=B09-P1-IBLEAF-01-[05-06]'],
+         'warnings': ['Slurm nodes not in the fabric (no CA names them): b06-p1-dgx-06-c04; they are left out']}
+
+    Hosts: each CA is a host adapter, except a switch's SHARP "Aggregation Node" (left out quietly).  Its host is
+    the first word of its node description (``"<host> mlx5_0"``, ``"<host> HCA-1"``) unless ``name_map`` says
+    otherwise: a dict whose keys are a CA GUID (``"H-<guid>"``, ``"0x<guid>"`` or the bare hex), a whole
+    description or a host name (tried in that order), or a regular expression searched in the description whose
+    group ``name`` (else group 1) is the Slurm node name.  A CA still showing its adapter's default description
+    ("MT4129 ConnectX7   Mellanox Technologies") names no host unless ``name_map`` names its GUID.
+
+    Rail rule: a host with several CAs (multi-rail: 4 or 8 HCAs, each cabled to a different rail's leaf) is
+    placed under the leaf of ONE of them, its rail-0 CA: the CA whose device (the words after the host name)
+    is ``rail_hca`` when given (``"mlx5_0"``, ``"HCA-1"``), else the CA whose device ends in the lowest number
+    (mlx5_0 before mlx5_1, HCA-1 before HCA-2).  The other CAs are ignored.  A host whose rail-0 CA is linked to
+    two switches, or that has two CAs both fitting the rule (two machines with one host name), is an error.
+
+    Leaves are the switches holding placed hosts (``SwitchName=<name> Nodes=<hostlist>``).  Above them, by
+    breadth-first rank from the leaves, come the switches that carry no host adapter at all (spines, cores):
+    a switch of rank k+1 lists its linked switches of rank k (``Switches=<hostlist>``); links between switches of
+    one rank are not part of the tree.  A switch carrying host adapters of which none is placed (another rail's
+    leaf, a storage or service leaf) is not a spine and is left out, with whatever is reachable only through it;
+    so is every switch that no leaf reaches.  If the leaves do not all meet under common switches (two leaves
+    cabled straight to each other), a switch ``fabric`` that is not in the fabric joins the tops, with a warning:
+    Slurm only lets a job span switches that share an ancestor.  Switch names: :func:`switch_names`.
+
+    Warnings (the topology is still right for what it holds): CAs whose host is unknown, fabric hosts that are
+    not Slurm nodes, hosts without their rail-0 CA, hosts placed by another HCA than most, Slurm nodes the fabric
+    does not show, the joining ``fabric`` switch.  ``ValueError``: no switch in the fabric, a host in two leaves,
+    no Slurm node in the fabric, bad arguments.
+    """
+    if not isinstance(parsed, dict) or not isinstance(parsed.get('switches'), dict) \
+            or not isinstance(parsed.get('hosts'), dict):
+        raise ValueError('parsed must be what parse_ibnetdiscover returns (a dict with "switches" and "hosts")')
+    switches = parsed['switches']
+    if not switches:
+        raise ValueError('the fabric has no switch at all (%d CA(s), e.g. only the local HCA with its link down): '
+                         'topology.conf needs at least one switch; run ibnetdiscover on a node whose link is up'
+                         % len(parsed['hosts']))
+    wanted = set(_node_name_list(node_names))
+    if rail_hca is not None and (not isinstance(rail_hca, str) or not rail_hca.strip()):
+        raise ValueError('rail_hca must be the device name of the rail-0 HCA as the node descriptions show it '
+                         '("mlx5_0", "HCA-1"), got %r' % (rail_hca,))
+    table, pattern = _compile_name_map(name_map)
+    names = switch_names(parsed)
+    warnings = []
+
+    hosts = {}  # slurm-side host name -> [ca]
+    for guid in sorted(parsed['hosts']):
+        ca = parsed['hosts'][guid]
+        if _AGGREGATION_NODE.search(ca['desc']):
+            continue
+        name, why = _name_ca(ca, table, pattern)
+        if name is None:
+            warnings.append('CA H-%s "%s"%s %s; left out' % (guid, ca['desc'], _where(parsed, names, ca), why))
+            continue
+        hosts.setdefault(name, []).append(ca)
+
+    placed = {}   # slurm node -> leaf guid
+    chosen = {}   # slurm node -> device of the CA it was placed by (hosts with several CAs)
+    for name in _sorted(hosts):
+        cas = hosts[name]
+        if name not in wanted:
+            more = ' and %d more' % (len(cas) - 1) if len(cas) > 1 else ''
+            warnings.append('fabric host %s is not a Slurm node (CA H-%s "%s"%s%s); left out'
+                            % (name, cas[0]['guid'], cas[0]['desc'], _where(parsed, names, cas[0]), more))
+            continue
+        ca = _rail_zero(name, cas, rail_hca, warnings, lambda c: _where(parsed, names, c))
+        if ca is None:
+            continue
+        leaves = sorted(set(peer for peer, _ in ca['ports'].values() if peer in switches))
+        if not leaves:
+            warnings.append('host %s: its CA H-%s "%s" is linked to no switch; left out' % (name, ca['guid'], ca['desc']))
+            continue
+        if len(leaves) > 1:
+            raise ValueError('host %s would sit in two leaves: its CA H-%s "%s" is linked to %s; a Slurm node belongs '
+                             'to one leaf switch (cable one port of that HCA, or pick another HCA with rail_hca)'
+                             % (name, ca['guid'], ca['desc'], ' and '.join(names[g] for g in leaves)))
+        placed[name] = leaves[0]
+        if len(cas) > 1:
+            chosen[name] = _device_of(ca['desc'])
+
+    if rail_hca is None and chosen:
+        usual = sorted(Counter(chosen.values()).items(), key=lambda item: (-item[1], item[0]))[0][0]
+        for name in _sorted(chosen):
+            if chosen[name] != usual:
+                warnings.append('host %s was placed by its %s, most hosts by their %s: is its %s missing from the '
+                                'fabric (link down)? pass rail_hca to place every host by one HCA'
+                                % (name, chosen[name] or 'CA', usual, usual))
+
+    missing = wanted - set(hosts)
+    if missing:
+        warnings.append('Slurm nodes not in the fabric (no CA names them): %s; they are left out' % _hostlist(missing))
+    if not placed:
+        known = _sorted(hosts)[:5]
+        raise ValueError('none of the %d Slurm nodes is in the fabric: %s; %s (name_map maps node descriptions or '
+                         'CA GUIDs to Slurm node names)'
+                         % (len(wanted), _hostlist(wanted), 'the fabric\'s hosts are ' + ', '.join(known) + (
+                             ', ...' if len(hosts) > len(known) else '') if known else 'no CA of the fabric names a host'))
+
+    lines, joined = _tree_lines(parsed, names, placed)
+    if joined:
+        warnings.append(joined)
+    return {'lines': lines, 'warnings': warnings}
+
+
+def _rail_zero(name, cas, rail_hca, warnings, where):
+    if rail_hca is not None:
+        fits = [ca for ca in cas if _device_of(ca['desc']) == rail_hca.strip()]
+        if not fits:
+            warnings.append('host %s has no CA named %s (it has %s); left out'
+                            % (name, rail_hca, ', '.join('"%s"' % ca['desc'] for ca in cas)))
+            return None
+    elif len(cas) == 1:
+        return cas[0]
+    else:
+        indexes = [_rail_index(_device_of(ca['desc'])) for ca in cas]
+        numbered = [index for index in indexes if index is not None]
+        if numbered:
+            low = min(numbered)
+            fits = [ca for ca, index in zip(cas, indexes) if index == low]
+        else:
+            fits = cas
+    if len(fits) > 1:
+        spots = set(frozenset(peer for peer, _ in ca['ports'].values()) for ca in fits)
+        raise ValueError('host %s %s: %d CAs fit its rail-0 HCA (%s): two machines with one host name, or node '
+                         'descriptions set wrong; fix them, or tell the CAs apart with name_map (CA GUIDs)'
+                         % (name, 'would sit in two leaves' if len(spots) > 1 else 'is ambiguous', len(fits),
+                            '; '.join('H-%s "%s"%s' % (ca['guid'], ca['desc'], where(ca)) for ca in fits)))
+    return fits[0]
+
+
+def _tree_lines(parsed, names, placed):
+    switches = parsed['switches']
+    hosts = parsed['hosts']
+    leaves = {}
+    for node, leaf in placed.items():
+        leaves.setdefault(leaf, []).append(node)
+    carries_hosts = set()
+    for guid, ca in hosts.items():
+        if _AGGREGATION_NODE.search(ca['desc']):
+            continue
+        for peer, _ in ca['ports'].values():
+            if peer in switches:
+                carries_hosts.add(peer)
+
+    def neighbours(guid):
+        return sorted(set(peer for peer, _ in switches[guid]['ports'].values() if peer in switches))
+
+    rank = dict((guid, 0) for guid in leaves)
+    frontier = sorted(leaves)
+    while frontier:
+        step = []
+        for guid in frontier:
+            for peer in neighbours(guid):
+                if peer not in rank and peer not in carries_hosts:
+                    rank[peer] = rank[guid] + 1
+                    step.append(peer)
+        frontier = sorted(set(step))
+    children = {}
+    for guid, level in rank.items():
+        if level:
+            children[guid] = [peer for peer in neighbours(guid) if rank.get(peer) == level - 1]
+
+    lines = []
+    for guid in sorted(leaves, key=lambda g: _natural_key(names[g])):
+        lines.append('SwitchName=%s Nodes=%s' % (names[guid], _hostlist(leaves[guid])))
+    for level in range(1, max(rank.values()) + 1):
+        for guid in sorted((g for g in rank if rank[g] == level), key=lambda g: _natural_key(names[g])):
+            lines.append('SwitchName=%s Switches=%s' % (names[guid], _hostlist(names[c] for c in children[guid])))
+
+    tops = _component_tops(rank, children)
+    if not tops:
+        return lines, None
+    root = 'fabric'
+    taken = set(names.values())
+    suffix = 1
+    while root in taken:
+        suffix += 1
+        root = 'fabric%d' % suffix
+    top_names = [names[guid] for guid in tops]
+    lines.append('SwitchName=%s Switches=%s' % (root, _hostlist(top_names)))
+    return lines, ('the leaves do not all meet under common switches (%s are linked only to each other or through '
+                   'switches that carry other hosts); switch %s, which is not in the fabric, joins them so that '
+                   'jobs may span them' % (', '.join(_sorted(top_names)), root))
+
+
+def _component_tops(rank, children):
+    """The top switches (highest rank) of each connected part of the tree, or [] when it is one part."""
+    links = dict((guid, set()) for guid in rank)
+    for guid, kids in children.items():
+        for kid in kids:
+            links[guid].add(kid)
+            links[kid].add(guid)
+    seen = set()
+    parts = []
+    for start in sorted(rank):
+        if start in seen:
+            continue
+        part = [start]
+        seen.add(start)
+        for guid in part:  # grows while it is walked
+            for peer in sorted(links[guid]):
+                if peer not in seen:
+                    seen.add(peer)
+                    part.append(peer)
+        parts.append(part)
+    if len(parts) < 2:
+        return []
+    tops = []
+    for part in parts:
+        top_rank = max(rank[guid] for guid in part)
+        tops.extend(guid for guid in part if rank[guid] == top_rank)
+    return tops
+
+
+# --- topology/block -----------------------------------------------------------------------------------------------------
+
+_MAX_BLOCK_LEVEL = 15  # block_record.c: a BlockSizes value over 2**15 times the base is fatal
+
+
+def _block_sizes(block_sizes):
+    if isinstance(block_sizes, str):
+        items = [item.strip() for item in block_sizes.split(',')]
+    else:
+        try:
+            items = list(block_sizes)
+        except TypeError:
+            raise ValueError('block_sizes must be a list of node counts or "18,36,72", got %r' % (block_sizes,))
+    if not items:
+        raise ValueError('block_sizes is empty; give the planning base block size first, e.g. [18, 36, 72]')
+    sizes = []
+    for item in items:
+        if isinstance(item, bool) or not (isinstance(item, int) or (isinstance(item, str) and item.isdigit())):
+            raise ValueError('block_sizes: %r is not a whole number of nodes' % (item,))
+        size = int(item)
+        if size <= 0:
+            raise ValueError('block_sizes: %d is not a positive number of nodes' % size)
+        sizes.append(size)
+    base = sizes[0]
+    for prior, size in zip(sizes, sizes[1:]):
+        if size <= prior:
+            raise ValueError('block_sizes %s: %d does not grow past %d; each size must be larger than the one '
+                             'before it' % (sizes, size, prior))
+    for size in sizes[1:]:
+        ratio = size // base
+        if size % base or ratio & (ratio - 1):
+            raise ValueError('block_sizes %s: %d is not the base %d times a power of two (valid next sizes: %s)'
+                             % (sizes, size, base, ', '.join(str(base << n) for n in range(1, 5))))
+        if ratio > 1 << _MAX_BLOCK_LEVEL:
+            raise ValueError('block_sizes %s: %d is more than 2**%d times the base %d, which Slurm refuses'
+                             % (sizes, size, _MAX_BLOCK_LEVEL, base))
+    return sizes
+
+
+def _no_domain(uuid):
+    return uuid is None or (isinstance(uuid, str) and (not uuid.strip() or not uuid.replace('-', '').strip('0')))
+
+
+def block_topology(nodes, block_sizes=None):
+    """The topology/block lines of topology.conf from the nodes' NVLink fabric domains.
+
+    ``nodes`` maps each Slurm node to ``{'cluster_uuid': str, 'clique_id': int}`` (``nvmlDeviceGetGpuFabricInfo``:
+    clusterUuid, cliqueId); a node whose value is None, or whose cluster UUID is missing, empty or all zeros
+    (the fabric manager has not registered it), has no domain.  Every (cluster UUID, clique id) is one block,
+    named ``block1``, ``block2``... in the order of the blocks' first nodes (natural order, so stable).  Returns
+    ``{'lines': [...], 'warnings': [...]}``, e.g.::
+
+        {'lines': ['BlockName=block1 Nodes=gb[01-18]', 'BlockName=block2 Nodes=gb[19-36]', 'BlockSizes=18,36'],
+         'warnings': ['nodes without an NVLink fabric domain ...: gb37; they are in no block']}
+
+    ``block_sizes`` (a list or ``"18,36"``) becomes ``BlockSizes=`` after the blocks.  As topology.conf(5) and
+    Slurm's block plugin (block_record.c) require: the first value is the planning base block size, each next
+    one larger than the one before and the base times a power of two (at most 2**15), and every block must hold
+    at least the base's number of nodes.  Without ``block_sizes`` Slurm takes the first block's node count as
+    the base, so a later, smaller block is refused here as it would be by slurmctld.  ``ValueError`` also for
+    an empty ``nodes``, a bad clique id, and no node with a domain.
+    """
+    if not isinstance(nodes, dict) or not nodes:
+        raise ValueError('nodes must map Slurm node names to {"cluster_uuid": ..., "clique_id": ...}; got %r' % (nodes,))
+    _node_name_list(list(nodes), what='nodes')
+    domains = {}
+    lost = []
+    for name, info in nodes.items():
+        if info is None:
+            lost.append(name)
+            continue
+        if not isinstance(info, dict):
+            raise ValueError('node %s: %r is not {"cluster_uuid": ..., "clique_id": ...}' % (name, info))
+        uuid = info.get('cluster_uuid')
+        if uuid is not None and not isinstance(uuid, str):
+            raise ValueError('node %s: cluster_uuid %r is not a string' % (name, uuid))
+        if _no_domain(uuid):
+            lost.append(name)
+            continue
+        clique = info.get('clique_id')
+        if isinstance(clique, bool) or not isinstance(clique, int) or clique < 0:
+            raise ValueError('node %s: clique_id %r is not a non-negative whole number (nvmlGpuFabricInfo cliqueId)'
+                             % (name, clique))
+        domains.setdefault((uuid.strip().lower(), clique), []).append(name)
+    warnings = []
+    if lost:
+        warnings.append('nodes without an NVLink fabric domain (no cluster UUID from nvmlDeviceGetGpuFabricInfo): '
+                        '%s; they are in no block' % _hostlist(lost))
+    if not domains:
+        raise ValueError('no node has an NVLink fabric domain (%s); topology/block needs at least one block'
+                         % _hostlist(lost))
+    blocks = sorted((_sorted(members) for members in domains.values()), key=lambda members: _natural_key(members[0]))
+    sizes = _block_sizes(block_sizes) if block_sizes is not None else None
+    base = sizes[0] if sizes else len(blocks[0])
+    small = ['block%d (%d nodes: %s)' % (index, len(members), _hostlist(members))
+             for index, members in enumerate(blocks, 1) if len(members) < base]
+    if small:
+        if sizes:
+            raise ValueError('%s hold fewer nodes than the planning base block size %d of block_sizes; Slurm refuses '
+                             'such blocks: use a base of at most %d' % (', '.join(small), base,
+                                                                         min(len(b) for b in blocks)))
+        raise ValueError('%s hold fewer nodes than block1 (%d); without BlockSizes Slurm takes the first block\'s '
+                         'node count as the planning base and refuses smaller blocks: pass block_sizes with a base '
+                         'of at most %d' % (', '.join(small), base, min(len(b) for b in blocks)))
+    lines = ['BlockName=block%d Nodes=%s' % (index, compress(members)) for index, members in enumerate(blocks, 1)]
+    if sizes:
+        lines.append('BlockSizes=%s' % ','.join(str(size) for size in sizes))
+    return {'lines': lines, 'warnings': warnings}

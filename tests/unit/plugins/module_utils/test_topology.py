@@ -1,0 +1,560 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Tables for slurm/_topology.py: ibnetdiscover's output -> topology.conf (tree), NVLink domains -> topology.conf (block).
+
+The dumps are in ``tests/unit/fixtures/topology`` (real ibnetdiscover outputs, sources and trims in its README).
+The expected lines are the ones the README derives by hand from each dump.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import re
+
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology import (
+    block_topology,
+    parse_ibnetdiscover,
+    switch_names,
+    tree_topology,
+)
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'topology')
+
+MT4129 = 'MT4129 ConnectX7   Mellanox Technologies'
+MT23108 = 'MT23108 InfiniHost Mellanox Technologies'
+FAT_NODES = 'b05-p1-dgx-05-c[01-03],b06-p1-dgx-06-c[01-03],b07-p1-dgx-07-c[01-03]'
+RAIL_NODES = 'b05-p1-dgx-05-c[01-02],b06-p1-dgx-06-c[01-04]'
+MANPAGE_MAP = {'H-0008f10403961354': 'ib1', '0008f10403960558': 'ib2', '0x8f10403960984': 'ib3',
+               '005442b100004900': 'ib4'}
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+def parsed(name):
+    return parse_ibnetdiscover(fixture(name))
+
+
+def default_ca(guid, where):
+    return ('CA H-%s "%s" on %s shows the adapter\'s default node description, so its host is unknown (set it on '
+            'the host, e.g. with rdma-ndd, or map the CA GUID in name_map); left out' % (guid, MT4129, where))
+
+
+def not_in_fabric(hostlist):
+    return 'Slurm nodes not in the fabric (no CA names them): %s; they are left out' % hostlist
+
+
+RAIL_DEFAULT_CAS = [default_ca('e09d7303008574bc', 'B09-P1-IBLEAF-03-06 port 4'),
+                    default_ca('e09d7303008574c0', 'B09-P1-IBLEAF-04-06 port 4'),
+                    default_ca('e09d730300858f4c', 'B09-P1-IBLEAF-01-06 port 2'),
+                    default_ca('e09d730300858f50', 'B09-P1-IBLEAF-02-06 port 4')]
+
+
+# --- parse_ibnetdiscover ------------------------------------------------------------------------------------------------
+
+def test_parse_manpage_example_exactly():
+    assert parsed('rdma_core_manpage_two_switches.txt') == {
+        'switches': {
+            '005442ba00003080': {'guid': '005442ba00003080', 'desc': 'ISR9024 Voltaire', 'lid': 6,
+                                 'ports': {22: ('0008f10403961354', 1), 10: ('0008f10400410015', 1),
+                                           8: ('0008f10403960558', 2), 6: ('0008f10400410015', 3),
+                                           12: ('0008f10403960558', 1)}},
+            '0008f10400410015': {'guid': '0008f10400410015', 'desc': 'SW-6IB4 Voltaire', 'lid': 3,
+                                 'ports': {6: ('0008f10403960984', 1), 4: ('005442b100004900', 1),
+                                           1: ('005442ba00003080', 10), 3: ('005442ba00003080', 6)}},
+        },
+        'hosts': {
+            '0008f10403960984': {'guid': '0008f10403960984', 'desc': MT23108, 'ports': {1: ('0008f10400410015', 6)}},
+            '005442b100004900': {'guid': '005442b100004900', 'desc': MT23108, 'ports': {1: ('0008f10400410015', 4)}},
+            '0008f10403961354': {'guid': '0008f10403961354', 'desc': MT23108, 'ports': {1: ('005442ba00003080', 22)}},
+            '0008f10403960558': {'guid': '0008f10403960558', 'desc': MT23108,
+                                 'ports': {2: ('005442ba00003080', 8), 1: ('005442ba00003080', 12)}},
+        },
+        'routers': {},
+    }
+
+
+def test_parse_ca_only_dump():
+    assert parsed('gb200_ca_only_no_switch.txt') == {
+        'switches': {},
+        'hosts': {'b8e92403009ca838': {'guid': 'b8e92403009ca838', 'desc': 'dgx-gb200-n01-c1 HCA-1', 'ports': {}}},
+        'routers': {},
+    }
+
+
+def test_parse_single_leaf_switch():
+    switch = parsed('ndr_single_leaf.txt')['switches']
+    assert switch == {'2c5eab0300c262c0': {
+        'guid': '2c5eab0300c262c0', 'desc': 'MF0;A09-P1-IBLEAF-03-04:MQM9701/U1', 'lid': 155,
+        'ports': {1: ('e09d7303007a4bd4', 1), 2: ('e09d730300859294', 1), 3: ('e09d73030085826c', 1),
+                  4: ('e09d730300858974', 1), 65: ('2c5eab0300c262d0', 1)}}}
+
+
+@pytest.mark.parametrize('name, switches, hosts, probe, desc', [
+    ('ndr_single_leaf.txt', 1, 5, 'e09d730300858974', 'a08-p1-dgx-04-c04 mlx5_4'),
+    ('ndr_fat_tree_rail1.txt', 5, 14, 'e09d730300858f4c', MT4129),
+    ('ndr_multi_rail.txt', 8, 27, 'e09d73030085817c', 'b06-p1-dgx-06-c01 HCA-5'),
+    ('rdma_core_manpage_two_switches.txt', 2, 4, '0008f10403961354', MT23108),
+    ('gb200_ca_only_no_switch.txt', 0, 1, 'b8e92403009ca838', 'dgx-gb200-n01-c1 HCA-1'),
+])
+def test_parse_fixture_sizes(name, switches, hosts, probe, desc):
+    fabric = parsed(name)
+    assert (len(fabric['switches']), len(fabric['hosts']), fabric['hosts'][probe]['desc']) == (switches, hosts, desc)
+
+
+def test_parse_spine_links_and_lids():
+    fabric = parsed('ndr_fat_tree_rail1.txt')
+    spine = fabric['switches']['2c5eab0300c25f80']
+    assert (spine['desc'], spine['lid']) == ('MF0;B10-P1-IBSPINE-05:MQM9701/U1', 116)
+    assert spine['ports'] == {33: ('2c5eab0300c26040', 41), 34: ('2c5eab0300c26040', 42),
+                              41: ('2c5eab0300c26440', 41), 42: ('2c5eab0300c26440', 42),
+                              49: ('2c5eab0300c26140', 41), 50: ('2c5eab0300c26140', 42),
+                              65: ('2c5eab0300c25f90', 1)}
+
+
+def _grouped_variant(text):
+    """The man page example with what -g, -f and other builds add (ibnetdiscover.c's formats), CRLF line ends."""
+    text = text.replace('sysimgguid=0x5442ba00003000\n', 'sysimgguid=0x5442ba00003000\t\t# Chassis 1 (ISR9024)\n')
+    text = text.replace('switchguid=0x5442ba00003080(5442ba00003080)\n',
+                        'switchguid=0x5442ba00003080(5442ba00003080)\t# ISR9024 Line 1 Chip 1\n')
+    text = text.replace('Non-Chassis Nodes\n', 'Chassis 1 (guid 0x5442ba00003000)\n\n# Spine Nodes\nNon-Chassis Nodes\n')
+    text = text.replace('[10]    "S-0008f10400410015"[1]', '[10][ext 10]    "S-0008f10400410015"[1][ext 2]')
+    text = text.replace('lid 3 4xSDR\n', 'lid 3 4xSDR s=1 w=2 v=3\n')
+    text = text.replace('# "MT23108 InfiniHost Mellanox Technologies"\n[1](5442b100004901)',
+                        '# "MT23108 InfiniHost Mellanox Technologies" (scp)\n[1](5442b100004901)')
+    return text.replace('\n', '\r\n')
+
+
+def test_parse_reads_grouping_full_and_crlf_variants_the_same():
+    plain = fixture('rdma_core_manpage_two_switches.txt')
+    variant = _grouped_variant(plain)
+    assert variant != plain.replace('\n', '\r\n')
+    assert parse_ibnetdiscover(variant) == parse_ibnetdiscover(plain)
+
+
+def test_parse_router_block():
+    text = ('vendid=0x2c9\ndevid=0xd2f2\nswitchguid=0x2c5eab0300c262c0(2c5eab0300c262c0)\n'
+            'Switch\t65 "S-2c5eab0300c262c0"\t\t# "MF0;sw1:MQM9701/U1" enhanced port 0 lid 155 lmc 0\n'
+            '[7]\t"R-0002c90300000001"[1](2c90300000001) \t\t# "gw1 router" lid 9 4xNDR\n\n'
+            'vendid=0x2c9\ndevid=0x1021\nrtguid=0x2c90300000001\n'
+            'Rt\t1 "R-0002c90300000001"\t\t# "gw1 router"\n'
+            '[1](2c90300000001) \t"S-2c5eab0300c262c0"[7]\t\t# lid 9 lmc 0 "MF0;sw1:MQM9701/U1" lid 155 4xNDR\n')
+    fabric = parse_ibnetdiscover(text)
+    assert fabric['routers'] == {'0002c90300000001': {'guid': '0002c90300000001', 'desc': 'gw1 router',
+                                                      'ports': {1: ('2c5eab0300c262c0', 7)}}}
+    assert fabric['hosts'] == {}
+
+
+FAT = 'ndr_fat_tree_rail1.txt'
+MAN = 'rdma_core_manpage_two_switches.txt'
+
+
+def _cut(name, how):
+    text = fixture(name)
+    return how(text)
+
+
+@pytest.mark.parametrize('name, how, message', [
+    (FAT, lambda t: '', r'^the ibnetdiscover output is empty'),
+    (FAT, lambda t: ' \n\t\n', r'^the ibnetdiscover output is empty'),
+    (FAT, lambda t: '#\n# Topology file: generated on Wed Aug  6 16:11:23 2025\n#\n',
+     r'has no "Switch", "Ca" or "Rt" block'),
+    (FAT, lambda t: 'hello world\n', r'^line 1: "hello world" is not part of ibnetdiscover\'s topology output'),
+    (FAT, lambda t: '<html><body>502 Bad Gateway</body></html>\n', r'^line 1: "<html>'),
+    (FAT, lambda t: 'ibwarn: [1234] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0,1,33)\n' + t,
+     r'^line 1: "ibwarn: .*an "ibwarn" line means the discovery had trouble'),
+    (FAT, lambda t: t.replace('Switch\t65 "S-2c5eab0300c26440"', 'Switch\t65 "H-2c5eab0300c26440"'),
+     r'a "Switch" line names "H-2c5eab0300c26440"'),
+    (FAT, lambda t: t.replace(' enhanced port 0 lid 70 lmc 0', ''), r'lacks "base\|enhanced port 0 lid'),
+    (FAT, lambda t: t[:-20], r'^line 170: port line .* is cut short'),
+    (FAT, lambda t: t[:t.rindex('Ca\t1')], r'^line 165: the output ends inside a block'),
+    (FAT, lambda t: t[:t.rindex('[1](')], r'^S-2c5eab0300c26040 port 1 links to H-e09d730300233b10 port 1, but the block '
+                                          r'of H-e09d730300233b10 has no port 1'),
+    (FAT, lambda t: t[:t.index('\nvendid=0x2c9\ndevid=0xcf09')],
+     r'^S-2c5eab0300c25f80 port 65 links to H-2c5eab0300c25f90 port 1, but the dump has no block for '
+     r'H-2c5eab0300c25f90: the output is truncated'),
+    (FAT, lambda t: t + t, r'^line 180: GUID 2c5eab0300c26140 has a second block \(first at line 10\)'),
+    (FAT, lambda t: t.replace('"S-2c5eab0300c26040"[1]\t\t# lid 42', '"S-2c5eab0300c26040"[5]\t\t# lid 42'),
+     r'^S-2c5eab0300c26040 port 1 links to H-e09d730300233b10 port 1, but H-e09d730300233b10 port 1 names '
+     r'S-2c5eab0300c26040 port 5'),
+    (FAT, lambda t: t.replace('Ca\t1 "H-e09d730300233b10"\t\t# "b05-p1-dgx-05-c01 HCA-1"\n', ''),
+     r'a port line follows the node ids of line 165 without their "Switch"/"Ca"/"Rt" line'),
+    (FAT, lambda t: t.replace('Ca\t1 "H-e09d7303002324f0"\t\t# "b05-p1-dgx-05-c02 HCA-1"\n[1](e09d7303002324f0) '
+                              '\t"S-2c5eab0300c26040"[2]\t\t# lid 171 lmc 0 "MF0;B09-P1-IBLEAF-01-05:MQM9701/U1" '
+                              'lid 65 4xNDR\n', ''),
+     r'^line 163: "vendid=0x2c9" starts another block while the block of line 158 never reached'),
+    (MAN, lambda t: t.replace('[22]    "H-0008f10403961354"', '[25]    "H-0008f10403961354"'),
+     r'^line 14: port 25 of S-005442ba00003080, which has 24 ports \(line 13\)'),
+    (MAN, lambda t: t.replace('[6]     "S-0008f10400410015"[3]', '[8]     "S-0008f10400410015"[3]'),
+     r'^line 17: port 8 of S-005442ba00003080 is listed twice'),
+    (MAN, lambda t: t[t.index('[22]'):], r'^line 1: port line .* belongs to no "Switch"/"Ca"/"Rt" block'),
+    (MAN, lambda t: t.replace('"H-0008f10403961354"[1](8f10403961355)', '"?-0008f10403961354"[1]'),
+     r'leads to a node of unknown type'),
+])
+def test_parse_refuses(name, how, message):
+    with pytest.raises(ValueError, match=message):
+        parse_ibnetdiscover(_cut(name, how))
+
+
+# --- tree_topology: the fixtures ---------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('name, nodes, kwargs, lines, warnings', [
+    ('ndr_single_leaf.txt', 'a08-p1-dgx-04-c[01-04]', {},
+     ['SwitchName=A09-P1-IBLEAF-03-04 Nodes=a08-p1-dgx-04-c[01-04]'], []),
+    ('ndr_single_leaf.txt', 'c[01-04]', {'name_map': r'dgx-04-(c\d\d) '},
+     ['SwitchName=A09-P1-IBLEAF-03-04 Nodes=c[01-04]'], []),
+    (FAT, FAT_NODES, {},
+     ['SwitchName=B09-P1-IBLEAF-01-05 Nodes=b05-p1-dgx-05-c[01-03]',
+      'SwitchName=B09-P1-IBLEAF-01-06 Nodes=b06-p1-dgx-06-c[01-03]',
+      'SwitchName=B09-P1-IBLEAF-01-07 Nodes=b07-p1-dgx-07-c[01-03]',
+      'SwitchName=A10-P1-IBSPINE-03 Switches=B09-P1-IBLEAF-01-[05-07]',
+      'SwitchName=B10-P1-IBSPINE-05 Switches=B09-P1-IBLEAF-01-[05-07]'],
+     [default_ca('e09d730300858f4c', 'B09-P1-IBLEAF-01-06 port 2')]),
+    ('ndr_multi_rail.txt', RAIL_NODES, {},
+     ['SwitchName=B09-P1-IBLEAF-01-05 Nodes=b05-p1-dgx-05-c[01-02]',
+      'SwitchName=B09-P1-IBLEAF-01-06 Nodes=b06-p1-dgx-06-c[01-03]',
+      'SwitchName=A10-P1-IBSPINE-03 Switches=B09-P1-IBLEAF-01-[05-06]',
+      'SwitchName=B10-P1-IBSPINE-05 Switches=B09-P1-IBLEAF-01-[05-06]'],
+     RAIL_DEFAULT_CAS + [not_in_fabric('b06-p1-dgx-06-c04')]),
+    ('ndr_multi_rail.txt', RAIL_NODES, {'rail_hca': 'HCA-2'},
+     ['SwitchName=B09-P1-IBLEAF-02-05 Nodes=b05-p1-dgx-05-c[01-02]',
+      'SwitchName=B09-P1-IBLEAF-02-06 Nodes=b06-p1-dgx-06-c[01-03]',
+      'SwitchName=A10-P1-IBSPINE-03 Switches=B09-P1-IBLEAF-02-[05-06]',
+      'SwitchName=B10-P1-IBSPINE-05 Switches=B09-P1-IBLEAF-02-[05-06]'],
+     RAIL_DEFAULT_CAS + [not_in_fabric('b06-p1-dgx-06-c04')]),
+    ('ndr_multi_rail.txt', RAIL_NODES, {'rail_hca': 'HCA-5'},
+     ['SwitchName=B09-P1-IBLEAF-03-06 Nodes=b06-p1-dgx-06-c[01-03]',
+      'SwitchName=A10-P1-IBSPINE-03 Switches=B09-P1-IBLEAF-03-06',
+      'SwitchName=B10-P1-IBSPINE-05 Switches=B09-P1-IBLEAF-03-06'],
+     RAIL_DEFAULT_CAS + [
+         'host b05-p1-dgx-05-c01 has no CA named HCA-5 (it has "b05-p1-dgx-05-c01 HCA-1", "b05-p1-dgx-05-c01 HCA-2"); '
+         'left out',
+         'host b05-p1-dgx-05-c02 has no CA named HCA-5 (it has "b05-p1-dgx-05-c02 HCA-1", "b05-p1-dgx-05-c02 HCA-2"); '
+         'left out',
+         not_in_fabric('b06-p1-dgx-06-c04')]),
+    (MAN, 'ib[1-4]', {'name_map': MANPAGE_MAP},
+     ['SwitchName=ISR9024_Voltaire Nodes=ib[1-2]',
+      'SwitchName=SW-6IB4_Voltaire Nodes=ib[3-4]',
+      'SwitchName=fabric Switches=ISR9024_Voltaire,SW-6IB4_Voltaire'],
+     ['the leaves do not all meet under common switches (ISR9024_Voltaire, SW-6IB4_Voltaire are linked only to each '
+      'other or through switches that carry other hosts); switch fabric, which is not in the fabric, joins them so '
+      'that jobs may span them']),
+])
+def test_tree_from_fixture(name, nodes, kwargs, lines, warnings):
+    result = tree_topology(parsed(name), nodes, **kwargs)
+    assert result == {'lines': lines, 'warnings': warnings}
+
+
+def test_tree_node_names_list_or_hostlist_give_the_same():
+    fabric = parsed(FAT)
+    names = ['b07-p1-dgx-07-c03', 'b05-p1-dgx-05-c01', 'b06-p1-dgx-06-c02', 'b05-p1-dgx-05-c03', 'b06-p1-dgx-06-c01',
+             'b07-p1-dgx-07-c01', 'b05-p1-dgx-05-c02', 'b06-p1-dgx-06-c03', 'b07-p1-dgx-07-c02']
+    assert tree_topology(fabric, names) == tree_topology(fabric, FAT_NODES)
+
+
+def test_tree_host_without_its_rail0_hca_is_placed_by_the_next_with_a_warning():
+    text = fixture('ndr_multi_rail.txt')
+    port = '[4]\t"H-e09d73030085904c"[1](e09d73030085904c) \t\t# "b06-p1-dgx-06-c02 HCA-1" lid 311 4xNDR\n'
+    block = ('\nvendid=0x2c9\ndevid=0x1021\nsysimgguid=0xe09d73030085904c\ncaguid=0xe09d73030085904c\n'
+             'Ca\t1 "H-e09d73030085904c"\t\t# "b06-p1-dgx-06-c02 HCA-1"\n'
+             '[1](e09d73030085904c) \t"S-2c5eab0300c26440"[4]\t\t# lid 311 lmc 0 '
+             '"MF0;B09-P1-IBLEAF-01-06:MQM9701/U1" lid 70 4xNDR\n')
+    assert port in text and block in text
+    result = tree_topology(parse_ibnetdiscover(text.replace(port, '').replace(block, '')),
+                           'b05-p1-dgx-05-c[01-02],b06-p1-dgx-06-c[01-03]')
+    assert result == {
+        'lines': ['SwitchName=B09-P1-IBLEAF-01-05 Nodes=b05-p1-dgx-05-c[01-02]',
+                  'SwitchName=B09-P1-IBLEAF-01-06 Nodes=b06-p1-dgx-06-c[01,03]',
+                  'SwitchName=B09-P1-IBLEAF-02-06 Nodes=b06-p1-dgx-06-c02',
+                  'SwitchName=A10-P1-IBSPINE-03 Switches=B09-P1-IBLEAF-01-[05-06],B09-P1-IBLEAF-02-06',
+                  'SwitchName=B10-P1-IBSPINE-05 Switches=B09-P1-IBLEAF-01-[05-06],B09-P1-IBLEAF-02-06'],
+        'warnings': RAIL_DEFAULT_CAS + [
+            'host b06-p1-dgx-06-c02 was placed by its HCA-2, most hosts by their HCA-1: is its HCA-1 missing from the '
+            'fabric (link down)? pass rail_hca to place every host by one HCA']}
+
+
+def _dump(switches, links, cas):
+    """A dump in ibnetdiscover's format (each link from both ends): switches {guid: name}, links [(guid, port,
+    guid, port)], cas [(guid, description, switch guid, switch port)]."""
+    ports = dict((guid, {}) for guid in switches)
+    for a, pa, b, pb in links:
+        ports[a][pa] = '[%d]\t"S-%s"[%d]\t\t# "MF0;%s:QM8700/U1" lid 1 4xHDR\n' % (pa, b, pb, switches[b])
+        ports[b][pb] = '[%d]\t"S-%s"[%d]\t\t# "MF0;%s:QM8700/U1" lid 1 4xHDR\n' % (pb, a, pa, switches[a])
+    blocks = []
+    for guid, desc, switch, port in cas:
+        ports[switch][port] = '[%d]\t"H-%s"[1](%s) \t\t# "%s" lid 2 4xHDR\n' % (port, guid, guid, desc)
+        blocks.append('\nvendid=0x2c9\ndevid=0x101b\nsysimgguid=0x%s\ncaguid=0x%s\nCa\t1 "H-%s"\t\t# "%s"\n'
+                      '[1](%s) \t"S-%s"[%d]\t\t# lid 2 lmc 0 "MF0;%s:QM8700/U1" lid 1 4xHDR\n'
+                      % (guid, guid, guid, desc, guid, switch, port, switches[switch]))
+    text = '#\n# Topology file: generated on Mon Jan  1 00:00:00 2024\n#\n'
+    for guid in sorted(switches):
+        text += ('\nvendid=0x2c9\ndevid=0xd2f0\nsysimgguid=0x%s\nswitchguid=0x%s(%s)\n'
+                 'Switch\t41 "S-%s"\t\t# "MF0;%s:QM8700/U1" enhanced port 0 lid 1 lmc 0\n'
+                 % (guid, guid, guid, guid, switches[guid]))
+        text += ''.join(ports[guid][port] for port in sorted(ports[guid]))
+    return text + ''.join(blocks)
+
+
+def test_tree_three_levels_with_a_storage_leaf():
+    """Hand-built (real format): two pods under one core; a storage leaf hangs off spine-a1, a switch off it."""
+    sw = dict(('b8599f03000000%02d' % number, name) for number, name in [
+        (1, 'leaf-1'), (2, 'leaf-2'), (3, 'leaf-3'), (4, 'leaf-4'), (11, 'spine-a1'), (12, 'spine-a2'),
+        (21, 'spine-b1'), (31, 'core-1'), (41, 'storage-1'), (51, 'unused-1')])
+    g = dict((name, guid) for guid, name in sw.items())
+    links = [(g['leaf-1'], 21, g['spine-a1'], 1), (g['leaf-1'], 22, g['spine-a2'], 1),
+             (g['leaf-2'], 21, g['spine-a1'], 2), (g['leaf-2'], 22, g['spine-a2'], 2),
+             (g['leaf-3'], 21, g['spine-b1'], 1), (g['leaf-4'], 21, g['spine-b1'], 2),
+             (g['spine-a1'], 30, g['core-1'], 1), (g['spine-a2'], 30, g['core-1'], 2), (g['spine-b1'], 30, g['core-1'], 3),
+             (g['spine-a1'], 31, g['spine-a2'], 31), (g['spine-a1'], 32, g['storage-1'], 21),
+             (g['storage-1'], 22, g['unused-1'], 1)]
+    cas = [('0c42a10300000001', 'n01 mlx5_0', g['leaf-1'], 1), ('0c42a10300000002', 'n02 mlx5_0', g['leaf-1'], 2),
+           ('0c42a10300000003', 'n03 mlx5_0', g['leaf-2'], 1), ('0c42a10300000004', 'n04 mlx5_0', g['leaf-2'], 2),
+           ('0c42a10300000005', 'n05 mlx5_0', g['leaf-3'], 1), ('0c42a10300000006', 'n06 mlx5_0', g['leaf-4'], 1),
+           ('0c42a10300000007', 'stor1 mlx5_0', g['storage-1'], 1)]
+    assert tree_topology(parse_ibnetdiscover(_dump(sw, links, cas)), 'n[01-06]') == {
+        'lines': ['SwitchName=leaf-1 Nodes=n[01-02]', 'SwitchName=leaf-2 Nodes=n[03-04]',
+                  'SwitchName=leaf-3 Nodes=n05', 'SwitchName=leaf-4 Nodes=n06',
+                  'SwitchName=spine-a1 Switches=leaf-[1-2]', 'SwitchName=spine-a2 Switches=leaf-[1-2]',
+                  'SwitchName=spine-b1 Switches=leaf-[3-4]',
+                  'SwitchName=core-1 Switches=spine-a[1-2],spine-b1'],
+        'warnings': ['fabric host stor1 is not a Slurm node (CA H-0c42a10300000007 "stor1 mlx5_0" on storage-1 '
+                     'port 1); left out']}
+
+
+# --- tree_topology: names and warnings ----------------------------------------------------------------------------------
+
+SINGLE_LINE = 'SwitchName=A09-P1-IBLEAF-03-04 Nodes=%s'
+
+
+@pytest.mark.parametrize('nodes, name_map, nodes_text, warnings', [
+    ('gpu[01-04]', {'a08-p1-dgx-04-c01': 'gpu01', 'a08-p1-dgx-04-c02': 'gpu02', 'a08-p1-dgx-04-c03': 'gpu03',
+                    'a08-p1-dgx-04-c04': 'gpu04'}, 'gpu[01-04]', []),
+    ('a08-p1-dgx-04-c[01-03],gpu04', {'a08-p1-dgx-04-c04 mlx5_4': 'gpu04'}, 'a08-p1-dgx-04-c[01-03],gpu04', []),
+    ('a08-p1-dgx-04-c[01-03],gpu04', {'H-e09d730300858974': 'gpu04'}, 'a08-p1-dgx-04-c[01-03],gpu04', []),
+    ('a08-p1-dgx-04-c[01-03],gpu04', {'0xe09d730300858974': 'gpu04'}, 'a08-p1-dgx-04-c[01-03],gpu04', []),
+    ('a08-p1-dgx-04-c[01-03],gpu04', {'E09D730300858974': 'gpu04'}, 'a08-p1-dgx-04-c[01-03],gpu04', []),
+    ('n[1-4]', r'^a08-p1-dgx-04-c0(?P<num>\d)', None, None),  # group 1 is the digit: names "1".."4" are no Slurm nodes
+    ('n[1-4]', re.compile(r'dgx-04-c0(?P<name>\d)'), None, None),
+    ('c[01-02]', r'dgx-04-(c0[12]) ', 'c[01-02]',
+     ['CA H-e09d73030085826c "a08-p1-dgx-04-c03 mlx5_4" on A09-P1-IBLEAF-03-04 port 3 does not match the name_map '
+      'pattern \'dgx-04-(c0[12]) \'; left out',
+      'CA H-e09d730300858974 "a08-p1-dgx-04-c04 mlx5_4" on A09-P1-IBLEAF-03-04 port 4 does not match the name_map '
+      'pattern \'dgx-04-(c0[12]) \'; left out']),
+])
+def test_tree_name_map(nodes, name_map, nodes_text, warnings):
+    fabric = parsed('ndr_single_leaf.txt')
+    if nodes_text is None:
+        with pytest.raises(ValueError, match=r'^none of the 4 Slurm nodes is in the fabric: n\[1-4\]; '
+                                             r'the fabric\'s hosts are 1, 2, 3, 4'):
+            tree_topology(fabric, nodes, name_map=name_map)
+        return
+    assert tree_topology(fabric, nodes, name_map=name_map) == {'lines': [SINGLE_LINE % nodes_text],
+                                                               'warnings': warnings}
+
+
+@pytest.mark.parametrize('nodes, lines, warnings', [
+    ('a08-p1-dgx-04-c[01-02]', [SINGLE_LINE % 'a08-p1-dgx-04-c[01-02]'],
+     ['fabric host a08-p1-dgx-04-c03 is not a Slurm node (CA H-e09d73030085826c "a08-p1-dgx-04-c03 mlx5_4" on '
+      'A09-P1-IBLEAF-03-04 port 3); left out',
+      'fabric host a08-p1-dgx-04-c04 is not a Slurm node (CA H-e09d730300858974 "a08-p1-dgx-04-c04 mlx5_4" on '
+      'A09-P1-IBLEAF-03-04 port 4); left out']),
+    ('a08-p1-dgx-04-c[01-04],a08-p1-dgx-04-c[05-06],login1', [SINGLE_LINE % 'a08-p1-dgx-04-c[01-04]'],
+     [not_in_fabric('a08-p1-dgx-04-c[05-06],login1')]),
+    ('a08-p1-dgx-04-c04,a08-p1-dgx-04-c09', [SINGLE_LINE % 'a08-p1-dgx-04-c04'],
+     ['fabric host a08-p1-dgx-04-c01 is not a Slurm node (CA H-e09d7303007a4bd4 "a08-p1-dgx-04-c01 mlx5_4" on '
+      'A09-P1-IBLEAF-03-04 port 1); left out',
+      'fabric host a08-p1-dgx-04-c02 is not a Slurm node (CA H-e09d730300859294 "a08-p1-dgx-04-c02 mlx5_4" on '
+      'A09-P1-IBLEAF-03-04 port 2); left out',
+      'fabric host a08-p1-dgx-04-c03 is not a Slurm node (CA H-e09d73030085826c "a08-p1-dgx-04-c03 mlx5_4" on '
+      'A09-P1-IBLEAF-03-04 port 3); left out',
+      not_in_fabric('a08-p1-dgx-04-c09')]),
+])
+def test_tree_warnings(nodes, lines, warnings):
+    assert tree_topology(parsed('ndr_single_leaf.txt'), nodes) == {'lines': lines, 'warnings': warnings}
+
+
+def test_tree_multi_ca_host_not_a_slurm_node_is_named_once():
+    result = tree_topology(parsed('ndr_multi_rail.txt'), 'b06-p1-dgx-06-c[01-03]')
+    assert result['warnings'][4:] == [
+        'fabric host b05-p1-dgx-05-c01 is not a Slurm node (CA H-e09d730300233b10 "b05-p1-dgx-05-c01 HCA-1" on '
+        'B09-P1-IBLEAF-01-05 port 1 and 1 more); left out',
+        'fabric host b05-p1-dgx-05-c02 is not a Slurm node (CA H-e09d7303002324f0 "b05-p1-dgx-05-c02 HCA-1" on '
+        'B09-P1-IBLEAF-01-05 port 2 and 1 more); left out']
+    assert result['lines'] == ['SwitchName=B09-P1-IBLEAF-01-06 Nodes=b06-p1-dgx-06-c[01-03]',
+                               'SwitchName=A10-P1-IBSPINE-03 Switches=B09-P1-IBLEAF-01-06',
+                               'SwitchName=B10-P1-IBSPINE-05 Switches=B09-P1-IBLEAF-01-06']
+
+
+def test_tree_ca_linked_to_no_switch():
+    text = ('vendid=0x2c9\ndevid=0xd2f2\nswitchguid=0x2c5eab0300c262c0(2c5eab0300c262c0)\n'
+            'Switch\t65 "S-2c5eab0300c262c0"\t\t# "MF0;sw1:MQM9701/U1" enhanced port 0 lid 155 lmc 0\n'
+            '[1]\t"H-e09d7303007a4bd4"[1](e09d7303007a4bd4) \t\t# "gpu01 mlx5_0" lid 646 4xNDR\n\n'
+            'vendid=0x2c9\ndevid=0x1021\ncaguid=0xe09d7303007a4bd4\nCa\t1 "H-e09d7303007a4bd4"\t\t# "gpu01 mlx5_0"\n'
+            '[1](e09d7303007a4bd4) \t"S-2c5eab0300c262c0"[1]\t\t# lid 646 lmc 0 "MF0;sw1:MQM9701/U1" lid 155 4xNDR\n\n'
+            'vendid=0x2c9\ndevid=0x1021\ncaguid=0xe09d730300000001\nCa\t2 "H-e09d730300000001"\t\t# "gpu02 mlx5_0"\n'
+            '[1](e09d730300000001) \t"H-e09d730300000002"[1] (e09d730300000002) \t\t# lid 1 lmc 0 "gpu03 mlx5_0" '
+            'lid 2 4xNDR\n\n'
+            'vendid=0x2c9\ndevid=0x1021\ncaguid=0xe09d730300000002\nCa\t1 "H-e09d730300000002"\t\t# "gpu03 mlx5_0"\n'
+            '[1](e09d730300000002) \t"H-e09d730300000001"[1] (e09d730300000001) \t\t# lid 2 lmc 0 "gpu02 mlx5_0" '
+            'lid 1 4xNDR\n')
+    assert tree_topology(parse_ibnetdiscover(text), 'gpu[01-03]') == {
+        'lines': ['SwitchName=sw1 Nodes=gpu01'],
+        'warnings': ['host gpu02: its CA H-e09d730300000001 "gpu02 mlx5_0" is linked to no switch; left out',
+                     'host gpu03: its CA H-e09d730300000002 "gpu03 mlx5_0" is linked to no switch; left out']}
+
+
+# --- tree_topology: errors ----------------------------------------------------------------------------------------------
+
+def _recabled_manpage():
+    """ib2's port 1 moved from ISR9024 port 12 to SW-6IB4 port 5, both ends edited."""
+    text = fixture(MAN)
+    port12 = '[12]    "H-0008f10403960558"[1](8f10403960559)         # "%s" lid 10 4xSDR\n' % MT23108
+    port3 = '[3]     "S-005442ba00003080"[6]         # "ISR9024 Voltaire" lid 6 4xSDR\n'
+    ca_end = '"S-005442ba00003080"[12]                # lid 10'
+    assert port12 in text and port3 in text and ca_end in text
+    return (text.replace(port12, '')
+            .replace(port3, port3 + port12.replace('[12]', '[5]'))
+            .replace(ca_end, '"S-0008f10400410015"[5]                # lid 10'))
+
+
+@pytest.mark.parametrize('fabric, nodes, kwargs, message', [
+    (lambda: parsed('gb200_ca_only_no_switch.txt'), 'dgx-gb200-n01-c1', {},
+     r'^the fabric has no switch at all \(1 CA\(s\)'),
+    (lambda: parse_ibnetdiscover(_recabled_manpage()), 'ib[1-4]', {'name_map': MANPAGE_MAP},
+     r'^host ib2 would sit in two leaves: its CA H-0008f10403960558 "MT23108 InfiniHost Mellanox Technologies" is '
+     r'linked to SW-6IB4_Voltaire and ISR9024_Voltaire; a Slurm node belongs to one leaf switch'),
+    (lambda: parsed(FAT), 'x,b07-p1-dgx-07-c01', {'name_map': {'b05-p1-dgx-05-c01': 'x', 'b06-p1-dgx-06-c01': 'x'}},
+     r'^host x would sit in two leaves: 2 CAs fit its rail-0 HCA \(H-e09d730300233b10 "b05-p1-dgx-05-c01 HCA-1" on '
+     r'B09-P1-IBLEAF-01-05 port 1; H-e09d73030085942c "b06-p1-dgx-06-c01 HCA-1" on B09-P1-IBLEAF-01-06 port 1\): '
+     r'two machines with one host name'),
+    (lambda: parsed(FAT), 'x', {'name_map': {'b05-p1-dgx-05-c01': 'x', 'b05-p1-dgx-05-c02': 'x'}},
+     r'^host x is ambiguous: 2 CAs fit its rail-0 HCA'),
+    (lambda: parsed(MAN), 'ib[1-4]', {},
+     r'^none of the 4 Slurm nodes is in the fabric: ib\[1-4\]; no CA of the fabric names a host'),
+    (lambda: parsed(FAT), 'gpu[01-02]', {},
+     r'^none of the 2 Slurm nodes is in the fabric: gpu\[01-02\]; the fabric\'s hosts are b05-p1-dgx-05-c01, '
+     r'b05-p1-dgx-05-c02, b05-p1-dgx-05-c03, b06-p1-dgx-06-c01, b06-p1-dgx-06-c02, \.\.\.'),
+    (lambda: parsed(FAT), [], {}, r'^node_names is empty'),
+    (lambda: parsed(FAT), '', {}, r'^hostlist is empty'),
+    (lambda: parsed(FAT), ['gpu 01'], {}, r"^node_names: 'gpu 01' is not a Slurm node name"),
+    (lambda: parsed(FAT), 42, {}, r'^node_names must be a list of Slurm node names or a hostlist'),
+    (lambda: parsed(FAT), FAT_NODES, {'name_map': 42}, r'^name_map must be a dict .* or a regular expression'),
+    (lambda: parsed(FAT), FAT_NODES, {'name_map': r'^\S+ '}, r'has no group'),
+    (lambda: parsed(FAT), FAT_NODES, {'name_map': r'^(\S+'}, r'is not a valid regular expression'),
+    (lambda: parsed(FAT), FAT_NODES, {'name_map': {'b05-p1-dgx-05-c01': 'bad name'}}, r'which is not a Slurm node name'),
+    (lambda: parsed(FAT), FAT_NODES, {'rail_hca': ' '}, r'^rail_hca must be the device name'),
+    (lambda: {'switches': []}, FAT_NODES, {}, r'^parsed must be what parse_ibnetdiscover returns'),
+])
+def test_tree_refuses(fabric, nodes, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        tree_topology(fabric(), nodes, **kwargs)
+
+
+# --- switch names -------------------------------------------------------------------------------------------------------
+
+def _switches(*descs):
+    return {'switches': dict(('%016x' % (0x2c5eab0300c26000 + index), {'desc': desc, 'ports': {}})
+                             for index, desc in enumerate(descs)), 'hosts': {}}
+
+
+@pytest.mark.parametrize('descs, names', [
+    (['MF0;A10-P1-IBSPINE-03:MQM9701/U1', 'MF0;leaf 1:QM8700/U1'], ['A10-P1-IBSPINE-03', 'leaf_1']),
+    (['MF0;core1:CS8500/L01/U1', 'MF0;core1:CS8500/S03/U1'], ['core1_CS8500_L01_U1', 'core1_CS8500_S03_U1']),
+    (['Quantum Mellanox Technologies', 'Quantum Mellanox Technologies', 'ISR9024 Voltaire'],
+     ['S-2c5eab0300c26000', 'S-2c5eab0300c26001', 'ISR9024_Voltaire']),
+    (['Voltaire 4036 # 4036-8C5C', ''], ['Voltaire_4036_4036-8C5C', 'S-2c5eab0300c26001']),
+    (['x' * 65, 'y' * 64], ['S-2c5eab0300c26000', 'y' * 64]),
+    # a description reading like another switch's GUID name does not take that name
+    (['S-2c5eab0300c26001', 'Quantum', 'Quantum'], ['S-2c5eab0300c26000', 'S-2c5eab0300c26001', 'S-2c5eab0300c26002']),
+])
+def test_switch_names(descs, names):
+    assert [name for _, name in sorted(switch_names(_switches(*descs)).items())] == names
+
+
+# --- block_topology -----------------------------------------------------------------------------------------------------
+
+UUID_A = '8e1f2a3b-0000-4c1d-9a7e-000000000a01'
+UUID_B = '8E1F2A3B-0000-4C1D-9A7E-000000000B02'
+
+
+def rack(names, uuid, clique):
+    return dict((name, {'cluster_uuid': uuid, 'clique_id': clique}) for name in names)
+
+
+def gb(first, last):
+    return ['gb%02d' % number for number in range(first, last + 1)]
+
+
+@pytest.mark.parametrize('nodes, sizes, lines, warnings', [
+    (dict(rack(gb(19, 36), UUID_B, 0), **rack(gb(1, 18), UUID_A, 0)), None,
+     ['BlockName=block1 Nodes=gb[01-18]', 'BlockName=block2 Nodes=gb[19-36]'], []),
+    (dict(rack(gb(1, 18), UUID_A, 0), **rack(gb(19, 36), UUID_B, 0)), [18, 36],
+     ['BlockName=block1 Nodes=gb[01-18]', 'BlockName=block2 Nodes=gb[19-36]', 'BlockSizes=18,36'], []),
+    (dict(rack(gb(1, 18), UUID_A, 0), **rack(gb(19, 36), UUID_B, 0)), '9, 18,36',
+     ['BlockName=block1 Nodes=gb[01-18]', 'BlockName=block2 Nodes=gb[19-36]', 'BlockSizes=9,18,36'], []),
+    # one NVLink domain split into two cliques: two blocks; the UUID's case does not matter
+    (dict(rack(gb(1, 9), UUID_A, 1), **rack(gb(10, 18), UUID_A.upper(), 2)), None,
+     ['BlockName=block1 Nodes=gb[01-09]', 'BlockName=block2 Nodes=gb[10-18]'], []),
+    (dict(rack(gb(10, 18), UUID_A, 7), **rack(gb(1, 9), UUID_A.upper(), 7)), None,
+     ['BlockName=block1 Nodes=gb[01-18]'], []),
+    # names follow the natural order of each block's first node
+    (dict(rack(['n10', 'n11'], UUID_A, 0), **rack(['n2', 'n3'], UUID_B, 0)), None,
+     ['BlockName=block1 Nodes=n[2-3]', 'BlockName=block2 Nodes=n[10-11]'], []),
+    (dict(rack(gb(1, 4), UUID_A, 0), gb05=None, gb06={}, gb07={'cluster_uuid': '00000000-0000-0000-0000-000000000000',
+                                                            'clique_id': 0}, gb08={'cluster_uuid': '', 'clique_id': 3}),
+     [4], ['BlockName=block1 Nodes=gb[01-04]', 'BlockSizes=4'],
+     ['nodes without an NVLink fabric domain (no cluster UUID from nvmlDeviceGetGpuFabricInfo): gb[05-08]; '
+      'they are in no block']),
+    # without BlockSizes a later block may be larger than the first
+    (dict(rack(gb(1, 4), UUID_A, 0), **rack(gb(5, 9), UUID_B, 0)), None,
+     ['BlockName=block1 Nodes=gb[01-04]', 'BlockName=block2 Nodes=gb[05-09]'], []),
+    (rack(gb(1, 4), UUID_A, 0), [2, 4, 8, 65536],
+     ['BlockName=block1 Nodes=gb[01-04]', 'BlockSizes=2,4,8,65536'], []),
+])
+def test_block_topology(nodes, sizes, lines, warnings):
+    assert block_topology(nodes, sizes) == {'lines': lines, 'warnings': warnings}
+
+
+TWO_RACKS = dict(rack(gb(1, 18), UUID_A, 0), **rack(gb(19, 35), UUID_B, 0))
+
+
+@pytest.mark.parametrize('nodes, sizes, message', [
+    ({}, None, r'^nodes must map Slurm node names'),
+    ([('gb01', {})], None, r'^nodes must map Slurm node names'),
+    ({'gb 01': None}, None, r"^nodes: 'gb 01' is not a Slurm node name"),
+    ({'gb01': None, 'gb02': {'cluster_uuid': None}}, None, r'^no node has an NVLink fabric domain \(gb\[01-02\]\)'),
+    ({'gb01': {'cluster_uuid': UUID_A, 'clique_id': -1}}, None, r"^node gb01: clique_id -1 is not a non-negative"),
+    ({'gb01': {'cluster_uuid': UUID_A, 'clique_id': '3'}}, None, r"^node gb01: clique_id '3'"),
+    ({'gb01': {'cluster_uuid': UUID_A, 'clique_id': True}}, None, r'^node gb01: clique_id True'),
+    ({'gb01': {'cluster_uuid': UUID_A}}, None, r'^node gb01: clique_id None'),
+    ({'gb01': {'cluster_uuid': 7, 'clique_id': 0}}, None, r'^node gb01: cluster_uuid 7 is not a string'),
+    ({'gb01': 'NVL72'}, None, r"^node gb01: 'NVL72' is not"),
+    (TWO_RACKS, None, r'^block2 \(17 nodes: gb\[19-35\]\) hold fewer nodes than block1 \(18\); without BlockSizes '
+                      r'.* base of at most 17'),
+    (TWO_RACKS, [18, 36], r'^block2 \(17 nodes: gb\[19-35\]\) hold fewer nodes than the planning base block size 18 '
+                          r'of block_sizes; Slurm refuses such blocks: use a base of at most 17'),
+    (TWO_RACKS, [18, 27], r'^block_sizes \[18, 27\]: 27 is not the base 18 times a power of two '
+                          r'\(valid next sizes: 36, 72, 144, 288\)'),
+    (TWO_RACKS, [9, 18, 54], r'54 is not the base 9 times a power of two'),
+    (TWO_RACKS, [18, 18], r'^block_sizes \[18, 18\]: 18 does not grow past 18'),
+    (TWO_RACKS, [36, 18], r'18 does not grow past 36'),
+    (TWO_RACKS, [0], r'^block_sizes: 0 is not a positive number of nodes'),
+    (TWO_RACKS, [-18], r'^block_sizes: -18 is not a positive number of nodes'),
+    (TWO_RACKS, ['eighteen'], r"^block_sizes: 'eighteen' is not a whole number"),
+    (TWO_RACKS, [True], r'^block_sizes: True is not a whole number'),
+    (TWO_RACKS, [17.5], r'^block_sizes: 17.5 is not a whole number'),
+    (TWO_RACKS, [], r'^block_sizes is empty'),
+    (TWO_RACKS, 18, r'^block_sizes must be a list of node counts'),
+    (rack(gb(1, 4), UUID_A, 0), [2, 2 * 65536], r'is more than 2\*\*15 times the base 2, which Slurm refuses'),
+])
+def test_block_topology_refuses(nodes, sizes, message):
+    with pytest.raises(ValueError, match=message):
+        block_topology(nodes, sizes)
