@@ -18,6 +18,8 @@ import uuid
 
 import sys
 
+import yaml
+
 from hookenv import FILES as SLURM_FILES, install, run_runner
 
 from ansible_collections.gpucluster.bringup.tests.unit.nodelib import install_library
@@ -131,8 +133,9 @@ def install_healthcheck(node, **settings):
     with the real nvidia-ml-py over the simulated libnvidia-ml.so.1; the hook finds it through
     GPUCLUSTER_HEALTHCHECK_PROGRAM."""
     lib = node.tmp / 'hc-lib'
-    install_library(lib, ['slurm/_healthcheck.py', 'slurm/_healthcheck_fleet.py', 'slurm/_munge_key.py', 'mig/_mig_minors.py',
-                          '_nvml.py'])
+    # the role's own list (its vars), so that a module_utils file the program starts to import cannot be forgotten here
+    role_vars = yaml.safe_load((SLURM_FILES.parent.parent / 'slurm_healthcheck' / 'vars' / 'main.yml').read_text())
+    install_library(lib, role_vars['_slurm_healthcheck_module_utils'])
     source = (SLURM_FILES.parent.parent / 'slurm_healthcheck' / 'files' / 'gpucluster_healthcheck.py').read_text()
     program = node.tmp / 'gpucluster-healthcheck'
     program.write_text('#!%s\n%s' % (sys.executable, source))

@@ -72,6 +72,7 @@ def _base(name, tmp):
         'validation_jobs': {'jobs': [], 'srun': '/nonexistent/srun'},
         'validation_report': {'records': [], 'dest': os.path.join(tmp, 'report')},
         'validation_resume': {'names': []},
+        'health_deep': {'names': [], 'program': '/nonexistent/gpucluster-healthcheck'},
     }.get(name, {})
 
 
