@@ -445,7 +445,7 @@ def tree_topology(parsed, node_names, name_map=None, rail_hca=None):
         ca = _rail_zero(name, cas, rail_hca, warnings, lambda c: _where(parsed, names, c))
         if ca is None:
             continue
-        leaves = sorted(set(peer for peer, _ in ca['ports'].values() if peer in switches))
+        leaves = sorted(set(peer for peer, _port in ca['ports'].values() if peer in switches))
         if not leaves:
             warnings.append('host %s: its CA H-%s "%s" is linked to no switch; left out' % (name, ca['guid'], ca['desc']))
             continue
@@ -499,7 +499,7 @@ def _rail_zero(name, cas, rail_hca, warnings, where):
         else:
             fits = cas
     if len(fits) > 1:
-        spots = set(frozenset(peer for peer, _ in ca['ports'].values()) for ca in fits)
+        spots = set(frozenset(peer for peer, _port in ca['ports'].values()) for ca in fits)
         raise ValueError('host %s %s: %d CAs fit its rail-0 HCA (%s): two machines with one host name, or node '
                          'descriptions set wrong; fix them, or tell the CAs apart with name_map (CA GUIDs)'
                          % (name, 'would sit in two leaves' if len(spots) > 1 else 'is ambiguous', len(fits),
@@ -517,12 +517,12 @@ def _tree_lines(parsed, names, placed):
     for guid, ca in hosts.items():
         if _AGGREGATION_NODE.search(ca['desc']):
             continue
-        for peer, _ in ca['ports'].values():
+        for peer, _port in ca['ports'].values():
             if peer in switches:
                 carries_hosts.add(peer)
 
     def neighbours(guid):
-        return sorted(set(peer for peer, _ in switches[guid]['ports'].values() if peer in switches))
+        return sorted(set(peer for peer, _port in switches[guid]['ports'].values() if peer in switches))
 
     rank = dict((guid, 0) for guid in leaves)
     frontier = sorted(leaves)
@@ -576,11 +576,13 @@ def _component_tops(rank, children):
             continue
         part = [start]
         seen.add(start)
-        for guid in part:  # grows while it is walked
-            for peer in sorted(links[guid]):
+        index = 0
+        while index < len(part):  # breadth first: the list grows while it is walked
+            for peer in sorted(links[part[index]]):
                 if peer not in seen:
                     seen.add(peer)
                     part.append(peer)
+            index += 1
         parts.append(part)
     if len(parts) < 2:
         return []
@@ -689,9 +691,9 @@ def block_topology(nodes, block_sizes=None):
              for index, members in enumerate(blocks, 1) if len(members) < base]
     if small:
         if sizes:
+            smallest = min(len(b) for b in blocks)
             raise ValueError('%s hold fewer nodes than the planning base block size %d of block_sizes; Slurm refuses '
-                             'such blocks: use a base of at most %d' % (', '.join(small), base,
-                                                                         min(len(b) for b in blocks)))
+                             'such blocks: use a base of at most %d' % (', '.join(small), base, smallest))
         raise ValueError('%s hold fewer nodes than block1 (%d); without BlockSizes Slurm takes the first block\'s '
                          'node count as the planning base and refuses smaller blocks: pass block_sizes with a base '
                          'of at most %d' % (', '.join(small), base, min(len(b) for b in blocks)))

@@ -254,7 +254,7 @@ def test_an_empty_marker_file_means_wrong_and_a_bad_mode_is_refused(tmp_path):
 TWO = ["-b", "1K", "-e", "16G", "-f", "2", "-g", "8"]
 
 
-def slow_run(tmp_path, spec, nodelist=None, nnodes=None, how="env", argv=TWO, **env):
+def slow_run(tmp_path, spec, nodelist=None, nnodes=None, how="env", argv=tuple(TWO), **env):
     """The stand-in as one srun task of a job on ``nodelist`` (SLURM_NNODES: its node count unless given), slowed by ``spec``."""
     if nodelist is not None:
         env.setdefault("SLURM_JOB_NODELIST", nodelist)

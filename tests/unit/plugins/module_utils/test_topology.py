@@ -476,7 +476,7 @@ def _switches(*descs):
     (['S-2c5eab0300c26001', 'Quantum', 'Quantum'], ['S-2c5eab0300c26000', 'S-2c5eab0300c26001', 'S-2c5eab0300c26002']),
 ])
 def test_switch_names(descs, names):
-    assert [name for _, name in sorted(switch_names(_switches(*descs)).items())] == names
+    assert [name for _guid, name in sorted(switch_names(_switches(*descs)).items())] == names
 
 
 # --- block_topology -----------------------------------------------------------------------------------------------------
@@ -508,8 +508,8 @@ def gb(first, last):
     # names follow the natural order of each block's first node
     (dict(rack(['n10', 'n11'], UUID_A, 0), **rack(['n2', 'n3'], UUID_B, 0)), None,
      ['BlockName=block1 Nodes=n[2-3]', 'BlockName=block2 Nodes=n[10-11]'], []),
-    (dict(rack(gb(1, 4), UUID_A, 0), gb05=None, gb06={}, gb07={'cluster_uuid': '00000000-0000-0000-0000-000000000000',
-                                                            'clique_id': 0}, gb08={'cluster_uuid': '', 'clique_id': 3}),
+    (dict(rack(gb(1, 4), UUID_A, 0), gb05=None, gb06={},
+          gb07={'cluster_uuid': '00000000-0000-0000-0000-000000000000', 'clique_id': 0}, gb08={'cluster_uuid': '', 'clique_id': 3}),
      [4], ['BlockName=block1 Nodes=gb[01-04]', 'BlockSizes=4'],
      ['nodes without an NVLink fabric domain (no cluster UUID from nvmlDeviceGetGpuFabricInfo): gb[05-08]; '
       'they are in no block']),
