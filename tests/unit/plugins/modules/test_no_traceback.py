@@ -73,6 +73,7 @@ def _base(name, tmp):
         'validation_report': {'records': [], 'dest': os.path.join(tmp, 'report')},
         'validation_resume': {'names': []},
         'health_deep': {'names': [], 'program': '/nonexistent/gpucluster-healthcheck'},
+        'slurm_topology': {'nodes': ['gpu-01'], 'dest': os.path.join(tmp, 'topology.conf')},
     }.get(name, {})
 
 

@@ -1,0 +1,81 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""slurm_topology: topology.conf written from a real ibnetdiscover dump (tests/unit/fixtures/topology), idempotent, check
+mode and diff, bad input refused before anything is written."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import stat
+
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.modules import slurm_topology
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, run_module
+
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'topology')
+FAT = os.path.join(FIXTURES, 'ndr_fat_tree_rail1.txt')
+FAT_NODES = ['b05-p1-dgx-05-c01', 'b05-p1-dgx-05-c02', 'b05-p1-dgx-05-c03', 'b06-p1-dgx-06-c01', 'b06-p1-dgx-06-c02',
+             'b06-p1-dgx-06-c03', 'b07-p1-dgx-07-c01', 'b07-p1-dgx-07-c02', 'b07-p1-dgx-07-c03']
+FAT_LINES = ['SwitchName=B09-P1-IBLEAF-01-05 Nodes=b05-p1-dgx-05-c[01-03]',
+             'SwitchName=B09-P1-IBLEAF-01-06 Nodes=b06-p1-dgx-06-c[01-03]',
+             'SwitchName=B09-P1-IBLEAF-01-07 Nodes=b07-p1-dgx-07-c[01-03]',
+             'SwitchName=A10-P1-IBSPINE-03 Switches=B09-P1-IBLEAF-01-[05-07]',
+             'SwitchName=B10-P1-IBSPINE-05 Switches=B09-P1-IBLEAF-01-[05-07]']
+
+
+def test_tree_from_a_dump_file_is_written_once_then_unchanged(tmp_path):
+    dest = tmp_path / 'topology.conf'
+    args = {'plugin': 'tree', 'nodes': FAT_NODES, 'ibnetdiscover_path': FAT, 'dest': str(dest)}
+    first = run_module(slurm_topology.main, args)
+    assert not first.failed and first.result['changed'] is True, first.result
+    assert first.result['lines'] == FAT_LINES
+    text = dest.read_text()
+    assert text.splitlines()[1:] == FAT_LINES and text.startswith('# topology.conf written by gpucluster.bringup.slurm_topology (tree)')
+    assert stat.S_IMODE(dest.stat().st_mode) == 0o644
+    # the adapter left with its default description is said, not guessed
+    assert any('e09d730300858f4c' in w for w in first.result['warnings_found'])
+    again = run_module(slurm_topology.main, args)
+    assert again.result['changed'] is False
+
+
+def test_check_mode_shows_the_diff_and_writes_nothing(tmp_path):
+    dest = tmp_path / 'topology.conf'
+    dest.write_text('SwitchName=old Nodes=x\n')
+    with open(FAT) as handle:
+        text = handle.read()
+    outcome = run_module(slurm_topology.main, {'nodes': FAT_NODES, 'ibnetdiscover': text, 'dest': str(dest)}, check_mode=True, diff=True)
+    assert outcome.result['changed'] is True
+    assert outcome.result['diff']['before'] == 'SwitchName=old Nodes=x\n' and FAT_LINES[0] in outcome.result['diff']['after']
+    assert dest.read_text() == 'SwitchName=old Nodes=x\n'
+
+
+def test_block_topology(tmp_path):
+    dest = tmp_path / 'topology.conf'
+    fabric = dict(('gb%02d' % i, {'cluster_uuid': '6d1e3f2a-0000-4000-8000-%012d' % (1 if i <= 4 else 2), 'clique_id': 0}) for i in range(1, 9))
+    outcome = run_module(slurm_topology.main, {'plugin': 'block', 'nodes': sorted(fabric), 'fabric': fabric, 'block_sizes': [4],
+                                               'dest': str(dest)})
+    assert not outcome.failed, outcome.result
+    assert outcome.result['lines'] == ['BlockName=block1 Nodes=gb[01-04]', 'BlockName=block2 Nodes=gb[05-08]', 'BlockSizes=4']
+
+
+@pytest.mark.parametrize('args, fragments', [
+    ({}, ['give one of ibnetdiscover (the text) or ibnetdiscover_path (a file), not neither']),
+    ({'ibnetdiscover': 'x', 'ibnetdiscover_path': FAT}, ['not both']),
+    ({'ibnetdiscover_path': '/nonexistent/fabric.txt'}, ['cannot read ibnetdiscover_path /nonexistent/fabric.txt']),
+    ({'ibnetdiscover': 'hello world\n'}, []),
+    ({'ibnetdiscover_path': FAT, 'nodes': ['gpu-01']}, []),
+    ({'ibnetdiscover_path': FAT, 'name_regex': '(unclosed'}, ["name_regex '(unclosed' is not a regular expression"]),
+    ({'ibnetdiscover_path': FAT, 'name_regex': '(x)', 'name_map': {'a': 'b'}}, ['give one of name_map or name_regex, not both']),
+    ({'ibnetdiscover_path': FAT, 'mode': 'rw'}, ["mode is 'rw', expected an octal file mode"]),
+    ({'plugin': 'mesh', 'ibnetdiscover_path': FAT}, ['plugin', 'mesh', 'tree, block']),
+])
+def test_bad_input_writes_nothing(tmp_path, args, fragments):
+    dest = tmp_path / 'topology.conf'
+    full = dict({'nodes': FAT_NODES, 'dest': str(dest)}, **args)
+    bad_input(slurm_topology.main, full, *fragments)
+    assert not dest.exists()
