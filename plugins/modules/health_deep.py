@@ -66,6 +66,12 @@ options:
     description: Nodes tested at once (one reservation per batch); V(0) tests all selected nodes together.
     type: int
     default: 0
+  resume_after_passes:
+    description:
+      - A node the deep tier drained is resumed once it passed every deep check in this many deep runs in a row (the node
+        program counts them); until then its drain is put back after each run.
+    type: int
+    default: 1
   program:
     description: Path of C(gpucluster-healthcheck) on the nodes.
     type: path
@@ -239,7 +245,8 @@ class DeepManager(object):
             jobs = self.run_jobs(testing)
             after, _extras = self.show_nodes([c['name'] for c in testing]) if testing else ({}, {})
             for candidate in testing:
-                outcome = settle(candidate, jobs[candidate['name']], after.get(candidate['name']), self.params['prefix'])
+                outcome = settle(candidate, jobs[candidate['name']], after.get(candidate['name']), self.params['prefix'],
+                                 self.params['resume_after_passes'])
                 outcome['resumed_for_test'] = candidate.get('resumed_for_test', False)
                 self.carry_out(outcome)
                 del pending[candidate['name']]
@@ -292,6 +299,7 @@ def main():
             reservation=dict(type='str', default='gpucluster-deep-health'),
             time_limit=dict(type='int', default=60),
             batch_size=dict(type='int', default=0),
+            resume_after_passes=dict(type='int', default=1),
             program=dict(type='path', default='/usr/local/sbin/gpucluster-healthcheck'),
             prefix=dict(type='str', default='gpuhc'),
             settings=dict(type='dict', default={}),

@@ -426,14 +426,23 @@ def reason(prefix, results, limit=200):
     return text + suffix
 
 
-def outcome(node, results, prefix, seconds=None):
-    """The program's JSON report for the orchestrator; exit status 1 on a failure, 2 when only errors, else 0."""
+def next_passes(previous, status):
+    """Deep runs in a row that passed every check, after a run of exit ``status``: a failure starts again from 0, a run
+    that could not judge everything (2) leaves the count as it was."""
+    previous = previous if isinstance(previous, int) and not isinstance(previous, bool) and previous >= 0 else 0
+    return {0: previous + 1, 1: 0}.get(status, previous)
+
+
+def outcome(node, results, prefix, seconds=None, previous_passes=0):
+    """The program's JSON report for the orchestrator; exit status 1 on a failure, 2 when only errors, else 0.
+    ``passes``: the deep runs in a row, this one included, that passed every check on this node."""
     status = 0
     if any(r['status'] == 'fail' for r in results):
         status = 1
     elif any(r['status'] == 'error' for r in results):
         status = 2
-    report = {'node': node, 'tier': TIER, 'results': results, 'reason': reason(prefix, results), 'status': status}
+    report = {'node': node, 'tier': TIER, 'results': results, 'reason': reason(prefix, results), 'status': status,
+              'passes': next_passes(previous_passes, status)}
     if seconds is not None:
         report['seconds'] = round(seconds, 1)
     return report, status

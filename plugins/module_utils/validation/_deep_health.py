@@ -160,12 +160,13 @@ def _job_text(job):
     return text[-300:] or 'no output'
 
 
-def settle(candidate, job, node_after, prefix='gpuhc'):
+def settle(candidate, job, node_after, prefix='gpuhc', resume_after=1):
     """What becomes of a tested node: ``{name, action, reason, message, records, report}``.
 
     ``action``: ``drain`` (with ``reason``), ``restore`` (drain again with the reason it had), ``resume`` (leave it
-    resumed: the deep tier had drained it and every check passes), ``none`` (an idle node that passes, or a node
-    that something else drained during the test: its reason stays).
+    resumed: the deep tier had drained it and every check passed in ``resume_after`` deep runs in a row, the count the
+    node program keeps), ``none`` (an idle node that passes, or a node that something else drained during the test:
+    its reason stays).
     """
     name = candidate['name']
     out = {'name': name, 'action': 'none', 'reason': None, 'message': '', 'records': [], 'report': None}
@@ -207,7 +208,13 @@ def settle(candidate, job, node_after, prefix='gpuhc'):
         out['message'] = 'passes%s' % (' (could not run: %s)' % ', '.join(errors) if errors else '')
         return out
     if ours and candidate['tag']['tier'] == TIER and not errors:
-        out.update(action='resume', message='every deep check passes: resumed (was "%s")' % before)
+        passes = report.get('passes') if isinstance(report.get('passes'), int) else 1
+        if passes >= resume_after:
+            out.update(action='resume', message='every deep check passes%s: resumed (was "%s")'
+                       % (' (%d deep runs in a row)' % passes if resume_after > 1 else '', before))
+            return out
+        out.update(action='restore', reason=before, message='passes (%d of %d deep runs in a row): its drain is put back until run %d'
+                   % (passes, resume_after, resume_after))
         return out
     why = ('some checks could not run (%s)' % ', '.join(errors) if errors else
            'drained by the %s tier, which resumes it itself' % candidate['tag']['tier'] if ours else 'drained by someone else')
@@ -233,6 +240,7 @@ def check_deep_input(params):
     slurm_name('reservation', params.get('reservation'), 'a Slurm reservation name')
     require_int('time_limit', params.get('time_limit'), minimum=1, maximum=MAX_TIME_LIMIT, unit='minutes')
     require_int('batch_size', params.get('batch_size'), minimum=0)
+    require_int('resume_after_passes', params.get('resume_after_passes', 1), minimum=1, maximum=100)
     require_str('prefix', params.get('prefix'))
     if not re.match(r'^[A-Za-z][A-Za-z0-9_-]*$', params['prefix']):
         raise InputError('prefix is %s, expected letters, digits, "_" and "-", starting with a letter (the health check\'s '

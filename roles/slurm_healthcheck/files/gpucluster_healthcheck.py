@@ -412,7 +412,14 @@ def run_deep(config, settings, pynvml, node_name, start):
         item['seconds'] = round(time.monotonic() - began, 1)
         results.append(item)
         print('%s %s: %s' % (item['status'].upper(), check, item['detail']))
-    report, status = deep.outcome(node_name, results, config['reason_prefix'], time.monotonic() - start)
+    state_file = os.path.join(os.path.dirname(config['state_file']), 'deep-state.json') if config['state_file'] else None
+    text = _read(state_file) if state_file else None
+    try:
+        previous = json.loads(text).get('passes', 0) if text else 0
+    except (ValueError, AttributeError):
+        previous = 0
+    report, status = deep.outcome(node_name, results, config['reason_prefix'], time.monotonic() - start, previous)
+    _write_json(state_file, {'passes': report['passes'], 'node': node_name})
     print(deep.report_line(report))
     return status
 

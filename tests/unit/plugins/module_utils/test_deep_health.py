@@ -231,3 +231,23 @@ def test_good_input_gives_the_settings_as_given():
 
 def test_skipped_records():
     assert dh.skipped_records({'gpu-04': 'busy'}) == [{'stage': 'deep', 'node': 'gpu-04', 'check': 'deep_job', 'status': 'skip', 'reason': 'busy'}]
+
+
+@pytest.mark.parametrize('passes, resume_after, action', [(1, 1, 'resume'), (1, 2, 'restore'), (2, 2, 'resume'), (5, 3, 'resume'),
+                                                         (None, 1, 'resume'), (None, 2, 'restore')])
+def test_a_deep_drain_is_resumed_after_k_passing_deep_runs(passes, resume_after, action):
+    report, _status = hd.outcome('gpu-01', list(PASS_ALL), 'gpuhc')
+    if passes is None:
+        del report['passes']  # a program of an earlier release: one run counts
+    else:
+        report['passes'] = passes
+    job = {'rc': 0, 'stdout': hd.report_line(report) + '\n', 'stderr': '', 'timed_out': False, 'timeout': 60}
+    outcome = dh.settle(cand(DEEP), job, after(None), resume_after=resume_after)
+    assert outcome['action'] == action
+    if action == 'restore':
+        assert outcome['reason'] == DEEP and 'deep runs in a row): its drain is put back until run %d' % resume_after in outcome['message']
+
+
+@pytest.mark.parametrize('previous, status, passes', [(0, 0, 1), (3, 0, 4), (3, 1, 0), (3, 2, 3), (None, 0, 1), (-1, 0, 1), (True, 0, 1)])
+def test_next_passes(previous, status, passes):
+    assert hd.next_passes(previous, status) == passes

@@ -206,3 +206,15 @@ def test_a_mig_node_runs_the_cuda_tests_on_its_whole_gpus_and_dcgm_says_why_it_d
 ])
 def test_cuda_visible_without_mig(value, expected):
     assert hd.cuda_visible_without_mig(value) == expected
+
+
+def test_the_node_counts_deep_runs_that_pass_in_a_row(node, capsys, monkeypatch):
+    node.create('h100-80gb-x8', **H100).install('nvbandwidth')
+    counts = []
+    for slow in ('', '', 'slow', ''):
+        monkeypatch.setenv('NVBANDWIDTH_STANDIN_FAIL', slow) if slow else monkeypatch.delenv('NVBANDWIDTH_STANDIN_FAIL', raising=False)
+        _rc, report, _out = node.deep(capsys, checks=['nvbandwidth'])
+        counts.append(report['passes'])
+    assert counts == [1, 2, 0, 1]
+    with open(os.path.join(os.path.dirname(node.state_file), 'deep-state.json')) as handle:
+        assert json.load(handle) == {'node': 'gpu-01', 'passes': 1}

@@ -24,6 +24,7 @@ CASES = [
     ({'time_limit': 0}, ['time_limit is 0', 'minutes']),
     ({'time_limit': 100000}, ['time_limit is 100000', 'minutes']),
     ({'batch_size': -2}, ['batch_size is -2']),
+    ({'resume_after_passes': 0}, ['resume_after_passes is 0']),
     ({'prefix': 'gpu hc'}, ["prefix is 'gpu hc'", "the health check's reason_prefix"]),
     ({'program': 'gpucluster-healthcheck'}, ["program is", 'expected the absolute path of gpucluster-healthcheck']),
     ({'settings': {'dcgm_levl': 2}}, ['settings: unknown deep tier setting(s) dcgm_levl', 'valid settings:', 'dcgm_level']),

@@ -81,6 +81,7 @@ def report(node, *results):
 PASS = [hd.result('dcgm', 'pass', 'dcgmi diag -r 2: 9 pass'), hd.result('nccl', 'pass', 'busbw ok', value=350.0)]
 SLOW = [hd.result('dcgm', 'pass', 'ok'), hd.result('nvbandwidth', 'fail', 'nvbandwidth: GPU 2 host_to_device_memcpy_ce 5.5 GB/s, below 44.1')]
 PARAMS = {'names': [], 'include_drained': 'ours', 'reservation': 'gpucluster-deep-health', 'time_limit': 60, 'batch_size': 0,
+          'resume_after_passes': 1,
           'program': '/usr/local/sbin/gpucluster-healthcheck', 'prefix': 'gpuhc', 'settings': {}}
 
 
@@ -173,3 +174,15 @@ def test_the_job_gets_the_settings_as_json():
     run(slurm, settings={'dcgm_level': 3, 'checks': ['dcgm']}, time_limit=30)
     assert json.loads(seen['argv'][-1]) == {'checks': ['dcgm'], 'dcgm_level': 3}
     assert '--time=30' in seen['argv'] and seen['timeout'] == 30 * 60 + 180
+
+
+def test_with_two_passes_asked_the_first_passing_run_puts_the_deep_drain_back():
+    one = report('gpu-02', *PASS)
+    slurm = FakeSlurm({'gpu-02': ['IDLE+DRAIN', 'gpuhc:deep:nvbandwidth: GPU 1 slow']}, {'gpu-02': one})
+    result = run(slurm, resume_after_passes=2)
+    assert result['resumed'] == [] and slurm.nodes['gpu-02'] == ['IDLE+DRAIN', 'gpuhc:deep:nvbandwidth: GPU 1 slow']
+    data = hd.read_report(one['stdout'])
+    data['passes'] = 2
+    slurm.jobs['gpu-02'] = dict(one, stdout=hd.report_line(data) + '\n')
+    result = run(slurm, resume_after_passes=2)
+    assert result['resumed'] == ['gpu-02'] and slurm.nodes['gpu-02'] == ['IDLE', '']
