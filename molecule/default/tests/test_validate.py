@@ -105,6 +105,31 @@ def test_nccl_runs_per_node_start_together(tmp_path):
     assert [r["status"] for r in records(data, "nccl") if r["check"] == "busbw"] == ["pass"] * len(GPU_NODES)
 
 
+def test_a_slow_fabric_run_is_followed_by_the_pair_runs(tmp_path):
+    """The fabric run fails its gate (a link between the two nodes made slow in the all_reduce_perf STAND-IN): the
+    validation follows with the node pairs through real srun jobs; with two nodes the one pair cannot be split,
+    and the report says so and names the pair, while each node's own run passes."""
+    wait_idle(COMPUTE)
+    slow = "link %s %s 0.3" % (GPU_NODES[0], GPU_NODES[1])
+    for name in GPU_NODES:
+        node(name).run("echo '%s' > /opt/nccl-tests-STANDIN/SLOW" % slow)
+    try:
+        rc, out, report = playbook("validate", tmp_path, {"validate_mpi": False, "validate_nccl_fabric_min_busbw_gbps": 300})
+    finally:
+        for name in GPU_NODES:
+            node(name).run("rm -f /opt/nccl-tests-STANDIN/SLOW")
+    assert rc != 0
+    data = load(report)
+    nccl = dict(((r["node"], r["check"]), r) for r in records(data, "nccl"))
+    assert nccl[("fabric", "busbw")]["status"] == "fail", nccl[("fabric", "busbw")]
+    pair = "%s+%s" % (GPU_NODES[0], GPU_NODES[1])
+    assert nccl[(pair, "busbw")]["status"] == "fail", nccl.get((pair, "busbw"))
+    finding = nccl[("pair:" + pair, "isolation")]
+    assert finding["status"] == "fail" and "one pair cannot be split: run the pairs with a third node" in finding["reason"], finding
+    for name in GPU_NODES:
+        assert nccl[(name, "busbw")]["status"] == "pass", nccl[(name, "busbw")]
+
+
 # --- it fails with a clear report ------------------------------------------------------
 
 def test_drained_node_fails_naming_it(tmp_path):

@@ -22,6 +22,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import (
     check_jobs, check_jobs_input, container_record, gres_job_record, mpi_jobs, mpi_record, record, slow_env_warnings, slurm_jobs,
     srun_record)
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_isolate import isolate, isolation_records, pair_measurements
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import evaluate_run, plan_jobs
 
 TAIL = 4000
@@ -138,7 +139,18 @@ def judge_jobs(jobs, results, params, mpi_plugin=None):
         records.extend(more)
         series.extend(runs)
         warnings.extend(found)
+    records.extend(judge_pairs(jobs, records, params))
     return records, series, warnings
+
+
+def judge_pairs(jobs, records, params):
+    """The isolation records of the NCCL pair runs (rounds 2 and up): the slow node, link or leaf they name."""
+    pair_names = set(job['name'] for job in jobs if job['kind'] == 'nccl' and job.get('round', 0) >= 2 and len(job.get('hosts') or []) == 2)
+    if not pair_names:
+        return []
+    pairs = pair_measurements([rec for rec in records if rec.get('node') in pair_names])
+    leaf_of = (params.get('nccl') or {}).get('leaf_of') or {}
+    return isolation_records(isolate(pairs, leaf_of), pairs)
 
 
 def tails(results):

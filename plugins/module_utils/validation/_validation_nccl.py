@@ -153,7 +153,8 @@ def known_topologies(thresholds=None):
 
 
 PLAN_KEYS = ('binary', 'nodes', 'env', 'args', 'timeout', 'time_limit', 'srun', 'srun_extra', 'node_topology', 'node_min_busbw_gbps', 'fabric',
-             'fabric_topology', 'fabric_nics', 'fabric_min_busbw_gbps', 'expect_transport', 'thresholds', 'pairwise', 'mpi')
+             'fabric_topology', 'fabric_nics', 'fabric_min_busbw_gbps', 'expect_transport', 'thresholds', 'pairwise', 'mpi', 'pairs_only',
+             'leaf_of')
 
 
 def _count(value, name):
@@ -176,9 +177,10 @@ def plan_jobs(plan):
     ``timeout``, ``time_limit`` (srun --time), ``srun``; per-node gate: ``node_topology`` (default from the GPU
     model and count), ``node_min_busbw_gbps``; ``fabric`` (run across all nodes), ``fabric_topology``,
     ``fabric_nics``, ``fabric_min_busbw_gbps``, ``expect_transport`` (``ib``); ``thresholds`` (overrides);
-    ``pairwise`` (node pairs in rounds after the others); ``mpi`` (the ``--mpi=`` value of the multi-node runs;
-    ``{mpi}`` is filled in by the module). Per-node runs are round 0 (all at once), the fabric run round 1,
-    pair rounds 2 and up.
+    ``pairwise`` (node pairs in rounds after the others); ``pairs_only`` (only the pair rounds: the follow-up that
+    isolates a slow node after the fabric run failed); ``leaf_of`` (node -> leaf switch, for naming a slow leaf);
+    ``mpi`` (the ``--mpi=`` value of the multi-node runs; ``{mpi}`` is filled in by the module). Per-node runs are
+    round 0 (all at once), the fabric run round 1, pair rounds 2 and up.
     """
     if not isinstance(plan, dict):
         raise ValueError('the NCCL plan must be a dict with keys %s, got %r' % (', '.join(PLAN_KEYS), plan))
@@ -211,7 +213,11 @@ def plan_jobs(plan):
     time_limit = str(plan.get('time_limit') or 10)
     thresholds = plan.get('thresholds') or {}
     transport = plan.get('expect_transport') or None
-    for node in nodes:
+    leaf_of = plan.get('leaf_of') or {}
+    if not isinstance(leaf_of, dict) or not all(isinstance(v, str) and v for v in leaf_of.values()):
+        raise ValueError('leaf_of must map node names to leaf switch names, got %r' % (leaf_of,))
+    pairs_only = bool(plan.get('pairs_only'))
+    for node in ([] if pairs_only else nodes):
         gpus = node.get('gpus') or 0
         if gpus < 1:
             jobs.append({'name': node['name'], 'kind': 'skip', 'check': 'all_reduce', 'hosts': [node['name']],
@@ -234,14 +240,14 @@ def plan_jobs(plan):
     # of several types (MIG instances and whole GPUs): "Step requested gres_per_node=gpu:7 is more than the
     # job's gres_per_node=gpu:2". Such a run goes without --exclusive.
     multi_exclusive = bool(multi_type) or all(int(n.get('gres_types') or 1) <= 1 for n in usable)
-    if plan.get('fabric') and len(usable) >= 2:
+    if plan.get('fabric') and len(usable) >= 2 and not pairs_only:
         names = [n['name'] for n in usable]
         jobs.append({'name': 'fabric', 'kind': 'nccl', 'round': 1, 'hosts': names, 'expect': multi_expect, 'timeout': timeout,
                      'argv': srun_argv(plan['binary'], names, gpus_per_node, True, plan.get('mpi'), env, args, srun, extra, time_limit,
                                        multi_type or None, multi_exclusive)})
-    elif plan.get('fabric'):
+    elif plan.get('fabric') and not pairs_only:
         jobs.append({'name': 'fabric', 'kind': 'skip', 'check': 'all_reduce', 'reason': 'a fabric run needs at least 2 GPU nodes, there are %d' % len(usable)})
-    if plan.get('pairwise') and len(usable) >= 3:
+    if (plan.get('pairwise') or pairs_only) and len(usable) >= (2 if pairs_only else 3):
         for number, pairs in enumerate(pair_rounds([n['name'] for n in usable])):
             for pair in pairs:
                 jobs.append({'name': '%s+%s' % pair, 'kind': 'nccl', 'round': 2 + number, 'hosts': list(pair), 'expect': multi_expect,
