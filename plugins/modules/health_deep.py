@@ -299,7 +299,7 @@ def main():
             reservation=dict(type='str', default='gpucluster-deep-health'),
             time_limit=dict(type='int', default=60),
             batch_size=dict(type='int', default=0),
-            resume_after_passes=dict(type='int', default=1),
+            resume_after_passes=dict(type='int', default=1, no_log=False),
             program=dict(type='path', default='/usr/local/sbin/gpucluster-healthcheck'),
             prefix=dict(type='str', default='gpuhc'),
             settings=dict(type='dict', default={}),

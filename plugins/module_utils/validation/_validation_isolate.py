@@ -75,9 +75,9 @@ def isolate(pairs, leaf_of=None, fraction=FRACTION):
     best = max(values) if values else None
     slow, pairs_of = {}, {}
     for key, entry in pairs.items():
-        bar = _bar(entry, best, fraction)
+        floor = _bar(entry, best, fraction)
         value = entry.get('value')
-        slow[key] = entry.get('failed') or value is None or (bar is not None and value < bar)
+        slow[key] = entry.get('failed') or value is None or (floor is not None and value < floor)
         for node in key:
             pairs_of.setdefault(node, []).append(key)
     if not any(slow.values()):

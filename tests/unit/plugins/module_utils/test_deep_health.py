@@ -233,8 +233,8 @@ def test_skipped_records():
     assert dh.skipped_records({'gpu-04': 'busy'}) == [{'stage': 'deep', 'node': 'gpu-04', 'check': 'deep_job', 'status': 'skip', 'reason': 'busy'}]
 
 
-@pytest.mark.parametrize('passes, resume_after, action', [(1, 1, 'resume'), (1, 2, 'restore'), (2, 2, 'resume'), (5, 3, 'resume'),
-                                                         (None, 1, 'resume'), (None, 2, 'restore')])
+@pytest.mark.parametrize('passes, resume_after, action', [
+    (1, 1, 'resume'), (1, 2, 'restore'), (2, 2, 'resume'), (5, 3, 'resume'), (None, 1, 'resume'), (None, 2, 'restore')])
 def test_a_deep_drain_is_resumed_after_k_passing_deep_runs(passes, resume_after, action):
     report, _status = hd.outcome('gpu-01', list(PASS_ALL), 'gpuhc')
     if passes is None:

@@ -137,8 +137,8 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
 
 
 def _plan(count, **extra):
-    plan = {'binary': '/opt/nccl-tests/build/all_reduce_perf', 'nodes': [{'name': n, 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'}
-                                                                          for n in nodes(count)],
+    members = [{'name': n, 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'} for n in nodes(count)]
+    plan = {'binary': '/opt/nccl-tests/build/all_reduce_perf', 'nodes': members,
             'fabric': True, 'fabric_min_busbw_gbps': 300.0, 'pairs_only': True, 'mpi': 'pmix'}
     plan.update(extra)
     return plan
