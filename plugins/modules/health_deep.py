@@ -134,9 +134,10 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._deep_health import (
-    DeepFailure, batches, check_deep_input, node_extras, reservation_argv, reservation_minutes, select, settle, skipped_records,
+    DeepFailure, batches, check_deep_input, node_extras, reservation_minutes, select, settle, skipped_records,
     srun_argv)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes, record
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import reservation_argv
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 
 

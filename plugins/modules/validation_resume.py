@@ -105,7 +105,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import (
-    ResumeFailure, check_resume_input, plan_resume, probe_outcome, problem_nodes, resume_records)
+    ResumeFailure, check_resume_input, plan_resume, probe_outcome, problem_nodes, reservation_argv, resume_records)
 
 
 class SlurmClient(object):
@@ -193,8 +193,7 @@ class ResumeManager(object):
         reservation = self.params['reservation'] if self.params['probe'] else ''
         if not reservation:
             return ''
-        rc, out, err = self.client.scontrol('create', 'reservation', 'ReservationName=%s' % reservation, 'Nodes=%s' % ','.join(names),
-                                            'StartTime=now', 'Duration=30', 'Users=root', 'Flags=MAINT,IGNORE_JOBS')
+        rc, out, err = self.client.scontrol(*reservation_argv('scontrol', reservation, names, 30)[1:])
         if rc != 0:
             self.client.warn('could not create the maintenance reservation %s (%s); probing without it' % (reservation, (err or out).strip()))
             return ''

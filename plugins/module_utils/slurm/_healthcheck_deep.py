@@ -31,6 +31,7 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import Failure, reason_text
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _dcgm
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _nvbandwidth
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _perftest
@@ -413,17 +414,11 @@ def judge_ib(pair_results):
 
 # ---------------------------------------------------------------- the tier's outcome
 
-def reason(prefix, results, limit=200):
-    """The drain reason of the failed checks, ``<prefix>:deep:<check>: <detail> (+N more)``, or None."""
-    failed = [r for r in results if r['status'] == 'fail']
-    if not failed:
-        return None
-    more = len(failed) - 1
-    suffix = ' (+%d more)' % more if more else ''
-    text = ('%s:%s:%s: %s' % (prefix, TIER, failed[0]['check'], failed[0]['detail'])).replace('\n', ' ').replace('"', "'")
-    if len(text) + len(suffix) > limit:
-        text = text[:limit - len(suffix) - 3] + '...'
-    return text + suffix
+def reason(prefix, results):
+    """The drain reason of the failed checks, ``<prefix>:deep:<check>: <detail> (+N more)`` (the other tiers' form,
+    ``_healthcheck.reason_text``), or None."""
+    failed = [Failure(r['check'], None, r['detail']) for r in results if r['status'] == 'fail']
+    return reason_text(prefix, failed, TIER) if failed else None
 
 
 def next_passes(previous, status):

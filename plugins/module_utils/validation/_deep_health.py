@@ -12,7 +12,7 @@ The ``health_deep`` module (``playbooks/health_deep.yml``) asks ``scontrol -o sh
   with why;
 * :func:`batches` cuts them into groups tested one after the other (``batch_size``), so that a large fleet is
   never out of service all at once;
-* :func:`reservation_argv` is the maintenance reservation (``Flags=MAINT,IGNORE_JOBS``, ``Users=root``) that
+* ``_validation_resume.reservation_argv`` is the maintenance reservation (``Flags=MAINT,IGNORE_JOBS``, ``Users=root``) that
   holds one batch: no user job starts there while the deep jobs run; drained nodes are resumed into it;
 * :func:`srun_argv` is one node's job: ``gpucluster-healthcheck --tier deep`` with every GPU of the node;
 * :func:`settle` reads the job's report line and says what becomes of the node: drained with
@@ -28,7 +28,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import parse_tag
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import drained, parse_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_deep import CHECKS, TIER, load_config, read_report
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import record, slurm_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
@@ -82,10 +82,6 @@ def _state(node):
     return '+'.join([node['state']] + list(node['flags']))
 
 
-def drained(node):
-    return 'DRAIN' in node['flags'] or node['state'] in ('DRAIN', 'DRAINED', 'DRAINING')
-
-
 def why_not(node, extra, include_drained, prefix):
     """Why ``node`` is not tested (text), or '' when it is."""
     if not extra.get('gpus'):
@@ -135,11 +131,6 @@ def batches(candidates, size):
     if not size or size >= len(candidates):
         return [list(candidates)] if candidates else []
     return [candidates[i:i + size] for i in range(0, len(candidates), size)]
-
-
-def reservation_argv(scontrol, name, nodes, minutes):
-    return [scontrol, 'create', 'reservation', 'ReservationName=%s' % name, 'Nodes=%s' % ','.join(nodes), 'StartTime=now',
-            'Duration=%d' % minutes, 'Users=root', 'Flags=MAINT,IGNORE_JOBS']
 
 
 def reservation_minutes(time_limit_minutes):

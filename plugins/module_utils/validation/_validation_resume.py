@@ -140,6 +140,13 @@ def decide(node, diagnosis, check_records, resume_admin_drains=False):
     return {'action': 'resume', 'reason': 'node checks pass; cause was: %s' % diagnosis['detail']}
 
 
+def reservation_argv(scontrol, name, nodes, minutes):
+    """``scontrol create reservation`` of a maintenance reservation on ``nodes`` from now for ``minutes``, root only,
+    made over running jobs (the resume probes and the deep health tier run in one)."""
+    return [scontrol, 'create', 'reservation', 'ReservationName=%s' % name, 'Nodes=%s' % ','.join(nodes), 'StartTime=now',
+            'Duration=%d' % minutes, 'Users=root', 'Flags=MAINT,IGNORE_JOBS']
+
+
 def probe_outcome(name, probe, node_after, log_text=None):
     """After resuming: did the probe job run and is the node still up? ``{ok, reason}``."""
     problem = node_problem(node_after) if node_after else 'Slurm no longer lists %s' % name

@@ -275,8 +275,9 @@ def _write_json(path, data):
         pass
 
 
-def _read_passes(config):
-    text = _read(config['state_file']) if config['state_file'] else None
+def _read_passes(path):
+    """The count of passing runs in a row kept in a state file (0 when there is none or it is unreadable)."""
+    text = _read(path) if path else None
     try:
         passes = json.loads(text).get('passes', 0) if text else 0
     except (ValueError, AttributeError):
@@ -413,12 +414,7 @@ def run_deep(config, settings, pynvml, node_name, start):
         results.append(item)
         print('%s %s: %s' % (item['status'].upper(), check, item['detail']))
     state_file = os.path.join(os.path.dirname(config['state_file']), 'deep-state.json') if config['state_file'] else None
-    text = _read(state_file) if state_file else None
-    try:
-        previous = json.loads(text).get('passes', 0) if text else 0
-    except (ValueError, AttributeError):
-        previous = 0
-    report, status = deep.outcome(node_name, results, config['reason_prefix'], time.monotonic() - start, previous)
+    report, status = deep.outcome(node_name, results, config['reason_prefix'], time.monotonic() - start, _read_passes(state_file))
     _write_json(state_file, {'passes': report['passes'], 'node': node_name})
     print(deep.report_line(report))
     return status
@@ -510,7 +506,7 @@ def main(argv=None, pynvml=None):
     try:
         node = hc.parse_scontrol_node(_scontrol(config, [config['scontrol'], '-o', 'show', 'node', node_name]))
         decision = hc.decide(failures, node, config['reason_prefix'], config['auto_resume'], args.resume, tier,
-                             _read_passes(config), config['resume_after_passes'])
+                             _read_passes(config['state_file']), config['resume_after_passes'])
         command = decision.argv(config['scontrol'], node_name)
         if command:
             _scontrol(config, command)

@@ -16,6 +16,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _h
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as hd
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as dh
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import reservation_argv
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 
 
@@ -103,7 +104,7 @@ def test_batches(size, groups):
 
 
 def test_reservation_and_srun_argv():
-    assert dh.reservation_argv('scontrol', 'gpucluster-deep-health', ['gpu-01', 'gpu-02'], dh.reservation_minutes(60)) == [
+    assert reservation_argv('scontrol', 'gpucluster-deep-health', ['gpu-01', 'gpu-02'], dh.reservation_minutes(60)) == [
         'scontrol', 'create', 'reservation', 'ReservationName=gpucluster-deep-health', 'Nodes=gpu-01,gpu-02', 'StartTime=now',
         'Duration=70', 'Users=root', 'Flags=MAINT,IGNORE_JOBS']
     candidate = {'name': 'gpu-09', 'gpus': 8, 'partition': 'mig'}
