@@ -73,7 +73,7 @@ for s in "${scenarios[@]}"; do
     rm -f "$log.timed"
     start=$(date +%s)
     export GPUCLUSTER_SIM_IMAGE=${scenario_image[$s]}
-    echo "=== molecule $s (image $GPUCLUSTER_SIM_IMAGE)"
+    echo "=== molecule $s (image $GPUCLUSTER_SIM_IMAGE, tests ${GPUCLUSTER_MOLECULE_TESTS:-core})"
     # Every output line is also logged with its time, for the phase times.
     molecule test -s "$s" 2>&1 9>&- | while IFS= read -r line; do
         printf '%s\n' "$line"

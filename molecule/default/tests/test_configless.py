@@ -10,8 +10,12 @@ reconfigure alone, and a second run changes nothing. Switching back puts each no
 import json
 import re
 
+import pytest
+
 from simcluster import (COMPUTE, CONTROLLER, GPU_NODES, SIMULATED_VARS, ctl, recap, reconfigure_restarts, run_playbook, sh,
                         wait_idle)
+
+pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
 
 PLAYBOOK = "gpucluster.bringup.slurm_cluster"
 FILES = ("slurm.conf", "gres.conf", "cgroup.conf")

@@ -16,6 +16,8 @@ import pytest
 
 from simcluster import ANSIBLE_PLAYBOOK, COMPUTE, ROOT, ctl, inventories, playbook_env, run_playbook, sh, states, wait_idle
 
+pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
+
 HEALTHCHECK = "/usr/local/sbin/gpucluster-healthcheck"
 H100 = "gpu-01"  # h100-80gb-x8: NVSwitch fabric, 18 NVLinks per GPU, 8 NDR InfiniBand ports
 A100 = "gpu-02"  # a100-40gb-x8: 12 NVLinks per GPU, 8 HDR ports, no NVML fabric state

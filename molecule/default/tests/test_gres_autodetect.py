@@ -18,7 +18,11 @@ import hashlib
 import re
 import time
 
+import pytest
+
 from simcluster import CONTROLLER, GPU_NODES, NODES, recap, run_playbook, sh, wait_idle
+
+pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
 
 PLAYBOOK = "gpucluster.bringup.slurm_cluster"
 

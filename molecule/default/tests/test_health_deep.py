@@ -16,6 +16,8 @@ import pytest
 
 from simcluster import COMPUTE, ROOT, SIMULATED_VARS, ctl, recap, run_playbook, sh, states, wait_idle
 
+pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
+
 PLAYBOOK = ROOT / "playbooks" / "health_deep.yml"
 HEALTHCHECK = "/usr/local/sbin/gpucluster-healthcheck"
 REPORT = ROOT / "validation-report" / "deep" / "report.json"

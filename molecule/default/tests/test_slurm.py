@@ -331,6 +331,7 @@ def _slurm_stage(extra_vars=None):
     return run_playbook(SITE, args)
 
 
+@pytest.mark.acceptance
 def test_air_gapped_install_from_a_local_package_directory_and_a_reconfigure_only_change(tmp_path):
     """slurm_install_source: local with the .debs of the installed release in a directory on the Ansible
     controller (downloaded with apt-get download on a node of the cluster's release, as a site would fill its
@@ -441,6 +442,7 @@ def _delegated_changes(output):
     return _changes(output, delegated=True)
 
 
+@pytest.mark.acceptance
 def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_only_there(tmp_path):
     """The new node in the inventory (A100s like gpu-02, but shared as shards: slurm_gres_sharing for one node),
     then `site.yml --limit gpu-03`: the whole bring-up runs on gpu-03 only;

@@ -14,6 +14,8 @@ import os
 import re
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from simcluster import COMPUTE, GPU_NODES, ROOT, ctl, node, resume_by_hand, run_awx_job, run_playbook, states, wait_drained, wait_idle
 
 
@@ -105,6 +107,7 @@ def test_nccl_runs_per_node_start_together(tmp_path):
     assert [r["status"] for r in records(data, "nccl") if r["check"] == "busbw"] == ["pass"] * len(GPU_NODES)
 
 
+@pytest.mark.acceptance
 def test_a_slow_fabric_run_is_followed_by_the_pair_runs(tmp_path):
     """The fabric run fails its gate (a link between the two nodes made slow in the all_reduce_perf STAND-IN): the
     validation follows with the node pairs through real srun jobs; with two nodes the one pair cannot be split,

@@ -23,6 +23,8 @@ import yaml
 
 from simcluster import COMPUTE, GPU_NODES, SITE, ctl, overlap, recap, run_jobs_together, run_playbook, sh, start_times, wait_idle
 
+pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
+
 MPS_NODE = GPU_NODES[-1]  # the A100 node: 8 GPUs, none in MIG mode
 MPS_DIR = "/run/gpucluster-mps"
 # what a job prints: its MPS variables, then what its own daemon answers

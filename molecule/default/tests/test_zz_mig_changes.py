@@ -16,10 +16,13 @@ import re
 import subprocess
 import time
 
+import pytest
 import yaml
 
 from simcluster import ANSIBLE_PLAYBOOK, PREFIX, ROOT, inventories, node, playbook_env, recap, run_playbook, sh
 from test_validate import load, records  # the validation report's reader
+
+pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
 
 VARS = ROOT / "molecule" / "default" / "vars" / "mig-changes.yml"
 MUTATING = ("nvmlDeviceSetMigMode", "nvmlDeviceCreateGpuInstance", "nvmlDeviceCreateGpuInstanceWithPlacement", "nvmlGpuInstanceDestroy",

@@ -1,0 +1,32 @@
+"""Which of the default scenario's tests run: GPUCLUSTER_MOLECULE_TESTS = core | acceptance | all.
+
+core (the default, what CI's `molecule` stage runs): the bring-up, its second run, and every check of the
+converged cluster that takes seconds. acceptance (the `acceptance` stage of scripts/test.sh, named only, like
+`bookworm` and `upgrade`): the long acceptance tests of later issues, each of which re-runs playbooks on the
+converged cluster for minutes (adding a node, air-gapped install, configless, NVML autodetect, GPU sharing,
+the health check tiers, the deep tier, MIG layout changes). Both together passed CI's 45 cold minutes on
+2 cores. A test is an acceptance test when it, or its module, carries ``pytest.mark.acceptance``.
+"""
+import os
+
+import pytest
+
+CHOICES = ("core", "acceptance", "all")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "acceptance: a long acceptance test, run by the `acceptance` stage (not in CI)")
+
+
+def pytest_collection_modifyitems(config, items):
+    which = os.environ.get("GPUCLUSTER_MOLECULE_TESTS", "core")
+    if which not in CHOICES:
+        raise pytest.UsageError("GPUCLUSTER_MOLECULE_TESTS=%r: valid values are %s" % (which, ", ".join(CHOICES)))
+    if which == "all":
+        return
+    want_acceptance = which == "acceptance"
+    keep = [item for item in items if (item.get_closest_marker("acceptance") is not None) == want_acceptance]
+    dropped = [item for item in items if item not in keep]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
