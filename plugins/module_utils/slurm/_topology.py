@@ -397,9 +397,12 @@ def tree_topology(parsed, node_names, name_map=None, rail_hca=None):
     a switch of rank k+1 lists its linked switches of rank k (``Switches=<hostlist>``); links between switches of
     one rank are not part of the tree.  A switch carrying host adapters of which none is placed (another rail's
     leaf, a storage or service leaf) is not a spine and is left out, with whatever is reachable only through it;
-    so is every switch that no leaf reaches.  If the leaves do not all meet under common switches (two leaves
-    cabled straight to each other), a switch ``fabric`` that is not in the fabric joins the tops, with a warning:
-    Slurm only lets a job span switches that share an ancestor.  Switch names: :func:`switch_names`.
+    so is every switch that no leaf reaches, and every switch above rank 1 whose leaves all sit below one lower
+    switch already (a spare leaf without hosts cabled to the spines, another pod's spine reached through the
+    cores, a core above a single pod): it joins nothing new.  If the leaves do not all meet under common
+    switches (two leaves cabled straight to each other), a switch ``fabric`` that is not in the fabric joins the
+    tops, with a warning: Slurm only lets a job span switches that share an ancestor.  Switch names:
+    :func:`switch_names`.
 
     Warnings (the topology is still right for what it holds): CAs whose host is unknown, fabric hosts that are
     not Slurm nodes, hosts without their rail-0 CA, hosts placed by another HCA than most, Slurm nodes the fabric
@@ -538,6 +541,19 @@ def _tree_lines(parsed, names, placed):
     for guid, level in rank.items():
         if level:
             children[guid] = [peer for peer in neighbours(guid) if rank.get(peer) == level - 1]
+    # The walk also goes down and sideways (a spare leaf without hosts under the spines, another pod's spines
+    # under the cores get the next rank): a switch above rank 1 whose leaves are all below one lower switch
+    # already joins nothing new and is left out (a core above a single pod too), and so is what hangs only on it.
+    below = dict((guid, set([guid])) for guid in leaves)
+    for level in range(1, max(rank.values()) + 1):
+        lower = [guid for guid in below if rank[guid]]
+        for guid in sorted(g for g in rank if rank[g] == level):
+            kids = [kid for kid in children[guid] if kid in below]
+            covered = set().union(*[below[kid] for kid in kids])
+            if not kids or (level > 1 and any(covered <= below[other] for other in lower)):
+                del rank[guid], children[guid]
+                continue
+            children[guid], below[guid] = kids, covered
 
     lines = []
     for guid in sorted(leaves, key=lambda g: _natural_key(names[g])):
