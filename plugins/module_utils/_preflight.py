@@ -38,6 +38,7 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import munge_key_errors
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology import _block_sizes
 
 COLLECTION = 'gpucluster.bringup'
 
@@ -358,8 +359,38 @@ def _configless_problems(values):
     return problems
 
 
-def _slurm(host, values, groups):
+def _topology_problems(values, groups):
+    """slurm_topology: tree needs one fabric source; the name mapping is a map or a pattern; block sizes as Slurm takes them."""
+    topology = values.get('slurm_topology')
     problems = []
+    if topology == 'tree':
+        src, host = values.get('slurm_topology_ibnetdiscover_src'), values.get('slurm_topology_ibnetdiscover_host')
+        if bool(src) == bool(host):
+            problems.append('slurm_topology is tree: give the fabric as ibnetdiscover prints it with one of '
+                            'slurm_topology_ibnetdiscover_src (a file on the Ansible controller) or slurm_topology_ibnetdiscover_host '
+                            '(an inventory host to run %s on); %s' % (' '.join(values.get('slurm_topology_ibnetdiscover_command') or ['ibnetdiscover']),
+                                                                     'both are set' if src else 'neither is set'))
+        elif host and host not in _hosts_of(groups, 'all'):
+            problems.append('slurm_topology_ibnetdiscover_host is %s, which is not a host of the inventory' % show(host))
+        regex = values.get('slurm_topology_name_regex')
+        if regex and values.get('slurm_topology_name_map'):
+            problems.append('slurm_topology_name_map and slurm_topology_name_regex are both set; give one of them')
+        if isinstance(regex, str) and regex:
+            try:
+                re.compile(regex)
+            except re.error as exc:
+                problems.append('slurm_topology_name_regex %s is not a regular expression: %s' % (show(regex), exc))
+    sizes = values.get('slurm_topology_block_sizes')
+    if topology == 'block' and sizes:
+        try:
+            _block_sizes(sizes)
+        except ValueError as exc:
+            problems.append('slurm_topology_%s' % exc)
+    return problems
+
+
+def _slurm(host, values, groups):
+    problems = _topology_problems(values, groups)
     if _flag(values.get('slurm_pam_slurm_adopt')) and convert(values.get('slurm_cgroup_enabled'), 'bool') == (False, True):
         problems.append('slurm_pam_slurm_adopt needs slurm_cgroup_enabled (proctrack/cgroup and task/cgroup hold the adopted ssh sessions); '
                         '%s has slurm_cgroup_enabled false' % host)

@@ -38,16 +38,22 @@ attributes:
   diff_mode:
     support: full
 options:
+  state:
+    description:
+      - V(present) writes the file. V(absent) removes it when this module wrote it (its first line is the module's
+        header), and leaves a file written by anyone else in place (RV(kept)).
+    type: str
+    choices: [present, absent]
+    default: present
   plugin:
     description: V(tree) from the InfiniBand fabric, V(block) from the NVLink domains.
     type: str
     choices: [tree, block]
     default: tree
   nodes:
-    description: The Slurm node names to place (for example every host of the compute group).
+    description: The Slurm node names to place (for example every host of the compute group). Required with O(state=present).
     type: list
     elements: str
-    required: true
   ibnetdiscover:
     description: The output of C(ibnetdiscover) (for O(plugin=tree)); or give O(ibnetdiscover_path).
     type: str
@@ -91,6 +97,10 @@ EXAMPLES = r'''
     nodes: "{{ groups['slurm_compute'] }}"
     ibnetdiscover_path: /root/fabric.txt
     rail_hca: mlx5_0
+
+- name: Remove the topology.conf this module wrote (a site's own file stays)
+  gpucluster.bringup.slurm_topology:
+    state: absent
 '''
 
 RETURN = r'''
@@ -104,6 +114,10 @@ warnings_found:
   returned: always
   type: list
   elements: str
+kept:
+  description: With O(state=absent), true when a topology.conf not written by this module was left in place.
+  returned: always
+  type: bool
 '''
 
 import os
@@ -142,11 +156,31 @@ def plan(params, read_file):
     return text, result['lines'], result['warnings']
 
 
+def remove(module):
+    """state=absent: the file goes when its first line is the module's header; a site's own file stays."""
+    dest = module.params['dest']
+    try:
+        with open(dest) as handle:
+            before = handle.read()
+    except (IOError, OSError):
+        module.exit_json(changed=False, lines=[], warnings_found=[], kept=False, dest=dest)
+    if not before.startswith(HEADER.split('(')[0]):
+        # a site's own file (TopologyPlugin in its slurm_conf_overrides, say): not ours to remove, nothing to say
+        module.exit_json(changed=False, lines=[], warnings_found=[], kept=True, dest=dest)
+    result = dict(changed=True, lines=[], warnings_found=[], kept=False, dest=dest)
+    if module._diff:
+        result['diff'] = dict(before=before, after='', before_header=dest, after_header='%s (removed)' % dest)
+    if not module.check_mode:
+        os.remove(dest)
+    module.exit_json(**result)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             plugin=dict(type='str', choices=['tree', 'block'], default='tree'),
-            nodes=dict(type='list', elements='str', required=True),
+            state=dict(type='str', choices=['present', 'absent'], default='present'),
+            nodes=dict(type='list', elements='str'),
             ibnetdiscover=dict(type='str'),
             ibnetdiscover_path=dict(type='path'),
             name_map=dict(type='dict', default={}),
@@ -157,8 +191,11 @@ def main():
             dest=dict(type='path', default='/etc/slurm/topology.conf'),
             mode=dict(type='str', default='0644'),
         ),
+        required_if=[('state', 'present', ('nodes',))],
         supports_check_mode=True,
     )
+    if module.params['state'] == 'absent':
+        remove(module)
 
     def read_file(path):
         try:
@@ -180,7 +217,7 @@ def main():
     except (IOError, OSError):
         before = None
     changed = before != text
-    result = dict(changed=changed, lines=lines, warnings_found=warnings, dest=dest)
+    result = dict(changed=changed, lines=lines, warnings_found=warnings, kept=False, dest=dest)
     if module._diff:
         result['diff'] = dict(before=before or '', after=text, before_header=dest, after_header=dest)
     if changed and not module.check_mode:

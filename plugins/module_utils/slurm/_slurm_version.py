@@ -19,6 +19,8 @@ and decide from :func:`behaviour` what that release does:
   accounting database of 24.x converts from 23.02 on, ``MIN_CONVERT_VERSION``
   13 in ``as_mysql_convert.c``, and says "Database schema is too old for
   this version of Slurm to upgrade" otherwise).
+* ``topology_block`` - the topology/block plugin (``BlockName=`` lines,
+  NVLink domains) exists from 23.11 on (its release notes, topology.conf(5)).
 
 Standard library only; bad input raises ``ValueError`` naming the value.
 """
@@ -131,5 +133,7 @@ def behaviour(version):
         'version': version_name(version),
         'release': release_name(version),
         'reconfigure_restarts': release >= (23, 11),
+        # topology/block (NVLink domains, topology.conf BlockName=) came with 23.11
+        'topology_block': release >= (23, 11),
         'upgrade_window': upgrade_window(version),
     }

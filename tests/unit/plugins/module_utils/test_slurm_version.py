@@ -109,4 +109,6 @@ def test_upgrade_path(installed, target, path):
 def test_behaviour(version, reconfigure_restarts):
     found = behaviour(version)
     assert found['reconfigure_restarts'] is reconfigure_restarts
+    # topology/block came with the same release (23.11)
+    assert found['topology_block'] is reconfigure_restarts
     assert found['version'] == '%d.%02d.%d' % version

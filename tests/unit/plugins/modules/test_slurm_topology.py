@@ -79,3 +79,27 @@ def test_bad_input_writes_nothing(tmp_path, args, fragments):
     full = dict({'nodes': FAT_NODES, 'dest': str(dest)}, **args)
     bad_input(slurm_topology.main, full, *fragments)
     assert not dest.exists()
+
+
+def test_absent_removes_only_the_file_the_module_wrote(tmp_path):
+    dest = tmp_path / 'topology.conf'
+    args = {'plugin': 'tree', 'nodes': FAT_NODES, 'ibnetdiscover_path': FAT, 'dest': str(dest)}
+    assert run_module(slurm_topology.main, args).result['changed'] is True
+    # check mode: shown, not removed
+    checked = run_module(slurm_topology.main, {'state': 'absent', 'dest': str(dest)}, check_mode=True, diff=True)
+    assert checked.result['changed'] is True and FAT_LINES[0] in checked.result['diff']['before'] and dest.exists()
+    removed = run_module(slurm_topology.main, {'state': 'absent', 'dest': str(dest)})
+    assert removed.result['changed'] is True and removed.result['kept'] is False and not dest.exists()
+    # nothing left: nothing to do
+    assert run_module(slurm_topology.main, {'state': 'absent', 'dest': str(dest)}).result['changed'] is False
+    # a site's own topology.conf stays, untouched
+    dest.write_text('SwitchName=s1 Nodes=gpu-[01-02]\n')
+    kept = run_module(slurm_topology.main, {'state': 'absent', 'dest': str(dest)})
+    assert kept.result['changed'] is False and kept.result['kept'] is True
+    assert dest.read_text() == 'SwitchName=s1 Nodes=gpu-[01-02]\n'
+
+
+def test_present_needs_the_nodes(tmp_path):
+    dest = tmp_path / 'topology.conf'
+    bad_input(slurm_topology.main, {'ibnetdiscover_path': FAT, 'dest': str(dest)}, 'state is present but all of the following are missing: nodes')
+    assert not dest.exists()
