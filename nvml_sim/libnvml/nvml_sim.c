@@ -843,22 +843,31 @@ struct fabric_v3 {
 #define FABRIC_V_T void
 #endif
 
-/* The answer: state, status, cliqueId, healthMask, healthSummary. */
-static nvmlReturn_t fabric_call(nvmlDevice_t device, const void *out, unsigned long long v[5])
+/* The answer: state, status, cliqueId, healthMask, healthSummary, then clusterUuid's 16 bytes (a server
+ * without them answers 5 values and the bytes read 0). */
+#define FABRIC_ANSWER (5 + 16)
+static nvmlReturn_t fabric_call(nvmlDevice_t device, const void *out, unsigned long long v[FABRIC_ANSWER])
 {
     if (!out)
         return refcount > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_ERROR_UNINITIALIZED;
-    return device_uints("nvmlDeviceGetGpuFabricInfo", device, DEVICE, 0, NULL, 5, v);
+    return device_uints("nvmlDeviceGetGpuFabricInfo", device, DEVICE, 0, NULL, FABRIC_ANSWER, v);
+}
+
+static void fabric_uuid(unsigned char uuid[16], const unsigned long long v[FABRIC_ANSWER])
+{
+    for (int i = 0; i < 16; i++)
+        uuid[i] = (unsigned char)v[5 + i];
 }
 
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, FABRIC_T *gpuFabricInfo)
 {
     struct fabric_v1 *info = (struct fabric_v1 *)gpuFabricInfo;
-    unsigned long long v[5];
+    unsigned long long v[FABRIC_ANSWER];
     nvmlReturn_t rc = fabric_call(device, info, v);
     if (rc != NVML_SUCCESS)
         return rc;
     memset(info, 0, sizeof(*info));
+    fabric_uuid(info->clusterUuid, v);
     info->state = (unsigned int)v[0];
     info->status = (nvmlReturn_t)v[1];
     info->cliqueId = (unsigned int)v[2];
@@ -868,7 +877,7 @@ EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, FABR
 EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, FABRIC_V_T *gpuFabricInfo)
 {
     struct fabric_v3 *info = (struct fabric_v3 *)gpuFabricInfo;
-    unsigned long long v[5];
+    unsigned long long v[FABRIC_ANSWER];
     unsigned int version;
     nvmlReturn_t rc;
     if (info && info->version != FABRIC_V2 && info->version != FABRIC_V3)
@@ -879,6 +888,7 @@ EXPORT nvmlReturn_t DECLDIR nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, FAB
     version = info->version;
     memset(info, 0, version == FABRIC_V3 ? sizeof(struct fabric_v3) : offsetof(struct fabric_v3, healthSummary));
     info->version = version;
+    fabric_uuid(info->clusterUuid, v);
     info->state = (unsigned int)v[0];
     info->status = (nvmlReturn_t)v[1];
     info->cliqueId = (unsigned int)v[2];

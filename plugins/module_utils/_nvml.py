@@ -121,6 +121,17 @@ def import_bindings(extra_dir=BINDINGS_DIR):
     return pynvml, None
 
 
+def uuid_text(raw):
+    """16 bytes (a sequence of ints) as the 8-4-4-4-12 lowercase UUID text, None when they are all zero."""
+    values = [int(value) & 0xff for value in raw]
+    if len(values) != 16:
+        raise ValueError('a UUID is 16 bytes, got %d' % len(values))
+    if not any(values):
+        return None
+    digits = ''.join('%02x' % value for value in values)
+    return '-'.join((digits[:8], digits[8:12], digits[12:16], digits[16:20], digits[20:]))
+
+
 class GpuFabricInfo(Structure):
     """nvml.h's nvmlGpuFabricInfo_t (v1): clusterUuid[NVML_GPU_FABRIC_UUID_LEN], status, cliqueId, state (one byte)."""
     _fields_ = [('clusterUuid', c_ubyte * 16), ('status', c_int), ('cliqueId', c_uint), ('state', c_ubyte)]
@@ -277,8 +288,12 @@ class Client:
         return ids
 
     def fabric(self, handle):
-        """``{'state': n, 'status': n}`` of nvmlDeviceGetGpuFabricInfo, None where the GPU or driver has none (before Hopper).
+        """``{'state': n, 'status': n, 'cluster_uuid': str or None, 'clique_id': n}`` of nvmlDeviceGetGpuFabricInfo,
+        None where the GPU or driver has none (before Hopper).
 
+        ``cluster_uuid`` is clusterUuid's 16 bytes in order as the 8-4-4-4-12 lowercase UUID text (as ``nvidia-smi -q``
+        prints ClusterUUID), None when all zero (no multi-node NVLink domain: a single-node HGX board, or a GPU the
+        fabric manager has not registered); ``clique_id`` is cliqueId (the NVLink partition within the domain).
         The structure is nvml.h's, not the binding's: Debian's python3-pynvml 12.550.89 (trixie) declares
         clusterUuid as 80 bytes (NVML_DEVICE_UUID_BUFFER_SIZE) instead of NVML_GPU_FABRIC_UUID_LEN (16), so its
         ``state`` lies past what the driver writes and reads 0 (NOT_SUPPORTED) on every GPU (nvidia-ml-py 13 has 16).
@@ -292,7 +307,8 @@ class Client:
             if exc.unavailable:
                 return None
             raise
-        return {'state': int(info.state), 'status': int(info.status)}
+        return {'state': int(info.state), 'status': int(info.status), 'cluster_uuid': uuid_text(info.clusterUuid),
+                'clique_id': int(info.cliqueId)}
 
     def fleet_health(self, handle):
         """What the periodic health tier reads beyond health(), None where the GPU does not report it:

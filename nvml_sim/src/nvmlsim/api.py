@@ -1240,9 +1240,10 @@ def _fabric_fill(device, info, versions):
         raise _SimError(NVML_ERROR_ARGUMENT_VERSION_MISMATCH, "fabric info version 0x%x is not v2 or v3" % (
             getattr(obj, "version", 0),))
     fabric, status = _node.fabric_info(state, gpu)
+    cluster_uuid, clique_id = _node.fabric_domain(state, gpu)
     for i in range(NVML_GPU_FABRIC_UUID_LEN):
-        obj.clusterUuid[i] = 0
-    obj.state, obj.status, obj.cliqueId = fabric, status, 0
+        obj.clusterUuid[i] = cluster_uuid[i]
+    obj.state, obj.status, obj.cliqueId = fabric, status, clique_id
     if hasattr(obj, "healthMask"):
         obj.healthMask = 0
     if hasattr(obj, "healthSummary"):
@@ -1256,7 +1257,9 @@ def nvmlDeviceGetGpuFabricInfo(device, gpuFabricInfo):
 
     NOT_STARTED / IN_PROGRESS after ``nvmlsim fabric-manager --state stopped|starting``; NOT_SUPPORTED (0),
     status SUCCESS, without NVSwitch, as a real H100 and H200 in a VM answered; the error NOT_SUPPORTED
-    before Hopper.  Cluster UUID and clique id are 0 (not modelled).
+    before Hopper.  clusterUuid and cliqueId: the node's multi-node NVLink domain (``nvmlsim fabric-domain``)
+    while the state is COMPLETED, else zeros; none set (a single-node HGX board), zeros, as a real HGX H100
+    reports (nvmlsim.node.fabric_domain says what is known and what is assumed).
     """
     return _fabric_fill(device, gpuFabricInfo, None)
 

@@ -18,6 +18,7 @@
     nvmlsim temperature --gpu N --celsius T
     nvmlsim nvlink --gpu N --link L [--state up|down] [--replay K] [--recovery K] [--crc-flit K] [--crc-data K]
     nvmlsim fabric-manager [--state running|stopped|starting] [--version V|driver]
+    nvmlsim fabric-domain --cluster-uuid UUID --clique N | --clear
     nvmlsim xid --gpu N --code C [--text TEXT] [--pid P [--name NAME]]
     nvmlsim driver --version V [--cuda N] [--kernel-module open|proprietary]
     nvmlsim module --load NAME | --unload NAME
@@ -71,6 +72,7 @@ def annotated(state: dict) -> dict:
     if state.get("nvswitch"):
         out["fabric_manager_binary"] = {"version": fabricmanager.version(state),
                                         "follows_driver": "fabric_manager_version" not in state}
+        out["fabric_domain"] = _fabric_domain_view(state)
     for gpu in out["gpus"]:
         model = node.model_of(gpu)
         gpu["name"] = model.name
@@ -92,6 +94,7 @@ def render(state: dict) -> str:
     if state.get("nvswitch"):
         lines.append("fabric manager %s (nv-fabricmanager %s)" % (state.get("fabric_manager", "running"),
                                                                   fabricmanager.version(state)))
+        lines.append(_fabric_domain_text(state))
     files = state.get("device_files") or {}
     lines.append("device files under %s: %s%s; mig-minors: %s" % (
         devfiles.root_dir(), files.get("kind", "?"), (" -- " + files["note"]) if files.get("note") else "",
@@ -227,6 +230,13 @@ def _parser() -> argparse.ArgumentParser:
     fabric.add_argument("--state", choices=tuple(node.FABRIC_STATES))
     fabric.add_argument("--version", help="the nv-fabricmanager STAND-IN's version (NNN.NN.NN), or 'driver': the "
                         "driver's (default)")
+
+    domain = sub.add_parser("fabric-domain", help="put the node in a multi-node NVLink domain (the cluster UUID and "
+                            "clique id nvmlDeviceGetGpuFabricInfo reports while the fabric is COMPLETED) or take "
+                            "it out (NVSwitch presets, Hopper or newer)")
+    domain.add_argument("--cluster-uuid", help="the NVLink domain's cluster UUID, 8-4-4-4-12 hex digits, not all zeros")
+    domain.add_argument("--clique", type=_nonneg, help="the clique (NVLink partition) id, 0 to %d" % node.CLIQUE_ID_MAX)
+    domain.add_argument("--clear", action="store_true", help="no domain: zeros, as a single-node HGX board reports")
 
     xid = sub.add_parser("xid", help="record an Xid error and write the driver's kernel-log line")
     xid.add_argument("--gpu", type=_nonneg, required=True)
@@ -512,6 +522,33 @@ def _fabric_manager(args) -> str:
         "" if fabricmanager.matches_driver(state) else ": MISMATCH, the service refuses to start")
 
 
+def _fabric_domain_view(state: dict) -> Optional[dict]:
+    """``show --json``'s ``fabric_domain``: the node's domain and whether NVML reports it now (fabric COMPLETED)."""
+    domain = state.get("fabric_domain")
+    if not domain:
+        return None
+    return dict(domain, reported=state.get("fabric_manager", "running") == "running")
+
+
+def _fabric_domain_text(state: dict) -> str:
+    domain = state.get("fabric_domain")
+    if not domain:
+        return "NVLink domain: none (cluster UUID zeros, clique 0)"
+    return "NVLink domain: cluster UUID %s, clique %d (%s)" % (
+        domain["cluster_uuid"], domain["clique_id"], "reported" if _fabric_domain_view(state)["reported"]
+        else "zeros until the fabric manager runs")
+
+
+def _fabric_domain(args) -> str:
+    """nvmlsim fabric-domain --cluster-uuid UUID --clique N | --clear."""
+    given = (args.cluster_uuid is not None, args.clique is not None)
+    if args.clear == any(given) or (not args.clear and not all(given)):
+        raise UsageError("fabric-domain needs --cluster-uuid UUID and --clique N together, or --clear alone")
+    with store.transaction() as state:
+        node.set_fabric_domain(state, args.cluster_uuid, args.clique)
+    return _fabric_domain_text(state)
+
+
 def _module(args) -> str:
     """nvmlsim module --load NAME | --unload NAME."""
     if (args.load is None) == (args.unload is None):
@@ -575,6 +612,8 @@ def run(argv: Optional[List[str]] = None) -> str:  # pylint: disable=too-many-re
         return _health(args)
     if args.command == "fabric-manager":
         return _fabric_manager(args)
+    if args.command == "fabric-domain":
+        return _fabric_domain(args)
     if args.command == "driver":
         with store.transaction() as state:
             if args.kernel_module is not None:

@@ -183,7 +183,7 @@ def _attributes(a):
 def _fabric(a):
     info = sim.c_nvmlGpuFabricInfo_v3_t()
     sim.nvmlDeviceGetGpuFabricInfoV(handle(a[0]), ctypes.byref(info))
-    return [info.state, info.status, info.cliqueId, info.healthMask, info.healthSummary]
+    return [info.state, info.status, info.cliqueId, info.healthMask, info.healthSummary] + list(info.clusterUuid)
 
 
 def _one(func: Callable, *kinds) -> Callable:

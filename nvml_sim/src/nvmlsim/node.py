@@ -645,6 +645,8 @@ def memory_mib(gpu: dict, gi_id: Optional[int] = None) -> Dict[str, int]:
 # Node keys: ``"nvswitch": bool`` (an HGX board: NVSwitches and the fabric manager),
 # ``"fabric_manager": "running"|"stopped"|"starting"``, absent = running; ``"fabric_manager_version"`` (the
 # nv-fabricmanager STAND-IN's version, absent = the driver's; :mod:`nvmlsim.fabricmanager`);
+# ``"fabric_domain": {"cluster_uuid": "8-4-4-4-12 hex", "clique_id": n}`` (the node's multi-node NVLink
+# domain, absent = none, as on a single-node HGX board: :func:`set_fabric_domain`);
 # ``"kernel_module"``, ``"modules"`` (:mod:`nvmlsim.kmod`); ``"ib_root"`` and ``"ib"``
 # (the InfiniBand tree, :mod:`nvmlsim.ib`); ``"boot_time"``: when the node last (re)booted (seconds since
 # the epoch; the kernel-log stamps count from it).
@@ -817,6 +819,66 @@ def fabric_info(state: dict, gpu: dict) -> Tuple[int, int]:
         return FABRIC_NOT_SUPPORTED, E.SUCCESS
     fabric = FABRIC_STATES[state.get("fabric_manager", "running")]
     return fabric, E.SUCCESS if fabric == FABRIC_STATES["running"] else E.NOT_READY
+
+
+FABRIC_UUID_LEN = 16              # NVML_GPU_FABRIC_UUID_LEN
+CLIQUE_ID_MAX = 0xFFFFFFFF         # nvmlGpuFabricInfo_t.cliqueId is an unsigned int
+
+
+def fabric_domain(state: dict, gpu: dict) -> Tuple[bytes, int]:
+    """nvmlGpuFabricInfo_t ``clusterUuid`` (16 bytes) and ``cliqueId`` of ``gpu``.
+
+    What real NVML does (nvml.h, NVML API reference "nvmlGpuFabricInfo_t"): clusterUuid is the "Uuid of the
+    cluster to which this GPU belongs", cliqueId the "ID of the fabric clique to which this GPU belongs"; the
+    NVLink Subnet Manager / fabric manager of a multi-node NVLink system (GB200 NVL72 ...) assigns them when it
+    registers the GPU (state COMPLETED): the cluster UUID names the NVLink domain, the clique its NVLink
+    partition, and NVIDIA's consumers (topograph's ``nvidia-smi -q`` ClusterUUID/CliqueId, NCCL's MNNVL
+    detection, the k8s ``nvidia.com/gpu.clique`` label) group GPUs by the pair.  A single-node HGX H100 reports
+    state COMPLETED, status SUCCESS, CliqueId 0 and ClusterUUID 00000000-0000-0000-0000-000000000000
+    (``nvidia-smi -q`` on 8 x H100 SXM5, driver 565.57.01); the lent H100 and H200 in VMs (580.159.04,
+    tests/data) answered state NOT_SUPPORTED and zeros.  ASSUMED (nvml.h does not say; the consumers read the
+    pair only once the state is COMPLETED): while the fabric manager has not registered the GPU (NOT_STARTED,
+    IN_PROGRESS) or without NVSwitch (NOT_SUPPORTED) both are zeros.  So: the node's ``fabric_domain`` when
+    :func:`fabric_info` is COMPLETED, else 16 zero bytes and clique 0.
+    """
+    domain = state.get("fabric_domain")
+    if not domain or fabric_info(state, gpu)[0] != FABRIC_STATES["running"]:
+        return bytes(FABRIC_UUID_LEN), 0
+    return uuid.UUID(domain["cluster_uuid"]).bytes, int(domain["clique_id"])
+
+
+def set_fabric_domain(state: dict, cluster_uuid: Optional[str], clique_id: Optional[int]) -> Optional[dict]:
+    """Put the node in a multi-node NVLink domain (``cluster_uuid``, ``clique_id``), or out of it (both None).
+
+    Only a node with NVSwitch (``state["nvswitch"]``) whose GPUs have GPU fabric info (Hopper or newer) has
+    one; the UUID is 32 hex digits in the 8-4-4-4-12 form and not all zeros (zeros is no domain: clear it),
+    the clique id an unsigned 32-bit number.  SimError(INVALID_ARGUMENT) naming the value otherwise, with the
+    state unchanged.  Returns the domain stored (None after clearing).
+    """
+    if not state.get("nvswitch"):
+        raise SimError(E.INVALID_ARGUMENT, "this node (%s) has no NVSwitch: no NVLink fabric domain (a multi-node "
+                       "NVLink domain needs NVSwitch-connected GPUs, Hopper or newer)" % state.get("preset"))
+    older = sorted({model_of(gpu).name for gpu in gpus(state) if not health_of(gpu).fabric_info})
+    if older:
+        raise SimError(E.INVALID_ARGUMENT, "this node's GPUs (%s) report no GPU fabric info (nvmlDeviceGetGpuFabricInfo "
+                       "is Hopper or newer): no NVLink fabric domain" % ", ".join(older))
+    if cluster_uuid is None and clique_id is None:
+        state.pop("fabric_domain", None)
+        return None
+    text = (cluster_uuid or "").strip()
+    parts = text.split("-")
+    if ([len(p) for p in parts] != [8, 4, 4, 4, 12]
+            or not all(c in "0123456789abcdefABCDEF" for c in text.replace("-", ""))):
+        raise SimError(E.INVALID_ARGUMENT, "cluster UUID %r: give the 16 bytes as 32 hex digits in the form "
+                       "8-4-4-4-12, e.g. 8e1f2a3b-0000-4c1d-9a7e-000000000a01" % (cluster_uuid,))
+    if not text.replace("-", "").strip("0"):
+        raise SimError(E.INVALID_ARGUMENT, "cluster UUID %s is all zeros, which NVML reports for no NVLink domain; "
+                       "clear the domain instead" % text)
+    if isinstance(clique_id, bool) or not isinstance(clique_id, int) or not 0 <= clique_id <= CLIQUE_ID_MAX:
+        raise SimError(E.INVALID_ARGUMENT, "clique id %r: give a whole number from 0 to %d (nvmlGpuFabricInfo_t "
+                       "cliqueId, an unsigned int)" % (clique_id, CLIQUE_ID_MAX))
+    state["fabric_domain"] = {"cluster_uuid": text.lower(), "clique_id": clique_id}
+    return state["fabric_domain"]
 
 
 def set_fabric_manager(state: dict, status: str) -> None:

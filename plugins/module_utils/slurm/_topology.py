@@ -12,6 +12,8 @@
 * :func:`tree_topology` turns a parsed fabric into the lines of the
   topology/tree plugin (``SwitchName=... Nodes=...`` / ``Switches=...``) for
   the given Slurm nodes, with warnings for what it leaves out.
+* :func:`node_nvlink_domain` reduces one node's per-GPU fabric answers
+  (``_nvml.Client.fabric()``) to that node's NVLink domain.
 * :func:`block_topology` turns each node's GPU fabric domain (cluster UUID and
   clique id from ``nvmlDeviceGetGpuFabricInfo`` on NVL72-class systems) into
   the lines of the topology/block plugin (``BlockName=... Nodes=...``,
@@ -650,6 +652,72 @@ def _block_sizes(block_sizes):
 
 def _no_domain(uuid):
     return uuid is None or (isinstance(uuid, str) and (not uuid.strip() or not uuid.replace('-', '').strip('0')))
+
+
+_FABRIC_COMPLETED = 3  # nvml.h NVML_GPU_FABRIC_STATE_COMPLETED: the fabric manager registered the GPU
+
+
+def _gpu_domain(index, fabric):
+    """(lowercased cluster UUID, clique id) of one GPU's fabric() answer; None when the GPU is in no domain."""
+    if fabric is None:
+        return None
+    if not isinstance(fabric, dict):
+        raise ValueError('GPU %d: %r is not a fabric() answer ({"state": ..., "status": ..., "cluster_uuid": ..., '
+                         '"clique_id": ...}) or None' % (index, fabric))
+    uuid = fabric.get('cluster_uuid')
+    if uuid is not None and not isinstance(uuid, str):
+        raise ValueError('GPU %d: cluster_uuid %r is not a string' % (index, uuid))
+    if fabric.get('state') != _FABRIC_COMPLETED or _no_domain(uuid):
+        return None
+    clique = fabric.get('clique_id')
+    if isinstance(clique, bool) or not isinstance(clique, int) or clique < 0:
+        raise ValueError('GPU %d: clique_id %r is not a non-negative whole number (nvmlGpuFabricInfo cliqueId)'
+                         % (index, clique))
+    return uuid.strip().lower(), clique
+
+
+def _gpus(indexes):
+    return ('GPU %s' if len(indexes) == 1 else 'GPUs %s') % (', '.join(str(index) for index in indexes))
+
+
+def _domain_text(domain):
+    return 'cluster UUID %s clique %d' % domain
+
+
+def node_nvlink_domain(fabrics):
+    """One node's NVLink fabric domain, in the form :func:`block_topology` takes per node, and warnings.
+
+    ``fabrics`` lists the node's GPUs in index order, each ``_nvml.Client.fabric()``'s answer
+    (``{'state': n, 'status': n, 'cluster_uuid': str or None, 'clique_id': n}``) or None (no fabric info).  A GPU
+    is in a domain when its state is COMPLETED (the fabric manager / NVLink Subnet Manager registered it) and its
+    cluster UUID is not missing, empty or all zeros (what a single-node HGX board reports).  Returns
+    ``(domain, warnings)``: ``domain`` is ``{'cluster_uuid': <lowercase UUID>, 'clique_id': n}`` of the first GPU in
+    a domain, None when no GPU is in one; ``warnings`` name the GPUs in another domain and those in none while
+    others are in one (the node goes in the first GPU's).  ``ValueError`` for input that is not such a list.
+    """
+    if not isinstance(fabrics, (list, tuple)):
+        raise ValueError('fabrics must list the fabric() answers of one node\'s GPUs (or None), got %r' % (fabrics,))
+    domains = [_gpu_domain(index, fabric) for index, fabric in enumerate(fabrics)]
+    first = next((index for index, domain in enumerate(domains) if domain is not None), None)
+    if first is None:
+        return None, []
+    chosen = domains[first]
+    others = {}
+    for index, domain in enumerate(domains):
+        if domain is not None and domain != chosen:
+            others.setdefault(domain, []).append(index)
+    outside = [index for index, domain in enumerate(domains) if domain is None]
+    where = 'GPU %d\'s (%s)' % (first, _domain_text(chosen))
+    warnings = []
+    if others:
+        warnings.append('GPUs of this node report different NVLink domains: %s; the node is placed in %s' % (
+            '; '.join('%s: %s' % (_gpus(indexes), _domain_text(domain))
+                      for domain, indexes in sorted(others.items(), key=lambda item: item[1][0])), where))
+    if outside:
+        warnings.append('%s report%s no NVLink domain (fabric state not COMPLETED or no cluster UUID) while %s is in '
+                        'one; the node is placed in %s' % (_gpus(outside), 's' if len(outside) == 1 else '',
+                                                           'GPU %d' % first, where))
+    return {'cluster_uuid': chosen[0], 'clique_id': chosen[1]}, warnings
 
 
 def block_topology(nodes, block_sizes=None):

@@ -579,10 +579,11 @@ def test_fabric_state_is_read_with_nvml_h_layout_not_the_bindings(node, monkeypa
         broken = Debian12550()
         client.call('nvmlDeviceGetGpuFabricInfo', client.handle(0), ctypes.byref(broken))
         assert broken.state == 0  # what the binding's own structure shows
-        assert client.fabric(client.handle(0)) == {'state': 3, 'status': 0}
+        assert client.fabric(client.handle(0)) == {'state': 3, 'status': 0, 'cluster_uuid': None, 'clique_id': 0}
     node.sim('fabric-manager', '--state', 'stopped')
     with _nvml.session(pynvml) as client:
-        assert client.fabric(client.handle(0)) == {'state': 1, 'status': pynvml.NVML_ERROR_NOT_READY}
+        assert client.fabric(client.handle(0)) == {'state': 1, 'status': pynvml.NVML_ERROR_NOT_READY, 'cluster_uuid': None,
+                                                   'clique_id': 0}
 
 
 def test_a_fabric_manager_program_that_cannot_run_is_a_warning_not_a_drain(node, capsys, monkeypatch):

@@ -202,3 +202,43 @@ def test_instance_lists_are_read_into_arrays_sized_by_the_profile(client):
     ci_profile = nv.ci_profiles(gi)[0]
     assert [info.id for info in nv.compute_instances(gi, ci_profile)] == [0]
     assert nv.gi_placements(handle, 19)[:2] == [[0, 1], [1, 1]]  # NULL counts here (nvml.h)
+
+
+@pytest.mark.parametrize('raw, text', [
+    ([0] * 16, None),
+    ([0x8e, 0x1f, 0x2a, 0x3b, 0, 0, 0x4c, 0x1d, 0x9a, 0x7e, 0, 0, 0, 0, 0x0a, 0x01], '8e1f2a3b-0000-4c1d-9a7e-000000000a01'),
+    ([0] * 15 + [1], '00000000-0000-0000-0000-000000000001'),
+    (list(range(0xff, -1, -0x11)), 'ffeeddcc-bbaa-9988-7766-554433221100'),
+    ((ctypes.c_ubyte * 16)(*range(16)), '00010203-0405-0607-0809-0a0b0c0d0e0f'),
+])
+def test_uuid_text(raw, text):
+    assert nvml.uuid_text(raw) == text
+
+
+def test_uuid_text_needs_16_bytes():
+    with pytest.raises(ValueError, match=r'^a UUID is 16 bytes, got 80$'):
+        nvml.uuid_text([0] * 80)
+
+
+def test_fabric_reports_the_nvlink_domain(client):
+    """Client.fabric() through the real binding over the simulated library: state/status as before, the cluster UUID
+    (None while zeros: a single-node HGX board) and the clique id; node_nvlink_domain() makes block_topology()'s input."""
+    from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology import block_topology, node_nvlink_domain
+    nv = client('h100-80gb-x8')
+    handles = [nv.handle(index) for index in range(nv.count())]
+    assert [nv.fabric(handle) for handle in handles] == [{'state': 3, 'status': 0, 'cluster_uuid': None, 'clique_id': 0}] * 8
+    assert node_nvlink_domain([nv.fabric(handle) for handle in handles]) == (None, [])
+    sim('fabric-domain', '--cluster-uuid', '8E1F2A3B-0000-4C1D-9A7E-000000000A01', '--clique', '32766')
+    domain = {'cluster_uuid': '8e1f2a3b-0000-4c1d-9a7e-000000000a01', 'clique_id': 32766}
+    assert [nv.fabric(handle) for handle in handles] == [dict(domain, state=3, status=0)] * 8
+    assert node_nvlink_domain([nv.fabric(handle) for handle in handles]) == (domain, [])
+    assert block_topology({'gb01': domain, 'gb02': None})['lines'] == ['BlockName=block1 Nodes=gb01']
+    sim('fabric-manager', '--state', 'stopped')
+    stopped = [nv.fabric(handle) for handle in handles]
+    assert stopped == [{'state': 1, 'status': pynvml.NVML_ERROR_NOT_READY, 'cluster_uuid': None, 'clique_id': 0}] * 8
+    assert node_nvlink_domain(stopped) == (None, [])
+
+
+def test_fabric_is_none_before_hopper(client):
+    nv = client('a100-40gb-x8')
+    assert nv.fabric(nv.handle(0)) is None

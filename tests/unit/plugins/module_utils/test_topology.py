@@ -19,6 +19,7 @@ import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology import (
     block_topology,
+    node_nvlink_domain,
     parse_ibnetdiscover,
     switch_names,
     tree_topology,
@@ -558,3 +559,77 @@ TWO_RACKS = dict(rack(gb(1, 18), UUID_A, 0), **rack(gb(19, 35), UUID_B, 0))
 def test_block_topology_refuses(nodes, sizes, message):
     with pytest.raises(ValueError, match=message):
         block_topology(nodes, sizes)
+
+
+# --- node_nvlink_domain --------------------------------------------------------------------------------------------------
+
+UUID_A_LOW = UUID_A
+UUID_B_LOW = UUID_B.lower()
+
+
+def gpu_fabric(uuid=UUID_A, clique=0, state=3, status=0):
+    """One GPU's _nvml.Client.fabric() answer (state 3: NVML_GPU_FABRIC_STATE_COMPLETED)."""
+    return {'state': state, 'status': status, 'cluster_uuid': uuid, 'clique_id': clique}
+
+
+HGX_H100 = gpu_fabric(None, 0)   # a single-node HGX H100: COMPLETED, zeros
+
+
+@pytest.mark.parametrize('fabrics, domain, warnings', [
+    ([], None, []),                                                              # no GPUs
+    ([None] * 4, None, []),                                                      # no fabric info (before Hopper)
+    ([HGX_H100] * 8, None, []),                                                  # single-node NVSwitch board
+    ([gpu_fabric(state=0, uuid=None)] * 8, None, []),                            # Hopper without NVSwitch (a VM)
+    ([gpu_fabric(state=1)] * 4, None, []),                                       # fabric manager stopped
+    ([gpu_fabric(state=2)] * 4, None, []),                                       # registering
+    ([gpu_fabric('00000000-0000-0000-0000-000000000000', 7)] * 4, None, []),     # zeros as text
+    ([gpu_fabric('', 7)] * 4, None, []),
+    ([gpu_fabric(UUID_A, 32766)] * 4, {'cluster_uuid': UUID_A_LOW, 'clique_id': 32766}, []),
+    ([gpu_fabric(UUID_B, 0)] * 4, {'cluster_uuid': UUID_B_LOW, 'clique_id': 0}, []),   # lowercased; clique 0
+    ((gpu_fabric(UUID_B.lower(), 3), gpu_fabric(' %s ' % UUID_B, 3)), {'cluster_uuid': UUID_B_LOW, 'clique_id': 3}, []),
+    # the first GPU in a domain decides; a GPU whose probe failed (status) still reports its domain
+    ([HGX_H100, gpu_fabric(UUID_A, 1, status=12), gpu_fabric(UUID_A, 1)], {'cluster_uuid': UUID_A_LOW, 'clique_id': 1},
+     ['GPU 0 reports no NVLink domain (fabric state not COMPLETED or no cluster UUID) while GPU 1 is in one; '
+      'the node is placed in GPU 1\'s (cluster UUID %s clique 1)' % UUID_A_LOW]),
+    ([gpu_fabric(UUID_A, 1), gpu_fabric(UUID_A, 2), gpu_fabric(UUID_B, 1), gpu_fabric(UUID_A, 2), None,
+      gpu_fabric(UUID_A, 1, state=2)],
+     {'cluster_uuid': UUID_A_LOW, 'clique_id': 1},
+     ['GPUs of this node report different NVLink domains: GPUs 1, 3: cluster UUID %s clique 2; GPU 2: cluster UUID %s '
+      'clique 1; the node is placed in GPU 0\'s (cluster UUID %s clique 1)' % (UUID_A_LOW, UUID_B_LOW, UUID_A_LOW),
+      'GPUs 4, 5 report no NVLink domain (fabric state not COMPLETED or no cluster UUID) while GPU 0 is in one; '
+      'the node is placed in GPU 0\'s (cluster UUID %s clique 1)' % UUID_A_LOW]),
+])
+def test_node_nvlink_domain(fabrics, domain, warnings):
+    assert node_nvlink_domain(fabrics) == (domain, warnings)
+
+
+@pytest.mark.parametrize('fabrics, message', [
+    (None, r"^fabrics must list the fabric\(\) answers of one node's GPUs \(or None\), got None"),
+    ({'state': 3}, r'^fabrics must list'),
+    ('GPU 0', r'^fabrics must list'),
+    ([HGX_H100, 'COMPLETED'], r"^GPU 1: 'COMPLETED' is not a fabric\(\) answer"),
+    ([gpu_fabric(7)], r'^GPU 0: cluster_uuid 7 is not a string'),
+    ([gpu_fabric(UUID_A, -1)], r'^GPU 0: clique_id -1 is not a non-negative whole number'),
+    ([HGX_H100, gpu_fabric(UUID_A, None)], r'^GPU 1: clique_id None'),
+    ([gpu_fabric(UUID_A, True)], r'^GPU 0: clique_id True'),
+])
+def test_node_nvlink_domain_refuses(fabrics, message):
+    with pytest.raises(ValueError, match=message):
+        node_nvlink_domain(fabrics)
+
+
+def test_node_nvlink_domains_are_block_topologys_input():
+    """Per node node_nvlink_domain(), then block_topology() over the nodes, warnings of both said."""
+    racks = dict(('gb%02d' % n, [gpu_fabric(UUID_A if n <= 2 else UUID_B, 0)] * 4) for n in range(1, 5))
+    racks['gb05'] = [HGX_H100] * 4
+    racks['gb06'] = [gpu_fabric(UUID_B, 0)] * 3 + [gpu_fabric(UUID_A, 0)]
+    domains, warnings = {}, []
+    for name in sorted(racks):
+        domains[name], said = node_nvlink_domain(racks[name])
+        warnings += ['%s: %s' % (name, text) for text in said]
+    assert block_topology(domains) == {
+        'lines': ['BlockName=block1 Nodes=gb[01-02]', 'BlockName=block2 Nodes=gb[03-04,06]'],
+        'warnings': ['nodes without an NVLink fabric domain (no cluster UUID from nvmlDeviceGetGpuFabricInfo): gb05; '
+                     'they are in no block']}
+    assert warnings == ['gb06: GPUs of this node report different NVLink domains: GPU 3: cluster UUID %s clique 0; the '
+                        'node is placed in GPU 0\'s (cluster UUID %s clique 0)' % (UUID_A_LOW, UUID_B_LOW)]
