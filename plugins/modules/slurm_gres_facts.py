@@ -118,6 +118,13 @@ options:
         fails the module.
     type: bool
     default: true
+  nvlink_domain:
+    description:
+      - Also read the node's NVLink fabric domain (the cluster UUID and clique id C(nvmlDeviceGetGpuFabricInfo) reports
+        for its GPUs on multi-node NVLink systems such as GB200 NVL72), returned as RV(ansible_facts.slurm_gres.nvlink_domain)
+        for Slurm's topology/block (the slurm role's C(slurm_topology=block)).
+    type: bool
+    default: false
   device_root:
     description:
       - Directory under which C(/dev) and C(/sys) are read, for a chroot or for tests. The paths in the facts are
@@ -284,6 +291,15 @@ ansible_facts:
           returned: always
           type: str
           sample: "# GRES index -> device UUID ...\n0 a100 GPU-6f1c8a52-3b0e-4b8e-9a51-6e766d6c7369\n"
+        nvlink_domain:
+          description:
+            - With O(nvlink_domain=true), the node's NVLink domain, C(cluster_uuid) (lowercase UUID text) and C(clique_id),
+              of its first GPU whose fabric state is completed with a non-zero cluster UUID; null when no GPU is in a
+              domain (single-node HGX boards report zeros, GPUs before Hopper have no fabric info) and without the option.
+              GPUs in another domain or in none are warnings.
+          returned: always
+          type: dict
+          sample: {cluster_uuid: 6d1e3f2a-9b1c-4c2e-8f00-1a2b3c4d5e6f, clique_id: 32766}
         autodetect:
           description: The O(autodetect) used.
           returned: always
@@ -313,6 +329,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres imp
 )
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import parse_mig_minors
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology import node_nvlink_domain
 
 # nvidia-ml-py: the Python's own, or where the nvml role's pip route put it
 BINDINGS = nvml.import_bindings()   # (module, None) or (None, message)
@@ -355,7 +372,7 @@ def _mig_devices(client, handle, index):
     return result
 
 
-def _read_gpu(client, index, with_cpus):
+def _read_gpu(client, index, with_cpus, with_fabric=False):
     handle = client.handle(index)
     gpu = {
         'index': index,
@@ -376,10 +393,12 @@ def _read_gpu(client, index, with_cpus):
         gpu['mig_current'], gpu['mig_pending'] = mode
     if gpu['mig_current']:
         gpu['mig_devices'] = _mig_devices(client, handle, index)
+    if with_fabric:
+        gpu['fabric'] = client.fabric(handle)
     return gpu
 
 
-def read_gpus(with_cpus):
+def read_gpus(with_cpus, with_fabric=False):
     """All GPUs through the collection's NVML client, as plain dicts."""
     try:
         with nvml.session(pynvml) as client:
@@ -390,7 +409,7 @@ def read_gpus(with_cpus):
             gpus = []
             for index in range(count):
                 try:
-                    gpus.append(_read_gpu(client, index, with_cpus))
+                    gpus.append(_read_gpu(client, index, with_cpus, with_fabric))
                 except nvml.NvmlError as exc:
                     raise _error(exc, index, count)
             return gpus
@@ -447,7 +466,7 @@ def find_nvml_plugin(dirs):
 
 def collect(params):
     """Everything build_gres() needs, read from the node."""
-    node = {'gpus': read_gpus(params['cores']), 'mig_minors': None, 'cpu_topology': None}
+    node = {'gpus': read_gpus(params['cores'], params['nvlink_domain']), 'mig_minors': None, 'cpu_topology': None}
     if any(gpu['mig_current'] for gpu in node['gpus']):
         node['mig_minors'] = read_mig_minors(params['mig_minors_path'])
     if params['cores'] and any(gpu['cpus'] for gpu in node['gpus']):
@@ -480,6 +499,10 @@ def run_module(module):
             mig_minors_source=params['mig_minors_path'],
             file_exists=lambda path: os.path.lexists(os.path.join(root, path.lstrip('/'))),
         )
+        facts['nvlink_domain'] = None
+        if params['nvlink_domain']:
+            facts['nvlink_domain'], domain_warnings = node_nvlink_domain([gpu.get('fabric') for gpu in node['gpus']])
+            warnings = list(warnings) + domain_warnings
     except (CollectError, ValueError) as exc:
         module.fail_json(msg=str(exc))
     for warning in warnings:
@@ -501,6 +524,7 @@ def main():
                 '/usr/lib/x86_64-linux-gnu/slurm-wlm', '/usr/lib/aarch64-linux-gnu/slurm-wlm', '/usr/lib64/slurm',
                 '/usr/lib/slurm', '/usr/local/lib/slurm']),
             cores=dict(type='bool', default=True),
+            nvlink_domain=dict(type='bool', default=False),
             device_root=dict(type='path', default='/'),
         ),
         required_if=[('sharing', 'shard', ['shard_count'])],

@@ -142,6 +142,38 @@ def test_h100_node_without_mig(node, capsys):
     assert facts['gres_conf_lines'][8:] == ['Name=shard Count=4 File=/dev/nvidia%d' % i for i in range(8)]
 
 
+
+DOMAIN = '6d1e3f2a-9b1c-4c2e-8f00-1a2b3c4d5e6f'
+
+
+@pytest.mark.parametrize('preset, setup, option, expected', [
+    # an NVSwitch board whose fabric manager registered it in a multi-node NVLink domain
+    ('h100-80gb-x8', ['fabric-domain', '--cluster-uuid', DOMAIN, '--clique', '7'], True, {'cluster_uuid': DOMAIN, 'clique_id': 7}),
+    # the same, not asked for: not read
+    ('h100-80gb-x8', ['fabric-domain', '--cluster-uuid', DOMAIN, '--clique', '7'], False, None),
+    # a single-node HGX board: zeros, no domain
+    ('h100-80gb-x8', None, True, None),
+    # before Hopper: no fabric info at all
+    ('a100-40gb-x8', None, True, None),
+])
+def test_nvlink_domain(node, capsys, preset, setup, option, expected):
+    node.create(preset)
+    if setup:
+        node.sim(*setup)
+    facts = run_module(capsys, node, cores=False, nvlink_domain=option)['ansible_facts']['slurm_gres']
+    assert facts['nvlink_domain'] == expected
+
+
+def test_nvlink_domain_is_none_while_the_fabric_manager_is_stopped(node, capsys):
+    node.create('h100-80gb-x8').sim('fabric-domain', '--cluster-uuid', DOMAIN, '--clique', '7')
+    node.sim('fabric-manager', '--state', 'stopped')
+    facts = run_module(capsys, node, cores=False, nvlink_domain=True)['ansible_facts']['slurm_gres']
+    assert facts['nvlink_domain'] is None
+    node.sim('fabric-manager', '--state', 'running')
+    facts = run_module(capsys, node, cores=False, nvlink_domain=True)['ansible_facts']['slurm_gres']
+    assert facts['nvlink_domain'] == {'cluster_uuid': DOMAIN, 'clique_id': 7}
+
+
 def test_type_map(node, capsys):
     node.create('seed-003')
     facts = run_module(capsys, node, cores=False, type_map={'A100 80GB PCIe': 'a100-80g'})['ansible_facts']['slurm_gres']
