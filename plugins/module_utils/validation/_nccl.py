@@ -33,27 +33,73 @@ import math
 import re
 
 GIB = 1024 ** 3
+MIB = 1024 ** 2
 
-# Reported all_reduce busbw (GB/s) from public NVIDIA/nccl and NVIDIA/nccl-tests threads, as
-# collected in the project's domain facts. The gate uses a fraction of it: a healthy system
-# lands within a few percent of these figures, a broken link or a socket fallback lands far
-# below (2x to 10x), so 80 % separates the two without flagging normal run-to-run noise.
+# Reported all_reduce busbw (GB/s) at the largest sizes (4 to 8 GiB) from public NVIDIA/nccl and NVIDIA/nccl-tests
+# threads, as collected in the project's domain facts. The gate uses a fraction of it: a healthy system lands within a
+# few percent of these figures, a broken link or a socket fallback lands far below (2x to 10x), so 80 % separates the
+# two without flagging normal run-to-run noise. The single-node figures are Ring figures (the role forces NCCL_ALGO=Ring
+# by default; NVLink SHARP, NVLS, is faster, so Ring is the floor).
 BUSBW_FRACTION = 0.8
 REPORTED_BUSBW_GBPS = {
-    # 8 GPUs in one node over NVLink/NVSwitch, Ring (NVLink SHARP is faster, so Ring is the floor).
-    "a100-nvlink-8": (230.0, "DGX A100, 8 GPUs, one node"),
-    "h100-nvlink-8": (370.0, "H100 SXM, 8 GPUs, one node, Ring"),
-    "h200-nvlink-8": (475.0, "H200 SXM, 8 GPUs, one node"),
+    # 8 GPUs in one node over NVLink/NVSwitch.
+    "a100-nvlink-8": (230.0, "DGX A100, 8 GPUs, one node (NVIDIA/nccl and nccl-tests threads; Azure's node health check gates "
+                             "228 GB/s at 4 GiB, github.com/Azure/azurehpc-health-checks conf/nd96amsr_a100_v4.conf)"),
+    "h100-nvlink-8": (370.0, "H100 SXM, 8 GPUs, one node, Ring (sjeaugey, https://github.com/NVIDIA/nccl-tests/issues/212: ~370 GB/s "
+                             "with NCCL_ALGO=RING, ~480 GB/s with NVLink SHARP)"),
+    "h200-nvlink-8": (370.0, "H200 SXM, 8 GPUs, one node, Ring: the H100's NVLink 4 (900 GB/s), so the H100's Ring figure "
+                             "(NVIDIA/nccl-tests#212); NVLink SHARP reaches ~475 GB/s (https://github.com/NVIDIA/nccl-tests/issues/272)"),
     # Per InfiniBand NIC and node, across nodes (multiply by the NICs per node).
     "ib-hdr-200": (24.0, "per 200G HDR NIC (sjeaugey, NVIDIA/nccl-tests#119; ~190 GB/s for 8xHDR)"),
-    "ib-ndr-400": (47.0, "per 400G NDR NIC (AddyLaddy, NVIDIA/nccl-tests#290: 46-48 GB/s)"),
+    "ib-ndr-400": (47.0, "per 400G NDR NIC (AddyLaddy, https://github.com/NVIDIA/nccl-tests/issues/290: 46-48 GB/s; 8 x NDR ~384 GB/s per node)"),
 }
 DEFAULT_BUSBW_GBPS = dict((key, round(value[0] * BUSBW_FRACTION, 1)) for key, value in REPORTED_BUSBW_GBPS.items())
 PER_NIC_PREFIX = "ib-"
 
+# Gate curves: size -> lowest acceptable busbw. No public source gives Ring busbw by size for these platforms, so the
+# built-in curves derive each size's figure from the large-message figure above with one rule:
+#     busbw(S) = busbw(8 GiB) x [S / (S + 64 MiB)] / [8 GiB / (8 GiB + 64 MiB)]
+# the shape of time = latency + size / bandwidth (NVIDIA/nccl-tests doc/PERFORMANCE.md), half the bandwidth at 64 MiB.
+# 64 MiB is the half-bandwidth size fitted to the two public busbw-by-size tables at hand: a two-node 8 x H200 run
+# (NCCL 2.30.4, tests/unit/fixtures/nccl/v2.18.3_h200_two_nodes.txt: 56 % of its 8 GiB figure at 64 MiB, 81 % at 256 MiB,
+# 94 % at 1 GiB, a half size of 50 to 62 MiB) and the one-node 8 x H100 run of NVIDIA/nccl-tests#290 (81 % of its 4 GiB
+# figure at 128 MiB, a half size of 21 to 52 MiB); the larger half size is the lenient one. The gate is 80 % of that
+# figure at every size from 64 MiB (below it latency, not the links, sets busbw) to 8 GiB; past the last point its
+# figure holds. Interpolation between points is linear in log2(size): nccl-tests steps sizes by a factor (-f 2), so a
+# run's sizes fall on or between the points, and a straight line on the log-size axis the report plots is what a
+# reader sees; a step would make the gate jump between two sampled sizes.
+GATE_HALF_BYTES = 64 * MIB
+GATE_REFERENCE_BYTES = 8 * GIB
+GATE_SIZES = tuple((64 * MIB) << i for i in range(8))
+GATE_SIZE_RULE = ("busbw(S) = busbw(8 GiB) x [S/(S + 64 MiB)] / [8 GiB/(8 GiB + 64 MiB)], fitted to the busbw-by-size tables "
+                  "of a two-node 8 x H200 run (tests/unit/fixtures/nccl/v2.18.3_h200_two_nodes.txt) and of "
+                  "https://github.com/NVIDIA/nccl-tests/issues/290 (8 x H100, one node)")
+# A multi-node (``ib-*``) curve is stated for two nodes; a run over N nodes is gated at N/2 times each size: a ring of
+# n ranks takes 2(n-1) steps, so its latency term, and the size at which it reaches a given share of its bandwidth,
+# grow with the ranks (the same rule's time = latency + size / bandwidth).
+GATE_CURVE_NODES = 2
+SIZE_UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
+
+
+def _size_share(size):
+    """busbw at ``size`` as a share of busbw at ``GATE_REFERENCE_BYTES`` (the size rule above)."""
+    reference = GATE_REFERENCE_BYTES / (GATE_REFERENCE_BYTES + GATE_HALF_BYTES)
+    return (size / (size + GATE_HALF_BYTES)) / reference
+
+
+def _builtin_curve(topology):
+    reported, source = REPORTED_BUSBW_GBPS[topology]
+    floor = DEFAULT_BUSBW_GBPS[topology]
+    return [(size, round(floor * _size_share(size), 1),
+             "%d %% of %.0f GB/s at 8 GiB (%s) x %.3f at %s (size rule: %s)" % (BUSBW_FRACTION * 100, reported, source, _size_share(size),
+                                                                                size_label(size), GATE_SIZE_RULE))
+            for size in GATE_SIZES]
+
+
 TRANSPORT_ORDER = ("NVLS", "P2P", "SHM", "CollNet", "NET/IB", "NET/Socket")
 CHECKS = ("complete", "single_run", "test_errors", "wrong", "out_of_bounds", "busbw", "transport")
-EXPECT_KEYS = ("topology", "min_busbw_gbps", "thresholds", "nics", "large_size_bytes", "top_rows", "expect_transport")
+EXPECT_KEYS = ("topology", "min_busbw_gbps", "thresholds", "nics", "large_size_bytes", "top_rows", "expect_transport", "gate_curves", "nodes",
+               "notes")
 EXPECT_TRANSPORTS = ("ib",)
 
 _LABEL_RE = re.compile(r"^(?:\s*\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?)")
@@ -77,6 +123,7 @@ _TEST_FAILURE_RE = re.compile(r"\bTest (?:CUDA |NCCL )?failure\b|\bTest timeout\
 _INT_RE = re.compile(r"^\d+$")
 _NUMBER_RE = re.compile(r"^(?:-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|N/A|-?nan|-?inf)$")
 _WORD_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+_SIZE_RE = re.compile(r"^(\d+)([KMGT]?)$")
 # ``#`` lines as pasted into Markdown outside a code block lose their ``#``: recognise them by their start.
 _HASHLESS_RE = re.compile(r"^(?:nThread\s+\d|Using devices\b|Rank\s+\d+\s|Out of bounds values\s*:|Avg bus bandwidth\s*:|"
                           r"size\s+count\s|\(B\)\s|out-of-place\s|nccl-tests version\s|Collective test (?:starting|concluded):)")
@@ -720,10 +767,66 @@ def size_label(size):
     return "%d B" % size
 
 
+BUILTIN_GATE_CURVES = dict((key, _builtin_curve(key)) for key in REPORTED_BUSBW_GBPS)
+
+
 def _check(name, status, reason, **extra):
     item = {"check": name, "status": status, "reason": reason}
     item.update(extra)
     return item
+
+
+def parse_size(value):
+    """Bytes of a size as nccl-tests' ``-b``/``-e`` take it: a whole number above 0, or one with a K, M, G or T suffix
+    (powers of 1024: ``"64M"`` is 67108864); None when ``value`` is neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value > 0 else None
+    if not isinstance(value, str):
+        return None
+    match = _SIZE_RE.match(value.strip().upper())
+    if not match:
+        return None
+    size = int(match.group(1)) * SIZE_UNITS[match.group(2)]
+    return size if size > 0 else None
+
+
+def _gate_figure(value):
+    """A curve's GB/s: a finite number of at least 0.01 (the curve is read to 0.01 GB/s)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and value >= 0.01 and not math.isinf(value)
+
+
+def _validate_curves(curves):
+    """``{topology: [(size_bytes, gbps), ...]}`` from ``gate_curves``; raises ValueError naming the first bad value."""
+    if curves is None:
+        return {}
+    if not isinstance(curves, dict):
+        raise ValueError("gate_curves must be a dict of topology -> [[size, GB/s], ...] (sizes rising), got %r" % (curves,))
+    out = {}
+    for key in sorted(curves, key=str):
+        where = "gate_curves[%r]" % (key,)
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError("gate_curves has the key %r, expected a topology name (a non-empty string)" % (key,))
+        points = curves[key]
+        if not isinstance(points, (list, tuple)) or not points:
+            raise ValueError("%s is %r, expected a non-empty list of [size, GB/s] points such as [[\"64M\", 150], [\"8G\", 296]]" % (where, points))
+        clean = []
+        for index, point in enumerate(points):
+            if not isinstance(point, (list, tuple)) or len(point) != 2:
+                raise ValueError("%s[%d] is %r, expected a [size, GB/s] pair such as [\"64M\", 150]" % (where, index, point))
+            size = parse_size(point[0])
+            if size is None:
+                raise ValueError("%s[%d]: size %r is not valid, expected a whole number of bytes above 0 or one with a K, M, G or T suffix "
+                                 "(powers of 1024) such as \"64M\" or \"8G\"" % (where, index, point[0]))
+            if not _gate_figure(point[1]):
+                raise ValueError("%s[%d]: GB/s %r is not valid, expected a number of at least 0.01" % (where, index, point[1]))
+            if clean and size <= clean[-1][0]:
+                raise ValueError("%s: sizes must rise from one point to the next, but point %d (%s) follows point %d (%s)" % (
+                    where, index, size_label(size), index - 1, size_label(clean[-1][0])))
+            clean.append((size, float(point[1])))
+        out[key] = clean
+    return out
 
 
 def _validate_expect(expect):
@@ -738,10 +841,14 @@ def _validate_expect(expect):
         "topology": expect.get("topology"),
         "min_busbw_gbps": expect.get("min_busbw_gbps"),
         "thresholds": dict(DEFAULT_BUSBW_GBPS),
+        "overrides": [],
         "nics": expect.get("nics", 1),
         "large_size_bytes": expect.get("large_size_bytes", GIB),
         "top_rows": expect.get("top_rows", 3),
         "expect_transport": expect.get("expect_transport"),
+        "gate_curves": _validate_curves(expect.get("gate_curves")),
+        "nodes": expect.get("nodes", 1),
+        "notes": expect.get("notes") or [],
     }
     overrides = expect.get("thresholds") or {}
     if not isinstance(overrides, dict):
@@ -749,34 +856,86 @@ def _validate_expect(expect):
     for key, value in overrides.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
             raise ValueError("thresholds[%r] is %r, expected a number of GB/s above 0" % (key, value))
+        if key in out["gate_curves"]:
+            raise ValueError("topology %r has both a threshold (thresholds) and a gate curve (gate_curves); give one of them" % (key,))
         out["thresholds"][key] = float(value)
-    for key in ("nics", "large_size_bytes", "top_rows"):
+        out["overrides"].append(key)
+    for key in ("nics", "large_size_bytes", "top_rows", "nodes"):
         value = out[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError("%s is %r, expected an integer of at least 1" % (key, value))
+    if not isinstance(out["notes"], list) or not all(isinstance(note, str) and note for note in out["notes"]):
+        raise ValueError("notes is %r, expected a list of non-empty strings" % (out["notes"],))
     value = out["min_busbw_gbps"]
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
         raise ValueError("min_busbw_gbps is %r, expected a number of GB/s above 0" % (value,))
     topology = out["topology"]
-    if topology is not None and topology not in out["thresholds"]:
-        raise ValueError("unknown topology %r; valid topologies: %s" % (topology, ", ".join(sorted(out["thresholds"]))))
+    if topology is not None and topology not in out["thresholds"] and topology not in out["gate_curves"]:
+        raise ValueError("unknown topology %r; valid topologies: %s" % (topology, ", ".join(sorted(set(out["thresholds"]) | set(out["gate_curves"])))))
     if out["expect_transport"] is not None and out["expect_transport"] not in EXPECT_TRANSPORTS:
         raise ValueError("expect_transport is %r; valid values: %s (or leave it unset)" % (out["expect_transport"], ", ".join(EXPECT_TRANSPORTS)))
     return out
 
 
-def threshold_for(expect):
-    """(GB/s, description) of the busbw gate for ``expect``, or (None, None) when no threshold is set."""
-    opts = _validate_expect(expect)
+def _resolve_gate(opts):
+    """The busbw gate of validated ``opts``: ``{kind: flat, threshold, source}`` (``min_busbw_gbps`` or a ``thresholds``
+    entry: the mean at the large sizes, as before curves), ``{kind: curve, points, source, threshold}`` (a gate curve, the
+    user's or a built-in one; ``threshold`` its last figure) or None."""
     if opts["min_busbw_gbps"] is not None:
-        return float(opts["min_busbw_gbps"]), "min_busbw_gbps"
+        return {"kind": "flat", "threshold": float(opts["min_busbw_gbps"]), "source": "min_busbw_gbps", "name": "min_busbw_gbps"}
     topology = opts["topology"]
     if topology is None:
+        return None
+    per_nic = topology.startswith(PER_NIC_PREFIX)
+    name = "%s x %d NIC(s)" % (topology, opts["nics"]) if per_nic else topology
+    nics = opts["nics"] if per_nic else 1
+    if topology in opts["overrides"] or (topology not in opts["gate_curves"] and topology not in BUILTIN_GATE_CURVES):
+        return {"kind": "flat", "threshold": round(opts["thresholds"][topology] * nics, 1), "source": name, "name": name}
+    if topology in opts["gate_curves"]:
+        points = opts["gate_curves"][topology]
+    else:
+        points = [(size, gbps) for size, gbps, dummy in BUILTIN_GATE_CURVES[topology]]
+    scale = max(1.0, opts["nodes"] / GATE_CURVE_NODES) if per_nic else 1.0
+    points = [(int(round(size * scale)), round(gbps * nics, 2)) for size, gbps in points]
+    source = "%s gate curve" % name
+    if scale > 1:
+        source += ", sizes x %g for %d nodes" % (scale, opts["nodes"])
+    return {"kind": "curve", "points": points, "source": source, "threshold": points[-1][1], "name": name}
+
+
+def threshold_for(expect):
+    """(GB/s, description) of the busbw gate for ``expect``, or (None, None) when no threshold is set.
+
+    For a gate curve: its figure at its largest size (for a built-in curve, the large-message threshold)."""
+    gate = _resolve_gate(_validate_expect(expect))
+    if gate is None:
         return None, None
-    value = opts["thresholds"][topology]
-    if topology.startswith(PER_NIC_PREFIX):
-        return round(value * opts["nics"], 1), "%s x %d NIC(s)" % (topology, opts["nics"])
-    return value, topology
+    return gate["threshold"], gate["name"]
+
+
+def gate_curve(expect):
+    """``[[size_bytes, gbps], ...]``: the curve a run with ``expect`` is gated with (a flat gate as one point at
+    ``large_size_bytes``: it holds from there on), ``[]`` when its busbw is not gated. For the report's plot."""
+    opts = _validate_expect(expect)
+    gate = _resolve_gate(opts)
+    if gate is None:
+        return []
+    if gate["kind"] == "flat":
+        return [[opts["large_size_bytes"], gate["threshold"]]]
+    return [[size, gbps] for size, gbps in gate["points"]]
+
+
+def curve_minimum(points, size):
+    """The lowest busbw (GB/s, to 0.01) a gate curve ``[(size, gbps), ...]`` accepts at ``size``; None below its first point.
+
+    Between two points the figure is linear in log2(size); past the last point the last figure holds."""
+    if size < points[0][0]:
+        return None
+    for (low, low_gbps), (high, high_gbps) in zip(points, points[1:]):
+        if low <= size <= high:
+            share = (math.log(size) - math.log(low)) / (math.log(high) - math.log(low))
+            return round(low_gbps + share * (high_gbps - low_gbps), 2)
+    return round(points[-1][1], 2)
 
 
 def _check_complete(result):
@@ -882,9 +1041,21 @@ def _check_out_of_bounds(result):
     return _check("out_of_bounds", "pass", "Out of bounds values: 0 OK", value=0)
 
 
-def _check_busbw(result, opts, threshold, source):
-    if threshold is None:
-        return _check("busbw", "skip", "not checked: no busbw threshold (set topology or min_busbw_gbps)")
+def _busbw_notes(result, opts):
+    note = ""
+    for warning in result["warnings"]:
+        if warning["kind"] == "reduced_max_bytes":
+            note = "; nccl-tests reduced maxBytes to %d (memory limitation)" % warning["max_bytes"]
+    return note + "".join("; %s" % text for text in opts["notes"])
+
+
+def _check_busbw(result, opts, gate):
+    if gate is None:
+        return _check("busbw", "skip", "not checked: no busbw threshold (set topology or min_busbw_gbps)%s" % "".join(
+            "; %s" % text for text in opts["notes"]))
+    if gate["kind"] == "curve":
+        return _check_busbw_curve(result, opts, gate)
+    threshold, source = gate["threshold"], gate["source"]
     rows = [row for row in result["rows"] if _row_busbw(row)]
     if not rows:
         return _check("busbw", "fail", "no result rows to measure busbw against %.1f GB/s (%s)" % (threshold, source), threshold=threshold)
@@ -901,15 +1072,41 @@ def _check_busbw(result, opts, threshold, source):
     mean = sum(values) / len(values)
     low, high = min(row["size"] for row in large), max(row["size"] for row in large)
     span = size_label(low) if low == high else "%s..%s" % (size_label(low), size_label(high))
-    note = ""
-    for warning in result["warnings"]:
-        if warning["kind"] == "reduced_max_bytes":
-            note = "; nccl-tests reduced maxBytes to %d (memory limitation)" % warning["max_bytes"]
+    note = _busbw_notes(result, opts)
     if mean >= threshold:
         return _check("busbw", "pass", "mean busbw %.1f GB/s over %s (%s) reaches %.1f GB/s (%s)%s" % (
             mean, scope, span, threshold, source, note), value=round(mean, 2), threshold=threshold)
     return _check("busbw", "fail", "mean busbw %.1f GB/s over %s (%s) is below %.1f GB/s (%s)%s" % (
         mean, scope, span, threshold, source, note), value=round(mean, 2), threshold=threshold)
+
+
+def _check_busbw_curve(result, opts, gate):
+    """Every measured size in the curve's range against the curve's figure there; names the worst size."""
+    points, source = gate["points"], gate["source"]
+    note = _busbw_notes(result, opts)
+    series = busbw_series(result)
+    if not series:
+        return _check("busbw", "fail", "no result rows to measure busbw against the %s (%.1f GB/s at %s to %.1f GB/s at %s)%s" % (
+            source, points[0][1], size_label(points[0][0]), points[-1][1], size_label(points[-1][0]), note), threshold=points[-1][1])
+    gated = [(size, busbw, curve_minimum(points, size)) for size, busbw in series if size >= points[0][0]]
+    if not gated:
+        return _check("busbw", "fail", "no result row at or above %s, where the %s starts (largest size measured: %s): run all_reduce_perf "
+                                       "up to %s or more (-e)%s" % (size_label(points[0][0]), source, size_label(series[-1][0]),
+                                                                    size_label(points[-1][0]), note),
+                      threshold=points[0][1])
+    worst = min(gated, key=lambda item: (item[1] / item[2], item[0]))
+    measured, required = "%.1f" % worst[1], "%.1f" % worst[2]
+    if measured == required:
+        measured, required = "%.2f" % worst[1], "%.2f" % worst[2]
+    below = [item for item in gated if item[1] < item[2]]
+    span = size_label(gated[0][0]) if len(gated) == 1 else "%s..%s" % (size_label(gated[0][0]), size_label(gated[-1][0]))
+    extra = dict(value=round(worst[1], 2), threshold=worst[2], size=worst[0])
+    if below:
+        names = ", ".join(size_label(item[0]) for item in below[:5]) + (", ..." if len(below) > 5 else "")
+        return _check("busbw", "fail", "at %s %s GB/s < %s GB/s required (%s); below the curve at %d of the %d sizes gated (%s)%s" % (
+            size_label(worst[0]), measured, required, source, len(below), len(gated), names, note), **extra)
+    return _check("busbw", "pass", "busbw reaches the %s at all %d sizes gated (%s); closest at %s: %s GB/s >= %s GB/s required%s" % (
+        source, len(gated), span, size_label(worst[0]), measured, required, note), **extra)
 
 
 def _check_transport(result, opts):
@@ -930,27 +1127,35 @@ def _check_transport(result, opts):
 
 
 def evaluate(result, expect=None):
-    """Gate a parsed run. Returns one ``{check, status, reason[, value, threshold]}`` per name in ``CHECKS``.
+    """Gate a parsed run. Returns one ``{check, status, reason[, value, threshold, size]}`` per name in ``CHECKS``.
 
-    ``expect`` keys: ``topology`` (a key of ``DEFAULT_BUSBW_GBPS``), ``min_busbw_gbps`` (overrides
-    the topology), ``thresholds`` (topology -> GB/s, added to or replacing the defaults), ``nics``
-    (NICs per node, multiplies the per-NIC ``ib-*`` thresholds), ``large_size_bytes`` (rows at or
-    above it are gated, default 1 GiB; when none reaches it, the ``top_rows`` largest sizes are),
-    ``expect_transport`` (``"ib"``: a run over ``NET/Socket`` fails).
+    ``expect`` keys: ``topology`` (a key of ``BUILTIN_GATE_CURVES``, ``thresholds`` or ``gate_curves``),
+    ``min_busbw_gbps`` (overrides the topology), ``thresholds`` (topology -> GB/s, added to or replacing
+    the defaults), ``gate_curves`` (topology -> ``[[size, GB/s], ...]``, sizes rising, in bytes or as
+    ``"64M"``/``"8G"``: added to or replacing the built-in curves), ``nics`` (NICs per node, multiplies
+    the per-NIC ``ib-*`` thresholds and curves), ``nodes`` (the nodes of the run: an ``ib-*`` curve is
+    stated for two nodes and its sizes are multiplied by nodes / 2 above that), ``large_size_bytes``
+    (for a flat threshold: rows at or above it are gated, default 1 GiB; when none reaches it, the
+    ``top_rows`` largest sizes are), ``expect_transport`` (``"ib"``: a run over ``NET/Socket`` fails),
+    ``notes`` (texts added to the busbw check's reason).
 
-    The busbw gate passes when the mean busbw is at or above the threshold (``>=``): a threshold is the
-    lowest acceptable figure. ``wrong`` gates ``#wrong`` (any count above 0 fails) or, for nccl-tests
-    2.0-2.10, ``error`` (above ``error_tolerance(type, ranks)`` fails).
+    The busbw gate: a ``min_busbw_gbps`` or a ``thresholds`` entry gates as before curves, the mean busbw
+    at the large sizes at or above the threshold (``>=``: a threshold is the lowest acceptable figure);
+    a topology's gate curve gates every measured size from its first point on (the mean of out-of-place
+    and in-place, as ``busbw_series``) at or above the curve's figure at that size (``curve_minimum``),
+    and names the worst size (``value``, ``threshold`` and ``size`` are those of that size). ``wrong``
+    gates ``#wrong`` (any count above 0 fails) or, for nccl-tests 2.0-2.10, ``error`` (above
+    ``error_tolerance(type, ranks)`` fails).
     """
     opts = _validate_expect(expect)
-    threshold, source = threshold_for(expect)
+    gate = _resolve_gate(opts)
     return [
         _check_complete(result),
         _check_single_run(result),
         _check_test_errors(result),
         _check_wrong(result),
         _check_out_of_bounds(result),
-        _check_busbw(result, opts, threshold, source),
+        _check_busbw(result, opts, gate),
         _check_transport(result, opts),
     ]
 

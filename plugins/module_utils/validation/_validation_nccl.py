@@ -6,7 +6,12 @@
 
 Runs: one per GPU node (all GPUs of the node in one process, ``-g N``: the NVLink figure; all nodes at
 once), one across all nodes (one task per GPU, ``-g 1``: the fabric figure) and, optionally, node pairs
-in rounds of disjoint pairs (to find a slow node or link). Gating is ``_nccl.evaluate``.
+in rounds of disjoint pairs (to find a slow node or link). Gating is ``_nccl.evaluate``: a topology's gate curve
+(size -> lowest busbw; the multi-node ``ib-*`` curves per NIC, their sizes stretched for runs over more than two
+nodes) or a flat threshold. A run over exactly two nodes (a two-node fabric run, every pair run) is given
+``NCCL_ALGO=Ring`` (``ring_env``): on two nodes NCCL's Tree and NVLS-Tree reduce inside each node first, so their
+busbw can exceed what the NICs carry (sjeaugey, https://github.com/NVIDIA/nccl-tests/issues/196); where the
+environment sets ``NCCL_ALGO`` itself, that is kept and the run's busbw check says so.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,7 +21,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import (
-    DEFAULT_BUSBW_GBPS, NcclParseError, busbw_series, evaluate, parse_run, threshold_for)
+    DEFAULT_BUSBW_GBPS, NcclParseError, busbw_series, evaluate, gate_curve, parse_run, threshold_for)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import check_run_settings, is_false
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import check_records
 
@@ -29,6 +34,7 @@ NODE_TOPOLOGIES = (
 )
 DEFAULT_ARGS = ['-b', '8', '-e', '8G', '-f', '2']
 _SAFE_ENV_KEY = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
+RING_NODES = 2
 
 
 def node_topology(model, gpus):
@@ -60,6 +66,23 @@ def pair_rounds(nodes):
         else:
             rounds.append([pair])
     return rounds
+
+
+def ring_env(env, nodes):
+    """``(env, note)`` of a run over ``nodes`` nodes: for exactly two nodes ``NCCL_ALGO=Ring`` is added to ``env`` (a copy)
+    unless ``env`` sets ``NCCL_ALGO`` itself; then ``env`` is kept and, unless it asks for Ring, ``note`` says that the
+    run's busbw may exceed what the NICs carry. ``note`` is None otherwise; other node counts keep ``env`` as it is."""
+    env = dict(env or {})
+    if nodes != RING_NODES:
+        return env, None
+    algo = str(env.get('NCCL_ALGO') if env.get('NCCL_ALGO') is not None else '').strip()
+    if not algo:
+        env['NCCL_ALGO'] = 'Ring'
+        return env, None
+    if algo.lower() == 'ring':
+        return env, None
+    return env, ('NCCL_ALGO=%s from the run environment (validate_nccl_env) kept on this 2-node run: its busbw may exceed what the NICs '
+                 'carry (only NCCL_ALGO=Ring measures the network on two nodes, NVIDIA/nccl-tests#196)' % algo)
 
 
 def _env_args(env):
@@ -126,7 +149,7 @@ def evaluate_run(name, result, hosts, expect, check='all_reduce'):
         checks.append({'check': 'exit', 'status': 'fail', 'reason': 'all_reduce_perf exited with rc %s' % result.get('rc')})
     records = check_records(STAGE, name, checks, hosts=list(hosts))
     series = busbw_series(parsed)
-    return records, ([{'label': name, 'points': series}] if series else [])
+    return records, ([{'label': name, 'points': series, 'gate': gate_curve(expect)}] if series else [])
 
 
 def skip_record(name, reason, hosts=None):
@@ -136,25 +159,41 @@ def skip_record(name, reason, hosts=None):
     return item
 
 
-def expect_for(topology=None, min_busbw_gbps=None, thresholds=None, nics=1, expect_transport=None, large_size_bytes=None):
-    """An ``_nccl.evaluate`` expectation; raises ``ValueError`` (from ``_nccl``) for an unknown topology or bad number."""
+def expect_for(topology=None, min_busbw_gbps=None, thresholds=None, nics=1, expect_transport=None, large_size_bytes=None, gate_curves=None,
+               nodes=1, notes=None):
+    """An ``_nccl.evaluate`` expectation; raises ``ValueError`` (from ``_nccl``) for an unknown topology, a bad number or a bad
+    gate curve. ``gate_curves``, ``nodes`` (of a multi-node run) and ``notes`` are in it only when given."""
     expect = {'topology': topology, 'min_busbw_gbps': min_busbw_gbps, 'thresholds': thresholds or {}, 'nics': nics,
               'expect_transport': expect_transport}
     if large_size_bytes:
         expect['large_size_bytes'] = large_size_bytes
+    if gate_curves:
+        expect['gate_curves'] = gate_curves
+    if nodes != 1:
+        expect['nodes'] = nodes
+    if notes:
+        expect['notes'] = list(notes)
     threshold_for(expect)
     return expect
 
 
-def known_topologies(thresholds=None):
+def known_topologies(thresholds=None, gate_curves=None):
     names = set(DEFAULT_BUSBW_GBPS)
     names.update((thresholds or {}).keys())
+    names.update((gate_curves or {}).keys())
     return sorted(names)
+
+
+def multi_node_run(env, names, gate):
+    """``(expect, env)`` of a run over the nodes ``names``: the expectation of ``gate`` (``expect_for``'s arguments) with the
+    run's node count, and ``env`` as ``ring_env`` makes it (an ``NCCL_ALGO`` it keeps on two nodes is noted in the expectation)."""
+    run_env, note = ring_env(env, len(names))
+    return expect_for(nodes=len(names), notes=[note] if note else None, **gate), run_env
 
 
 PLAN_KEYS = ('binary', 'nodes', 'env', 'args', 'timeout', 'time_limit', 'srun', 'srun_extra', 'node_topology', 'node_min_busbw_gbps', 'fabric',
              'fabric_topology', 'fabric_nics', 'fabric_min_busbw_gbps', 'expect_transport', 'thresholds', 'pairwise', 'mpi', 'pairs_only',
-             'leaf_of')
+             'leaf_of', 'gate_curves')
 
 
 def _count(value, name):
@@ -176,11 +215,13 @@ def plan_jobs(plan):
     ``args`` (all_reduce_perf arguments before ``-g``),
     ``timeout``, ``time_limit`` (srun --time), ``srun``; per-node gate: ``node_topology`` (default from the GPU
     model and count), ``node_min_busbw_gbps``; ``fabric`` (run across all nodes), ``fabric_topology``,
-    ``fabric_nics``, ``fabric_min_busbw_gbps``, ``expect_transport`` (``ib``); ``thresholds`` (overrides);
+    ``fabric_nics``, ``fabric_min_busbw_gbps``, ``expect_transport`` (``ib``); ``thresholds`` (flat overrides);
+    ``gate_curves`` (topology -> ``[[size, GB/s], ...]``, over the built-in curves);
     ``pairwise`` (node pairs in rounds after the others); ``pairs_only`` (only the pair rounds: the follow-up that
     isolates a slow node after the fabric run failed); ``leaf_of`` (node -> leaf switch, for naming a slow leaf);
     ``mpi`` (the ``--mpi=`` value of the multi-node runs; ``{mpi}`` is filled in by the module). Per-node runs are
-    round 0 (all at once), the fabric run round 1, pair rounds 2 and up.
+    round 0 (all at once), the fabric run round 1, pair rounds 2 and up. A run over two nodes gets ``NCCL_ALGO=Ring``
+    (``ring_env``); the multi-node runs' expectations carry their node count (``ib-*`` curves stretch with it).
     """
     if not isinstance(plan, dict):
         raise ValueError('the NCCL plan must be a dict with keys %s, got %r' % (', '.join(PLAN_KEYS), plan))
@@ -212,6 +253,7 @@ def plan_jobs(plan):
     timeout = plan.get('timeout') or 600
     time_limit = str(plan.get('time_limit') or 10)
     thresholds = plan.get('thresholds') or {}
+    curves = plan.get('gate_curves') or {}
     transport = plan.get('expect_transport') or None
     leaf_of = plan.get('leaf_of') or {}
     if not isinstance(leaf_of, dict) or not all(isinstance(v, str) and v for v in leaf_of.values()):
@@ -225,13 +267,14 @@ def plan_jobs(plan):
             continue
         topology = node.get('topology') or plan.get('node_topology') or node_topology(node.get('model'), gpus)
         minimum = node.get('min_busbw_gbps') if node.get('min_busbw_gbps') is not None else plan.get('node_min_busbw_gbps')
-        expect = expect_for(topology=topology, min_busbw_gbps=minimum, thresholds=thresholds)
+        expect = expect_for(topology=topology, min_busbw_gbps=minimum, thresholds=thresholds, gate_curves=curves)
         jobs.append({'name': node['name'], 'kind': 'nccl', 'round': 0, 'hosts': [node['name']], 'expect': expect, 'timeout': timeout,
                      'argv': srun_argv(plan['binary'], [node['name']], gpus, False, None, env, args, srun, extra, time_limit,
                                        node.get('gres_type') or None)})
     usable = [n for n in nodes if (n.get('gpus') or 0) >= 1]
-    multi_expect = expect_for(topology=plan.get('fabric_topology'), min_busbw_gbps=plan.get('fabric_min_busbw_gbps'), thresholds=thresholds,
-                              nics=plan.get('fabric_nics') or 1, expect_transport=transport)
+    fabric_gate = dict(topology=plan.get('fabric_topology'), min_busbw_gbps=plan.get('fabric_min_busbw_gbps'), thresholds=thresholds,
+                       nics=plan.get('fabric_nics') or 1, expect_transport=transport, gate_curves=curves)
+    expect_for(**fabric_gate)  # checked even where no multi-node run follows
     gpus_per_node = min([n['gpus'] for n in usable]) if usable else 0
     # One GRES type for a multi-node run only when every node has it (one srun asks the same of every node).
     types = set(n.get('gres_type') or '' for n in usable)
@@ -242,16 +285,18 @@ def plan_jobs(plan):
     multi_exclusive = bool(multi_type) or all(int(n.get('gres_types') or 1) <= 1 for n in usable)
     if plan.get('fabric') and len(usable) >= 2 and not pairs_only:
         names = [n['name'] for n in usable]
-        jobs.append({'name': 'fabric', 'kind': 'nccl', 'round': 1, 'hosts': names, 'expect': multi_expect, 'timeout': timeout,
-                     'argv': srun_argv(plan['binary'], names, gpus_per_node, True, plan.get('mpi'), env, args, srun, extra, time_limit,
+        expect, run_env = multi_node_run(env, names, fabric_gate)
+        jobs.append({'name': 'fabric', 'kind': 'nccl', 'round': 1, 'hosts': names, 'expect': expect, 'timeout': timeout,
+                     'argv': srun_argv(plan['binary'], names, gpus_per_node, True, plan.get('mpi'), run_env, args, srun, extra, time_limit,
                                        multi_type or None, multi_exclusive)})
     elif plan.get('fabric') and not pairs_only:
         jobs.append({'name': 'fabric', 'kind': 'skip', 'check': 'all_reduce', 'reason': 'a fabric run needs at least 2 GPU nodes, there are %d' % len(usable)})
     if (plan.get('pairwise') or pairs_only) and len(usable) >= (2 if pairs_only else 3):
         for number, pairs in enumerate(pair_rounds([n['name'] for n in usable])):
             for pair in pairs:
-                jobs.append({'name': '%s+%s' % pair, 'kind': 'nccl', 'round': 2 + number, 'hosts': list(pair), 'expect': multi_expect,
+                expect, run_env = multi_node_run(env, list(pair), fabric_gate)
+                jobs.append({'name': '%s+%s' % pair, 'kind': 'nccl', 'round': 2 + number, 'hosts': list(pair), 'expect': expect,
                              'timeout': timeout,
-                             'argv': srun_argv(plan['binary'], list(pair), gpus_per_node, True, plan.get('mpi'), env, args, srun, extra, time_limit,
-                                               multi_type or None, multi_exclusive)})
+                             'argv': srun_argv(plan['binary'], list(pair), gpus_per_node, True, plan.get('mpi'), run_env, args, srun, extra,
+                                               time_limit, multi_type or None, multi_exclusive)})
     return jobs

@@ -152,20 +152,22 @@ def test_plan_jobs_whole_plan():
     jobs = vn.plan_jobs(plan)
     node_expect = {'topology': 't1', 'min_busbw_gbps': None, 'thresholds': {'t1': 50.0, 't2': 60.0}, 'nics': 1, 'expect_transport': None}
     multi_expect = {'topology': 't2', 'min_busbw_gbps': 40, 'thresholds': {'t1': 50.0, 't2': 60.0}, 'nics': 2, 'expect_transport': 'ib'}
-    head = '/usr/bin/srun --nodes=%d --nodelist=%s --gres=gpu:h100:%d --exclusive --time=5 --export=ALL,NCCL_DEBUG=WARN --label'
+    # each multi-node run's expectation carries its node count; the two-node (pair) runs are given NCCL_ALGO=Ring
+    fabric_expect, pair_expect = dict(multi_expect, nodes=3), dict(multi_expect, nodes=2)
+    head = '/usr/bin/srun --nodes=%d --nodelist=%s --gres=gpu:h100:%d --exclusive --time=5 --export=ALL,%sNCCL_DEBUG=WARN --label'
     node_run = head + ' --ntasks-per-node=1 --container-image=x arp -b 1M -g %d'
     multi_run = head + ' --ntasks-per-node=2 --mpi=pmix --container-image=x arp -b 1M -g 1'
     assert [(j['name'], j['kind'], j.get('round'), j.get('hosts'), j.get('timeout'), j.get('expect'), argv_text(j)) for j in jobs] == [
         ('d', 'skip', None, ['d'], None, None, None),
         ('c', 'skip', None, ['c'], None, None, None),
-        ('a', 'nccl', 0, ['a'], 900, node_expect, node_run % (1, 'a', 2, 2)),
+        ('a', 'nccl', 0, ['a'], 900, node_expect, node_run % (1, 'a', 2, '', 2)),
         ('z', 'skip', None, ['z'], None, None, None),
-        ('b', 'nccl', 0, ['b'], 900, node_expect, node_run % (1, 'b', 4, 4)),
-        ('e', 'nccl', 0, ['e'], 900, node_expect, node_run % (1, 'e', 2, 2)),
-        ('fabric', 'nccl', 1, ['a', 'b', 'e'], 900, multi_expect, multi_run % (3, 'a,b,e', 2)),
-        ('a+b', 'nccl', 2, ['a', 'b'], 900, multi_expect, multi_run % (2, 'a,b', 2)),
-        ('b+e', 'nccl', 3, ['b', 'e'], 900, multi_expect, multi_run % (2, 'b,e', 2)),
-        ('e+a', 'nccl', 4, ['e', 'a'], 900, multi_expect, multi_run % (2, 'e,a', 2)),
+        ('b', 'nccl', 0, ['b'], 900, node_expect, node_run % (1, 'b', 4, '', 4)),
+        ('e', 'nccl', 0, ['e'], 900, node_expect, node_run % (1, 'e', 2, '', 2)),
+        ('fabric', 'nccl', 1, ['a', 'b', 'e'], 900, fabric_expect, multi_run % (3, 'a,b,e', 2, '')),
+        ('a+b', 'nccl', 2, ['a', 'b'], 900, pair_expect, multi_run % (2, 'a,b', 2, 'NCCL_ALGO=Ring,')),
+        ('b+e', 'nccl', 3, ['b', 'e'], 900, pair_expect, multi_run % (2, 'b,e', 2, 'NCCL_ALGO=Ring,')),
+        ('e+a', 'nccl', 4, ['e', 'a'], 900, pair_expect, multi_run % (2, 'e,a', 2, 'NCCL_ALGO=Ring,')),
     ]
     skips = [j for j in jobs if j['kind'] == 'skip']
     assert skips == [
@@ -183,8 +185,9 @@ def test_plan_jobs_defaults():
                               'arp -b 8 -e 8G -f 2 -g 8'),
         ('b', 0, 600, expect, 'srun --nodes=1 --nodelist=b --gres=gpu:8 --exclusive --time=10 --export=ALL --label --ntasks-per-node=1 '
                               'arp -b 8 -e 8G -f 2 -g 8'),
-        ('fabric', 1, 600, expect, 'srun --nodes=2 --nodelist=a,b --gres=gpu:8 --exclusive --time=10 --export=ALL --label --ntasks-per-node=8 '
-                                   'arp -b 8 -e 8G -f 2 -g 1'),
+        # a fabric run over two nodes: NCCL_ALGO=Ring (the plan's env has none) and its node count
+        ('fabric', 1, 600, dict(expect, nodes=2), 'srun --nodes=2 --nodelist=a,b --gres=gpu:8 --exclusive --time=10 --export=ALL,NCCL_ALGO=Ring '
+                                                  '--label --ntasks-per-node=8 arp -b 8 -e 8G -f 2 -g 1'),
     ]
 
 
@@ -225,7 +228,7 @@ def test_plan_jobs_pairs_on_mixed_untyped_nodes_go_without_exclusive():
 @pytest.mark.parametrize('plan, message', [
     ({'binary': 'x', 'gpus': 8, 'cores': 4}, 'unknown NCCL plan key(s) cores, gpus; valid keys: binary, nodes, env, args, timeout, time_limit, srun, '
                                              'srun_extra, node_topology, node_min_busbw_gbps, fabric, fabric_topology, fabric_nics, '
-                                             'fabric_min_busbw_gbps, expect_transport, thresholds, pairwise, mpi, pairs_only, leaf_of'),
+                                             'fabric_min_busbw_gbps, expect_transport, thresholds, pairwise, mpi, pairs_only, leaf_of, gate_curves'),
     ({'binary': 'x', 'nodes': [{'name': 'gpu-01', 'gpus': 'eight'}]}, "node gpu-01: gpus is 'eight', expected a whole number"),
     ({'binary': 'x', 'nodes': [{'name': 'gpu-01', 'gpus': [8]}]}, 'node gpu-01: gpus is [8], expected a whole number'),
 ])
