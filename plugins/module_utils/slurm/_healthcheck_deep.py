@@ -60,6 +60,8 @@ DEFAULTS = {
     'nccl_topology': None,
     'nccl_min_busbw_gbps': None,
     'nccl_thresholds': {},
+    # the validation role's validate_nccl_gate_curves (size -> lowest busbw per topology key)
+    'nccl_gate_curves': {},
     'nccl_timeout': 1200,
     'nvbandwidth': '/usr/local/bin/nvbandwidth',
     'nvbandwidth_testcases': list(NVBANDWIDTH_TESTCASES),
@@ -123,7 +125,7 @@ def load_config(data):
     if not isinstance(cases, list) or not cases or any(not isinstance(c, str) or not _TESTCASE.match(c) for c in cases):
         raise ValueError('nvbandwidth_testcases is %r, expected a non-empty list of nvbandwidth testcase names' % (cases,))
     # the NCCL gate's settings are checked where they are used
-    expect_for(config['nccl_topology'], config['nccl_min_busbw_gbps'], config['nccl_thresholds'])
+    expect_for(config['nccl_topology'], config['nccl_min_busbw_gbps'], config['nccl_thresholds'], gate_curves=config['nccl_gate_curves'])
     return config
 
 
@@ -215,7 +217,8 @@ def judge_nccl(rc, stdout, stderr, config, model, gpus):
     except NcclParseError as exc:
         return result('nccl', 'error', 'all_reduce_perf gave no result (rc %s): %s' % (rc, exc), evidence=_tail((stdout or '') + (stderr or '')))
     topology = config['nccl_topology'] or node_topology(model, gpus)
-    checks = evaluate(parsed, expect_for(topology, config['nccl_min_busbw_gbps'], config['nccl_thresholds']))
+    checks = evaluate(parsed, expect_for(topology, config['nccl_min_busbw_gbps'], config['nccl_thresholds'],
+                                         gate_curves=config['nccl_gate_curves']))
     digest = summarize(parsed)
     busbw = [c for c in checks if c['check'] == 'busbw'][0]
     bad = [c for c in checks if c['status'] == 'fail']

@@ -87,6 +87,14 @@ def test_a_healthy_node_passes_every_deep_check_and_never_calls_scontrol(node, c
     assert node.updates() == []
 
 
+
+def test_the_nccl_check_gates_with_the_validation_roles_gate_curve(node, capsys):
+    """A site's curve for the node's topology (validate_nccl_gate_curves) above what the node gives fails it, naming the size."""
+    node.create('h100-80gb-x8', **H100).install()
+    rc, report, out = node.deep(capsys, checks=['nccl'], nccl_gate_curves={'h100-nvlink-8': [['64M', 900], ['8G', 900]]})
+    nccl = node.result(report, 'nccl')
+    assert rc == 1 and nccl['status'] == 'fail' and 'GB/s required' in nccl['detail'] and nccl['threshold'] == 900, out
+
 def test_a_pcie_link_trained_down_is_named_by_dcgm_and_measured_by_nvbandwidth(node, capsys):
     node.create('h100-80gb-x8', **H100).install()
     node.sim('pcie', '--gpu', '2', '--width', '4')
@@ -174,6 +182,8 @@ def test_a_tool_past_its_timeout_is_an_error(node, capsys, tmp_path):
     ('{"dcgm_level": 9}', 'bad --deep-config: dcgm_level is 9, expected one of 1, 2, 3, 4'),
     ('[1]', 'bad --deep-config: the deep tier settings are [1], expected a JSON object'),
     ('{not json', 'bad --deep-config: Expecting property name'),
+    # the validation role's gate curves reach the deep tier and are checked as there
+    ('{"nccl_gate_curves": {"h100-nvlink-8": [["8G", 300], ["1G", 200]]}}', 'bad --deep-config: gate_curves'),
 ])
 def test_bad_settings_are_refused_before_anything_runs(node, capsys, config, message):
     node.create('h100-80gb-x8', **H100)
