@@ -181,6 +181,14 @@ gpus:
   returned: always
   type: list
   elements: dict
+versions:
+  description:
+    - What the node runs, for the validation report - C(slurm) (C(slurmd -V), else C(slurmctld -V)), C(driver)
+      (NVML's nvmlSystemGetDriverVersion) and C(cuda) (nvmlSystemGetCudaDriverVersion as V(12.4)); null where not known
+      (NVML not queried or not answering, no Slurm daemon installed).
+  returned: always
+  type: dict
+  sample: {slurm: 22.05.8, driver: 550.54.15, cuda: '12.4'}
 hook_failure:
   description: The last failed hook in the runner's log (phase, job, hook, rc, status, output), or null.
   returned: when O(hook_log=true)
@@ -192,6 +200,7 @@ hook_log:
 '''
 
 import os
+import re
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
@@ -203,8 +212,30 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
 
 
+_SLURM_VERSION = re.compile(r'^slurm(?:-wlm)? (\S+)', re.MULTILINE)
+
+
+def cuda_version(number):
+    """NVML's CUDA driver version (``1000 * major + 10 * minor``) as text: ``12040`` -> ``12.4``; None stays None."""
+    if number is None:
+        return None
+    return '%d.%d' % (int(number) // 1000, int(number) % 1000 // 10)
+
+
+def _driver_versions(client):
+    """``{'driver', 'cuda'}`` as NVML gives them, None for one it does not."""
+    versions = {}
+    for key, call, convert in (('driver', 'nvmlSystemGetDriverVersion', nvml.text), ('cuda', 'nvmlSystemGetCudaDriverVersion', cuda_version)):
+        try:
+            value = client.optional(call)
+        except nvml.NvmlError:
+            value = None
+        versions[key] = None if value is None else convert(value)
+    return versions
+
+
 def query_nvml():
-    """The GPUs NVML lists (index and name), through the collection's NVML client."""
+    """The GPUs NVML lists (index and name), and the driver and CUDA versions, through the collection's NVML client."""
     pynvml, missing = nvml.import_bindings()
     if pynvml is None:
         return {'nvml_error': missing}
@@ -214,7 +245,7 @@ def query_nvml():
             for index in range(client.count()):
                 handle = client.handle(index)
                 gpus.append({'index': index, 'name': nvml.text(client.call('nvmlDeviceGetName', handle))})
-            return {'nvml_error': None, 'gpus': gpus}
+            return {'nvml_error': None, 'gpus': gpus, 'versions': _driver_versions(client)}
     except nvml.NvmlError as exc:
         return {'nvml_error': str(exc)}
 
@@ -264,8 +295,9 @@ class NodeChecker(object):
         if params['pyxis']:
             observed['pyxis'] = self.pyxis()
         records = self.records()
+        versions = dict(observed.get('versions') or {'driver': None, 'cuda': None}, slurm=self.slurm_version())
         result = dict(changed=False, records=records, failed_checks=[r['check'] for r in records if r['status'] == 'fail'],
-                      node_name=self.name, gpus=observed.get('gpus') or [])
+                      node_name=self.name, gpus=observed.get('gpus') or [], versions=versions)
         result['passed'] = not result['failed_checks']
         if params['hook_log']:
             text = self.hook_log()
@@ -317,6 +349,17 @@ class NodeChecker(object):
         self.observed['scontrol'] = out
         if rc != 0:
             self.observed['scontrol_error'] = (err or out).strip() or 'rc %d' % rc
+
+    def slurm_version(self):
+        """The version the node's Slurm daemon prints (``slurmd -V``: ``slurm 22.05.8``), else slurmctld's; None without either."""
+        for daemon in ('slurmd', 'slurmctld'):
+            path = self._bin(daemon)
+            if path:
+                rc, out, err = self._run([path, '-V'])
+                match = _SLURM_VERSION.search(out + '\n' + err)
+                if rc == 0 and match:
+                    return match.group(1)
+        return None
 
     def enroot(self):
         conf_path = self.params['enroot_conf_path']

@@ -156,7 +156,11 @@ EXAMPLES = r'''
 
 RETURN = r'''
 records:
-  description: Check records of every job, in job order.
+  description:
+    - Check records of every job, in job order.
+    - The failed records of an V(nccl) job carry C(command), the shell command line that reruns the job (one line per
+      slow pair run under an C(isolation) finding); its first record carries C(versions), the NCCL and nccl-tests
+      versions its output names (C({nccl, nccl_tests})).
   returned: always
   type: list
   elements: dict

@@ -18,6 +18,12 @@ description:
     C(report.md) and C(report.html) (with a busbw-vs-size plot when there are series) into O(dest).
   - Returns the overall status, the nodes that failed, one sentence naming them for the playbook's failure, and a
     drain reason per failed node that names the failed check.
+  - The report says what was validated - when it was written (UTC), when the validation began and its duration,
+    the collection version, and per node the Slurm, NVIDIA driver, CUDA (driver), NCCL and nccl-tests versions
+    (O(versions), and the C(versions) of the NCCL runs' records); what nobody gave is V(unknown). A failed record's
+    C(command) (the command line that reruns it) is shown under the failure.
+  - A report that differs from the one in O(dest) only in its times is written but not reported as a change, so a
+    second run over an unchanged cluster changes nothing.
   - The module itself does not fail when checks fail; the playbook decides.
 author:
   - gpucluster.bringup maintainers (@gpucluster-bringup)
@@ -30,12 +36,32 @@ attributes:
     support: none
 options:
   records:
-    description: Check records C({stage, node, check, status, reason[, value, threshold, hosts]}).
+    description:
+      - Check records C({stage, node, check, status, reason[, value, threshold, hosts, command, versions]}).
+      - C(command), the shell command line that reruns the check's run, is shown under a failure.
+      - C(versions) (C({nccl, nccl_tests}), from an NCCL run's output) go to the versions of the run's C(hosts) (else its C(node)).
     type: list
     elements: dict
     required: true
   series:
-    description: "busbw-vs-size runs C([{label, points: [[size_bytes, busbw_gbps], ...]}]) for the plot."
+    description:
+      - "busbw-vs-size runs C([{label, points: [[size_bytes, busbw_gbps], ...]}]) for the plot."
+      - "A run's optional C(gate) (C([[size_bytes, gbps], ...]), the busbw it had to reach) is drawn as a dashed line labelled gate."
+    type: list
+    elements: dict
+    default: []
+  started:
+    description:
+      - When the validation began, as UTC ISO 8601 (for example V(2025-01-31T08:00:00Z)); the report gives the duration from then
+        until it is written. Unset, the duration is V(unknown).
+    type: str
+  collection_version:
+    description: The version of the collection that validated (shown in the report; unset is V(unknown)).
+    type: str
+  versions:
+    description:
+      - Versions per node, C([{node, slurm, driver, cuda, nccl, nccl_tests}]) - every key but C(node) optional; a version
+        missing here and in the NCCL records is reported as V(unknown).
     type: list
     elements: dict
     default: []
@@ -117,8 +143,10 @@ drain_reasons:
   type: dict
 '''
 
+import json
 import os
 import tempfile
+import time
 from html import escape
 
 from ansible.module_utils.basic import AnsibleModule
@@ -126,12 +154,20 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, check_writable_dest
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import drain_reasons, missing_node_records
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import (
-    REPORT_FILES, build_report, check_report_input, failure_message, render_html, render_json, render_junit, render_markdown)
+    REPORT_FILES, build_report, check_report_input, failure_message, parse_time, render_html, render_json, render_junit, render_markdown)
 
 
-def render_all(records, series, warnings, title, threshold_gbps):
+TIMES = ('generated', 'started')
+
+
+def utc_now():
+    """The time now, UTC, as the report gives it (``2025-01-31T09:02:03Z``)."""
+    return time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+
+
+def render_all(records, series, warnings, title, threshold_gbps, provenance=None):
     """``(report, {file name: text})``; raises ValueError for a malformed record or series."""
-    report = build_report(records, series=series, title=title, threshold_gbps=threshold_gbps)
+    report = build_report(records, series=series, title=title, threshold_gbps=threshold_gbps, provenance=provenance)
     report['warnings'] = list(warnings)
     markdown = render_markdown(report)
     html = render_html(report)
@@ -141,14 +177,31 @@ def render_all(records, series, warnings, title, threshold_gbps):
     return report, {'report.json': render_json(report), 'report.junit.xml': render_junit(report), 'report.md': markdown, 'report.html': html}
 
 
+def _read(path):
+    """The text of the file at ``path``, or None (absent, unreadable or not text)."""
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def previous_times(dest):
+    """The times of the report already in ``dest`` (its report.json's provenance), or None."""
+    try:
+        doc = json.loads(_read(os.path.join(dest, 'report.json')) or 'null')
+    except ValueError:
+        return None
+    provenance = doc.get('provenance') if isinstance(doc, dict) else None
+    if not isinstance(provenance, dict):
+        return None
+    return dict((key, provenance[key] if parse_time(provenance.get(key)) is not None else None) for key in TIMES)
+
+
 def _write(module, path, text):
-    if os.path.isfile(path):
-        try:
-            with open(path) as handle:
-                if handle.read() == text:
-                    return False
-        except ValueError:
-            pass  # not text: replaced
+    """Replace the file at ``path`` with ``text`` (atomically; not in check mode); whether its text differed."""
+    if _read(path) == text:
+        return False
     if module.check_mode:
         return True
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.validation-')
@@ -173,6 +226,9 @@ def main():
             dest=dict(type='path', required=True),
             title=dict(type='str', default='Cluster validation'),
             threshold_gbps=dict(type='float'),
+            started=dict(type='str'),
+            collection_version=dict(type='str'),
+            versions=dict(type='list', elements='dict', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -188,8 +244,14 @@ def main():
     except InputError as exc:
         module.fail_json(msg=str(exc))
     records = list(params['records']) + missing_node_records(params['records'], params['expected_nodes'])
+    provenance = {'generated': utc_now(), 'started': params['started'] or None,
+                  'collection_version': params['collection_version'], 'nodes': params['versions']}
+    args = (records, params['series'], params['warnings'], params['title'], params['threshold_gbps'])
     try:
-        report, files = render_all(records, params['series'], params['warnings'], params['title'], params['threshold_gbps'])
+        report, files = render_all(*args, provenance=provenance)
+        before = previous_times(dest)
+        # the files as they would be with the times of the report already there: equal, only the times changed
+        same = render_all(*args, provenance=dict(provenance, **before))[1] if before else {}
     except (ValueError, TypeError) as exc:
         module.fail_json(msg='cannot build the validation report: %s' % exc)
     # everything is checked: from here on files are written
@@ -202,7 +264,9 @@ def main():
             path = os.path.join(dest, name)
             paths.append(path)
             if os.path.isdir(dest) or not module.check_mode:
-                changed = _write(module, path, files[name]) or changed
+                text = _read(path)
+                if _write(module, path, files[name]):
+                    changed = changed or text is None or text != same.get(name)
             else:
                 changed = True
     except (IOError, OSError) as exc:

@@ -9,7 +9,8 @@
 - ``needing_mpi`` / ``fill_mpi``: the jobs whose argv holds ``{mpi}``, and that placeholder filled with the chosen
   plugin (or the job turned into a skipped one when srun offers none).
 - ``judge_jobs``: the records, series and warnings of the finished (and skipped) jobs; ``tails``: their results as
-  the module returns them.
+  the module returns them. An NCCL run's failed records carry the command that reruns it (``command``), its first
+  record the NCCL and nccl-tests versions its output names (``versions``), both for the report.
 
 Every failure is one ``JobsFailure``; the module runs the commands (``srun --mpi=list`` and the jobs, round by round).
 """
@@ -18,10 +19,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import shlex
+
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, ModuleFailure
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import (
     check_jobs, check_jobs_input, container_record, gres_job_record, mpi_jobs, mpi_record, record, slow_env_warnings, slurm_jobs,
     srun_record)
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import NcclParseError, parse_run
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_isolate import isolate, isolation_records, pair_measurements
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import evaluate_run, plan_jobs
 
@@ -105,12 +109,46 @@ def judge(job, result, params):
                            params['mpi_required_paths'])], [], []
     if kind == 'nccl':
         records, series = evaluate_run(name, result, job.get('hosts') or [name], job.get('expect') or {}, job.get('check') or 'all_reduce')
-        return records, series, []
+        return with_run_facts(records, job, result), series, []
     if kind == 'env':
         if result.get('rc') != 0:
             return [], [], ['could not read the job environment with %s (rc %s)' % (' '.join(job['argv']), result.get('rc'))]
         return [], [], slow_env_warnings(result.get('stdout') or '', 'the job environment (%s)' % name)
     raise ValueError('unknown job kind %r' % kind)
+
+
+def command_line(argv, env=None):
+    """The shell command line that reruns ``argv``: each word quoted as a POSIX shell needs it, ``env`` (variables
+    added to the environment) put before it with ``env``."""
+    words = list(argv)
+    if env:
+        words = ['env'] + ['%s=%s' % (key, env[key]) for key in sorted(env)] + words
+    return ' '.join(shlex.quote(str(word)) for word in words)
+
+
+def run_versions(result):
+    """``{nccl, nccl_tests}``: the versions an NCCL run's output names (``NCCL version ...``, ``# nccl-tests version ...``)."""
+    stdout = result.get('stdout') or ''
+    if not stdout.strip() and not (result.get('json') or '').strip():
+        return {}
+    try:
+        parsed = parse_run(stdout, result.get('json'))
+    except NcclParseError:
+        return {}
+    return dict((key, parsed[name]) for key, name in (('nccl', 'nccl_version'), ('nccl_tests', 'version')) if parsed.get(name))
+
+
+def with_run_facts(records, job, result):
+    """The records of an NCCL run, its failed ones with ``command`` (the shell command line that reruns the run), its first
+    with ``versions`` (what its output names)."""
+    command = command_line(job['argv'], job.get('env'))
+    for rec in records:
+        if rec.get('status') == 'fail':
+            rec['command'] = command
+    versions = run_versions(result)
+    if records and versions:
+        records[0]['versions'] = versions
+    return records
 
 
 def skipped_record(job, params, mpi_plugin=None):
@@ -148,9 +186,21 @@ def judge_pairs(jobs, records, params):
     pair_names = set(job['name'] for job in jobs if job['kind'] == 'nccl' and job.get('round', 0) >= 2 and len(job.get('hosts') or []) == 2)
     if not pair_names:
         return []
-    pairs = pair_measurements([rec for rec in records if rec.get('node') in pair_names])
+    pair_records = [rec for rec in records if rec.get('node') in pair_names]
+    pairs = pair_measurements(pair_records)
     leaf_of = (params.get('nccl') or {}).get('leaf_of') or {}
-    return isolation_records(isolate(pairs, leaf_of), pairs)
+    found = isolation_records(isolate(pairs, leaf_of), pairs)
+    # under a finding, the commands of the failed pair runs of its nodes: what reruns the evidence
+    for rec in found:
+        if rec['status'] == 'fail':
+            named = set(rec.get('hosts') or [rec['node']])
+            commands = []
+            for pair in pair_records:
+                if pair.get('command') and named & set(pair['hosts']) and pair['command'] not in commands:
+                    commands.append(pair['command'])
+            if commands:
+                rec['command'] = '\n'.join(commands)
+    return found
 
 
 def tails(results):

@@ -11,25 +11,49 @@ Input is a list of check records, one per (stage, node, check)::
 
 ``hosts`` is optional: a record about a multi-node run names the run in ``node`` and lists its
 hosts, which are then the nodes named when it fails. ``series`` (optional) are busbw-vs-size
-runs for the plot: ``[{"label": "node005", "points": [[size_bytes, busbw_gbps], ...]}]``.
+runs for the plot: ``[{"label": "node005", "points": [[size_bytes, busbw_gbps], ...], "gate": [[size_bytes, gbps], ...]}]``
+(``gate``, optional: the busbw the run had to reach, drawn as a dashed line over the curves).
+
+A failed record may carry ``command``, the command line that reruns it (shell-quoted; several lines for
+several runs), shown under the failure; an NCCL run's records may carry ``versions`` (``{"nccl": "2.21.5",
+"nccl_tests": "2.13.9"}``), which go to the report's provenance for the run's hosts.
+
+``provenance`` (optional): what was validated - ``generated`` and ``started`` (UTC ISO 8601), ``collection_version``
+and ``nodes`` (``[{"node", "slurm", "driver", "cuda", "nccl", "nccl_tests"}]``); a value nobody gave is ``null`` in
+the JSON and "unknown" in the other files.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import calendar
 import json
 import math
+import re
 import xml.etree.ElementTree as ET
 from html import escape
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import require_list, require_number, require_str, require_word
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
+    InputError, require_dict, require_list, require_number, require_str, require_word, show)
 
 STATUSES = ("pass", "fail", "skip")
 REPORT_FILES = ("report.html", "report.json", "report.junit.xml", "report.md")
-RECORD_KEYS = ("stage", "node", "check", "status", "reason", "value", "threshold", "hosts")
+RECORD_KEYS = ("stage", "node", "check", "status", "reason", "value", "threshold", "hosts", "command", "versions")
 _REQUIRED = ("stage", "node", "check", "status")
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+# Versions per node, in the order the report lists them, with their names there.
+VERSION_KEYS = ("slurm", "driver", "cuda", "nccl", "nccl_tests")
+VERSION_NAMES = {"slurm": "Slurm", "driver": "NVIDIA driver", "cuda": "CUDA (driver)", "nccl": "NCCL", "nccl_tests": "nccl-tests"}
+UNKNOWN = "unknown"
+# The plot's legend names this many runs at the most (the failing ones, then the slowest at the largest size);
+# with more runs the others are drawn thin and grey.
+LEGEND_MAX = 12
+# A stage's per-node table and the per-node versions start folded above this many nodes.
+OPEN_MAX = 32
+# A version summary names the nodes of a value held by this many nodes at the most, else counts them.
+NAMES_MAX = 8
+_TIME = re.compile(r"^(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:\.\d+)?(?:(Z|z)|([+-])(\d\d):?(\d\d))?$")
 
 
 def _is_number(value):
@@ -61,7 +85,45 @@ def _clean_record(index, record):
         if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) and h for h in hosts):
             raise ValueError("result %d: hosts is %r, expected a non-empty list of host names" % (index, hosts))
         clean["hosts"] = list(hosts)
+    command = record.get("command")
+    if command is not None and command != "":
+        if not isinstance(command, str):
+            raise ValueError("result %d: command is %r, expected the command line as a string" % (index, command))
+        clean["command"] = command
     return clean
+
+
+def _version_text(label, key, value):
+    """A version as text (a number is written as given); None and "" are not known."""
+    if value is None or value == "":
+        return None
+    if _is_number(value):
+        return str(value)
+    if not isinstance(value, str):
+        raise ValueError("%s: %s is %r, expected a version string" % (label, key, value))
+    return value.strip() or None
+
+
+def _clean_versions(label, versions, allowed=VERSION_KEYS):
+    """``{key: version or None}`` of ``versions`` (a dict whose keys are in ``allowed``)."""
+    if not isinstance(versions, dict):
+        raise ValueError("%s is %r, expected a dict with keys %s" % (label, versions, ", ".join(allowed)))
+    unknown = sorted(str(key) for key in versions if key not in allowed)
+    if unknown:
+        raise ValueError("%s has unknown key(s) %s; valid keys: %s" % (label, ", ".join(unknown), ", ".join(allowed)))
+    return dict((key, _version_text(label, key, versions[key])) for key in allowed if key in versions)
+
+
+def _clean_points(label, points, what="point", value="busbw_gbps", short="busbw"):
+    out = []
+    for point in points:
+        if not isinstance(point, (list, tuple)) or len(point) != 2:
+            raise ValueError("series %r: %s %r is not a [size_bytes, %s] pair" % (label, what, point, value))
+        size, number = point
+        if not _is_number(size) or size <= 0 or not _is_number(number) or number < 0:
+            raise ValueError("series %r: %s %r needs a size above 0 and a %s of 0 or more" % (label, what, list(point), short))
+        out.append([size, number])
+    return sorted(out)
 
 
 def _clean_series(series):
@@ -69,17 +131,17 @@ def _clean_series(series):
     for index, run in enumerate(series or []):
         if not isinstance(run, dict) or not isinstance(run.get("label"), str) or not run["label"]:
             raise ValueError("series %d is %r, expected {'label': str, 'points': [[size, busbw], ...]}" % (index, run))
-        points = []
-        for point in run.get("points") or []:
-            if not isinstance(point, (list, tuple)) or len(point) != 2:
-                raise ValueError("series %r: point %r is not a [size_bytes, busbw_gbps] pair" % (run["label"], point))
-            size, busbw = point
-            if not _is_number(size) or size <= 0 or not _is_number(busbw) or busbw < 0:
-                raise ValueError("series %r: point %r needs a size above 0 and a busbw of 0 or more" % (run["label"], list(point)))
-            points.append([size, busbw])
+        points = _clean_points(run["label"], run.get("points") or [])
         if not points:
             raise ValueError("series %r has no points" % run["label"])
-        out.append({"label": run["label"], "points": sorted(points)})
+        clean = {"label": run["label"], "points": points}
+        gate = run.get("gate")
+        if gate is not None:
+            if not isinstance(gate, (list, tuple)):
+                raise ValueError("series %r: gate is %r, expected a list of [size_bytes, gbps] pairs" % (run["label"], gate))
+            if gate:
+                clean["gate"] = _clean_points(run["label"], gate, "gate point", "gbps", "gbps")
+        out.append(clean)
     return out
 
 
@@ -116,7 +178,77 @@ def _check_threshold(threshold_gbps):
         raise ValueError("threshold_gbps is %r, expected a number above 0" % (threshold_gbps,))
 
 
-def build_report(results, series=None, title="Cluster validation", threshold_gbps=None):
+def parse_time(text):
+    """Seconds since the epoch of an ISO 8601 time (``2025-01-31T08:00:00Z``; an offset is applied, none is UTC), or None."""
+    match = _TIME.match(text.strip()) if isinstance(text, str) else None
+    if not match:
+        return None
+    fields = [int(part) for part in match.groups()[:6]]
+    if not (1 <= fields[1] <= 12 and 1 <= fields[2] <= 31 and fields[3] < 24 and fields[4] < 60 and fields[5] < 61):
+        return None
+    seconds = calendar.timegm((fields[0], fields[1], fields[2], fields[3], fields[4], fields[5], 0, 0, 0))
+    if match.group(8):
+        offset = int(match.group(9)) * 3600 + int(match.group(10)) * 60
+        seconds -= offset if match.group(8) == "+" else -offset
+    return seconds
+
+
+def _time(key, value):
+    if value is None or value == "":
+        return None
+    if parse_time(value) is None:
+        raise ValueError("provenance %s is %r, expected a time such as 2025-01-31T08:00:00Z (UTC ISO 8601)" % (key, value))
+    return value
+
+
+def _node_versions(provenance, records):
+    """Per node, its versions: the ``nodes`` given, then (where those leave one unknown) the NCCL runs' ``versions``
+    for the hosts of the run. Nodes keep the order they are first named in."""
+    nodes, order = {}, []
+
+    def merge(name, versions):
+        if name not in nodes:
+            nodes[name] = dict((key, None) for key in VERSION_KEYS)
+            order.append(name)
+        for key, value in versions.items():
+            if nodes[name][key] is None:
+                nodes[name][key] = value
+
+    entries = provenance.get("nodes") or []
+    if not isinstance(entries, list):
+        raise ValueError("provenance nodes is %r, expected a list of {node, %s}" % (entries, ", ".join(VERSION_KEYS)))
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("node"), str) or not entry["node"].strip():
+            raise ValueError("versions %d is %r, expected {'node': name, %s}" % (index, entry, ", ".join("'%s': version" % k for k in VERSION_KEYS)))
+        versions = _clean_versions("versions %d (%s)" % (index, entry["node"]), entry, ("node",) + VERSION_KEYS)
+        versions.pop("node")
+        merge(entry["node"], versions)
+    for index, record in enumerate(records):
+        if isinstance(record, dict) and record.get("versions") is not None:
+            versions = _clean_versions("result %d: versions" % index, record["versions"])
+            for host in record.get("hosts") or [record["node"]]:
+                merge(host, versions)
+    return [dict(nodes[name], node=name) for name in order]
+
+
+def build_provenance(provenance=None, records=()):
+    """What was validated: ``generated``, ``started``, ``duration_s`` (whole seconds between them), ``collection_version``
+    and ``nodes`` (one dict of versions per node); None where nothing says."""
+    provenance = provenance or {}
+    if not isinstance(provenance, dict):
+        raise ValueError("provenance is %r, expected a dict" % (provenance,))
+    generated = _time("generated", provenance.get("generated"))
+    started = _time("started", provenance.get("started"))
+    duration = None
+    if generated and started:
+        duration = parse_time(generated) - parse_time(started)
+        duration = duration if duration >= 0 else None
+    version = _version_text("provenance", "collection_version", provenance.get("collection_version"))
+    return {"generated": generated, "started": started, "duration_s": duration, "collection_version": version,
+            "nodes": _node_versions(provenance, records)}
+
+
+def build_report(results, series=None, title="Cluster validation", threshold_gbps=None, provenance=None):
     """Group records by stage and node; the output has stable keys and keeps the input order of stages, nodes and checks."""
     if not isinstance(results, list):
         raise ValueError("results must be a list of check records, got %s" % type(results).__name__)
@@ -152,6 +284,7 @@ def build_report(results, series=None, title="Cluster validation", threshold_gbp
         "stages": out_stages,
         "series": _clean_series(series),
         "threshold_gbps": threshold_gbps,
+        "provenance": build_provenance(provenance, results),
     }
 
 
@@ -176,22 +309,105 @@ def _detail(rec):
     return text
 
 
+def _known(value):
+    return UNKNOWN if value is None else value
+
+
+def duration_text(seconds):
+    """``3723`` -> ``1h 02m 03s``, ``65`` -> ``1m 05s``, ``9`` -> ``9s``; None -> unknown."""
+    if seconds is None:
+        return UNKNOWN
+    hours, rest = divmod(int(seconds), 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return "%dh %02dm %02ds" % (hours, minutes, secs)
+    if minutes:
+        return "%dm %02ds" % (minutes, secs)
+    return "%ds" % secs
+
+
+def _version_groups(nodes, key):
+    """``[(version text, [node, ...])]``, the most common first (unknown after a known one as common; then first seen)."""
+    groups, order = {}, []
+    for node in nodes:
+        value = _known(node[key])
+        if value not in groups:
+            groups[value] = []
+            order.append(value)
+        groups[value].append(node["node"])
+    first = dict((value, position) for position, value in enumerate(order))
+    order.sort(key=lambda value: (-len(groups[value]), value == UNKNOWN, first[value]))
+    return [(value, groups[value]) for value in order]
+
+
+def version_summary(nodes, key):
+    """One line for ``key`` across the nodes: the version where they agree, else each version with its nodes
+    (named up to ``NAMES_MAX``, else counted), most common first: ``550.54.15 on 255 nodes; 535.104.05 on gpu-17``."""
+    groups = _version_groups(nodes, key)
+    if not groups:
+        return UNKNOWN
+    if len(groups) == 1:
+        return groups[0][0]
+    return "; ".join("%s on %s" % (value, ", ".join(names) if len(names) <= NAMES_MAX else "%d nodes" % len(names)) for value, names in groups)
+
+
+def provenance_items(report):
+    """``[(key, name, text)]``: the times, the collection version and a summary line per version of the report's nodes."""
+    prov = report["provenance"]
+    items = [("generated", "generated", _known(prov["generated"])), ("started", "started", _known(prov["started"])),
+             ("duration", "duration", duration_text(prov["duration_s"])),
+             ("collection_version", "collection version", _known(prov["collection_version"]))]
+    return items + [(key, VERSION_NAMES[key], version_summary(prov["nodes"], key)) for key in VERSION_KEYS]
+
+
+def _failures(report):
+    """``[(stage name, node, record)]`` of every failed check, in report order."""
+    return [(stage["name"], node["node"], rec) for stage in report["stages"] for node in stage["nodes"] for rec in node["checks"]
+            if rec["status"] == "fail"]
+
+
+def _failed_runs(report):
+    """Names that failed: the nodes and runs of failed records and the hosts they name (the plot's runs to show)."""
+    names = set(report["failed_nodes"])
+    names.update(failure[1] for failure in _failures(report))
+    return names
+
+
+def _junit_properties(report):
+    """``[(name, value)]`` of what was validated; the duration in whole seconds (``duration_s``)."""
+    duration = report["provenance"]["duration_s"]
+    out = []
+    for key, dummy, text in provenance_items(report):
+        if key == "duration":
+            out.append(("duration_s", UNKNOWN if duration is None else str(duration)))
+        else:
+            out.append((key, text))
+    return out
+
+
 def render_junit(report):
-    """JUnit XML: one testsuite per stage, one testcase per node and check; a failure's message is its reason."""
+    """JUnit XML: one testsuite per stage, one testcase per node and check; a failure's message is its reason.
+
+    Each testsuite's properties say what was validated (times, collection version, versions across the nodes).
+    """
     totals = report["totals"]
     root = ET.Element("testsuites", {
         "name": report["title"], "tests": str(totals["checks"]), "failures": str(totals["fail"]),
         "errors": "0", "skipped": str(totals["skip"])})
+    properties = _junit_properties(report)
     for stage in report["stages"]:
         suite = ET.SubElement(root, "testsuite", {
             "name": stage["name"], "tests": str(stage["totals"]["checks"]), "failures": str(stage["totals"]["fail"]),
             "errors": "0", "skipped": str(stage["totals"]["skip"])})
+        holder = ET.SubElement(suite, "properties")
+        for key, text in properties:
+            ET.SubElement(holder, "property", {"name": key, "value": text})
         for node in stage["nodes"]:
             for rec in node["checks"]:
                 case = ET.SubElement(suite, "testcase", {"classname": "%s.%s" % (stage["name"], node["node"]), "name": rec["check"], "time": "0"})
                 if rec["status"] == "fail":
                     failure = ET.SubElement(case, "failure", {"message": rec["reason"], "type": rec["check"]})
-                    failure.text = _detail(rec)
+                    failure.text = _detail(rec) + ("\nto rerun:\n%s" % rec["command"] if rec.get("command") else "")
                 elif rec["status"] == "skip":
                     ET.SubElement(case, "skipped", {"message": rec["reason"]})
                 elif rec["reason"]:
@@ -232,9 +448,30 @@ def _largest_points(report):
     return [(run["label"], run["points"][-1][0], run["points"][-1][1]) for run in report["series"]]
 
 
+def _md_code(text, indent="  "):
+    """A fenced code block (a fence longer than any run of backticks in ``text``), each line indented by ``indent``."""
+    fence = "`" * max([3] + [len(run) + 1 for run in re.findall("`+", text)])
+    return [indent + line for line in [fence] + text.splitlines() + [fence]]
+
+
+def _md_provenance(report):
+    lines = ["## What was validated", ""]
+    lines += ["- %s: %s" % (name, _md(text)) for dummy, name, text in provenance_items(report)]
+    lines.append("")
+    nodes = report["provenance"]["nodes"]
+    if nodes:
+        lines.append("| node | " + " | ".join(VERSION_NAMES[key] for key in VERSION_KEYS) + " |")
+        lines.append("|---" * (len(VERSION_KEYS) + 1) + "|")
+        lines += ["| %s | %s |" % (_md(node["node"]), " | ".join(_md(_known(node[key])) for key in VERSION_KEYS)) for node in nodes]
+        lines.append("")
+    return lines
+
+
 def render_markdown(report):
-    """A Markdown summary: overall status, one node-by-check table per stage, failures and skips with reasons."""
+    """A Markdown summary: overall status, what was validated, one node-by-check table per stage, failures (with the
+    command that reruns each, where known) and skips with reasons."""
     lines = ["# %s" % _md(report["title"]), "", "**%s**" % _md(_summary_line(report)), ""]
+    lines += _md_provenance(report)
     for stage in report["stages"]:
         names = _stage_checks(stage)
         lines += ["## Stage `%s`: %s" % (_md(stage["name"]), stage["status"].upper()), ""]
@@ -249,7 +486,10 @@ def render_markdown(report):
             items = [(node["node"], rec) for node in stage["nodes"] for rec in node["checks"] if rec["status"] == wanted]
             if items:
                 lines += ["### %s" % heading, ""]
-                lines += ["- `%s` %s: %s" % (_md(name), _md(rec["check"]), _md(rec["reason"])) for name, rec in items]
+                for name, rec in items:
+                    lines.append("- `%s` %s: %s" % (_md(name), _md(rec["check"]), _md(rec["reason"])))
+                    if rec.get("command"):
+                        lines += _md_code(rec["command"])
                 lines.append("")
     if report["series"]:
         lines += ["## busbw at the largest message size", "", "| run | size (bytes) | busbw (GB/s) |", "|---|---|---|"]
@@ -278,19 +518,53 @@ def _fmt(value):
     return ("%.1f" % value).rstrip("0").rstrip(".")
 
 
-def render_svg(series, threshold_gbps=None, width=640, height=360):
-    """An inline SVG plot of busbw against message size (log2 x axis): one polyline per run."""
+def _legend_runs(runs, highlight):
+    """Indexes of the runs drawn in colour and named in the legend, in legend order: every run up to ``LEGEND_MAX``;
+    beyond, the runs named in ``highlight`` (the failing ones), then the slowest at their largest size."""
+    if len(runs) <= LEGEND_MAX:
+        return list(range(len(runs)))
+    highlight = set(highlight or ())
+    failing = [index for index, run in enumerate(runs) if run["label"] in highlight]
+    others = sorted((index for index, run in enumerate(runs) if run["label"] not in highlight), key=lambda index: (runs[index]["points"][-1][1], index))
+    return (failing + others)[:LEGEND_MAX]
+
+
+def _gates(runs):
+    """``[(points, [labels])]``: each distinct gate once, with the runs that carry it, in the order first met."""
+    gates = []
+    for run in runs:
+        if run.get("gate"):
+            for points, labels in gates:
+                if points == run["gate"]:
+                    labels.append(run["label"])
+                    break
+            else:
+                gates.append((run["gate"], [run["label"]]))
+    return gates
+
+
+def render_svg(series, threshold_gbps=None, width=640, height=360, highlight=None):
+    """An inline SVG plot of busbw against message size (log2 x axis): one polyline per run, each distinct gate (the busbw
+    a run had to reach, ``gate`` of a series: linear in log2(size) between its points, its last figure held to the right
+    edge) a dashed line labelled "gate" over them, and ``threshold_gbps`` a dashed line across.
+
+    Up to ``LEGEND_MAX`` runs each get a colour and a legend entry; beyond, only the runs named in ``highlight`` (the
+    failing ones) and the slowest do, the others are drawn thin and grey and counted in the legend. The runs named in
+    ``highlight`` are drawn thicker.
+    """
     _check_threshold(threshold_gbps)
     runs = _clean_series(series)
     if not runs:
         raise ValueError("render_svg needs at least one series with points")
+    gates = _gates(runs)
     left, right, top, bottom = 64, 150, 20, 48
     plot_w, plot_h = width - left - right, height - top - bottom
-    xs = [math.log(point[0], 2) for run in runs for point in run["points"]]
+    all_points = [point for run in runs for point in run["points"]] + [point for points, dummy in gates for point in points]
+    xs = [math.log(point[0], 2) for point in all_points]
     x_min, x_max = math.floor(min(xs)), math.ceil(max(xs))
     if x_max == x_min:
         x_min, x_max = x_min - 1, x_max + 1
-    y_top = max([point[1] for run in runs for point in run["points"]] + [threshold_gbps or 0])
+    y_top = max([point[1] for point in all_points] + [threshold_gbps or 0])
     step = _nice_step(y_top if y_top > 0 else 1.0)
     y_max = step * math.ceil((y_top if y_top > 0 else 1.0) * 1.05 / step)
 
@@ -322,31 +596,117 @@ def render_svg(series, threshold_gbps=None, width=640, height=360):
         y = py(threshold_gbps)
         out.append('<line class="threshold" x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#000" stroke-dasharray="6 4"/>' % (
             left, y, left + plot_w, y))
-        out.append('<text x="%d" y="%.1f">threshold %s GB/s</text>' % (left + plot_w + 6, y + 4, _fmt(threshold_gbps)))
+        out.append('<text x="%d" y="%.1f">threshold %s GB/s</text>' % (left + 4, y - 4, _fmt(threshold_gbps)))
+    legend = _legend_runs(runs, highlight)
+    shown = set(legend)
     for index, run in enumerate(runs):
-        color = _PALETTE[index % len(_PALETTE)]
+        if index not in shown:
+            points = " ".join("%.1f,%.1f" % (px(size), py(busbw)) for size, busbw in run["points"])
+            out.append('<polyline class="run other" fill="none" stroke="#c8c8c8" stroke-width="1" points="%s"><title>%s</title></polyline>' % (
+                points, escape(run["label"])))
+    legend_y = top + 14
+    failed = set(highlight or ())
+    for position, index in enumerate(legend):
+        run = runs[index]
+        color = _PALETTE[position % len(_PALETTE)]
+        # a failing run is drawn thicker, in the plot and in the legend
+        kind, stroke = ("run failed", 3) if run["label"] in failed else ("run", 2)
         points = " ".join("%.1f,%.1f" % (px(size), py(busbw)) for size, busbw in run["points"])
-        out.append('<polyline class="run" fill="none" stroke="%s" stroke-width="2" points="%s"><title>%s</title></polyline>' % (
-            color, points, escape(run["label"])))
+        out.append('<polyline class="%s" fill="none" stroke="%s" stroke-width="%d" points="%s"><title>%s</title></polyline>' % (
+            kind, color, stroke, points, escape(run["label"])))
         for size, busbw in run["points"]:
             out.append('<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>' % (px(size), py(busbw), color))
-        legend_y = top + 14 + 16 * index
-        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2"/>' % (
-            left + plot_w + 6, legend_y - 4, left + plot_w + 22, legend_y - 4, color))
+        legend_y = top + 14 + 16 * position
+        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="%d"/>' % (
+            left + plot_w + 6, legend_y - 4, left + plot_w + 22, legend_y - 4, color, stroke))
         out.append('<text x="%d" y="%d">%s</text>' % (left + plot_w + 26, legend_y, escape(run["label"])))
+    if len(runs) > len(legend):
+        legend_y += 16
+        out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#c8c8c8" stroke-width="1"/>' % (
+            left + plot_w + 6, legend_y - 4, left + plot_w + 22, legend_y - 4))
+        out.append('<text class="more" x="%d" y="%d">%d more runs</text>' % (left + plot_w + 26, legend_y, len(runs) - len(legend)))
+    for points, labels in gates:
+        coords = [(px(size), py(gbps)) for size, gbps in points]
+        if coords[-1][0] < left + plot_w - 0.05:
+            coords.append((left + plot_w, coords[-1][1]))  # past its last point (a flat gate's only one) its figure holds
+        if len(gates) == 1:
+            name = "gate"
+        else:
+            name = "gate %s" % (labels[0] if len(labels) == 1 else "(%d runs)" % len(labels))
+        owners = ", ".join(labels) if len(labels) <= NAMES_MAX else "%d runs" % len(labels)
+        out.append('<polyline class="gate" fill="none" stroke="#000" stroke-width="1.5" stroke-dasharray="3 3" points="%s">'
+                   '<title>gate of %s</title></polyline>' % (" ".join("%.1f,%.1f" % point for point in coords), escape(owners)))
+        out.append('<text class="gate" x="%.1f" y="%.1f" text-anchor="end">%s</text>' % (coords[-1][0] - 2, coords[-1][1] - 4, escape(name)))
     out.append("</svg>")
     return "\n".join(out)
 
 
-def render_html(report):
-    """A standalone HTML summary: the Markdown content as tables, plus the busbw plot when there are series."""
+_STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}"
+          "td.pass{background:#e6f4ea}td.fail{background:#fce8e6;font-weight:bold}td.skip{color:#777}"
+          "th{text-align:left}p.summary.fail{color:#a50e0e}td.differs{background:#fff4ce}"
+          "pre{background:#f6f8fa;border:1px solid #ddd;padding:4px 8px;white-space:pre-wrap;word-break:break-all;margin:4px 0 8px}"
+          "details>summary{cursor:pointer;margin:4px 0}svg{width:100%;max-width:960px;height:auto}")
+
+
+def _failing_first(nodes):
+    return [node for node in nodes if node["status"] == "fail"] + [node for node in nodes if node["status"] != "fail"]
+
+
+def _open(count):
+    return ' open="open"' if count <= OPEN_MAX else ""
+
+
+def _html_provenance(report):
     esc = escape
-    body = ["<h1>%s</h1>" % esc(report["title"]), '<p class="summary %s"><strong>%s</strong></p>' % (report["status"], esc(_summary_line(report)))]
-    for stage in report["stages"]:
+    body = ["<h2>What was validated</h2>", '<table class="provenance"><tbody>']
+    body += ["<tr><th>%s</th><td>%s</td></tr>" % (esc(name), esc(text)) for dummy, name, text in provenance_items(report)]
+    body.append("</tbody></table>")
+    nodes = report["provenance"]["nodes"]
+    if nodes:
+        common = dict((key, _version_groups(nodes, key)[0][0]) for key in VERSION_KEYS)
+        body.append("<details%s><summary>Versions per node (%d nodes; a version other than most nodes' is marked)</summary>" % (
+            _open(len(nodes)), len(nodes)))
+        body.append('<table class="versions"><thead><tr><th>node</th>%s</tr></thead><tbody>' % "".join(
+            "<th>%s</th>" % esc(VERSION_NAMES[key]) for key in VERSION_KEYS))
+        for node in nodes:
+            cells = ["<td%s>%s</td>" % (' class="differs"' if _known(node[key]) != common[key] else "", esc(_known(node[key]))) for key in VERSION_KEYS]
+            body.append("<tr><th>%s</th>%s</tr>" % (esc(node["node"]), "".join(cells)))
+        body.append("</tbody></table></details>")
+    return body
+
+
+def _html_failures(report):
+    esc = escape
+    failures = _failures(report)
+    if not failures:
+        return []
+    body = ['<h2>Failures</h2><ul class="failures">']
+    for stage, node, rec in failures:
+        command = '<div class="rerun">to rerun:</div><pre>%s</pre>' % esc(rec["command"]) if rec.get("command") else ""
+        body.append("<li><code>%s</code> %s/%s: %s%s</li>" % (esc(node), esc(stage), esc(rec["check"]), esc(rec["reason"]), command))
+    body.append("</ul>")
+    return body
+
+
+def _html_stages(report):
+    esc = escape
+    body = ["<h2>Stages</h2>", '<table class="stages"><thead><tr><th>stage</th><th>status</th><th>nodes</th><th>failed nodes</th>'
+            "<th>checks</th><th>pass</th><th>fail</th><th>skip</th></tr></thead><tbody>"]
+    for number, stage in enumerate(report["stages"]):
+        totals = stage["totals"]
+        failed = sum(1 for node in stage["nodes"] if node["status"] == "fail")
+        body.append('<tr><th><a href="#stage-%d">%s</a></th><td class="%s">%s</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td><td>%d</td></tr>' % (
+            number, esc(stage["name"]), stage["status"], stage["status"].upper(), len(stage["nodes"]), failed, totals["checks"], totals["pass"],
+            totals["fail"], totals["skip"]))
+    body.append("</tbody></table>")
+    for number, stage in enumerate(report["stages"]):
         names = _stage_checks(stage)
-        body.append("<h2>Stage <code>%s</code>: %s</h2>" % (esc(stage["name"]), stage["status"].upper()))
+        counts = dict((status, sum(1 for node in stage["nodes"] if node["status"] == status)) for status in STATUSES)
+        body.append('<h2 id="stage-%d">Stage <code>%s</code>: %s</h2>' % (number, esc(stage["name"]), stage["status"].upper()))
+        body.append("<details%s><summary>%d nodes: %d failed, %d passed, %d skipped (failed nodes first)</summary>" % (
+            _open(len(stage["nodes"])), len(stage["nodes"]), counts["fail"], counts["pass"], counts["skip"]))
         body.append("<table><thead><tr><th>node</th>%s</tr></thead><tbody>" % "".join("<th>%s</th>" % esc(n) for n in names))
-        for node in stage["nodes"]:
+        for node in _failing_first(stage["nodes"]):
             by_name = dict((rec["check"], rec) for rec in node["checks"])
             cells = []
             for name in names:
@@ -356,28 +716,47 @@ def render_html(report):
                 else:
                     cells.append('<td class="%s" title="%s">%s</td>' % (rec["status"], esc(rec["reason"]), rec["status"].upper()))
             body.append("<tr><th>%s</th>%s</tr>" % (esc(node["node"]), "".join(cells)))
-        body.append("</tbody></table>")
-        failures = [(node["node"], rec) for node in stage["nodes"] for rec in node["checks"] if rec["status"] == "fail"]
-        if failures:
-            body.append("<h3>Failures</h3><ul>")
-            body += ["<li><code>%s</code> %s: %s</li>" % (esc(name), esc(rec["check"]), esc(rec["reason"])) for name, rec in failures]
-            body.append("</ul>")
+        body.append("</tbody></table></details>")
+    return body
+
+
+def render_html(report):
+    """A standalone HTML page (no script, no external resource): the summary, what was validated, the failures with the
+    command that reruns each, the busbw plot, a table of the stages, then each stage's node-by-check table (failed nodes
+    first; folded above ``OPEN_MAX`` nodes)."""
+    esc = escape
+    body = ["<h1>%s</h1>" % esc(report["title"]), '<p class="summary %s"><strong>%s</strong></p>' % (report["status"], esc(_summary_line(report)))]
+    body += _html_provenance(report)
+    body += _html_failures(report)
     if report["series"]:
         body.append("<h2>busbw vs message size</h2>")
-        body.append(render_svg(report["series"], report.get("threshold_gbps")))
-    style = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}"
-             "td.pass{background:#e6f4ea}td.fail{background:#fce8e6;font-weight:bold}td.skip{color:#777}")
-    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>%s</title><style>%s</style></head><body>\n%s\n</body></html>\n' % (
-        esc(report["title"]), style, "\n".join(body)))
+        body.append(render_svg(report["series"], report.get("threshold_gbps"), highlight=_failed_runs(report)))
+    body += _html_stages(report)
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">'
+            '<title>%s</title><style>%s</style></head><body>\n%s\n</body></html>\n' % (esc(report["title"]), _STYLE, "\n".join(body)))
 
 
 def check_report_input(params):
     """``validation_report``'s options beyond the argument spec (``dest`` is checked by ``_validate_input.check_writable_dest``).
 
     ``expected_nodes`` and ``drain_nodes`` hold non-empty names without spaces; ``threshold_gbps`` is above 0;
-    ``title`` is a string. Raises ``InputError`` naming the option, the value and what is valid.
+    ``title`` is a string; ``started`` is unset or a time such as ``2025-01-31T08:00:00Z``; each of ``versions`` is a
+    dict with a ``node`` and only the keys of ``VERSION_KEYS``. Raises ``InputError`` naming the option, the value and
+    what is valid.
     """
     for key in ("expected_nodes", "drain_nodes"):
         require_list(key, params.get(key) or [], element=lambda item, name: require_word(item, name, "a node name (no spaces)"))
     require_number("threshold_gbps", params.get("threshold_gbps"), above=0, allow_none=True)
     require_str("title", params.get("title"), allow_empty=True)
+    started = params.get("started")
+    if started not in (None, "") and parse_time(started) is None:
+        raise InputError("started is %s, expected a time such as 2025-01-31T08:00:00Z (UTC ISO 8601)" % show(started))
+    allowed = ("node",) + VERSION_KEYS
+    for index, entry in enumerate(params.get("versions") or []):
+        name = "versions[%d]" % index
+        require_dict(name, entry, allowed=allowed, required=("node",))
+        require_word("%s.node" % name, entry["node"], "a node name (no spaces)")
+        for key in VERSION_KEYS:
+            value = entry.get(key)
+            if value is not None and not isinstance(value, str) and not _is_number(value):
+                raise InputError("%s.%s is %s, expected a version (a string) or null" % (name, key, show(value)))

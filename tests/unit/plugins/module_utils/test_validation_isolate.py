@@ -176,3 +176,6 @@ def test_judge_jobs_names_the_slow_node_from_the_pair_runs(tmp_path):
     isolation = [r for r in records if r['check'] == 'isolation']
     assert [(r['node'], r['status']) for r in isolation] == [('gpu-04', 'fail')], [r['reason'] for r in isolation]
     assert isolation[0]['reason'].startswith('gpu-04: ') and 'in pairs with 2 other nodes (gpu-03, gpu-05)' in isolation[0]['reason']
+    # under the finding, the commands that rerun its evidence: the slow pairs of gpu-04, one a line
+    assert [line.split(' --gres=')[0] for line in isolation[0]['command'].split('\n')] == [
+        'srun --nodes=2 --nodelist=gpu-03,gpu-04', 'srun --nodes=2 --nodelist=gpu-04,gpu-05']

@@ -153,15 +153,67 @@ FAILED = {'rc': 2, 'stdout': '', 'stderr': 'srun: error: Unable to allocate reso
      [{'stage': 'mpi', 'node': 'srun_pmi', 'check': 'launch', 'status': 'fail',
        'reason': 'srun --mpi=pmix: each of the 1 tasks started as its own 1-rank world (no PMI wiring between srun and MPI)'}]),
     # an NCCL run without results: its check (default all_reduce) and hosts (default: its name) in the record
+    # (a failed one carries the command that reruns it)
     ({'name': 'fabric', 'kind': 'nccl', 'hosts': ['a', 'b'], 'check': 'pair_busbw', 'argv': ['srun']}, FAILED,
      [{'stage': 'nccl', 'node': 'fabric', 'check': 'pair_busbw', 'status': 'fail',
-       'reason': 'all_reduce_perf printed no results (rc 2): srun: error: Unable to allocate resources', 'hosts': ['a', 'b']}]),
+       'reason': 'all_reduce_perf printed no results (rc 2): srun: error: Unable to allocate resources', 'hosts': ['a', 'b'], 'command': 'srun'}]),
     ({'name': 'gpu-01', 'kind': 'nccl', 'argv': ['srun']}, FAILED,
      [{'stage': 'nccl', 'node': 'gpu-01', 'check': 'all_reduce', 'status': 'fail',
-       'reason': 'all_reduce_perf printed no results (rc 2): srun: error: Unable to allocate resources', 'hosts': ['gpu-01']}]),
+       'reason': 'all_reduce_perf printed no results (rc 2): srun: error: Unable to allocate resources', 'hosts': ['gpu-01'], 'command': 'srun'}]),
 ])
 def test_judge_records(job, result, records):
     assert vj.judge(job, result, PARAMS) == (records, [], [])
+
+
+@pytest.mark.parametrize('argv, env, line', [
+    (['srun', '--nodes=2', '--export=ALL,NCCL_DEBUG=INFO,NCCL_ALGO=Ring', '/opt/nccl-tests/build/all_reduce_perf', '-b', '8', '-g', '1'], None,
+     'srun --nodes=2 --export=ALL,NCCL_DEBUG=INFO,NCCL_ALGO=Ring /opt/nccl-tests/build/all_reduce_perf -b 8 -g 1'),
+    # what a shell would split or expand is quoted
+    (['srun', '--container-image=nvcr.io#nvidia/pytorch:24.01', "--comment=it's", 'a b', '$HOME', '*', ''], None,
+     "srun '--container-image=nvcr.io#nvidia/pytorch:24.01' '--comment=it'\"'\"'s' 'a b' '$HOME' '*' ''"),
+    # the job's own environment goes first, with env
+    (['srun', 'x'], {'NCCL_IB_HCA': 'mlx5_0:1', 'B': 'two words'}, "env 'B=two words' NCCL_IB_HCA=mlx5_0:1 srun x"),
+    (['srun', 'x'], {}, 'srun x'),
+])
+def test_command_line(argv, env, line):
+    import shlex
+    assert vj.command_line(argv, env) == line
+    assert shlex.split(line)[-len(argv):] == argv      # the shell gives back the same words
+
+
+def nccl_fixture(name):
+    import os
+    with open(os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'nccl', name)) as handle:
+        return handle.read()
+
+
+def test_an_nccl_run_names_its_versions_on_its_first_record_and_its_command_on_its_failures():
+    job = {'name': 'fabric', 'kind': 'nccl', 'hosts': ['gpu-01', 'gpu-02'], 'argv': ['srun', '--nodes=2', 'all_reduce_perf'],
+           'expect': {'min_busbw_gbps': 10000.0}}
+    records, series, dummy = vj.judge(job, {'rc': 0, 'stdout': nccl_fixture('v2.18.3_h200_two_nodes.txt')}, PARAMS)
+    assert records[0]['versions'] == {'nccl': '2.30.4+cuda13.2', 'nccl_tests': '2.18.3'}
+    assert [r for r in records[1:] if 'versions' in r] == []
+    assert [(r['check'], r.get('command')) for r in records if r['status'] == 'fail'] == [('busbw', 'srun --nodes=2 all_reduce_perf')]
+    assert [r for r in records if r['status'] != 'fail' and 'command' in r] == []
+    assert series and series[0]['label'] == 'fabric'
+
+
+@pytest.mark.parametrize('name, versions', [
+    ('v2.17.8_gh200_two_nodes_wrong.txt', {'nccl_tests': '2.17.8'}),                  # no NCCL_DEBUG=INFO: no NCCL version line
+    ('composed_h100_two_nodes_socket_fallback.txt', {'nccl': '2.21.5+cuda12.4'}),     # an older nccl-tests without its version line
+    ('v2.13-era_h100_single_node.txt', {}),
+])
+def test_run_versions(name, versions):
+    assert vj.run_versions({'rc': 0, 'stdout': nccl_fixture(name)}) == versions
+
+
+@pytest.mark.parametrize('result', [
+    {'rc': 2, 'stdout': '', 'stderr': 'srun: error'},
+    {'rc': 0, 'stdout': None},
+    {'rc': 0, 'stdout': '# nccl-tests version 2.13.9\n'},    # not a run's output (no header): nothing is said of it
+])
+def test_run_versions_of_a_run_without_results(result):
+    assert vj.run_versions(result) == {}
 
 
 def test_judge_mpi_pmi_wiring_and_unknown_path():

@@ -109,7 +109,7 @@ def test_json_is_stable_and_round_trips():
     second = render_json(build_report([dict(r) for r in RECORDS], series=[{"label": "node001", "points": [[1024, 1.5], [8, 0.0]]}], threshold_gbps=296.0))
     assert first == second
     doc = json.loads(first)
-    assert sorted(doc) == ["failed_nodes", "series", "stages", "status", "threshold_gbps", "title", "totals"]
+    assert sorted(doc) == ["failed_nodes", "provenance", "series", "stages", "status", "threshold_gbps", "title", "totals"]
     assert doc["totals"] == {"checks": 8, "pass": 4, "fail": 2, "skip": 2}
     assert [n["node"] for n in doc["stages"][0]["nodes"]] == ["node001", "node002", "node003"]
     assert doc["stages"][0]["nodes"][1]["status"] == "fail"

@@ -24,20 +24,25 @@ def rec(node, check, status, reason="", stage="nccl", **extra):
 
 # One report that reaches every branch of the renderers: a passing check with a reason and values, one without a
 # reason, failures with only a value, only a threshold and neither, a skip, a node without one of the stage's checks,
-# a multi-node run that names its hosts, and a busbw series.
+# a multi-node run that names its hosts, a busbw series, a failure with the command that reruns it, the versions an
+# NCCL run names, and provenance (times, collection version, versions per node: one agreed, one not, one unknown).
+COMMAND = "srun --nodes=1 --nodelist=n2 --export=ALL,NCCL_DEBUG=INFO /opt/nccl-tests/build/all_reduce_perf -b 8 -e '8G' -g 8"
 RECORDS = [
-    rec("n1", "busbw", "pass", "mean 470 GB/s", value=470.0, threshold=296.0),
+    rec("n1", "busbw", "pass", "mean 470 GB/s", value=470.0, threshold=296.0, versions={"nccl": "2.21.5", "nccl_tests": "2.13.9"}),
     rec("n1", "wrong", "pass"),
-    rec("n2", "busbw", "fail", "below | a\\b", value=142.5),
+    rec("n2", "busbw", "fail", "below | a\\b", value=142.5, command=COMMAND),
     rec("n3", "wrong", "skip", "no CUDA"),
     rec("n2", "driver", "fail", "nvidia-smi not found", stage="preflight", threshold=1.0),
     rec("n4+n1", "transport", "fail", "NET/Socket", stage="pairs", hosts=["n4", "n1"]),
 ]
 SERIES = [{"label": "n1", "points": [[1024, 1.5], [8, 0.25]]}]
+PROVENANCE = {"generated": "2025-01-31T09:02:03Z", "started": "2025-01-31T08:00:00Z", "collection_version": "0.1.0",
+              "nodes": [{"node": "n1", "slurm": "22.05.8", "driver": "550.54.15", "cuda": "12.4"},
+                        {"node": "n2", "slurm": "22.05.8", "driver": "535.104.05", "cuda": None}]}
 
 
 def report():
-    return vr.build_report(RECORDS, series=SERIES, title="T <1>", threshold_gbps=296.0)
+    return vr.build_report(RECORDS, series=SERIES, title="T <1>", threshold_gbps=296.0, provenance=PROVENANCE)
 
 
 # ------------------------------------------------------------------ input records
@@ -105,6 +110,13 @@ def test_json_of_an_empty_report():
     assert vr.render_json(vr.build_report([])) == "\n".join([
         "{",
         '  "failed_nodes": [],',
+        '  "provenance": {',
+        '    "collection_version": null,',
+        '    "duration_s": null,',
+        '    "generated": null,',
+        '    "nodes": [],',
+        '    "started": null',
+        "  },",
         '  "series": [],',
         '  "stages": [],',
         '  "status": "skip",',
@@ -120,7 +132,35 @@ def test_json_of_an_empty_report():
         ""])
 
 
+def test_json_provenance_and_commands():
+    doc = vr.build_report(RECORDS, provenance=PROVENANCE)
+    assert doc["provenance"] == {
+        "generated": "2025-01-31T09:02:03Z", "started": "2025-01-31T08:00:00Z", "duration_s": 3723, "collection_version": "0.1.0",
+        "nodes": [
+            # the versions given, then the NCCL run's for its host where those leave one unknown
+            {"node": "n1", "slurm": "22.05.8", "driver": "550.54.15", "cuda": "12.4", "nccl": "2.21.5", "nccl_tests": "2.13.9"},
+            {"node": "n2", "slurm": "22.05.8", "driver": "535.104.05", "cuda": None, "nccl": None, "nccl_tests": None}]}
+    checks = dict(((node["node"], rec["check"]), rec) for stage in doc["stages"] for node in stage["nodes"] for rec in node["checks"])
+    assert checks[("n2", "busbw")]["command"] == COMMAND
+    assert "versions" not in checks[("n1", "busbw")]         # in the provenance, not repeated per check
+
+
 # ------------------------------------------------------------------ JUnit
+
+
+PROPERTIES = [
+    '    <properties>',
+    '      <property name="generated" value="2025-01-31T09:02:03Z" />',
+    '      <property name="started" value="2025-01-31T08:00:00Z" />',
+    '      <property name="duration_s" value="3723" />',
+    '      <property name="collection_version" value="0.1.0" />',
+    '      <property name="slurm" value="22.05.8" />',
+    '      <property name="driver" value="550.54.15 on n1; 535.104.05 on n2" />',
+    '      <property name="cuda" value="12.4 on n1; unknown on n2" />',
+    '      <property name="nccl" value="2.21.5 on n1; unknown on n2" />',
+    '      <property name="nccl_tests" value="2.13.9 on n1; unknown on n2" />',
+    '    </properties>',
+]
 
 
 @pytest.mark.skipif(not hasattr(ET, "indent"), reason="ElementTree.indent (Python 3.9+) indents the document")
@@ -128,30 +168,39 @@ def test_junit_document():
     assert vr.render_junit(report()) == "\n".join([
         '<?xml version="1.0" encoding="UTF-8"?>',
         '<testsuites name="T &lt;1&gt;" tests="6" failures="3" errors="0" skipped="1">',
-        '  <testsuite name="nccl" tests="4" failures="1" errors="0" skipped="1">',
+        '  <testsuite name="nccl" tests="4" failures="1" errors="0" skipped="1">'] + PROPERTIES + [
         '    <testcase classname="nccl.n1" name="busbw" time="0">',
         '      <system-out>mean 470 GB/s [value=470.0 threshold=296.0]</system-out>',
         '    </testcase>',
         '    <testcase classname="nccl.n1" name="wrong" time="0" />',
         '    <testcase classname="nccl.n2" name="busbw" time="0">',
-        '      <failure message="below | a\\b" type="busbw">below | a\\b [value=142.5 threshold=None]</failure>',
+        '      <failure message="below | a\\b" type="busbw">below | a\\b [value=142.5 threshold=None]',
+        'to rerun:',
+        COMMAND + '</failure>',
         '    </testcase>',
         '    <testcase classname="nccl.n3" name="wrong" time="0">',
         '      <skipped message="no CUDA" />',
         '    </testcase>',
         '  </testsuite>',
-        '  <testsuite name="preflight" tests="1" failures="1" errors="0" skipped="0">',
+        '  <testsuite name="preflight" tests="1" failures="1" errors="0" skipped="0">'] + PROPERTIES + [
         '    <testcase classname="preflight.n2" name="driver" time="0">',
         '      <failure message="nvidia-smi not found" type="driver">nvidia-smi not found [value=None threshold=1.0]</failure>',
         '    </testcase>',
         '  </testsuite>',
-        '  <testsuite name="pairs" tests="1" failures="1" errors="0" skipped="0">',
+        '  <testsuite name="pairs" tests="1" failures="1" errors="0" skipped="0">'] + PROPERTIES + [
         '    <testcase classname="pairs.n4+n1" name="transport" time="0">',
         '      <failure message="NET/Socket" type="transport">NET/Socket</failure>',
         '    </testcase>',
         '  </testsuite>',
         '</testsuites>',
         ''])
+
+
+def test_junit_without_provenance_says_unknown():
+    root = ET.fromstring(vr.render_junit(vr.build_report([rec("n1", "busbw", "pass")])).split("\n", 1)[1])
+    assert [(p.get("name"), p.get("value")) for p in root.find("testsuite/properties")] == [
+        ("generated", "unknown"), ("started", "unknown"), ("duration_s", "unknown"), ("collection_version", "unknown"), ("slurm", "unknown"),
+        ("driver", "unknown"), ("cuda", "unknown"), ("nccl", "unknown"), ("nccl_tests", "unknown")]
 
 
 # ------------------------------------------------------------------ Markdown
@@ -162,6 +211,23 @@ def test_markdown_document():
         "# T <1>",
         "",
         "**FAIL: 3 of 6 checks failed on n1, n2, n4**",
+        "",
+        "## What was validated",
+        "",
+        "- generated: 2025-01-31T09:02:03Z",
+        "- started: 2025-01-31T08:00:00Z",
+        "- duration: 1h 02m 03s",
+        "- collection version: 0.1.0",
+        "- Slurm: 22.05.8",
+        "- NVIDIA driver: 550.54.15 on n1; 535.104.05 on n2",
+        "- CUDA (driver): 12.4 on n1; unknown on n2",
+        "- NCCL: 2.21.5 on n1; unknown on n2",
+        "- nccl-tests: 2.13.9 on n1; unknown on n2",
+        "",
+        "| node | Slurm | NVIDIA driver | CUDA (driver) | NCCL | nccl-tests |",
+        "|---|---|---|---|---|---|",
+        "| n1 | 22.05.8 | 550.54.15 | 12.4 | 2.21.5 | 2.13.9 |",
+        "| n2 | 22.05.8 | 535.104.05 | unknown | unknown | unknown |",
         "",
         "## Stage `nccl`: FAIL",
         "",
@@ -174,6 +240,9 @@ def test_markdown_document():
         "### Failures",
         "",
         "- `n2` busbw: below \\| a\\\\b",
+        "  ```",
+        "  " + COMMAND,
+        "  ```",
         "",
         "### Skipped",
         "",
@@ -222,56 +291,78 @@ def test_markdown_cell_text(text, expected):
 
 # ------------------------------------------------------------------ HTML
 
-STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 8px}"
-         "td.pass{background:#e6f4ea}td.fail{background:#fce8e6;font-weight:bold}td.skip{color:#777}")
-
-
 def test_html_document():
     body = [
         '<h1>T &lt;1&gt;</h1>',
         '<p class="summary fail"><strong>FAIL: 3 of 6 checks failed on n1, n2, n4</strong></p>',
-        '<h2>Stage <code>nccl</code>: FAIL</h2>',
-        '<table><thead><tr><th>node</th><th>busbw</th><th>wrong</th></tr></thead><tbody>',
-        '<tr><th>n1</th><td class="pass" title="mean 470 GB/s">PASS</td><td class="pass" title="">PASS</td></tr>',
-        '<tr><th>n2</th><td class="fail" title="below | a\\b">FAIL</td><td></td></tr>',
-        '<tr><th>n3</th><td></td><td class="skip" title="no CUDA">SKIP</td></tr>',
+        '<h2>What was validated</h2>',
+        '<table class="provenance"><tbody>',
+        '<tr><th>generated</th><td>2025-01-31T09:02:03Z</td></tr>',
+        '<tr><th>started</th><td>2025-01-31T08:00:00Z</td></tr>',
+        '<tr><th>duration</th><td>1h 02m 03s</td></tr>',
+        '<tr><th>collection version</th><td>0.1.0</td></tr>',
+        '<tr><th>Slurm</th><td>22.05.8</td></tr>',
+        '<tr><th>NVIDIA driver</th><td>550.54.15 on n1; 535.104.05 on n2</td></tr>',
+        '<tr><th>CUDA (driver)</th><td>12.4 on n1; unknown on n2</td></tr>',
+        '<tr><th>NCCL</th><td>2.21.5 on n1; unknown on n2</td></tr>',
+        '<tr><th>nccl-tests</th><td>2.13.9 on n1; unknown on n2</td></tr>',
         '</tbody></table>',
-        '<h3>Failures</h3><ul>',
-        '<li><code>n2</code> busbw: below | a\\b</li>',
-        '</ul>',
-        '<h2>Stage <code>preflight</code>: FAIL</h2>',
-        '<table><thead><tr><th>node</th><th>driver</th></tr></thead><tbody>',
-        '<tr><th>n2</th><td class="fail" title="nvidia-smi not found">FAIL</td></tr>',
-        '</tbody></table>',
-        '<h3>Failures</h3><ul>',
-        '<li><code>n2</code> driver: nvidia-smi not found</li>',
-        '</ul>',
-        '<h2>Stage <code>pairs</code>: FAIL</h2>',
-        '<table><thead><tr><th>node</th><th>transport</th></tr></thead><tbody>',
-        '<tr><th>n4+n1</th><td class="fail" title="NET/Socket">FAIL</td></tr>',
-        '</tbody></table>',
-        '<h3>Failures</h3><ul>',
-        '<li><code>n4+n1</code> transport: NET/Socket</li>',
+        '<details open="open"><summary>Versions per node (2 nodes; a version other than most nodes\' is marked)</summary>',
+        '<table class="versions"><thead><tr><th>node</th><th>Slurm</th><th>NVIDIA driver</th><th>CUDA (driver)</th><th>NCCL</th>'
+        '<th>nccl-tests</th></tr></thead><tbody>',
+        '<tr><th>n1</th><td>22.05.8</td><td>550.54.15</td><td>12.4</td><td>2.21.5</td><td>2.13.9</td></tr>',
+        '<tr><th>n2</th><td>22.05.8</td><td class="differs">535.104.05</td><td class="differs">unknown</td><td class="differs">unknown</td>'
+        '<td class="differs">unknown</td></tr>',
+        '</tbody></table></details>',
+        '<h2>Failures</h2><ul class="failures">',
+        '<li><code>n2</code> nccl/busbw: below | a\\b<div class="rerun">to rerun:</div><pre>%s</pre></li>' % COMMAND.replace("'", "&#x27;"),
+        '<li><code>n2</code> preflight/driver: nvidia-smi not found</li>',
+        '<li><code>n4+n1</code> pairs/transport: NET/Socket</li>',
         '</ul>',
         '<h2>busbw vs message size</h2>',
-        vr.render_svg(SERIES, threshold_gbps=296.0),      # the plot shows the report's threshold
+        # the plot shows the report's threshold; the failed runs are named to it
+        vr.render_svg(SERIES, threshold_gbps=296.0, highlight={"n1", "n2", "n4", "n4+n1"}),
+        '<h2>Stages</h2>',
+        '<table class="stages"><thead><tr><th>stage</th><th>status</th><th>nodes</th><th>failed nodes</th><th>checks</th><th>pass</th>'
+        '<th>fail</th><th>skip</th></tr></thead><tbody>',
+        '<tr><th><a href="#stage-0">nccl</a></th><td class="fail">FAIL</td><td>3</td><td>1</td><td>4</td><td>2</td><td>1</td><td>1</td></tr>',
+        '<tr><th><a href="#stage-1">preflight</a></th><td class="fail">FAIL</td><td>1</td><td>1</td><td>1</td><td>0</td><td>1</td><td>0</td></tr>',
+        '<tr><th><a href="#stage-2">pairs</a></th><td class="fail">FAIL</td><td>1</td><td>1</td><td>1</td><td>0</td><td>1</td><td>0</td></tr>',
+        '</tbody></table>',
+        '<h2 id="stage-0">Stage <code>nccl</code>: FAIL</h2>',
+        '<details open="open"><summary>3 nodes: 1 failed, 1 passed, 1 skipped (failed nodes first)</summary>',
+        '<table><thead><tr><th>node</th><th>busbw</th><th>wrong</th></tr></thead><tbody>',
+        '<tr><th>n2</th><td class="fail" title="below | a\\b">FAIL</td><td></td></tr>',
+        '<tr><th>n1</th><td class="pass" title="mean 470 GB/s">PASS</td><td class="pass" title="">PASS</td></tr>',
+        '<tr><th>n3</th><td></td><td class="skip" title="no CUDA">SKIP</td></tr>',
+        '</tbody></table></details>',
+        '<h2 id="stage-1">Stage <code>preflight</code>: FAIL</h2>',
+        '<details open="open"><summary>1 nodes: 1 failed, 0 passed, 0 skipped (failed nodes first)</summary>',
+        '<table><thead><tr><th>node</th><th>driver</th></tr></thead><tbody>',
+        '<tr><th>n2</th><td class="fail" title="nvidia-smi not found">FAIL</td></tr>',
+        '</tbody></table></details>',
+        '<h2 id="stage-2">Stage <code>pairs</code>: FAIL</h2>',
+        '<details open="open"><summary>1 nodes: 1 failed, 0 passed, 0 skipped (failed nodes first)</summary>',
+        '<table><thead><tr><th>node</th><th>transport</th></tr></thead><tbody>',
+        '<tr><th>n4+n1</th><td class="fail" title="NET/Socket">FAIL</td></tr>',
+        '</tbody></table></details>',
     ]
     assert vr.render_html(report()) == (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>T &lt;1&gt;</title><style>' + STYLE + '</style></head><body>\n'
-        + "\n".join(body) + "\n</body></html>\n")
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">'
+        '<title>T &lt;1&gt;</title><style>' + vr._STYLE + '</style></head><body>\n' + "\n".join(body) + "\n</body></html>\n")
 
 
 def test_html_without_series_or_failures_has_no_plot_and_no_failure_list():
     html = vr.render_html(vr.build_report([rec("n1", "busbw", "pass", "ok"), rec("n2", "busbw", "skip", "no GPU")]))
     body = html.split("<body>\n", 1)[1].split("\n</body>", 1)[0]
-    assert body.split("\n") == [
-        '<h1>Cluster validation</h1>',
-        '<p class="summary pass"><strong>PASS: 1 checks passed, 1 skipped</strong></p>',
-        '<h2>Stage <code>nccl</code>: PASS</h2>',
+    assert "<svg" not in body and "Failures" not in body and "Versions per node" not in body
+    assert body.split("\n")[-6:] == [
+        '<h2 id="stage-0">Stage <code>nccl</code>: PASS</h2>',
+        '<details open="open"><summary>2 nodes: 0 failed, 1 passed, 1 skipped (failed nodes first)</summary>',
         '<table><thead><tr><th>node</th><th>busbw</th></tr></thead><tbody>',
         '<tr><th>n1</th><td class="pass" title="ok">PASS</td></tr>',
         '<tr><th>n2</th><td class="skip" title="no GPU">SKIP</td></tr>',
-        '</tbody></table>',
+        '</tbody></table></details>',
     ]
 
 
@@ -309,7 +400,7 @@ def test_svg_document():
         '<text x="277.0" y="352" text-anchor="middle">message size (bytes, log2 scale)</text>',
         '<text x="14" y="166.0" text-anchor="middle" transform="rotate(-90 14 166.0)">busbw (GB/s)</text>',
         '<line class="threshold" x1="64" y1="93.0" x2="490" y2="93.0" stroke="#000" stroke-dasharray="6 4"/>',
-        '<text x="496" y="97.0">threshold 90 GB/s</text>',
+        '<text x="68" y="89.0">threshold 90 GB/s</text>',
         '<polyline class="run" fill="none" stroke="#1f77b4" stroke-width="2" points="64.0,214.7 277.0,117.3 490.0,68.7"><title>a</title></polyline>',
         '<circle cx="64.0" cy="214.7" r="2.5" fill="#1f77b4"/>',
         '<circle cx="277.0" cy="117.3" r="2.5" fill="#1f77b4"/>',

@@ -48,6 +48,12 @@ CASES = [
     ({'dest': '{tmp}/out', 'series': [{'label': 'a', 'points': [[8]]}]}, ["series 'a': point [8] is not a [size_bytes, busbw_gbps] pair"]),
     ({'dest': '{tmp}/out', 'series': [{'label': 'a', 'points': []}]}, ["series 'a' has no points"]),
     ({'dest': '{tmp}/out', 'series': [{'points': [[8, 1]]}]}, ['series 0 is', "expected {{'label': str"]),
+    ({'dest': '{tmp}/out', 'series': [{'label': 'a', 'points': [[8, 1]], 'gate': [[8]]}]}, ["series 'a': gate point [8] is not a [size_bytes, gbps] pair"]),
+    ({'dest': '{tmp}/out', 'started': 'this morning'}, ["started is 'this morning'", 'a time such as 2025-01-31T08:00:00Z']),
+    ({'dest': '{tmp}/out', 'versions': [{'slurm': '22.05.8'}]}, ['versions[0] lacks the key(s) node']),
+    ({'dest': '{tmp}/out', 'versions': [{'node': 'gpu-01', 'gpus': 8}]}, ['versions[0] has unknown key(s) gpus', 'valid keys: node, slurm']),
+    ({'dest': '{tmp}/out', 'records': [rec(command=['srun'])]}, ["result 0: command is ['srun'], expected the command line as a string"]),
+    ({'dest': '{tmp}/out', 'records': [rec(versions={'nccl': ['2.21']})]}, ["result 0: versions: nccl is ['2.21'], expected a version string"]),
 ]
 
 

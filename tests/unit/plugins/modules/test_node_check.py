@@ -182,3 +182,37 @@ def test_munge_key_of_another_owner_fails(capsys, tmp_path):
 def test_munge_key_is_not_read_when_the_munge_check_is_not_wanted(capsys, tmp_path):
     result = run_module(capsys, nvml=False, checks=['slurmd'], munge_key_check=True, munge_key_path=str(tmp_path / 'absent.key'))
     assert [r['check'] for r in result['records']] == ['slurmd'] and result['passed'] is True
+
+
+def fake_daemon(folder, name, text, rc=0):
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.write_text('#!/bin/sh\necho "%s"\nexit %d\n' % (text, rc))
+    path.chmod(0o755)
+
+
+def test_versions_for_the_report(sim, capsys, tmp_path, monkeypatch):
+    """The driver and CUDA versions NVML gives (the simulator's driver changed by hand) and the Slurm daemon's."""
+    sim('create', '--preset', 'h100-80gb-x8', '--mig-minors', str(tmp_path / 'mig-minors'))
+    sim('driver', '--version', '535.104.05', '--cuda', '12020')
+    fake_daemon(tmp_path / 'bin', 'slurmd', 'slurm 22.05.8')
+    monkeypatch.setenv('PATH', '%s:%s' % (tmp_path / 'bin', os.environ['PATH']))
+    result = run_module(capsys)
+    assert result['versions'] == {'slurm': '22.05.8', 'driver': '535.104.05', 'cuda': '12.2'}
+
+
+def test_versions_not_known_are_null(sim, capsys, tmp_path, monkeypatch):
+    """No NVML asked, a slurmd that fails, a slurmctld (Debian's slurm-wlm name) that answers; then NVML failing and no daemon."""
+    sim('create', '--preset', 'h100-80gb-x8', '--mig-minors', str(tmp_path / 'mig-minors'))
+    sim('inject', '--call', 'nvmlInit', '--error', 'NVML_ERROR_DRIVER_NOT_LOADED', '--count', '0')
+    fake_daemon(tmp_path / 'bin', 'slurmd', 'slurmd: error: cannot read /etc/slurm/slurm.conf', rc=1)
+    fake_daemon(tmp_path / 'bin', 'slurmctld', 'slurm-wlm 23.02.7')
+    monkeypatch.setenv('PATH', '%s:%s' % (tmp_path / 'bin', os.environ['PATH']))
+    assert run_module(capsys, nvml=False)['versions'] == {'slurm': '23.02.7', 'driver': None, 'cuda': None}
+    monkeypatch.setattr(node_check.NodeChecker, '_bin', lambda self, name: None)
+    assert run_module(capsys)['versions'] == {'slurm': None, 'driver': None, 'cuda': None}
+
+
+@pytest.mark.parametrize('number, text', [(12040, '12.4'), (12020, '12.2'), (11080, '11.8'), (13000, '13.0'), (None, None)])
+def test_cuda_version_text(number, text):
+    assert node_check.cuda_version(number) == text
