@@ -86,9 +86,10 @@ stage_deps() {
     # the tools behind the enroot stand-in; slurm-client, libslurm-dev, gcc,
     # make: the pyxis stand-in is built and loaded by a real srun. ibsim-utils,
     # infiniband-diags: the real ibnetdiscover over simulated InfiniBand fabrics
-    # (topology.conf tests).
+    # (topology.conf tests). chromium: the validation report opened in a real
+    # headless browser (tests/browser).
     ensure_apt_packages git shellcheck rsync docker-registry skopeo squashfs-tools jq curl \
-        slurm-client libslurm-dev gcc make ibsim-utils infiniband-diags || return 1
+        slurm-client libslurm-dev gcc make ibsim-utils infiniband-diags chromium || return 1
     ensure_venv || return 1
     ensure_nvml_reference || return 1
     # nvml.h for the simulated libnvidia-ml.so.1 that the root conftest.py and nvml_sim/tests/test_libnvml.py build
@@ -110,9 +111,11 @@ stage_unit() {
     export GPUCLUSTER_MPS_CONTROL_BIN
     # topology.conf is tested on the real ibnetdiscover over ibsim here, or the tests fail
     export GPUCLUSTER_REQUIRE_IBSIM=1
+    # the HTML report is opened in Debian's chromium here, or the browser test fails
+    export GPUCLUSTER_REQUIRE_BROWSER=1
     # on GPUCLUSTER_TEST_WORKERS processes (pytest-xdist; 2 = this project's CI machines): 253 s instead of 465 s
     "$VENV/bin/pytest" -q -p no:cacheprovider -n "${GPUCLUSTER_TEST_WORKERS:-2}" --junitxml="$junit" tests/unit nvml_sim/tests \
-        tests/oracle/test_compare.py tests/oracle/test_fit_cpus.py
+        tests/oracle/test_compare.py tests/oracle/test_fit_cpus.py tests/browser
     rc=$?
     # pytest exits 5 when it collected nothing: that is a failure here.
     count_junit "$junit"
