@@ -366,10 +366,10 @@ def _topology_problems(values, groups):
     if topology == 'tree':
         src, host = values.get('slurm_topology_ibnetdiscover_src'), values.get('slurm_topology_ibnetdiscover_host')
         if bool(src) == bool(host):
+            command = ' '.join(values.get('slurm_topology_ibnetdiscover_command') or ['ibnetdiscover'])
             problems.append('slurm_topology is tree: give the fabric as ibnetdiscover prints it with one of '
                             'slurm_topology_ibnetdiscover_src (a file on the Ansible controller) or slurm_topology_ibnetdiscover_host '
-                            '(an inventory host to run %s on); %s' % (' '.join(values.get('slurm_topology_ibnetdiscover_command') or ['ibnetdiscover']),
-                                                                     'both are set' if src else 'neither is set'))
+                            '(an inventory host to run %s on); %s' % (command, 'both are set' if src else 'neither is set'))
         elif host and host not in _hosts_of(groups, 'all'):
             problems.append('slurm_topology_ibnetdiscover_host is %s, which is not a host of the inventory' % show(host))
         regex = values.get('slurm_topology_name_regex')

@@ -164,7 +164,7 @@ def remove(module):
             before = handle.read()
     except (IOError, OSError):
         module.exit_json(changed=False, lines=[], warnings_found=[], kept=False, dest=dest)
-    if not before.startswith(HEADER.split('(')[0]):
+    if not before.startswith(HEADER.split('(', 1)[0]):
         # a site's own file (TopologyPlugin in its slurm_conf_overrides, say): not ours to remove, nothing to say
         module.exit_json(changed=False, lines=[], warnings_found=[], kept=True, dest=dest)
     result = dict(changed=True, lines=[], warnings_found=[], kept=False, dest=dest)

@@ -72,7 +72,8 @@ def browse(chromium, page, scratch, *action):
             '--enable-logging=stderr', '--v=0'] + list(action) + ['file://%s' % page]
     env = dict(os.environ, HOME=scratch, XDG_CONFIG_HOME=os.path.join(scratch, 'config'), XDG_CACHE_HOME=os.path.join(scratch, 'cache'))
     start = time.monotonic()
-    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=RUN_TIMEOUT, env=env)
+    proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=RUN_TIMEOUT, env=env,
+                          check=False)
     seconds = round(time.monotonic() - start, 2)
     assert proc.returncode == 0, 'chromium %s exited with %d: %s' % (' '.join(action), proc.returncode, proc.stderr[-3000:])
     return proc.stdout, proc.stderr, seconds

@@ -199,7 +199,6 @@ def test_configless_settings(values, expected):
     assert problems('slurm', **values) == expected
 
 
-
 TREE_SOURCES = ('slurm_topology is tree: give the fabric as ibnetdiscover prints it with one of slurm_topology_ibnetdiscover_src '
                 '(a file on the Ansible controller) or slurm_topology_ibnetdiscover_host (an inventory host to run ibnetdiscover on); ')
 

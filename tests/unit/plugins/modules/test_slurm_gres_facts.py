@@ -142,7 +142,6 @@ def test_h100_node_without_mig(node, capsys):
     assert facts['gres_conf_lines'][8:] == ['Name=shard Count=4 File=/dev/nvidia%d' % i for i in range(8)]
 
 
-
 DOMAIN = '6d1e3f2a-9b1c-4c2e-8f00-1a2b3c4d5e6f'
 
 

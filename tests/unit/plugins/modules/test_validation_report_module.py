@@ -132,7 +132,8 @@ def test_new_times_alone_are_no_change_but_are_written(capsys, tmp_path, monkeyp
     monkeypatch.setattr(validation_report, 'utc_now', lambda: clock[0])
     assert run_module(capsys, records=RECORDS, dest=str(dest), **PROVENANCE)['changed'] is True
     clock[0] = '2025-01-31T10:02:03Z'
-    args = dict(PROVENANCE, started='2025-01-31T09:00:00Z')
+    args = dict(PROVENANCE)
+    args['started'] = '2025-01-31T09:00:00Z'
     if check_mode:
         args['_ansible_check_mode'] = True
     again = run_module(capsys, records=RECORDS, dest=str(dest), **args)
