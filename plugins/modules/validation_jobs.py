@@ -90,7 +90,9 @@ options:
       expect:
         description:
           - C(_nccl.evaluate) expectation of an V(nccl) job (topology, min_busbw_gbps, thresholds, nics, large_size_bytes, top_rows,
-            expect_transport). Checked before any job runs; only V(nccl) jobs take one.
+            expect_transport, gate_curves, nodes, notes). Checked before any job runs; only V(nccl) jobs take one.
+          - A topology without an explicit threshold is gated with its gate curve (message size to lowest busbw, built-in or
+            from gate_curves); nodes scales a multi-node curve's sizes for runs over more than two nodes.
         type: dict
       check:
         description: Check name of an V(nccl) job's records when its output cannot be parsed.
@@ -109,7 +111,9 @@ options:
       - The NCCL stage as a plan; the module turns it into V(nccl) jobs (see C(_validation_nccl.plan_jobs)) and appends
         them to O(jobs). Keys C(binary), C(nodes) (C([{name, gpus, model}])), C(env), C(args), C(timeout),
         C(time_limit), C(node_topology), C(node_min_busbw_gbps), C(fabric), C(fabric_topology), C(fabric_nics),
-        C(fabric_min_busbw_gbps), C(expect_transport), C(thresholds), C(pairwise), C(mpi).
+        C(fabric_min_busbw_gbps), C(expect_transport), C(thresholds), C(pairwise), C(mpi), C(pairs_only), C(leaf_of),
+        C(gate_curves). Two-node runs (a fabric run of two nodes, every pair) get C(NCCL_ALGO=Ring) unless C(env) sets
+        C(NCCL_ALGO).
       - Per-node runs start together; the fabric run follows, then the pair rounds.
     type: dict
   slurm:
@@ -165,7 +169,9 @@ records:
   type: list
   elements: dict
 series:
-  description: busbw-vs-size series of the V(nccl) jobs (C([{label, points}])).
+  description:
+    - busbw-vs-size series of the V(nccl) jobs (C([{label, points, gate}])); C(gate) is the gate curve the run was judged
+      with (C([[size bytes, GB/s], ...]), empty when it had none).
   returned: always
   type: list
   elements: dict
