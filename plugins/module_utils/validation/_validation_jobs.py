@@ -109,7 +109,9 @@ def judge(job, result, params):
                            params['mpi_required_paths'])], [], []
     if kind == 'nccl':
         records, series = evaluate_run(name, result, job.get('hosts') or [name], job.get('expect') or {}, job.get('check') or 'all_reduce')
-        return with_run_facts(records, job, result), series, []
+        # what the plan noted about the run (a user's NCCL_ALGO kept on two nodes) is also a warning of the report
+        notes = ['NCCL run %s: %s' % (name, note) for note in (job.get('expect') or {}).get('notes') or []]
+        return with_run_facts(records, job, result), series, notes
     if kind == 'env':
         if result.get('rc') != 0:
             return [], [], ['could not read the job environment with %s (rc %s)' % (' '.join(job['argv']), result.get('rc'))]
