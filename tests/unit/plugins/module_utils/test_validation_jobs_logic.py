@@ -216,7 +216,6 @@ def test_run_versions_of_a_run_without_results(result):
     assert vj.run_versions(result) == {}
 
 
-
 def test_a_note_of_the_plan_is_a_warning_of_the_report():
     """A user's NCCL_ALGO kept on a two-node run (the plan's note) reaches the report's warnings, not only the busbw reason."""
     note = 'NCCL_ALGO=Tree from the run environment (validate_nccl_env) kept on this 2-node run: its busbw may exceed what the NICs carry'
@@ -226,6 +225,7 @@ def test_a_note_of_the_plan_is_a_warning_of_the_report():
     assert warnings == ['NCCL run fabric: ' + note]
     del job['expect']['notes']
     assert vj.judge(job, {'rc': 0, 'stdout': nccl_fixture('v2.18.3_h200_two_nodes.txt')}, PARAMS)[2] == []
+
 
 def test_judge_mpi_pmi_wiring_and_unknown_path():
     job = {'name': 'pmi', 'kind': 'mpi', 'path': 'srun_pmi', 'argv': ['srun']}
