@@ -200,19 +200,16 @@ hook_log:
 '''
 
 import os
-import re
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import observe as observe_munge_key
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_version import parse_version, version_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import NODE_CHECKS, check_node_input, node_records, record
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import last_hook_failure
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
-
-
-_SLURM_VERSION = re.compile(r'^slurm(?:-wlm)? (\S+)', re.MULTILINE)
 
 
 def cuda_version(number):
@@ -225,12 +222,11 @@ def cuda_version(number):
 def _driver_versions(client):
     """``{'driver', 'cuda'}`` as NVML gives them, None for one it does not."""
     versions = {}
-    for key, call, convert in (('driver', 'nvmlSystemGetDriverVersion', nvml.text), ('cuda', 'nvmlSystemGetCudaDriverVersion', cuda_version)):
+    for key, read in (('driver', client.driver_version), ('cuda', lambda: cuda_version(client.optional('nvmlSystemGetCudaDriverVersion')))):
         try:
-            value = client.optional(call)
+            versions[key] = read()
         except nvml.NvmlError:
-            value = None
-        versions[key] = None if value is None else convert(value)
+            versions[key] = None
     return versions
 
 
@@ -356,9 +352,11 @@ class NodeChecker(object):
             path = self._bin(daemon)
             if path:
                 rc, out, err = self._run([path, '-V'])
-                match = _SLURM_VERSION.search(out + '\n' + err)
-                if rc == 0 and match:
-                    return match.group(1)
+                if rc == 0:
+                    try:
+                        return version_name(parse_version(out or err))
+                    except ValueError:
+                        pass
         return None
 
     def enroot(self):
