@@ -13,6 +13,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_conf as conf
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as slurm_version
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_upgrade as slurm_upgrade
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_large as slurm_large
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._sacctmgr import accounting_tres
 
 
@@ -187,6 +188,39 @@ def slurm_hook_files(shipped, table, extra, conf_dir, old=()):
     return entries
 
 
+def _min_nodes(value):
+    """``slurm_large_system_min_nodes`` as a number: extra vars (``-e slurm_large_system_min_nodes=512``) are text."""
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value
+
+
+def slurm_large_system(node_count, version='', mode='auto', min_nodes=slurm_large.MIN_NODES):
+    """SchedMD's large-cluster settings for ``node_count`` compute nodes on the Slurm release ``version`` (see ``_slurm_large``)."""
+    return slurm_large.large_system_settings(node_count, version or None, mode, _min_nodes(min_nodes))
+
+
+def slurm_large_system_warnings(node_count, version='', overrides=None, mode='auto', min_nodes=slurm_large.MIN_NODES):
+    """Warnings for the keys of ``slurm_conf_overrides`` that go against SchedMD's large-cluster guide on this cluster."""
+    return slurm_large.override_warnings(node_count, version or None, overrides, mode, _min_nodes(min_nodes))
+
+
+def slurm_large_system_files(settings, daemons, systemd=True, sysctl_now='', units_now=None, paths=None):
+    """install_files entries of one host's large-cluster files (or their removal), from what the host has now.
+
+    ``units_now``: ``{daemon: systemctl show output}``, or the registered result of a loop over the daemons
+    (``results`` with ``item`` and ``stdout``; skipped items count as not read).
+    """
+    if not isinstance(settings, dict):
+        raise ValueError('settings must be what slurm_large_system returns; got %r' % (settings,))
+    units = units_now or {}
+    if isinstance(units, dict) and 'results' in units:
+        units = dict((r.get('item'), r.get('stdout', '')) for r in units['results'] or [] if isinstance(r, dict) and 'stdout' in r)
+    if isinstance(sysctl_now, dict):  # a registered command result
+        sysctl_now = sysctl_now.get('stdout', '')
+    return slurm_large.large_system_files(settings, list(daemons or []), bool(systemd), sysctl_now or '', units, paths)
+
+
 class FilterModule(object):
     """gpucluster.bringup slurm filters."""
 
@@ -195,4 +229,5 @@ class FilterModule(object):
             slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_gres_errors,
             slurm_change_actions, slurm_unreachable_nodes, slurm_hook_files, slurm_version_behaviour,
             slurm_upgrade_problem, slurm_gres_conf_lines, slurm_upgrade_plan, slurm_upgrade_packages,
-            slurm_show_config, slurm_conf_settings, slurm_upgrade_pins))
+            slurm_show_config, slurm_conf_settings, slurm_upgrade_pins, slurm_large_system, slurm_large_system_warnings,
+            slurm_large_system_files))
