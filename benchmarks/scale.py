@@ -64,6 +64,30 @@ def node_count(states='idle'):
     return len(set(out))
 
 
+def cpu_seconds():
+    """CPU seconds used so far by the controller container and by all rack containers (cgroup v1 cpuacct; None elsewhere)."""
+    totals = {'ctl': 0.0, 'racks': 0.0}
+    names = sh(['podman', 'ps', '-q', '--filter', 'label=io.gpucluster.sim=scale', '--format', '{{.Names}} {{.ID}}']).stdout.split('\n')
+    for line in names:
+        if not line.strip():
+            continue
+        name, short = line.split()
+        full = sh(['podman', 'inspect', '-f', '{{.Id}}', short]).stdout.strip()
+        path = '/sys/fs/cgroup/cpuacct/libpod_parent/libpod-%s/cpuacct.usage' % full
+        if not os.path.isfile(path):
+            return None
+        with open(path) as handle:
+            totals['ctl' if name == CTL else 'racks'] += int(handle.read()) / 1e9
+    return totals
+
+
+def cpu_since(before):
+    after = cpu_seconds()
+    if before is None or after is None:
+        return {}
+    return {'ctl_cpu_s': round(after['ctl'] - before['ctl'], 1), 'racks_cpu_s': round(after['racks'] - before['racks'], 1)}
+
+
 def wait_for(predicate, limit):
     start = time.monotonic()
     while not predicate():
@@ -136,14 +160,17 @@ def one_size(size, racks, isolate_max, sink):
     emit({'step': 'reconfigure', 'size': size, 'wall_s': row['reconf_s']}, sink)
 
     noop, _out = playbook('noop')
+    before = cpu_seconds()
     seconds, _out = playbook('validate', {'scale_nccl_plan': plan(fleet)})
+    cpu = cpu_since(before)
     with open(os.path.join(OUT, 'nccl-results.json')) as handle:
         results = json.load(handle)
     statuses = {}
     for record in results['records']:
         statuses[record['status']] = statuses.get(record['status'], 0) + 1
     row['validate_s'] = round(seconds - noop, 2)
-    emit({'step': 'validate', 'size': size, 'wall_s': row['validate_s'], 'ansible_noop_s': round(noop, 2), 'records': statuses}, sink)
+    row['validate_cpu'] = '%s / %s' % (cpu.get('ctl_cpu_s', '-'), cpu.get('racks_cpu_s', '-'))
+    emit(dict(cpu, step='validate', size=size, wall_s=row['validate_s'], ansible_noop_s=round(noop, 2), records=statuses), sink)
 
     seconds, _out = playbook('report')
     html = os.path.getsize(os.path.join(OUT, 'report', 'report.html'))
@@ -156,12 +183,14 @@ def one_size(size, racks, isolate_max, sink):
     ctl('scontrol', 'update', 'nodename=' + ','.join(drained), 'state=drain', 'reason=' + DRAIN_REASON)
     checks = dict((name, {'name': name, 'records': [{'stage': 'node', 'node': name, 'check': 'nvml', 'status': 'pass'}],
                           'hook_log': ''}) for name in drained)
+    before = cpu_seconds()
     seconds, _out = playbook('resume', {'scale_resume_checks': checks})
+    cpu = cpu_since(before)
     with open(os.path.join(OUT, 'resume-records.json')) as handle:
         resumed = [r for r in json.load(handle) if r.get('check') == 'resume' and r.get('status') == 'pass']
     row['resume_s'] = round(seconds - noop, 2)
     row['resumed'] = len(resumed)
-    emit({'step': 'resume', 'size': size, 'drained': len(drained), 'resumed': len(resumed), 'wall_s': row['resume_s']}, sink)
+    emit(dict(cpu, step='resume', size=size, drained=len(drained), resumed=len(resumed), wall_s=row['resume_s']), sink)
 
     row.update(churn(size, fleet, sink))
     if size <= isolate_max:
@@ -189,30 +218,56 @@ def churn(size, fleet, sink):
     return result
 
 
+def leaves(fleet):
+    """node -> leaf switch: 16 nodes a leaf from 64 nodes up, else a quarter of the nodes (at least 2)."""
+    names = [n['name'] for n in fleet['nodes']]
+    per_leaf = 16 if len(names) >= 64 else max(2, len(names) // 4)
+    return dict((name, 'leaf-%02d' % (1 + i // per_leaf)) for i, name in enumerate(names))
+
+
 def isolate(size, fleet, noop, sink):
-    slow = fleet['nodes'][size // 3]['name']
-    for rack in sorted(set(n['rack'] for n in fleet['nodes'])):
-        sh(['podman', 'exec', 'gcscale-rack-%d' % rack, 'sh', '-c', 'echo "node %s 0.5" > /opt/nccl-tests-STANDIN/SLOW' % slow])
-    try:
-        seconds, _out = playbook('validate', {'scale_nccl_plan': plan(fleet, pairs_only=True)})
-    finally:
-        for rack in sorted(set(n['rack'] for n in fleet['nodes'])):
-            sh(['podman', 'exec', 'gcscale-rack-%d' % rack, 'rm', '-f', '/opt/nccl-tests-STANDIN/SLOW'])
-    with open(os.path.join(OUT, 'nccl-results.json')) as handle:
-        records = json.load(handle)['records']
-    named = sorted(set(r['node'] for r in records if r.get('check') == 'isolation' and r.get('status') == 'fail'))
+    """The pair rounds after a failed fabric run, twice: one node made slow, then one leaf's uplinks."""
     sys.path.insert(0, os.path.join(ROOT, '.build', 'collections'))
     from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_nccl  # pylint: disable=import-outside-toplevel
-    rounds = len(_validation_nccl.pair_rounds([n['name'] for n in fleet['nodes']]))
-    emit({'step': 'isolate', 'size': size, 'slow': slow, 'named': named, 'rounds': rounds, 'wall_s': round(seconds - noop, 2),
-          'records': len(records)}, sink)
-    return {'isolate_s': round(seconds - noop, 2), 'isolate_named': ','.join(named) or '-', 'isolate_ok': named == [slow]}
+    from ansible_collections.gpucluster.bringup.plugins.module_utils import _hostlist  # pylint: disable=import-outside-toplevel
+    names = [n['name'] for n in fleet['nodes']]
+    rounds = len(_validation_nccl.pair_rounds(names))
+    leaf_of = leaves(fleet)
+    slow_node = names[size // 3]
+    slow_leaf = leaf_of[names[size // 2]]
+    members = [n for n in names if leaf_of[n] == slow_leaf]
+    cases = [('node', 'node %s 0.5' % slow_node, slow_node),
+             ('leaf', 'leaf %s %s 0.5' % (slow_leaf, _hostlist.compress(members)), 'leaf:' + slow_leaf)]
+    result = {}
+    for kind, rule, expected in cases:
+        racks = sorted(set(n['rack'] for n in fleet['nodes']))
+        for rack in racks:
+            sh(['podman', 'exec', 'gcscale-rack-%d' % rack, 'sh', '-c', 'echo "%s" > /opt/nccl-tests-STANDIN/SLOW' % rule])
+        try:
+            pairs_plan = dict(plan(fleet, pairs_only=True), leaf_of=leaf_of)
+            seconds, _out = playbook('validate', {'scale_nccl_plan': pairs_plan})
+        finally:
+            for rack in racks:
+                sh(['podman', 'exec', 'gcscale-rack-%d' % rack, 'rm', '-f', '/opt/nccl-tests-STANDIN/SLOW'])
+        with open(os.path.join(OUT, 'nccl-results.json')) as handle:
+            records = json.load(handle)['records']
+        named = sorted(set(r['node'] for r in records if r.get('check') == 'isolation' and r.get('status') == 'fail'))
+        emit({'step': 'isolate_' + kind, 'size': size, 'slow': rule, 'expected': expected, 'named': named, 'rounds': rounds,
+              'pair_jobs': sum(1 for r in records if r.get('check') == 'busbw' and '+' in r.get('node', '')),
+              'wall_s': round(seconds - noop, 2)}, sink)
+        result['isolate_%s_s' % kind] = round(seconds - noop, 2)
+        result['isolate_%s_named' % kind] = ','.join(named) or '-'
+        result['isolate_%s_ok' % kind] = named == [expected]
+    result['rounds'] = rounds
+    return result
 
 
 COLUMNS = [('nodes', 'N'), ('conf_lines', 'slurm.conf lines'), ('node_lines', 'NodeName lines'), ('gres_lines', 'gres.conf lines'),
-           ('gen_s', 'generation s'), ('idle_s', 'all idle s'), ('reconf_s', 'reconfigure s'), ('validate_s', 'validate s'),
+           ('gen_s', 'generation s'), ('idle_s', 'all idle s'), ('reconf_s', 'reconfigure s'), ('validate_s', 'validate s'), ('validate_cpu', 'validate CPU s ctl / racks'),
            ('report_s', 'report s'), ('report_kb', 'report.html KiB'), ('resume_s', 'resume s'), ('resumed', 'resumed'),
-           ('churn_drain_s', 'drain all s'), ('churn_resume_s', 'undrain all s'), ('isolate_s', 'isolation s'), ('isolate_named', 'named')]
+           ('churn_drain_s', 'drain all s'), ('churn_resume_s', 'undrain all s'), ('rounds', 'pair rounds'),
+           ('isolate_node_s', 'isolation s (slow node)'), ('isolate_node_named', 'named'),
+           ('isolate_leaf_s', 'isolation s (slow leaf)'), ('isolate_leaf_named', 'named')]
 
 
 def table(rows):

@@ -17,6 +17,9 @@ description:
   - Runs a list of commands, usually C(srun) jobs, on the host it runs on (a Slurm login or controller node). Jobs
     of the same O(jobs[].round) run at the same time, rounds one after the other, so per-node jobs on all nodes
     take the time of one node.
+  - A job that exits non-zero without any output, or with only srun's allocation error (a controller too busy to
+    answer in MessageTimeout, as 1,024 per-node sruns at once made it on the emulated cluster), is started again,
+    up to 3 attempts; its result then says how many (C(attempts)).
   - Each finished job is judged by its O(jobs[].kind) and turned into check records for
     C(gpucluster.bringup.validation_report); C(nccl) jobs also return their busbw-vs-size series.
   - A job that fails is a failed check, never a failed task; the module fails only on bad input, and then before any job
@@ -202,7 +205,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import choose_mpi_plugin, parse_mpi_list
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import (
-    JobsFailure, checked_jobs, fill_mpi, judge_jobs, needing_mpi, tails)
+    JobsFailure, checked_jobs, fill_mpi, judge_jobs, needing_mpi, retry_allocation, tails)
 
 
 class JobsClient(object):
@@ -278,7 +281,15 @@ class JobsManager(object):
         return results
 
     def _run_job(self, job, results):
-        results[job['name']] = self.client.run_job(job['argv'], job['timeout'], job.get('env'))
+        attempt = 1
+        result = self.client.run_job(job['argv'], job['timeout'], job.get('env'))
+        while retry_allocation(result, attempt):
+            time.sleep(2 * attempt)
+            attempt += 1
+            result = self.client.run_job(job['argv'], job['timeout'], job.get('env'))
+        if attempt > 1:
+            result['attempts'] = attempt
+        results[job['name']] = result
 
     def judge(self, jobs, results, mpi_info):
         """(records, series, warnings) of every job, in job order."""

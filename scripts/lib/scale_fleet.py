@@ -52,6 +52,9 @@ TYPES = [
     # (no H200 type: the all_reduce_perf STAND-IN has no one-node H200 recording to print)
 ]
 
+# Debian 13's Slurm, which the scale image installs (scripts/scale.sh)
+SLURM_VERSION = '24.11.5'
+
 # What the emulation changes in the role's slurm.conf, and why (docs/scale.md).
 EMULATION_OVERRIDES = {
     # each emulated slurmd binds to its own node's address, all on port 6818 inside one rack
@@ -216,11 +219,15 @@ def generate(nodes, racks, controller='scale-ctl', overrides=None, state_dir=Non
     all_overrides = dict(EMULATION_OVERRIDES)
     all_overrides.update(overrides or {})
     started = time.monotonic()
+    # the slurm role's large-cluster keys (roles/slurm/vars/main.yml _slurm_large), for the Slurm the scale image has
+    large = slurm_filters.slurm_large_system(len(entries), SLURM_VERSION)
     conf_lines = slurm_filters.slurm_conf_lines(entries, settings, all_overrides,
-                                                [{'name': 'gpu', 'nodes': 'ALL', 'default': True}])
+                                                [{'name': 'gpu', 'nodes': 'ALL', 'default': True}],
+                                                contributions=[large['slurm_conf']])
     gres_lines = _slurm_conf.gres_conf_file_lines(entries, node_names=True)
     conf_seconds = time.monotonic() - started
-    return fleet, types, conf_lines, gres_lines, {'facts_seconds': round(facts_seconds, 3), 'conf_seconds': round(conf_seconds, 4)}
+    return fleet, types, conf_lines, gres_lines, {'facts_seconds': round(facts_seconds, 3), 'conf_seconds': round(conf_seconds, 4),
+                                                  'large_system': large['slurm_conf']}
 
 
 def main(argv=None):

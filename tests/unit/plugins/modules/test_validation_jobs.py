@@ -127,3 +127,18 @@ def test_nccl_plan_with_standin_and_mpi_placeholder(capsys, tmp_path, monkeypatc
         '--nodes=1', '--nodelist=gpu-01', '--gres=gpu:8', '--exclusive', '--time=10', '--export=ALL,NCCL_DEBUG=INFO', '--label', '--ntasks-per-node=1']
     assert recs[('fabric', 'all_reduce')]['reason'] == 'a fabric run needs at least 2 GPU nodes, there are 1'
     assert recs[('gpu-01', 'busbw')]['status'] == 'pass'
+
+
+def test_a_job_whose_allocation_failed_is_started_again(capsys, tmp_path):
+    # a launcher that fails the first time as srun does when slurmctld is too busy to answer (exit 1, no output)
+    count = tmp_path / 'count'
+    launcher = tmp_path / 'busy-srun'
+    launcher.write_text('#!/bin/sh\necho x >> "%s"\n[ "$(wc -l < "%s")" -ge 2 ] || exit 1\nexec "$@"\n' % (count, count))
+    launcher.chmod(0o755)
+    job = nccl_job('gpu-01', 'v2.13-era_h100_single_node.txt', ['gpu-01'], {'topology': 'h100-nvlink-8'})
+    job['argv'] = [str(launcher)] + job['argv']
+    result = run_module(capsys, stage='nccl', jobs=[job])
+    assert result.get('failed') is not True, result
+    assert result['results']['gpu-01']['attempts'] == 2
+    assert [r['status'] for r in result['records'] if r['check'] == 'busbw'] == ['pass']
+    assert count.read_text().count('x') == 2
