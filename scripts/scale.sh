@@ -139,6 +139,15 @@ cmd_up() {
     [ -n "$nracks" ] || nracks=$(((nodes + 511) / 512))
     if ! [[ "$nracks" =~ ^[0-9]+$ ]] || [ "$nracks" -lt 1 ] || [ "$nracks" -gt "$nodes" ]; then die "racks '$nracks' must be 1 to $nodes"; fi
     command -v podman >/dev/null || die "podman is not installed: run 'bash scripts/cluster.sh deps' first"
+    # every thread of every emulated slurmd, of its job steps and of the controller's sruns shares this host's
+    # PID space: about 32 per node while a validation runs (measured: 1,024 nodes idle hold 6 per slurmd)
+    local pid_max threads need
+    pid_max=$(cat /proc/sys/kernel/pid_max)
+    threads=$(ps -eLf --no-headers | wc -l)
+    need=$((threads + nodes * 32))
+    if [ "$need" -gt "$pid_max" ]; then
+        die "$nodes emulated nodes need about $need threads on this host (32 a node, $threads running now) and kernel.pid_max is $pid_max: raise it (sysctl -w kernel.pid_max=4194304, systemd's default since v243) or emulate fewer nodes"
+    fi
     ensure_scale_image
     image=$(scale_image)
     cmd_down

@@ -11,6 +11,7 @@
 #   scripts/test.sh deps upgrade    # the Slurm upgrade tests (not in CI: about 20 minutes)
 #   scripts/test.sh deps bookworm   # the Debian 12 / Slurm 22.05 scenario (not in CI: about 5 minutes)
 #   scripts/test.sh deps acceptance # the default scenario's long acceptance tests (not in CI: about 45 minutes)
+#   bash benchmarks/scale.sh        # the scale benchmark, 2 to 1,024 emulated nodes (not in CI: docs/scale.md)
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,7 +20,7 @@ cd "$ROOT" || exit 2
 . "$ROOT/scripts/lib/tooling.sh"
 export PATH="$VENV/bin:$PATH" NO_COLOR=1 ANSIBLE_NOCOLOR=1 PY_COLORS=0
 
-ALL_STAGES=(deps unit sanity lint yamllint shellcheck package molecule oracle)
+ALL_STAGES=(deps unit sanity lint yamllint shellcheck package molecule oracle scale)
 # Stages run only when named: past the 45 minutes a cold CI run may take on 2
 # cores (docs/slurm-upgrade.md; README, "Supported versions").
 EXTRA_STAGES=(upgrade bookworm acceptance)
@@ -231,6 +232,21 @@ stage_molecule() {
 
 stage_acceptance() {
     GPUCLUSTER_MOLECULE_TESTS=acceptance bash "$ROOT/scripts/molecule.sh" default
+}
+
+# The emulated large cluster at 64 nodes (docs/scale.md): real slurmctld and
+# slurmds, the collection's controller-side modules on it. The full benchmark
+# (up to 1,024 nodes) is benchmarks/scale.sh, not in CI.
+stage_scale() {
+    local junit="$OUTDIR/scale.xml" rc
+    rm -f "$junit"
+    bash "$ROOT/scripts/cluster.sh" deps || return 1
+    GPUCLUSTER_REQUIRE_SCALE=1 NVMLSIM_NVML_INCLUDE=$(ensure_nvml_header) "$VENV/bin/pytest" -q -p no:cacheprovider \
+        --junitxml="$junit" tests/scale
+    rc=$?
+    bash "$ROOT/scripts/scale.sh" down
+    count_junit "$junit"
+    return "$rc"
 }
 
 stage_bookworm() {

@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The emulated large cluster at its smallest benchmark size, as CI's smoke test (issue #23; docs/scale.md).
+
+64 emulated GPU nodes (real slurmd each, its own address and host name) behind a real slurmctld, configured by
+the slurm role's own filters (scripts/lib/scale_fleet.py); the collection's controller-side modules run on it
+through ansible-playbook (benchmarks/scale/controller.yml): the validation's NCCL stage (all_reduce_perf
+STAND-IN on every node at once), the resume of drained nodes, and the pair rounds that name a slow node and a
+slow leaf.  What each test asserts is what an admin sees: sinfo, scontrol, the records of the report.
+
+Needs root and podman (CI's machines): ``bash scripts/test.sh scale``; skipped elsewhere unless
+GPUCLUSTER_REQUIRE_SCALE=1 (the test command sets it) makes a missing podman a failure.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import importlib.util
+import json
+import os
+import shutil
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NODES = 64
+
+_spec = importlib.util.spec_from_file_location('scale_benchmark', os.path.join(ROOT, 'benchmarks', 'scale.py'))
+scale = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(scale)
+
+if not (shutil.which('podman') and os.geteuid() == 0):
+    if os.environ.get('GPUCLUSTER_REQUIRE_SCALE') == '1':
+        raise RuntimeError('the scale smoke test needs root and podman (bash scripts/cluster.sh deps)')
+    pytestmark = pytest.mark.skip(reason='needs root and podman')
+
+
+@pytest.fixture(scope='module')
+def fleet():
+    up = scale.sh(['bash', scale.SCALE, 'up', str(NODES)])
+    steps = dict((s['step'], s) for s in (json.loads(line) for line in up.stdout.splitlines() if line.startswith('{')))
+    with open(os.path.join(scale.OUT, 'fleet.json')) as handle:
+        data = json.load(handle)
+    data['steps'] = steps
+    yield data
+    scale.sh(['bash', scale.SCALE, 'down'], check=False)
+
+
+def test_every_node_registers_with_the_generated_configuration(fleet):
+    assert scale.node_count('idle') == NODES
+    generation = fleet['steps']['generate']['detail']
+    # identical nodes share one NodeName line: three node types, three lines
+    assert generation['slurm_conf_node_lines'] == 3
+    with open(os.path.join(scale.OUT, 'slurm.conf')) as handle:
+        conf = handle.read()
+    assert 'NodeName=gpu-[0001-0032] CPUs=224' in conf and 'Gres=gpu:a100:2,gpu:1g.10gb:14' in conf
+    # what slurmctld made of it: the MIG node's GRES as slurm_gres_facts found them on the simulated GPUs
+    node = scale.ctl('scontrol', 'show', 'node', 'gpu-0064').stdout
+    # (with the socket of each GPU's cores, from gres.conf's Cores=)
+    assert 'Gres=gpu:a100:2(S:0),gpu:1g.10gb:14(S:1)' in node and 'State=IDLE' in node, node
+
+
+def test_a_job_on_every_node_sees_its_own_gpus(fleet):
+    out = scale.ctl('srun', '-N%d' % NODES, '--ntasks-per-node=1', '--gres=gpu:2', '-l', 'sh', '-c',
+                    'echo $(hostname) $SLURMD_NODENAME $CUDA_VISIBLE_DEVICES').stdout
+    lines = sorted(line.split(':', 1)[1].split() for line in out.splitlines())
+    assert lines == [['gpu-%04d' % i, 'gpu-%04d' % i, '0,1'] for i in range(1, NODES + 1)]
+
+
+def test_the_validation_runs_all_reduce_perf_on_every_node(fleet):
+    scale.playbook('validate', {'scale_nccl_plan': scale.plan(fleet)})
+    with open(os.path.join(scale.OUT, 'nccl-results.json')) as handle:
+        records = json.load(handle)['records']
+    busbw = dict((r['node'], (r['status'], r['reason'][:40])) for r in records if r['check'] == 'busbw')
+    # gated: the H100 and A100 SXM nodes; the seed-003 nodes (two whole A100 PCIe GPUs) have no built-in gate
+    gated = [n['name'] for n in fleet['nodes'] if n['type'] != 'a100-mig']
+    assert len(gated) == 48
+    assert busbw == dict((n['name'], ('pass', busbw[n['name']][1]) if n['name'] in gated
+                          else ('skip', 'not checked: no busbw threshold (set top')) for n in fleet['nodes'])
+    assert [r for r in records if r['status'] == 'fail'] == []
+
+
+def test_drained_nodes_are_resumed_with_probes(fleet):
+    drained = ['gpu-%04d' % i for i in range(1, 17)]
+    scale.ctl('scontrol', 'update', 'nodename=gpu-[0001-0016]', 'state=drain', 'reason=' + scale.DRAIN_REASON)
+    assert scale.node_count('drain') == 16
+    checks = dict((name, {'name': name, 'records': [{'stage': 'node', 'node': name, 'check': 'nvml', 'status': 'pass'}],
+                          'hook_log': ''}) for name in drained)
+    scale.playbook('resume', {'scale_resume_checks': checks})
+    with open(os.path.join(scale.OUT, 'resume-records.json')) as handle:
+        records = json.load(handle)
+    assert sorted(r['node'] for r in records if r['check'] == 'resume' and r['status'] == 'pass') == drained
+    assert scale.node_count('idle') == NODES
+
+
+def test_the_pair_rounds_name_the_slow_node_and_the_slow_leaf(fleet):
+    result = scale.isolate(NODES, fleet, 0.0, [])
+    assert result['rounds'] == 2
+    assert result['isolate_node_named'] == fleet['nodes'][NODES // 3]['name']
+    assert result['isolate_leaf_named'] == 'leaf:leaf-03'
