@@ -257,7 +257,6 @@ class ResumeManager(object):
         return reservation
 
 
-
 def main():
     module = AnsibleModule(
         argument_spec=dict(
