@@ -10,6 +10,8 @@
 #   bash scripts/scale.sh ctl sinfo -s       # a command on the controller
 #   bash scripts/scale.sh reconfigure        # scontrol reconfigure, timed
 #   bash scripts/scale.sh down
+#   GPUCLUSTER_SCALE_SET='--set MessageTimeout=30' bash scripts/scale.sh up 1024
+#                                            # a slurm.conf key on top (as slurm_conf_overrides)
 #
 # Runs as root; podman with scripts/lib/containers.conf. Everything carries
 # the label io.gpucluster.sim=scale; `down` removes exactly that. Prints one
@@ -32,7 +34,7 @@ SCALE_OUT="$GPUCLUSTER_SIM_ROOT/.build/scale"
 SCALE_PACKAGES="munge slurmctld slurmd slurm-client"
 
 usage() {
-    sed -n '2,17s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+    sed -n '2,19s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
