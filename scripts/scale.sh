@@ -189,11 +189,8 @@ EOF
     # the racks: the all_reduce_perf STAND-IN with its recordings (as node-prepare.sh installs it on a
     # simulated node), each node type's simulated GPUs, and the task prolog that points a job at them
     for name in $(racks); do
-        pm exec "$name" mkdir -p /opt/nccl-tests-STANDIN/build /opt/nccl-tests-STANDIN/fixtures /var/lib/nvmlsim/types
-        sed '1s|^#!.*|#!/usr/bin/python3|' "$GPUCLUSTER_SIM_ROOT/tests/standins/all_reduce_perf-standin" \
-            | pm exec -i "$name" sh -c 'cat > /opt/nccl-tests-STANDIN/build/all_reduce_perf && chmod 0755 /opt/nccl-tests-STANDIN/build/all_reduce_perf'
-        tar -C "$GPUCLUSTER_SIM_ROOT/tests/unit/fixtures/nccl" --owner=0 --group=0 -cf - . \
-            | pm exec -i "$name" tar -C /opt/nccl-tests-STANDIN/fixtures --no-same-owner -xf -
+        install_nccl_standin "$name"
+        pm exec "$name" mkdir -p /var/lib/nvmlsim/types
         tar -C "$SCALE_OUT/nvmlsim" --owner=0 --group=0 -cf - . | pm exec -i "$name" tar -C /var/lib/nvmlsim/types --no-same-owner -xf -
         pm cp "$SCALE_OUT/node-types" "$name:/etc/slurm/node-types.scale"
         pm cp "$SCALE_OUT/scale-task-prolog" "$name:/etc/slurm/scale-task-prolog"

@@ -102,3 +102,17 @@ content_hash() {
         done
     } | sha256sum | cut -c1-16
 }
+
+# The all_reduce_perf STAND-IN (prints recorded real outputs, measures
+# nothing) and its recordings, where the validation playbook of the simulated
+# inventory looks for nccl-tests: /opt/nccl-tests-STANDIN/build. Used by
+# node-prepare.sh (a simulated node) and scale.sh (a rack of emulated nodes).
+install_nccl_standin() {  # container
+    pm exec "$1" mkdir -p /opt/nccl-tests-STANDIN/build /opt/nccl-tests-STANDIN/fixtures
+    # (Debian has no `python`: the node's python3 runs it)
+    sed '1s|^#!.*|#!/usr/bin/python3|' "$GPUCLUSTER_SIM_ROOT/tests/standins/all_reduce_perf-standin" \
+        | pm exec -i "$1" sh -c 'cat > /opt/nccl-tests-STANDIN/build/all_reduce_perf'
+    tar -C "$GPUCLUSTER_SIM_ROOT/tests/unit/fixtures/nccl" --owner=0 --group=0 -cf - . \
+        | pm exec -i "$1" tar -C /opt/nccl-tests-STANDIN/fixtures --no-same-owner -xf -
+    pm exec "$1" chmod 0755 /opt/nccl-tests-STANDIN/build/all_reduce_perf
+}

@@ -153,19 +153,6 @@ install_fabric_manager() {
         || die "$container: nvidia-fabricmanager.service (STAND-IN) failed: $(in_node journalctl -u nvidia-fabricmanager.service -n 20 --no-pager)"
 }
 
-# The all_reduce_perf STAND-IN (prints recorded real outputs, measures
-# nothing) and its recordings, where the validation playbook of the simulated
-# inventory looks for nccl-tests: /opt/nccl-tests-STANDIN/build.
-install_nccl_standin() {
-    in_node mkdir -p /opt/nccl-tests-STANDIN/build /opt/nccl-tests-STANDIN/fixtures
-    # (Debian has no `python`: the node's python3 runs it)
-    sed '1s|^#!.*|#!/usr/bin/python3|' "$GPUCLUSTER_SIM_ROOT/tests/standins/all_reduce_perf-standin" \
-        | pm exec -i "$container" sh -c 'cat > /opt/nccl-tests-STANDIN/build/all_reduce_perf'
-    tar -C "$GPUCLUSTER_SIM_ROOT/tests/unit/fixtures/nccl" --owner=0 --group=0 -cf - . \
-        | pm exec -i "$container" tar -C /opt/nccl-tests-STANDIN/fixtures --no-same-owner -xf -
-    in_node chmod 0755 /opt/nccl-tests-STANDIN/build/all_reduce_perf
-}
-
 # The deep health tier's tools as STAND-INs (no CUDA, no DCGM host engine, no
 # RDMA device here): dcgmi, nvbandwidth and ib_write_bw, where the simulated
 # inventory points the deep tier (validate_deep_*). Their numbers and failures
@@ -240,7 +227,7 @@ setup_admin
 if [ -n "$preset" ]; then
     install_simulator
     install_fabric_manager
-    install_nccl_standin
+    install_nccl_standin "$container"
     install_deep_standins
 fi
 log "$container: ready${preset:+ ($preset)}"
