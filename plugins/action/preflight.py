@@ -140,6 +140,13 @@ class ActionModule(ActionBase):
                 problems.extend('%s: %s' % (name, _first_line(e)) for e in errors)
         return problems
 
+    def _play_strategy(self):
+        """The strategy of the play running this task (its keyword, else ANSIBLE_STRATEGY / ansible.cfg); None if unknown."""
+        try:
+            return self._task.get_play().strategy
+        except (AttributeError, TypeError):
+            return None
+
     def run(self, tmp=None, task_vars=None):
         task_vars = task_vars or {}
         result = super().run(tmp, task_vars)
@@ -164,6 +171,9 @@ class ActionModule(ActionBase):
         if args['inventory']:
             inventory = preflight_errors(controllers, compute, names, gpu_nodes,
                                          dict(controller=args['controller_group'], compute=args['compute_group'], gpu=args['gpu_group']))
+            problem = preflight.strategy_problem(self._play_strategy())
+            if problem:
+                inventory.insert(0, problem)
         this_host = task_vars.get('inventory_hostname')
 
         problems, skipped, checked, raw_vars = [], [], 0, {}

@@ -494,6 +494,25 @@ def role_problems(role, host, options, values, groups):
     return check(host, values, groups) if check else []
 
 
+# Strategies that let each host run ahead of the others (ansible.builtin.free, host_pinned, mitogen_free ...). The
+# collection's plays read other hosts' results of the same play (the slurm play renders every host's slurm.conf from
+# every compute node's facts) and stop every host on one failure (any_errors_fatal, which these strategies ignore).
+# Measured under free: the controller reached slurm.conf first and failed (docs/scale.md, "Ansible-side scale").
+_FREE_STRATEGIES = ('free', 'host_pinned')
+
+
+def strategy_problem(strategy):
+    """The problem of running the collection's plays under ``strategy`` (the play's), or None for a linear one."""
+    if not isinstance(strategy, str) or not strategy:
+        return None
+    name = strategy.rsplit('.', 1)[-1]
+    if name in _FREE_STRATEGIES or any(name.endswith('_' + free) for free in _FREE_STRATEGIES):
+        return ("the play's strategy is %r (ANSIBLE_STRATEGY, or strategy in ansible.cfg); the collection's plays need a "
+                "linear one (linear, or mitogen_linear): their tasks read other hosts' results of the same play and stop "
+                "every host on one failure (any_errors_fatal), which %s ignores" % (strategy, name))
+    return None
+
+
 def _natural(name):
     return [(0, int(part), '') if part.isdigit() else (1, 0, part) for part in re.split(r'([0-9]+)', name)]
 

@@ -22,9 +22,10 @@ UNREACHABLE = {"ansible_connection": "ssh", "ansible_host": "127.0.0.1", "ansibl
 PREFLIGHT_ONLY = ["--tags", "preflight", "--skip-tags", "facts"]
 
 
-def run_site(tmp_path, inventories, args=()):
+def run_site(tmp_path, inventories, args=(), env_extra=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"), ANSIBLE_SSH_TIMEOUT="2")
+    env.update(env_extra or {})
     argv = [str(ANSIBLE_PLAYBOOK)]
     for inventory in inventories:
         argv += ["-i", str(inventory)]
@@ -194,3 +195,18 @@ def test_the_repository_inventory_passes(tmp_path):
     assert "the inventory describes one Slurm cluster" in output, output[-3000:]
     assert "Gathering Facts" not in output
     assert "unreachable=1" not in output
+
+
+@pytest.mark.parametrize("strategy, passes", [("free", False), ("host_pinned", False), ("linear", True)])
+def test_a_strategy_that_lets_hosts_run_ahead_is_refused(tmp_path, strategy, passes):
+    """ANSIBLE_STRATEGY=free made the slurm play fail halfway (measured, docs/scale.md): the preflight refuses it first."""
+    extra = " ".join("%s=%s" % item for item in UNREACHABLE.items())
+    rc, output = run_site(tmp_path, [ROOT / "inventory" / "hosts.yml", ROOT / "inventory" / "simulated"],
+                          PREFLIGHT_ONLY + ["-e", extra], env_extra={"ANSIBLE_STRATEGY": strategy})
+    if passes:
+        assert rc == 0, output[-3000:]
+        assert "strategy" not in output.split("PLAY RECAP")[0].split("before anything changes]")[-1], output[-3000:]
+        return
+    assert_stopped_in_preflight(rc, output)
+    assert "the inventory has 1 problem, nothing was changed" in output, output[-3000:]
+    assert "the play's strategy is '%s' (ANSIBLE_STRATEGY, or strategy in ansible.cfg)" % strategy in output, output[-3000:]

@@ -345,3 +345,29 @@ def test_report(inventory, found, expected):
 ])
 def test_failure_message(lines, expected):
     assert pf.failure_message(lines) == expected
+
+
+@pytest.mark.parametrize('strategy, bad', [
+    ('linear', False),
+    ('ansible.builtin.linear', False),
+    ('debug', False),
+    ('mitogen_linear', False),
+    ('my_site_strategy', False),
+    ('', False),
+    (None, False),
+    ('free', True),
+    ('ansible.builtin.free', True),
+    ('host_pinned', True),
+    ('ansible.builtin.host_pinned', True),
+    ('mitogen_free', True),
+    ('mitogen_host_pinned', True),
+    ('freely', False),
+])
+def test_strategy_problem(strategy, bad):
+    problem = pf.strategy_problem(strategy)
+    if not bad:
+        assert problem is None
+        return
+    assert problem.startswith("the play's strategy is %r" % strategy)
+    assert 'linear, or mitogen_linear' in problem
+    assert 'any_errors_fatal' in problem
