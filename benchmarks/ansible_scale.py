@@ -50,14 +50,26 @@ LABEL = 'io.gpucluster.sim'
 PREFIX = 'gcsim-'
 NETWORK = os.environ.get('GPUCLUSTER_SIM_NETWORK', 'gpucluster-sim')
 NET_BASE = os.environ.get('GPUCLUSTER_SIM_SUBNET', '10.89.42.0/24').rsplit('.', 1)[0]
-BASE_NODES = {'ctl': 10, 'gpu-01': 11, 'gpu-02': 12}
+HOST_VARS = os.path.join(ROOT, 'inventory', 'simulated', 'host_vars')
 SOURCE = 'gpu-02'
 FIRST_OCTET = 13
 LAST_OCTET = 250
-IMAGE = 'localhost/gpucluster-sim-clone:ansible-scale'
+IMAGE_REPO = 'localhost/gpucluster-sim-clone'
 ENV = dict(os.environ, CONTAINERS_CONF=os.path.join(ROOT, 'scripts', 'lib', 'containers.conf'))
 VARIANTS = ('default', 'forks', 'free', 'nopipe', 'cache')
 INOTIFY_PER_NODE = 12
+
+
+def base_nodes():
+    """The simulated cluster's own nodes and their address octets, from the simulated inventory (gpucluster_sim_octet)."""
+    octets = {}
+    for entry in sorted(os.listdir(HOST_VARS)):
+        if entry.endswith('.yml'):
+            with open(os.path.join(HOST_VARS, entry)) as handle:
+                found = re.search(r'^gpucluster_sim_octet: *(\d+)', handle.read(), re.M)
+            if found:
+                octets[entry[:-4]] = int(found.group(1))
+    return octets
 
 
 def sh(argv, check=True, **kwargs):
@@ -96,28 +108,31 @@ def running(name):
 
 
 def ensure_image():
-    if sh(['podman', 'image', 'exists', IMAGE], check=False).returncode == 0:
-        return
+    """The clone image, committed once per gpu-02 container (tagged with its id: a new bring-up has a new munge key)."""
     if not running(SOURCE):
         raise SystemExit('ansible_scale: %s%s is not running: bring the cluster up and converge it first '
                          '(bash scripts/cluster.sh up; bash scripts/cluster.sh playbook playbooks/site.yml)' % (PREFIX, SOURCE))
-    # the label makes `cluster.sh prune-images` remove it too
-    sh(['podman', 'commit', '-q', '--change', 'LABEL %s=image' % LABEL, PREFIX + SOURCE, IMAGE])
+    image = '%s:%s' % (IMAGE_REPO, sh(['podman', 'container', 'inspect', '-f', '{{.Id}}', PREFIX + SOURCE]).stdout.strip()[:12])
+    if sh(['podman', 'image', 'exists', image], check=False).returncode != 0:
+        # the label makes `cluster.sh prune-images` remove it too
+        sh(['podman', 'commit', '-q', '--change', 'LABEL %s=image' % LABEL, PREFIX + SOURCE, image])
+    return image
 
 
 def hosts_lines(size):
-    entries = sorted(BASE_NODES.items(), key=lambda kv: kv[1]) + clones(size)
+    entries = sorted(base_nodes().items(), key=lambda kv: kv[1]) + clones(size)
     return ['%s.%d %s' % (NET_BASE, octet, name) for name, octet in entries]
 
 
 def fleet(size):
     """Start the clones gpu-03 .. gpu-<size> (keep running ones), remove those above ``size``; every node's /etc/hosts lists all."""
-    ensure_image()
+    image = ensure_image()
+    base = base_nodes()
     wanted = dict(clones(size))
     listed = sh(['podman', 'ps', '-a', '--filter', 'label=%s=cluster' % LABEL, '--format', '{{.Names}}']).stdout.split()
     for container in listed:
         name = container[len(PREFIX):]
-        if re.match(r'^gpu-\d+$', name) and name not in BASE_NODES and name not in wanted:
+        if re.match(r'^gpu-\d+$', name) and name not in base and name not in wanted:
             sh(['podman', 'rm', '-f', '-t', '5', container])
     adds = []
     for line in hosts_lines(size):
@@ -129,10 +144,10 @@ def fleet(size):
         sh(['podman', 'rm', '-f', '-t', '5', PREFIX + name], check=False)
         sh(['podman', 'run', '-d', '--name', PREFIX + name, '--hostname', name, '--label', '%s=cluster' % LABEL,
             '--network', NETWORK, '--ip', '%s.%d' % (NET_BASE, octet), '--network-alias', name] + adds
-           + ['--privileged', '--systemd=always', IMAGE, '/sbin/init'])
+           + ['--privileged', '--systemd=always', image, '/sbin/init'])
     # the nodes started before the clones learn their names (one line per missing name)
     script = 'for l in "$@"; do grep -qx "$l" /etc/hosts || echo "$l" >> /etc/hosts; done'
-    for name in list(BASE_NODES) + sorted(wanted):
+    for name in sorted(base) + sorted(wanted):
         sh(['podman', 'exec', PREFIX + name, 'sh', '-c', script, 'hosts'] + hosts_lines(size))
     known_hosts(size)
     for name in sorted(wanted):

@@ -507,7 +507,7 @@ def strategy_problem(strategy):
         return None
     name = strategy.rsplit('.', 1)[-1]
     if name in _FREE_STRATEGIES or any(name.endswith('_' + free) for free in _FREE_STRATEGIES):
-        return ("the play's strategy is %r (ANSIBLE_STRATEGY, or strategy in ansible.cfg); the collection's plays need a "
+        return ("the play's strategy is %r (the play's strategy keyword, ANSIBLE_STRATEGY or ansible.cfg); the collection's plays need a "
                 "linear one (linear, or mitogen_linear): their tasks read other hosts' results of the same play and stop "
                 "every host on one failure (any_errors_fatal), which %s ignores" % (strategy, name))
     return None

@@ -18,6 +18,9 @@ description:
     and each role of the collection runs it for its own inputs first (O(inventory=false), O(hosts) the host running the role).
   - Checks the shape of the inventory - exactly one host in O(controller_group), at least one in O(compute_group), every host
     of O(gpu_group) also in O(compute_group), host names Slurm accepts as node names.
+  - With O(inventory), also the play's strategy - one that lets hosts run ahead of each other (V(free), V(host_pinned),
+    V(mitogen_free) ...) is refused; the collection's plays read other hosts' results of the same play and rely on
+    C(any_errors_fatal).
   - For each role of O(roles) and each host of its O(roles[].groups) that is in this run (O(hosts)), takes the host's value of
     every variable of the role's C(meta/argument_specs.yml) (its inventory or extra var, else the role's C(defaults/main.yml)
     value), templates it, and checks it against the argument spec (type, choices, elements, required, sub-options and unknown
@@ -79,7 +82,7 @@ options:
     elements: str
   inventory:
     description:
-      - Check the shape of the inventory (the groups above and the node names).
+      - Check the shape of the inventory (the groups above and the node names) and the play's strategy.
       - V(false) checks only the roles' inputs, as a role that is not about Slurm's inventory does for itself.
     type: bool
     default: true
