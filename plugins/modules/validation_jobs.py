@@ -20,6 +20,11 @@ description:
   - A job that exits non-zero without any output, or with only srun's allocation error (a controller too busy to
     answer in MessageTimeout, as 1,024 per-node sruns at once made it on the emulated cluster), is started again,
     up to 3 attempts; its result then says how many (C(attempts)).
+  - With C(nccl.dispatch) V(allocation) (V(auto) from C(nccl.dispatch_min_nodes) per-node runs on, 64 by default), the
+    per-node runs are steps of one allocation per node type (C(salloc --no-shell --immediate --no-kill)), not one job each, so
+    that the controller allocates a few jobs instead of one per node. An allocation not granted within C(nccl.allocation_wait)
+    seconds (a busy node) is asked again for the nodes C(sinfo) lists idle, and the runs of the others go as one job each, so that
+    a busy node holds up only its own run. The allocations are cancelled (C(scancel)) when the round ends.
   - Each finished job is judged by its O(jobs[].kind) and turned into check records for
     C(gpucluster.bringup.validation_report); C(nccl) jobs also return their busbw-vs-size series.
   - A job that fails is a failed check, never a failed task; the module fails only on bad input, and then before any job
@@ -115,7 +120,8 @@ options:
         them to O(jobs). Keys C(binary), C(nodes) (C([{name, gpus, model}])), C(env), C(args), C(timeout),
         C(time_limit), C(node_topology), C(node_min_busbw_gbps), C(fabric), C(fabric_topology), C(fabric_nics),
         C(fabric_min_busbw_gbps), C(expect_transport), C(thresholds), C(pairwise), C(mpi), C(pairs_only), C(leaf_of),
-        C(gate_curves). Two-node runs (a fabric run of two nodes, every pair) get C(NCCL_ALGO=Ring) unless C(env) sets
+        C(gate_curves), C(dispatch) (V(auto), V(per_node), V(allocation)), C(dispatch_min_nodes), C(allocation_wait), C(salloc),
+        C(scancel). Two-node runs (a fabric run of two nodes, every pair) get C(NCCL_ALGO=Ring) unless C(env) sets
         C(NCCL_ALGO).
       - Per-node runs start together; the fabric run follows, then the pair rounds.
     type: dict
@@ -193,9 +199,19 @@ mpi_available:
   type: list
   elements: str
 results:
-  description: Per job, its exit code, duration, whether it timed out, and the last 4000 characters of stdout and stderr.
+  description:
+    - Per job, its exit code, duration, whether it timed out, and the last 4000 characters of stdout and stderr.
+    - A per-node run dispatched as a step of an allocation says so in C(dispatch) (C(step of job N), or C(own job (...))
+      with the reason when its allocation was not granted).
   returned: always
   type: dict
+allocations:
+  description:
+    - The allocations the per-node runs were steps of (C(nccl.dispatch)), C([{name, nodes, job_id, seconds, refused}]);
+      C(job_id) is null and C(refused) says why when one was not granted (its runs then went as one job each).
+  returned: always
+  type: list
+  elements: dict
 '''
 
 import threading
@@ -205,7 +221,10 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import choose_mpi_plugin, parse_mpi_list
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import (
-    JobsFailure, checked_jobs, fill_mpi, judge_jobs, needing_mpi, retry_allocation, tails)
+    JobsFailure, allocation_groups, checked_jobs, fill_mpi, granted_job, idle_nodes, judge_jobs, needing_mpi, refusal, retry_allocation, tails,
+    use_allocation, use_own_jobs)
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import narrowed
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 
 
 class JobsClient(object):
@@ -243,6 +262,7 @@ class JobsManager(object):
     def __init__(self, client, params):
         self.client = client
         self.params = params
+        self.allocations = []
 
     def run(self):
         """The module's result; raises ``JobsFailure``."""
@@ -273,12 +293,50 @@ class JobsManager(object):
         """Job name -> result of each job that is not skipped; the jobs of one round run at once, rounds in order."""
         results = {}
         for number in sorted(set(job['round'] for job in jobs)):
-            threads = [threading.Thread(target=self._run_job, args=(job, results)) for job in jobs if job['round'] == number and job['kind'] != 'skip']
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+            running = [job for job in jobs if job['round'] == number and job['kind'] != 'skip']
+            granted = []
+            try:
+                self.allocate(running, granted)
+                threads = [threading.Thread(target=self._run_job, args=(job, results)) for job in running]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+            finally:
+                for release, job_id in granted:
+                    self.client.run(list(release) + [job_id])
         return results
+
+    def allocate(self, jobs, granted):
+        """One ``salloc --no-shell`` per allocation the jobs are steps of; ``granted`` gets ``(release argv, job id)`` of each
+        granted one. An allocation not granted is asked again for its idle nodes only; the jobs of the nodes left out
+        (or of an allocation not granted at all) run as jobs of their own."""
+        for allocation, members in allocation_groups(jobs):
+            why = self._allocate(allocation, members, granted)
+            if why is None:
+                continue
+            idle = idle_nodes(self.client.run(allocation['idle'])) if allocation.get('idle') else set()
+            free = [job for job in members if job['name'] in idle]
+            busy = [job for job in members if job['name'] not in idle]
+            if free and busy:
+                use_own_jobs(busy, '%s; not idle: %s' % (why, compress([job['name'] for job in busy])))
+                members = free
+                why = self._allocate(narrowed(allocation, [job['name'] for job in free]), free, granted)
+            if why is not None:
+                use_own_jobs(members, why)
+
+    def _allocate(self, allocation, members, granted):
+        """Ask for one allocation; its jobs become its steps. None when granted, else why not."""
+        result = self.client.run_job(allocation['argv'], allocation.get('timeout') or 120)
+        job_id = granted_job(result)
+        entry = {'name': allocation['name'], 'nodes': len(members), 'job_id': job_id, 'seconds': result['seconds']}
+        self.allocations.append(entry)
+        if job_id:
+            granted.append((allocation['release'], job_id))
+            use_allocation(members, job_id)
+            return None
+        entry['refused'] = refusal(result)
+        return entry['refused']
 
     def _run_job(self, job, results):
         attempt = 1
@@ -289,6 +347,8 @@ class JobsManager(object):
             result = self.client.run_job(job['argv'], job['timeout'], job.get('env'))
         if attempt > 1:
             result['attempts'] = attempt
+        if job.get('dispatch'):
+            result['dispatch'] = job['dispatch']
         results[job['name']] = result
 
     def judge(self, jobs, results, mpi_info):
@@ -299,7 +359,8 @@ class JobsManager(object):
         """The module's result; the warnings are passed on to Ansible too."""
         for text in warnings:
             self.client.warn(text)
-        return dict(changed=False, records=records, series=series, warnings_found=warnings, results=tails(results), **mpi_info)
+        return dict(changed=False, records=records, series=series, warnings_found=warnings, results=tails(results), allocations=self.allocations,
+                    **mpi_info)
 
 
 def job_options():

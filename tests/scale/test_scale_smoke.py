@@ -69,7 +69,13 @@ def test_a_job_on_every_node_sees_its_own_gpus(fleet):
 def test_the_validation_runs_all_reduce_perf_on_every_node(fleet):
     scale.playbook('validate', {'scale_nccl_plan': scale.plan(fleet)})
     with open(os.path.join(scale.OUT, 'nccl-results.json')) as handle:
-        records = json.load(handle)['records']
+        results = json.load(handle)
+    records = results['records']
+    # 64 per-node runs: the role's default (auto) makes them steps of one allocation per node type, 3 jobs in all
+    assert [(a['name'], a['nodes'], bool(a['job_id'])) for a in results['allocations']] == [
+        ('gpu:h100:8 on 32 nodes', 32, True), ('gpu:a100:8 on 16 nodes', 16, True), ('gpu:a100:2 on 16 nodes', 16, True)]
+    # what slurmctld holds after the stage: the three jobs, ended (cancelled once their steps were done), none left running
+    assert scale.ctl('squeue', '-h', '-o', '%i').stdout.split() == []
     busbw = dict((r['node'], (r['status'], r['reason'][:40])) for r in records if r['check'] == 'busbw')
     # gated: the H100 and A100 SXM nodes; the seed-003 nodes (two whole A100 PCIe GPUs) have no built-in gate
     gated = [n['name'] for n in fleet['nodes'] if n['type'] != 'a100-mig']
@@ -77,6 +83,29 @@ def test_the_validation_runs_all_reduce_perf_on_every_node(fleet):
     assert busbw == dict((n['name'], ('pass', busbw[n['name']][1]) if n['name'] in gated
                           else ('skip', 'not checked: no busbw threshold (set top')) for n in fleet['nodes'])
     assert [r for r in records if r['status'] == 'fail'] == []
+
+
+def test_a_busy_node_holds_up_only_its_own_run(fleet):
+    # a job holds gpu-0001: its node type's allocation is not granted within allocation_wait, so it is asked again
+    # for the 31 idle H100 nodes, and gpu-0001's run goes as a job of its own, which waits until its time-out;
+    # every other node's run passes
+    blocker = scale.ctl('sbatch', '--parsable', '-w', 'gpu-0001', '--exclusive', '--time=5', '--wrap', 'sleep 300').stdout.strip()
+    try:
+        scale.wait_for(lambda: 'gpu-0001' in scale.ctl('squeue', '-h', '-t', 'R', '-o', '%N').stdout, 60)
+        scale.playbook('validate', {'scale_nccl_plan': dict(scale.plan(fleet), allocation_wait=3, timeout=30)})
+    finally:
+        scale.ctl('scancel', blocker, check=False)
+    with open(os.path.join(scale.OUT, 'nccl-results.json')) as handle:
+        results = json.load(handle)
+    allocations = results['allocations']
+    assert [(a['name'], a['nodes'], bool(a['job_id'])) for a in allocations] == [
+        ('gpu:h100:8 on 32 nodes', 32, False), ('gpu:h100:8 on 31 idle nodes', 31, True),
+        ('gpu:a100:8 on 16 nodes', 16, True), ('gpu:a100:2 on 16 nodes', 16, True)]
+    assert 'Unable to allocate resources' in allocations[0]['refused'], allocations
+    failed = [(r['node'], r['check'], r['reason']) for r in results['records'] if r['status'] == 'fail']
+    assert failed == [('gpu-0001', 'all_reduce', 'all_reduce_perf timed out after 30s')]
+    assert len([r for r in results['records'] if r['check'] == 'busbw' and r['status'] == 'pass']) == 47
+    scale.wait_for(lambda: scale.node_count('idle') == NODES, 60)
 
 
 def test_drained_nodes_are_resumed_with_probes(fleet):

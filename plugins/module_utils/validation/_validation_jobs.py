@@ -44,6 +44,8 @@ PLANNERS = (('slurm', slurm_jobs), ('mpi', mpi_jobs), ('nccl', plan_jobs))
 ALLOCATION_ERROR = re.compile(r'Socket timed out|Connection (reset|refused)|Job allocate response|Zero Bytes were transmitted|'
                               r'Slurm temporarily unable', re.I)
 ATTEMPTS = 3
+# salloc's line once the nodes are the job's
+GRANTED = re.compile(r'Granted job allocation (\d+)')
 
 
 def retry_allocation(result, attempt):
@@ -57,6 +59,57 @@ def retry_allocation(result, attempt):
     if not err:
         return True
     return result.get('rc') not in (0, None) and bool(ALLOCATION_ERROR.search(err))
+
+
+def allocation_groups(jobs):
+    """``[(allocation, [jobs])]``: the jobs that are steps of an allocation (the plan's ``allocation_dispatch``), by
+    allocation, in the order they first appear."""
+    groups = []
+    for job in jobs:
+        allocation = job.get('allocation')
+        if not allocation or job['kind'] == 'skip':
+            continue
+        for group in groups:
+            if group[0] is allocation or group[0] == allocation:
+                group[1].append(job)
+                break
+        else:
+            groups.append((allocation, [job]))
+    return groups
+
+
+def granted_job(result):
+    """The job id salloc says it was granted (``run_job``'s result), else None."""
+    found = GRANTED.search((result.get('stderr') or '') + '\n' + (result.get('stdout') or ''))
+    return found.group(1) if found else None
+
+
+def refusal(result):
+    """Why an allocation was not granted, in a line: salloc's last message, else its exit or time-out."""
+    if result.get('timed_out'):
+        return 'salloc timed out after %s s' % result.get('timeout')
+    lines = [line.strip() for line in (result.get('stderr') or '').splitlines() + (result.get('stdout') or '').splitlines() if line.strip()]
+    return lines[-1] if lines else 'salloc exited %s with no message' % result.get('rc')
+
+
+def idle_nodes(result):
+    """The node names ``sinfo -h -N -t idle -o %N`` printed (``run``'s ``(rc, stdout, stderr)``); empty when it failed."""
+    rc, out, _err = result
+    return set(out.split()) if rc == 0 else set()
+
+
+def use_allocation(jobs, job_id):
+    """The jobs become steps of job ``job_id``."""
+    for job in jobs:
+        job['argv'] = [arg.replace('{jobid}', job_id) for arg in job['argv']]
+        job['dispatch'] = 'step of job %s' % job_id
+
+
+def use_own_jobs(jobs, why):
+    """The allocation was not granted (``why``): each job runs as its own job."""
+    for job in jobs:
+        job['argv'] = job['own_argv']
+        job['dispatch'] = 'own job (the allocation was not granted: %s)' % why
 
 
 class JobsFailure(ModuleFailure):
@@ -166,7 +219,8 @@ def run_versions(result):
 def with_run_facts(records, job, result):
     """The records of an NCCL run, its failed ones with ``command`` (the shell command line that reruns the run), its first
     with ``versions`` (what its output names)."""
-    command = command_line(job['argv'], job.get('env'))
+    # (a step of an allocation is rerun as the job of its own it would have been)
+    command = command_line(job.get('own_argv') or job['argv'], job.get('env'))
     for rec in records:
         if rec.get('status') == 'fail':
             rec['command'] = command

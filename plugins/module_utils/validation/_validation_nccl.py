@@ -20,6 +20,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import (
     DEFAULT_BUSBW_GBPS, NcclParseError, busbw_series, evaluate, gate_curve, parse_run, threshold_for)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import check_run_settings, is_false
@@ -193,7 +194,119 @@ def multi_node_run(env, names, gate):
 
 PLAN_KEYS = ('binary', 'nodes', 'env', 'args', 'timeout', 'time_limit', 'srun', 'srun_extra', 'node_topology', 'node_min_busbw_gbps', 'fabric',
              'fabric_topology', 'fabric_nics', 'fabric_min_busbw_gbps', 'expect_transport', 'thresholds', 'pairwise', 'mpi', 'pairs_only',
-             'leaf_of', 'gate_curves')
+             'leaf_of', 'gate_curves', 'dispatch', 'dispatch_min_nodes', 'allocation_wait', 'salloc', 'scancel')
+
+# How the per-node runs reach Slurm (``dispatch``): ``per_node`` one job each (one allocation per node: slurmctld
+# allocates jobs one at a time, and at 1,024 nodes at once its allocations took 0.3-2.3 s each, docs/scale.md);
+# ``allocation`` one allocation per node type (salloc --no-shell) and each node's run a step of it; ``auto`` the
+# allocation from ``dispatch_min_nodes`` per-node runs on.
+DISPATCH = ('auto', 'per_node', 'allocation')
+DISPATCH_MIN_NODES = 64
+ALLOCATION_WAIT = 60
+# srun options that salloc refuses or that act on a step only: they stay on the steps. Options that act on the job
+# (--reservation, --partition, --account, --qos, ...) go on the allocation too; srun ignores them for a step of it.
+STEP_ONLY_OPTIONS = ('--container-', '--cpu-bind', '--mpi', '--label', '-l', '--kill-on-bad-exit', '-K', '--multi-prog', '--unbuffered',
+                     '-u', '--accel-bind', '--overlap', '--exact', '--task-prolog', '--task-epilog', '--prolog', '--epilog', '--export')
+
+
+def dispatch_settings(plan):
+    """``(dispatch, dispatch_min_nodes, allocation_wait)`` of a plan, checked."""
+    dispatch = plan.get('dispatch') or 'auto'
+    if dispatch not in DISPATCH:
+        raise ValueError('dispatch is %r; valid: auto (one allocation per node type from dispatch_min_nodes per-node runs on), '
+                         'per_node (one job per node), allocation (one allocation per node type, a step per node)' % (dispatch,))
+    numbers = []
+    for key, default in (('dispatch_min_nodes', DISPATCH_MIN_NODES), ('allocation_wait', ALLOCATION_WAIT)):
+        value = plan.get(key)
+        if value is None or value == '':
+            value = default
+        if isinstance(value, bool) or not str(value).isdigit() or int(value) < 1:
+            raise ValueError('%s is %r, expected a whole number of at least 1%s' % (key, value, ' (seconds)' if key == 'allocation_wait' else ''))
+        numbers.append(int(value))
+    return dispatch, numbers[0], numbers[1]
+
+
+def option_groups(options):
+    """srun options as groups: an option and the words after it that are not options (``--reservation x``)."""
+    groups = []
+    for item in options:
+        if item.startswith('-') or not groups:
+            groups.append([item])
+        else:
+            groups[-1].append(item)
+    return groups
+
+
+def allocation_options(options):
+    """The options of ``options`` (srun's) that also go on the allocation: all but ``STEP_ONLY_OPTIONS``."""
+    kept = []
+    for group in option_groups(options):
+        name = group[0].split('=', 1)[0]
+        short = name[:2] if not name.startswith('--') else name
+        if any(name == only or short == only or (only.endswith('-') and name.startswith(only)) for only in STEP_ONLY_OPTIONS):
+            continue
+        kept.extend(group)
+    return kept
+
+
+def sibling_command(srun, command):
+    """``command`` (salloc, scancel) next to ``srun``: its directory when srun is given as a path."""
+    return srun[:srun.rindex('/') + 1] + command if '/' in srun else command
+
+
+def allocation_dispatch(jobs, specs, plan, extra, time_limit):
+    """The per-node runs ``jobs`` as steps of one allocation per node type (``specs``: job name -> (gres_type, gpus)).
+
+    Each job keeps its own job's argv as ``own_argv`` (run so when the allocation is not granted, and the command
+    that reruns it); ``argv`` becomes the step (``srun --jobid={jobid}``); ``allocation`` is the allocation's
+    ``{name, argv, release, idle}`` (``salloc --no-shell``: it returns once the nodes are the job's; ``scancel``;
+    ``sinfo`` listing the group's idle nodes). ``--no-kill``: a node that fails does not end the others' steps;
+    ``--immediate``: a group that cannot have all its nodes within ``allocation_wait`` seconds is allocated again
+    without the nodes that are not idle (``narrowed``), and those run as jobs of their own: a busy node holds up
+    only its own run.
+    """
+    _dispatch, _minimum, wait = dispatch_settings(plan)
+    srun = plan.get('srun') or 'srun'
+    salloc = plan.get('salloc') or sibling_command(srun, 'salloc')
+    scancel = plan.get('scancel') or sibling_command(srun, 'scancel')
+    sinfo = sibling_command(srun, 'sinfo')
+    groups = []
+    for job in jobs:
+        key = specs[job['name']]
+        for group in groups:
+            if group[0] == key:
+                group[1].append(job)
+                break
+        else:
+            groups.append((key, [job]))
+    for (gres_type, gpus), members in groups:
+        names = [job['name'] for job in members]
+        gres = 'gpu:%s%d' % ('%s:' % gres_type if gres_type else '', gpus)
+        allocation = {'name': '%s on %d node%s' % (gres, len(names), '' if len(names) == 1 else 's'),
+                      'argv': [salloc, '--no-shell', '--immediate=%d' % wait, '--no-kill', '--nodes=%d' % len(names),
+                               '--nodelist=%s' % compress(names), '--exclusive', '--gres=%s' % gres, '--time=%s' % time_limit,
+                               '--job-name=gpucluster-validate-nccl'] + allocation_options(extra),
+                      'release': [scancel], 'timeout': wait + 60, 'gres': gres,
+                      'idle': [sinfo, '-h', '-N', '-t', 'idle', '-o', '%N', '-n', compress(names)]}
+        for job in members:
+            job['own_argv'] = job['argv']
+            step = [arg for arg in job['argv'] if arg != '--exclusive']
+            job['argv'] = step[:1] + ['--jobid={jobid}'] + step[1:]
+            job['allocation'] = allocation
+    return jobs
+
+
+def narrowed(allocation, names):
+    """``allocation`` (``allocation_dispatch``'s) for the nodes ``names`` of it only."""
+    argv = []
+    for arg in allocation['argv']:
+        if arg.startswith('--nodes='):
+            arg = '--nodes=%d' % len(names)
+        elif arg.startswith('--nodelist='):
+            arg = '--nodelist=%s' % compress(names)
+        argv.append(arg)
+    return dict(allocation, argv=argv, name='%s on %d idle node%s' % (allocation.get('gres') or 'gpu', len(names), '' if len(names) == 1 else 's'),
+                idle=None)
 
 
 def _count(value, name):
@@ -222,6 +335,8 @@ def plan_jobs(plan):
     ``mpi`` (the ``--mpi=`` value of the multi-node runs; ``{mpi}`` is filled in by the module). Per-node runs are
     round 0 (all at once), the fabric run round 1, pair rounds 2 and up. A run over two nodes gets ``NCCL_ALGO=Ring``
     (``ring_env``); the multi-node runs' expectations carry their node count (``ib-*`` curves stretch with it).
+    ``dispatch`` (``auto``, ``per_node``, ``allocation``), ``dispatch_min_nodes``, ``allocation_wait``, ``salloc``,
+    ``scancel``: how the per-node runs reach Slurm (``allocation_dispatch``).
     """
     if not isinstance(plan, dict):
         raise ValueError('the NCCL plan must be a dict with keys %s, got %r' % (', '.join(PLAN_KEYS), plan))
@@ -231,6 +346,10 @@ def plan_jobs(plan):
     if not plan.get('binary'):
         raise ValueError('the NCCL plan needs binary: the path of all_reduce_perf on the nodes')
     check_run_settings(plan)  # like the slurm and mpi plans', before any job is made
+    dispatch, dispatch_min_nodes, _wait = dispatch_settings(plan)
+    for key in ('srun', 'salloc', 'scancel'):
+        if plan.get(key) is not None and (not isinstance(plan[key], str) or not plan[key].strip()):
+            raise ValueError('%s is %r, expected the command or its path' % (key, plan[key]))
     nodes = plan.get('nodes') or []
     if not isinstance(nodes, list) or not all(isinstance(n, dict) and n.get('name') for n in nodes):
         raise ValueError('NCCL plan nodes must be a list of {name, gpus, model}, got %r' % (nodes,))
@@ -259,6 +378,7 @@ def plan_jobs(plan):
     if not isinstance(leaf_of, dict) or not all(isinstance(v, str) and v for v in leaf_of.values()):
         raise ValueError('leaf_of must map node names to leaf switch names, got %r' % (leaf_of,))
     pairs_only = bool(plan.get('pairs_only'))
+    per_node, specs = [], {}
     for node in ([] if pairs_only else nodes):
         gpus = node.get('gpus') or 0
         if gpus < 1:
@@ -268,9 +388,13 @@ def plan_jobs(plan):
         topology = node.get('topology') or plan.get('node_topology') or node_topology(node.get('model'), gpus)
         minimum = node.get('min_busbw_gbps') if node.get('min_busbw_gbps') is not None else plan.get('node_min_busbw_gbps')
         expect = expect_for(topology=topology, min_busbw_gbps=minimum, thresholds=thresholds, gate_curves=curves)
-        jobs.append({'name': node['name'], 'kind': 'nccl', 'round': 0, 'hosts': [node['name']], 'expect': expect, 'timeout': timeout,
-                     'argv': srun_argv(plan['binary'], [node['name']], gpus, False, None, env, args, srun, extra, time_limit,
-                                       node.get('gres_type') or None)})
+        per_node.append({'name': node['name'], 'kind': 'nccl', 'round': 0, 'hosts': [node['name']], 'expect': expect, 'timeout': timeout,
+                         'argv': srun_argv(plan['binary'], [node['name']], gpus, False, None, env, args, srun, extra, time_limit,
+                                           node.get('gres_type') or None)})
+        jobs.append(per_node[-1])
+        specs[node['name']] = (node.get('gres_type') or '', gpus)
+    if per_node and (dispatch == 'allocation' or (dispatch == 'auto' and len(per_node) >= dispatch_min_nodes)):
+        allocation_dispatch(per_node, specs, plan, extra, time_limit)  # (the jobs in place, in their order)
     usable = [n for n in nodes if (n.get('gpus') or 0) >= 1]
     fabric_gate = dict(topology=plan.get('fabric_topology'), min_busbw_gbps=plan.get('fabric_min_busbw_gbps'), thresholds=thresholds,
                        nics=plan.get('fabric_nics') or 1, expect_transport=transport, gate_curves=curves)

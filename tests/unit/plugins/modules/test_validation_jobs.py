@@ -142,3 +142,131 @@ def test_a_job_whose_allocation_failed_is_started_again(capsys, tmp_path):
     assert result['results']['gpu-01']['attempts'] == 2
     assert [r['status'] for r in result['records'] if r['check'] == 'busbw'] == ['pass']
     assert count.read_text().count('x') == 2
+
+
+FAKE_SLURM = r'''#!/usr/bin/env python3
+# salloc, sinfo, srun and scancel of a fake Slurm for the allocation dispatch: each call is logged (one JSON line); salloc
+# grants job 100, 101, ... unless FAKE_SALLOC_REFUSE is set or its nodes hold one of FAKE_BUSY (names, comma-separated);
+# sinfo lists the nodes of -n that are not busy; srun exports --export=ALL,K=V and runs the program.
+import json, os, re, sys
+here = os.path.dirname(os.path.abspath(__file__))
+name = os.path.basename(sys.argv[0])
+with open(os.path.join(here, 'calls.jsonl'), 'a') as log:
+    log.write(json.dumps([name] + sys.argv[1:]) + '\n')
+busy = set(filter(None, os.environ.get('FAKE_BUSY', '').split(',')))
+def expand(hostlist):
+    names = []
+    for prefix, body, plain in re.findall(r'([^,\[]+)\[([^\]]+)\]|([^,\[\]]+)', hostlist):
+        if plain:
+            names.append(plain)
+            continue
+        for part in body.split(','):
+            low, _, high = part.partition('-')
+            names.extend('%s%0*d' % (prefix, len(low), n) for n in range(int(low), int(high or low) + 1))
+    return names
+if name == 'salloc':
+    nodes = expand(next(a for a in sys.argv if a.startswith('--nodelist='))[len('--nodelist='):])
+    if os.environ.get('FAKE_SALLOC_REFUSE') or busy & set(nodes):
+        sys.stderr.write('salloc: error: Unable to allocate resources: Requested nodes are busy\n')
+        sys.exit(1)
+    count = sum(1 for line in open(os.path.join(here, 'calls.jsonl')) if line.startswith('["salloc"'))
+    sys.stderr.write('salloc: Granted job allocation %d\nsalloc: Nodes are ready for job\n' % (99 + count))
+    sys.exit(0)
+if name == 'sinfo':
+    print('\n'.join(n for n in expand(sys.argv[sys.argv.index('-n') + 1]) if n not in busy))
+    sys.exit(0)
+if name == 'scancel':
+    sys.exit(0)
+args = sys.argv[1:]
+while args and args[0].startswith('-'):
+    option = args.pop(0)
+    if option.startswith('--export=ALL,'):
+        os.environ.update(item.split('=', 1) for item in option[len('--export=ALL,'):].split(','))
+os.execv(args[0], args)
+'''
+
+
+def fake_slurm(tmp_path):
+    script = tmp_path / 'fake-slurm'
+    script.write_text(FAKE_SLURM)
+    script.chmod(0o755)
+    for name in ('salloc', 'sinfo', 'srun', 'scancel'):
+        (tmp_path / name).symlink_to(script)
+    return str(tmp_path / 'srun')
+
+
+def calls(tmp_path):
+    return [json.loads(line) for line in (tmp_path / 'calls.jsonl').read_text().splitlines()]
+
+
+def dispatch_plan(srun, **extra):
+    # two node types: two H100 nodes, one node with two A100 (as one allocation each)
+    plan_nodes = [{'name': name, 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3', 'gres_type': 'h100'} for name in ('gpu-01', 'gpu-02')]
+    plan_nodes.append({'name': 'gpu-03', 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3', 'gres_type': 'h100x'})
+    return dict({'binary': STANDIN, 'srun': srun, 'nodes': plan_nodes, 'node_topology': 'h100-nvlink-8',
+                 'env': {'ALL_REDUCE_PERF_STANDIN_OUTPUT': 'v2.13-era_h100_single_node.txt'}}, **extra)
+
+
+def test_per_node_runs_as_steps_of_one_allocation_per_node_type(capsys, tmp_path):
+    srun = fake_slurm(tmp_path)
+    result = run_module(capsys, stage='nccl', nccl=dispatch_plan(srun, dispatch='allocation'))
+    assert result.get('failed') is not True, result
+    log = calls(tmp_path)
+    sallocs = [c for c in log if c[0] == 'salloc']
+    assert [c[5:8] for c in sallocs] == [['--nodelist=gpu-[01-02]', '--exclusive', '--gres=gpu:h100:8'],
+                                         ['--nodelist=gpu-03', '--exclusive', '--gres=gpu:h100x:8']]
+    # every per-node run is a step of its type's allocation (no --exclusive of its own), and both are cancelled after
+    steps = dict((next(a for a in c if a.startswith('--nodelist=')), c) for c in log if c[0] == 'srun')
+    assert [(node, c[1]) for node, c in sorted(steps.items())] == [
+        ('--nodelist=gpu-01', '--jobid=100'), ('--nodelist=gpu-02', '--jobid=100'), ('--nodelist=gpu-03', '--jobid=101')]
+    assert not any('--exclusive' in c for c in steps.values())
+    assert [c for c in log if c[0] == 'scancel'] == [['scancel', '100'], ['scancel', '101']]
+    assert log.index(['scancel', '100']) > max(log.index(c) for c in steps.values())
+    assert [(a['name'], a['nodes'], a['job_id'], a.get('refused')) for a in result['allocations']] == [
+        ('gpu:h100:8 on 2 nodes', 2, '100', None), ('gpu:h100x:8 on 1 node', 1, '101', None)]
+    assert result['results']['gpu-02']['dispatch'] == 'step of job 100'
+    assert [(r['node'], r['status']) for r in result['records'] if r['check'] == 'busbw'] == [
+        ('gpu-01', 'pass'), ('gpu-02', 'pass'), ('gpu-03', 'pass')]
+
+
+def test_an_allocation_not_granted_sends_its_runs_as_jobs_of_their_own(capsys, tmp_path, monkeypatch):
+    srun = fake_slurm(tmp_path)
+    monkeypatch.setenv('FAKE_SALLOC_REFUSE', '1')
+    result = run_module(capsys, stage='nccl', nccl=dispatch_plan(srun, dispatch='allocation', allocation_wait=5))
+    assert result.get('failed') is not True, result
+    log = calls(tmp_path)
+    # refused although sinfo lists every node idle: nothing to leave out, so each run goes as its own job
+    assert [c[:3] for c in log if c[0] != 'srun'] == [['salloc', '--no-shell', '--immediate=5'], ['sinfo', '-h', '-N'],
+                                                      ['salloc', '--no-shell', '--immediate=5'], ['sinfo', '-h', '-N']]
+    steps = [c for c in log if c[0] == 'srun']
+    assert len(steps) == 3 and all('--exclusive' in c and not any(a.startswith('--jobid') for a in c) for c in steps)
+    why = 'salloc: error: Unable to allocate resources: Requested nodes are busy'
+    assert [a['refused'] for a in result['allocations']] == [why, why]
+    assert result['results']['gpu-03']['dispatch'] == 'own job (the allocation was not granted: %s)' % why
+    assert [r['status'] for r in result['records'] if r['check'] == 'busbw'] == ['pass', 'pass', 'pass']
+
+
+def test_a_busy_node_is_left_out_of_its_allocation(capsys, tmp_path, monkeypatch):
+    srun = fake_slurm(tmp_path)
+    monkeypatch.setenv('FAKE_BUSY', 'gpu-02')
+    result = run_module(capsys, stage='nccl', nccl=dispatch_plan(srun, dispatch='allocation'))
+    assert result.get('failed') is not True, result
+    log = calls(tmp_path)
+    assert [next(a for a in c if a.startswith('--nodelist=')) for c in log if c[0] == 'salloc'] == [
+        '--nodelist=gpu-[01-02]', '--nodelist=gpu-01', '--nodelist=gpu-03']
+    assert [c for c in log if c[0] == 'sinfo'] == [['sinfo', '-h', '-N', '-t', 'idle', '-o', '%N', '-n', 'gpu-[01-02]']]
+    assert [(a['name'], a['nodes'], a['job_id']) for a in result['allocations']] == [
+        ('gpu:h100:8 on 2 nodes', 2, None), ('gpu:h100:8 on 1 idle node', 1, '101'), ('gpu:h100x:8 on 1 node', 1, '102')]
+    dispatch = dict((name, r.get('dispatch')) for name, r in result['results'].items())
+    assert dispatch == {'gpu-01': 'step of job 101', 'gpu-03': 'step of job 102',
+                        'gpu-02': 'own job (the allocation was not granted: salloc: error: Unable to allocate resources: '
+                                  'Requested nodes are busy; not idle: gpu-02)'}
+    assert [c for c in log if c[0] == 'scancel'] == [['scancel', '101'], ['scancel', '102']]
+
+
+def test_small_clusters_keep_one_job_per_node_by_default(capsys, tmp_path):
+    srun = fake_slurm(tmp_path)
+    result = run_module(capsys, stage='nccl', nccl=dispatch_plan(srun))
+    assert result.get('failed') is not True, result
+    assert [c[0] for c in calls(tmp_path)] == ['srun', 'srun', 'srun'] and result['allocations'] == []
+    assert 'dispatch' not in result['results']['gpu-01']
