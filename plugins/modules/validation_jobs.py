@@ -221,8 +221,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import choose_mpi_plugin, parse_mpi_list
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import (
-    JobsFailure, allocation_groups, checked_jobs, fill_mpi, granted_job, idle_nodes, judge_jobs, needing_mpi, refusal, retry_allocation, tails,
-    use_allocation, use_own_jobs)
+    JobsFailure, allocation_groups, checked_jobs, fill_mpi, granted_job, idle_nodes, judge_jobs, needing_mpi, refusal, retry_allocation,
+    split_idle, tails, use_allocation, use_own_jobs)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import narrowed
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 
@@ -315,9 +315,8 @@ class JobsManager(object):
             why = self._allocate(allocation, members, granted)
             if why is None:
                 continue
-            idle = idle_nodes(self.client.run(allocation['idle'])) if allocation.get('idle') else set()
-            free = [job for job in members if job['name'] in idle]
-            busy = [job for job in members if job['name'] not in idle]
+            idle = idle_nodes(self.client.run_job(allocation['idle'], 60)) if allocation.get('idle') else set()
+            free, busy = split_idle(members, idle)
             if free and busy:
                 use_own_jobs(busy, '%s; not idle: %s' % (why, compress([job['name'] for job in busy])))
                 members = free

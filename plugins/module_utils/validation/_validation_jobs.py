@@ -93,9 +93,13 @@ def refusal(result):
 
 
 def idle_nodes(result):
-    """The node names ``sinfo -h -N -t idle -o %N`` printed (``run``'s ``(rc, stdout, stderr)``); empty when it failed."""
-    rc, out, _err = result
-    return set(out.split()) if rc == 0 else set()
+    """The node names ``sinfo -h -N -t idle -o %N`` printed (``run_job``'s result); empty when it failed."""
+    return set((result.get('stdout') or '').split()) if result.get('rc') == 0 else set()
+
+
+def split_idle(jobs, idle):
+    """``(free, busy)``: the jobs of the nodes in ``idle`` and the others."""
+    return [job for job in jobs if job['name'] in idle], [job for job in jobs if job['name'] not in idle]
 
 
 def use_allocation(jobs, job_id):

@@ -155,5 +155,8 @@ def test_an_allocation_narrowed_to_its_idle_nodes():
     assert smaller['name'] == 'gpu:h100:8 on 3 idle nodes' and smaller['idle'] is None
     assert smaller['argv'] == [arg.replace('--nodes=4', '--nodes=3').replace('gpu-[01-04]', 'gpu-[01,03-04]') for arg in allocation['argv']]
     assert allocation['argv'][4:6] == ['--nodes=4', '--nodelist=gpu-[01-04]']  # (the plan's own is left as it was)
-    assert vj.idle_nodes((0, 'gpu-01\ngpu-03\n', '')) == {'gpu-01', 'gpu-03'}
-    assert vj.idle_nodes((1, 'gpu-01\n', 'sinfo: error: ...')) == set()
+    assert vj.idle_nodes({'rc': 0, 'stdout': 'gpu-01\ngpu-03\n', 'stderr': ''}) == {'gpu-01', 'gpu-03'}
+    assert vj.idle_nodes({'rc': 1, 'stdout': 'gpu-01\n', 'stderr': 'sinfo: error: ...'}) == set()
+    assert vj.idle_nodes({'rc': None, 'stdout': '', 'stderr': '', 'timed_out': True}) == set()
+    free, busy = vj.split_idle(jobs, {'gpu-01', 'gpu-04'})
+    assert ([j['name'] for j in free], [j['name'] for j in busy]) == (['gpu-01', 'gpu-04'], ['gpu-02', 'gpu-03'])
