@@ -379,6 +379,7 @@ def plan_jobs(plan):
         raise ValueError('leaf_of must map node names to leaf switch names, got %r' % (leaf_of,))
     pairs_only = bool(plan.get('pairs_only'))
     per_node, specs = [], {}
+    by_name = dict((node['name'], node) for node in nodes)
     for node in ([] if pairs_only else nodes):
         gpus = node.get('gpus') or 0
         if gpus < 1:
@@ -393,8 +394,11 @@ def plan_jobs(plan):
                                            node.get('gres_type') or None)})
         jobs.append(per_node[-1])
         specs[node['name']] = (node.get('gres_type') or '', gpus)
-    if per_node and (dispatch == 'allocation' or (dispatch == 'auto' and len(per_node) >= dispatch_min_nodes)):
-        allocation_dispatch(per_node, specs, plan, extra, time_limit)  # (the jobs in place, in their order)
+    # Untyped GPUs on a node with GPU GRES of several types stay jobs of their own: Slurm 22.05 refuses such a step of
+    # an --exclusive job (see multi_exclusive below).
+    steps = [job for job in per_node if specs[job['name']][0] or int(by_name[job['name']].get('gres_types') or 1) <= 1]
+    if steps and (dispatch == 'allocation' or (dispatch == 'auto' and len(per_node) >= dispatch_min_nodes)):
+        allocation_dispatch(steps, specs, plan, extra, time_limit)  # (the jobs in place, in their order)
     usable = [n for n in nodes if (n.get('gpus') or 0) >= 1]
     fabric_gate = dict(topology=plan.get('fabric_topology'), min_busbw_gbps=plan.get('fabric_min_busbw_gbps'), thresholds=thresholds,
                        nics=plan.get('fabric_nics') or 1, expect_transport=transport, gate_curves=curves)

@@ -160,3 +160,15 @@ def test_an_allocation_narrowed_to_its_idle_nodes():
     assert vj.idle_nodes({'rc': None, 'stdout': '', 'stderr': '', 'timed_out': True}) == set()
     free, busy = vj.split_idle(jobs, {'gpu-01', 'gpu-04'})
     assert ([j['name'] for j in free], [j['name'] for j in busy]) == (['gpu-01', 'gpu-04'], ['gpu-02', 'gpu-03'])
+
+
+@pytest.mark.parametrize('gres_type, gres_types, step', [
+    ('a100', 3, True),   # whole GPUs asked for by type: a step of the allocation
+    ('', 1, True),       # untyped GPUs, the node's only GPU GRES
+    ('', 3, False),      # untyped GPUs beside MIG types: Slurm 22.05 refuses that step of an --exclusive job
+])
+def test_untyped_gpus_beside_other_types_stay_jobs_of_their_own(gres_type, gres_types, step):
+    node = dict(nodes(1, gres_type=gres_type)[0], gres_types=gres_types)
+    jobs = vn.plan_jobs(plan(dispatch='allocation', nodes=[node] + nodes(1, start=2)))
+    assert [bool(job.get('allocation')) for job in jobs] == [step, True]
+    assert ('--exclusive' in jobs[0]['argv']) is not step
