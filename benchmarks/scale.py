@@ -13,8 +13,8 @@ the configuration made by the collection's code), then on that cluster:
   reconf    ``scontrol reconfigure`` until every node responds again
   validate  the validate role's NCCL stage (module validation_jobs, through
             ansible-playbook): one all_reduce_perf (STAND-IN) run per node, all
-            at once through Slurm, twice: as one job per node, then as steps of
-            one allocation per node type; Ansible's own time (a no-op run) taken off
+            at once through Slurm, twice: as steps of one allocation per node
+            type, then as one job per node; Ansible's own time (a no-op run) taken off
   report    validation_report over those records: seconds, report.html/json size
   resume    min(N, 256) nodes drained, then validation_resume (resume.yml's
             controller part: reservation, a probe job per node, drains lifted)
@@ -165,22 +165,31 @@ def one_size(size, racks, isolate_max, sink):
     emit({'step': 'reconfigure', 'size': size, 'wall_s': row['reconf_s']}, sink)
 
     noop, _out = playbook('noop')
-    # the per-node runs both ways: one job per node, then steps of one allocation per node type (the role's
-    # default from 64 nodes on); the report below is made from the second
-    for dispatch, suffix in (('per_node', '_own'), ('allocation', '')):
+    # the per-node runs both ways: steps of one allocation per node type (the role's default from 64 nodes on), then
+    # one job per node, which at 1,024 nodes can leave nodes drained "Kill task failed" (resumed below); the report
+    # is made from the first
+    kept = None
+    for dispatch, suffix in (('allocation', ''), ('per_node', '_own')):
         wait_for(lambda: node_count('idle') == size, 600)  # (the jobs before have ended on every node)
         before = cpu_seconds()
         seconds, _out = playbook('validate', {'scale_nccl_plan': plan(fleet, dispatch=dispatch)})
         cpu = cpu_since(before)
         with open(os.path.join(OUT, 'nccl-results.json')) as handle:
             results = json.load(handle)
+        kept = kept or results
         statuses = {}
         for record in results['records']:
             statuses[record['status']] = statuses.get(record['status'], 0) + 1
+        drained = node_count('drain')
+        if drained:
+            ctl('scontrol', 'update', 'nodename=' + ','.join(n['name'] for n in fleet['nodes']), 'state=resume', check=False)
         row['validate%s_s' % suffix] = round(seconds - noop, 2)
         row['validate%s_cpu' % suffix] = '%s (%s) / %s' % (cpu.get('ctl_cpu_s', '-'), cpu.get('slurmctld_cpu_s', '-'), cpu.get('racks_cpu_s', '-'))
         emit(dict(cpu, step='validate', dispatch=dispatch, size=size, wall_s=row['validate%s_s' % suffix], ansible_noop_s=round(noop, 2),
-                  records=statuses, allocations=results.get('allocations')), sink)
+                  records=statuses, allocations=results.get('allocations'), drained_after=drained), sink)
+    with open(os.path.join(OUT, 'nccl-results.json'), 'w') as handle:
+        json.dump(kept, handle)
+    wait_for(lambda: node_count('idle') == size, 600)
 
     seconds, _out = playbook('report')
     html = os.path.getsize(os.path.join(OUT, 'report', 'report.html'))

@@ -64,18 +64,11 @@ def retry_allocation(result, attempt):
 def allocation_groups(jobs):
     """``[(allocation, [jobs])]``: the jobs that are steps of an allocation (the plan's ``allocation_dispatch``), by
     allocation, in the order they first appear."""
-    groups = []
+    groups = {}  # allocation name (one per node type) -> (allocation, jobs)
     for job in jobs:
-        allocation = job.get('allocation')
-        if not allocation or job['kind'] == 'skip':
-            continue
-        for group in groups:
-            if group[0] is allocation or group[0] == allocation:
-                group[1].append(job)
-                break
-        else:
-            groups.append((allocation, [job]))
-    return groups
+        if job.get('allocation') and job['kind'] != 'skip':
+            groups.setdefault(job['allocation']['name'], (job['allocation'], []))[1].append(job)
+    return list(groups.values())
 
 
 def granted_job(result):

@@ -21,6 +21,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import require_choice, require_int, require_str
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import (
     DEFAULT_BUSBW_GBPS, NcclParseError, busbw_series, evaluate, gate_curve, parse_run, threshold_for)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import check_run_settings, is_false
@@ -210,20 +211,15 @@ STEP_ONLY_OPTIONS = ('--container-', '--cpu-bind', '--mpi', '--label', '-l', '--
 
 
 def dispatch_settings(plan):
-    """``(dispatch, dispatch_min_nodes, allocation_wait)`` of a plan, checked."""
-    dispatch = plan.get('dispatch') or 'auto'
-    if dispatch not in DISPATCH:
-        raise ValueError('dispatch is %r; valid: auto (one allocation per node type from dispatch_min_nodes per-node runs on), '
-                         'per_node (one job per node), allocation (one allocation per node type, a step per node)' % (dispatch,))
-    numbers = []
-    for key, default in (('dispatch_min_nodes', DISPATCH_MIN_NODES), ('allocation_wait', ALLOCATION_WAIT)):
-        value = plan.get(key)
-        if value is None or value == '':
-            value = default
-        if isinstance(value, bool) or not str(value).isdigit() or int(value) < 1:
-            raise ValueError('%s is %r, expected a whole number of at least 1%s' % (key, value, ' (seconds)' if key == 'allocation_wait' else ''))
-        numbers.append(int(value))
-    return dispatch, numbers[0], numbers[1]
+    """``(dispatch, dispatch_min_nodes, allocation_wait)`` of a plan, checked (and ``salloc``, ``scancel``)."""
+    dispatch = require_choice('dispatch', plan.get('dispatch') or 'auto', DISPATCH)
+    minimum = require_int('dispatch_min_nodes', DISPATCH_MIN_NODES if plan.get('dispatch_min_nodes') in (None, '') else plan['dispatch_min_nodes'],
+                          minimum=1)
+    wait = require_int('allocation_wait', ALLOCATION_WAIT if plan.get('allocation_wait') in (None, '') else plan['allocation_wait'],
+                       minimum=1, unit='seconds')
+    for key in ('salloc', 'scancel'):
+        require_str(key, plan.get(key), allow_none=True)
+    return dispatch, minimum, wait
 
 
 def option_groups(options):
@@ -254,7 +250,7 @@ def sibling_command(srun, command):
     return srun[:srun.rindex('/') + 1] + command if '/' in srun else command
 
 
-def allocation_dispatch(jobs, specs, plan, extra, time_limit):
+def allocation_dispatch(jobs, specs, plan, extra, time_limit, wait):
     """The per-node runs ``jobs`` as steps of one allocation per node type (``specs``: job name -> (gres_type, gpus)).
 
     Each job keeps its own job's argv as ``own_argv`` (run so when the allocation is not granted, and the command
@@ -265,21 +261,14 @@ def allocation_dispatch(jobs, specs, plan, extra, time_limit):
     without the nodes that are not idle (``narrowed``), and those run as jobs of their own: a busy node holds up
     only its own run.
     """
-    _dispatch, _minimum, wait = dispatch_settings(plan)
     srun = plan.get('srun') or 'srun'
     salloc = plan.get('salloc') or sibling_command(srun, 'salloc')
     scancel = plan.get('scancel') or sibling_command(srun, 'scancel')
     sinfo = sibling_command(srun, 'sinfo')
-    groups = []
+    groups = {}  # (gres_type, gpus) -> jobs, in the order the nodes came
     for job in jobs:
-        key = specs[job['name']]
-        for group in groups:
-            if group[0] == key:
-                group[1].append(job)
-                break
-        else:
-            groups.append((key, [job]))
-    for (gres_type, gpus), members in groups:
+        groups.setdefault(specs[job['name']], []).append(job)
+    for (gres_type, gpus), members in groups.items():
         names = [job['name'] for job in members]
         gres = 'gpu:%s%d' % ('%s:' % gres_type if gres_type else '', gpus)
         allocation = {'name': '%s on %d node%s' % (gres, len(names), '' if len(names) == 1 else 's'),
@@ -305,8 +294,7 @@ def narrowed(allocation, names):
         elif arg.startswith('--nodelist='):
             arg = '--nodelist=%s' % compress(names)
         argv.append(arg)
-    return dict(allocation, argv=argv, name='%s on %d idle node%s' % (allocation.get('gres') or 'gpu', len(names), '' if len(names) == 1 else 's'),
-                idle=None)
+    return dict(allocation, argv=argv, name='%s on %d idle node%s' % (allocation['gres'], len(names), '' if len(names) == 1 else 's'))
 
 
 def _count(value, name):
@@ -346,10 +334,7 @@ def plan_jobs(plan):
     if not plan.get('binary'):
         raise ValueError('the NCCL plan needs binary: the path of all_reduce_perf on the nodes')
     check_run_settings(plan)  # like the slurm and mpi plans', before any job is made
-    dispatch, dispatch_min_nodes, _wait = dispatch_settings(plan)
-    for key in ('srun', 'salloc', 'scancel'):
-        if plan.get(key) is not None and (not isinstance(plan[key], str) or not plan[key].strip()):
-            raise ValueError('%s is %r, expected the command or its path' % (key, plan[key]))
+    dispatch, dispatch_min_nodes, wait = dispatch_settings(plan)
     nodes = plan.get('nodes') or []
     if not isinstance(nodes, list) or not all(isinstance(n, dict) and n.get('name') for n in nodes):
         raise ValueError('NCCL plan nodes must be a list of {name, gpus, model}, got %r' % (nodes,))
@@ -378,8 +363,7 @@ def plan_jobs(plan):
     if not isinstance(leaf_of, dict) or not all(isinstance(v, str) and v for v in leaf_of.values()):
         raise ValueError('leaf_of must map node names to leaf switch names, got %r' % (leaf_of,))
     pairs_only = bool(plan.get('pairs_only'))
-    per_node, specs = [], {}
-    by_name = dict((node['name'], node) for node in nodes)
+    per_node, specs = [], {}  # specs: node -> (gres_type, gpus) of the runs that can be steps
     for node in ([] if pairs_only else nodes):
         gpus = node.get('gpus') or 0
         if gpus < 1:
@@ -393,12 +377,13 @@ def plan_jobs(plan):
                          'argv': srun_argv(plan['binary'], [node['name']], gpus, False, None, env, args, srun, extra, time_limit,
                                            node.get('gres_type') or None)})
         jobs.append(per_node[-1])
-        specs[node['name']] = (node.get('gres_type') or '', gpus)
-    # Untyped GPUs on a node with GPU GRES of several types stay jobs of their own: Slurm 22.05 refuses such a step of
-    # an --exclusive job (see multi_exclusive below).
-    steps = [job for job in per_node if specs[job['name']][0] or int(by_name[job['name']].get('gres_types') or 1) <= 1]
+        # Untyped GPUs on a node with GPU GRES of several types stay a job of its own: Slurm 22.05 refuses such a step
+        # of an --exclusive job (see multi_exclusive below).
+        if node.get('gres_type') or int(node.get('gres_types') or 1) <= 1:
+            specs[node['name']] = (node.get('gres_type') or '', gpus)
+    steps = [job for job in per_node if job['name'] in specs]
     if steps and (dispatch == 'allocation' or (dispatch == 'auto' and len(per_node) >= dispatch_min_nodes)):
-        allocation_dispatch(steps, specs, plan, extra, time_limit)  # (the jobs in place, in their order)
+        allocation_dispatch(steps, specs, plan, extra, time_limit, wait)  # (the jobs in place, in their order)
     usable = [n for n in nodes if (n.get('gpus') or 0) >= 1]
     fabric_gate = dict(topology=plan.get('fabric_topology'), min_busbw_gbps=plan.get('fabric_min_busbw_gbps'), thresholds=thresholds,
                        nics=plan.get('fabric_nics') or 1, expect_transport=transport, gate_curves=curves)

@@ -78,14 +78,13 @@ def test_the_other_runs_and_skipped_nodes_keep_their_own_jobs():
 
 
 @pytest.mark.parametrize('settings, message', [
-    ({'dispatch': 'batch'}, "dispatch is 'batch'; valid: auto (one allocation per node type from dispatch_min_nodes per-node runs on), "
-                            "per_node (one job per node), allocation (one allocation per node type, a step per node)"),
+    ({'dispatch': 'batch'}, "dispatch is 'batch', expected one of auto, per_node, allocation"),
     ({'dispatch_min_nodes': 0}, 'dispatch_min_nodes is 0, expected a whole number of at least 1'),
     ({'dispatch_min_nodes': True}, 'dispatch_min_nodes is True, expected a whole number of at least 1'),
-    ({'allocation_wait': 'soon'}, "allocation_wait is 'soon', expected a whole number of at least 1 (seconds)"),
-    ({'allocation_wait': -5}, 'allocation_wait is -5, expected a whole number of at least 1 (seconds)'),
-    ({'salloc': ''}, "salloc is '', expected the command or its path"),
-    ({'scancel': ['scancel']}, "scancel is ['scancel'], expected the command or its path"),
+    ({'allocation_wait': 'soon'}, "allocation_wait is 'soon', expected a whole number of seconds of at least 1"),
+    ({'allocation_wait': -5}, 'allocation_wait is -5, expected a whole number of seconds of at least 1'),
+    ({'salloc': ''}, "salloc is '', expected a non-empty string"),
+    ({'scancel': ['scancel']}, "scancel is ['scancel'], expected a non-empty string"),
 ])
 def test_bad_dispatch_settings_are_refused_before_any_job(settings, message):
     with pytest.raises(ValueError) as err:
@@ -152,7 +151,7 @@ def test_an_allocation_narrowed_to_its_idle_nodes():
     allocation = jobs[0]['allocation']
     assert allocation['idle'] == ['sinfo', '-h', '-N', '-t', 'idle', '-o', '%N', '-n', 'gpu-[01-04]']
     smaller = vn.narrowed(allocation, ['gpu-01', 'gpu-03', 'gpu-04'])
-    assert smaller['name'] == 'gpu:h100:8 on 3 idle nodes' and smaller['idle'] is None
+    assert smaller['name'] == 'gpu:h100:8 on 3 idle nodes'
     assert smaller['argv'] == [arg.replace('--nodes=4', '--nodes=3').replace('gpu-[01-04]', 'gpu-[01,03-04]') for arg in allocation['argv']]
     assert allocation['argv'][4:6] == ['--nodes=4', '--nodelist=gpu-[01-04]']  # (the plan's own is left as it was)
     assert vj.idle_nodes({'rc': 0, 'stdout': 'gpu-01\ngpu-03\n', 'stderr': ''}) == {'gpu-01', 'gpu-03'}
