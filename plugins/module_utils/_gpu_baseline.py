@@ -20,7 +20,9 @@ drains a node for a MIG mode change) and by the health check's periodic tier:
 
 Every failure is ``(check, gpu index or None, detail)`` with the fix in the detail; :func:`message` names the
 node.  :func:`ask_fabric_manager` and :func:`loaded_modules` are the two readers the module and the program share.
-Standard library only.
+:func:`check_params` judges the module's options before anything is read (:func:`require_unit`, the systemd unit
+names of the options, serves ``slurm_daemons`` too); :func:`read_driver_proc` reads the driver's version file
+naming why it cannot be read.  Standard library only.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -29,7 +31,9 @@ __metaclass__ = type
 
 import os
 import re
+import stat
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import PSEUDO_ROOTS, InputError, require_match, show
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet
 
 CHECKS = ('driver', 'persistence', 'fabric-manager', 'gpudirect', 'reset-blockers')
@@ -48,6 +52,142 @@ UNIT_STATES = ('active', 'inactive', 'failed', 'activating', 'deactivating', 're
 _FM_VERSION = re.compile(r'Fabric Manager version is\s*:\s*(\d+(?:\.\d+)+)')
 _DRIVER_PROC = re.compile(r'^NVRM version: NVIDIA UNIX (Open Kernel Module for \S+|\S+ Kernel Module)\s+(\d+(?:\.\d+)+)', re.M)
 _UNIT = re.compile(r'/([^/\s]+\.(?:service|scope))(?:/|$)')
+
+# systemd unit names (systemd.unit(5)): ASCII letters, digits, ":", "-", "_", ".", "\\" and "@", at most 256 characters with
+# the ".service" suffix; here also never starting with "-" (a command line would read it as an option) or "@"
+UNIT_NAME = r'[A-Za-z0-9:_.\\][A-Za-z0-9:_.\\@-]*'
+UNIT_NAME_MAX = 256
+SERVICE = '.service'
+# what /proc/driver/nvidia/version starts with (nv-procfs.c: "NVRM version: %s"), whatever the release prints after it
+DRIVER_PROC_HEAD = 'NVRM version:'
+DRIVER_PROC_MAX = 65536
+
+
+def require_unit(name, value, example='slurmd'):
+    """``value`` as a systemd service name without ``.service`` (given with or without it); raises ``InputError`` naming ``name``."""
+    what = ('a systemd unit name such as "%s" or "%s.service" (letters, digits, ":", "_", ".", "\\", "@" and "-", '
+            'not starting with "-" or "@", at most %d characters)' % (example, example, UNIT_NAME_MAX))
+    base = value[:-len(SERVICE)] if isinstance(value, str) and value.endswith(SERVICE) else value
+    try:
+        require_match(name, base, UNIT_NAME, what)
+    except InputError:
+        raise InputError('%s is %s, expected %s' % (name, show(value), what))
+    if len(base) + len(SERVICE) > UNIT_NAME_MAX:
+        raise InputError('%s is %s, expected %s' % (name, show(value), what))
+    return base
+
+
+def _under_proc(path):
+    """The kernel file system ``path`` is under, other than /sys (where the trees these options name live), or None."""
+    return next((root for root in PSEUDO_ROOTS if root != '/sys' and (path == root or path.startswith(root + '/'))), None)
+
+
+def _absolute(name, path, expected):
+    if not isinstance(path, str) or '\x00' in path or not os.path.isabs(path):
+        raise InputError('%s is %s, expected an absolute path: %s' % (name, show(path), expected))
+    return os.path.normpath(path)
+
+
+def _listing(name, path, expected):
+    try:
+        return sorted(os.listdir(path))
+    except OSError as exc:
+        raise InputError('%s is %s, which cannot be read (%s); expected %s' % (name, show(path), exc.strerror or exc, expected))
+
+
+def check_ib_root(name, path):
+    """An InfiniBand sysfs tree: absent (no InfiniBand) or a directory of HCAs (``<hca>/ports/``), not under /proc."""
+    expected = 'the InfiniBand sysfs tree such as /sys/class/infiniband (absent where the node has no InfiniBand)'
+    full = _absolute(name, path, expected)
+    if _under_proc(full):
+        raise InputError('%s is %s, which is under %s; expected %s' % (name, show(path), _under_proc(full), expected))
+    if not os.path.lexists(full):
+        return path
+    if not os.path.isdir(full):
+        raise InputError('%s is %s, which is not a directory; expected %s' % (name, show(path), expected))
+    others = [entry for entry in _listing(name, full, expected) if not os.path.isdir(os.path.join(full, entry, 'ports'))]
+    if others:
+        raise InputError('%s is %s, whose entries %s are not InfiniBand devices (a directory with ports/); expected %s'
+                         % (name, show(path), ', '.join(show(e, 40) for e in others[:5]) + (', ...' if len(others) > 5 else ''), expected))
+    return path
+
+
+def check_module_root(name, path):
+    """The directory of the loaded kernel modules: it exists, is not under /proc and holds only directories."""
+    expected = 'the directory of the loaded kernel modules such as /sys/module (a directory per module)'
+    full = _absolute(name, path, expected)
+    if _under_proc(full):
+        raise InputError('%s is %s, which is under %s; expected %s' % (name, show(path), _under_proc(full), expected))
+    if not os.path.lexists(full):
+        raise InputError('%s is %s, which does not exist; expected %s' % (name, show(path), expected))
+    if not os.path.isdir(full):
+        raise InputError('%s is %s, which is not a directory; expected %s' % (name, show(path), expected))
+    others = [entry for entry in _listing(name, full, expected) if not os.path.isdir(os.path.join(full, entry))]
+    if others:
+        raise InputError('%s is %s, whose entries %s are not module directories; expected %s'
+                         % (name, show(path), ', '.join(show(e, 40) for e in others[:5]) + (', ...' if len(others) > 5 else ''), expected))
+    return path
+
+
+def read_driver_proc(path):
+    """``(text, problem)`` of the driver's version file: its text (at most 64 KiB, undecodable bytes replaced), or None
+    and why it cannot be read, a phrase naming the path (``problem`` None when read). A FIFO or device is never opened."""
+    try:
+        info = os.stat(path)
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, OSError) and exc.errno == 2:
+            return None, 'the driver version file %s does not exist (is the nvidia module loaded?)' % path
+        return None, 'cannot read the driver version file %s: %s' % (path, getattr(exc, 'strerror', None) or exc)
+    if stat.S_ISDIR(info.st_mode):
+        return None, 'the driver version file %s is a directory' % path
+    if not stat.S_ISREG(info.st_mode):
+        return None, 'the driver version file %s is not a regular file' % path
+    try:
+        with open(path, 'rb') as handle:
+            data = handle.read(DRIVER_PROC_MAX)
+    except OSError as exc:
+        return None, 'cannot read the driver version file %s: %s' % (path, exc.strerror or exc)
+    return data.decode('utf-8', 'replace'), None
+
+
+def check_driver_proc(name, path):
+    """The driver's version file: absent (the driver is not loaded: the checks say so) or a regular file whose text
+    has the ``NVRM version:`` line; a directory, a device, a FIFO or another file's text is refused."""
+    expected = "the NVIDIA driver's version file such as /proc/driver/nvidia/version"
+    full = _absolute(name, path, expected)
+    if not os.path.lexists(full):
+        return path
+    if os.path.isdir(full):
+        raise InputError('%s is %s, which is a directory; expected %s' % (name, show(path), expected))
+    text, problem = read_driver_proc(full)
+    if problem and 'not a regular file' in problem:
+        raise InputError('%s is %s, which is not a regular file; expected %s' % (name, show(path), expected))
+    if text is not None and not any(line.startswith(DRIVER_PROC_HEAD) for line in text.splitlines()):
+        first = (text.splitlines() or [''])[0]
+        raise InputError('%s is %s, whose first line is %s; expected %s, whose text has a line such as "%s NVIDIA UNIX x86_64 Kernel '
+                         'Module  550.54.14  ..."' % (name, show(path), show(first, 60), expected, DRIVER_PROC_HEAD))
+    return path
+
+
+def check_params(params):
+    """Every option of the gpu_baseline module, before anything is read; raises ``InputError`` naming the first bad one."""
+    if not params.get('checks'):
+        raise InputError('checks is %s, expected one or more of %s' % (show(params.get('checks')), ', '.join(CHECKS)))
+    if params.get('driver_min') is not None:
+        try:
+            fleet.version_key(params['driver_min'])
+        except ValueError:
+            raise InputError('driver_min is %s, expected a driver version such as "550.54.14" (or no value: the oldest '
+                             'driver the GPU models support)' % show(params['driver_min']))
+    for index, service in enumerate(params.get('stopped_services') or []):
+        require_unit('stopped_services[%d]' % index, service, example='dcgm')
+    if params.get('node_name') is not None:
+        require_match('node_name', params['node_name'], r'[^\s]{1,255}',
+                      'a node name (no spaces, at most 255 characters; no value: the short host name)')
+    check_ib_root('ib_sysfs_root', params.get('ib_sysfs_root'))
+    check_module_root('module_root', params.get('module_root'))
+    check_driver_proc('driver_proc', params.get('driver_proc'))
+    return params
 
 
 def nvswitch_links(remote_device_ids):
@@ -128,8 +268,10 @@ def fabric_manager_failures(nvswitch, service_state, fm_version_text, driver_ver
     return []
 
 
-def gpudirect_failures(ib_ports, modules, driver_proc, kernel_release, required=False):
-    """Where InfiniBand ports exist (or ``required``): nvidia_peermem loaded, or DMA-BUF possible."""
+def gpudirect_failures(ib_ports, modules, driver_proc, kernel_release, required=False, driver_proc_problem=None):
+    """Where InfiniBand ports exist (or ``required``): nvidia_peermem loaded, or DMA-BUF possible.
+
+    ``driver_proc_problem``: why the driver's version file gave nothing (``read_driver_proc``, naming the path)."""
     if not ib_ports and not required:
         return []
     if 'nvidia_peermem' in modules:
@@ -142,7 +284,7 @@ def gpudirect_failures(ib_ports, modules, driver_proc, kernel_release, required=
         return []
     why = []
     if not info:
-        why.append('the driver version file is unreadable')
+        why.append(driver_proc_problem or 'the driver version file is unreadable')
     elif not info.get('open'):
         why.append('the proprietary kernel modules have no DMA-BUF')
     elif fleet.version_key(info['version']) < fleet.version_key(DMABUF_DRIVER):

@@ -134,6 +134,8 @@ def require_str(name, value, allow_empty=False, allow_none=False):
         return None
     if not isinstance(value, str) or (not allow_empty and not value.strip()):
         raise _error(name, value, 'a string' if allow_empty else 'a non-empty string')
+    if '\x00' in value:
+        raise _error(name, value, 'text without a NUL byte')
     return value
 
 
@@ -222,7 +224,7 @@ def check_writable_dest(name, path, directory=True, pseudo_roots=PSEUDO_ROOTS):
     middle of the path); a parent this process may not create entries in; a read-only file system.
     Nothing is created.
     """
-    if not isinstance(path, str) or not path.strip():
+    if not isinstance(path, str) or not path.strip() or '\x00' in path:
         raise _error(name, path, 'a path to a %s' % ('directory' if directory else 'file'))
     full = os.path.abspath(path)
     for root in pseudo_roots:

@@ -26,7 +26,8 @@ description:
   - V(reset-blockers) - the processes holding the GPUs' device files that are neither Slurm jobs nor of O(stopped_services),
     and a loaded C(nvidia_drm) - they make the GPU reset of a MIG mode change fail. The mig role asks for it before it drains
     a node for a mode change.
-  - Nothing is changed on the node.
+  - Nothing is changed on the node. Every option is checked before anything is read; a bad one fails naming the option,
+    the value and what is valid.
 author:
   - gpucluster.bringup maintainers (@gpucluster-bringup)
 requirements:
@@ -40,13 +41,15 @@ attributes:
     support: none
 options:
   checks:
-    description: The checks to run.
+    description: The checks to run (at least one).
     type: list
     elements: str
     choices: [driver, persistence, fabric-manager, gpudirect, reset-blockers]
     default: [driver, persistence, fabric-manager, gpudirect]
   driver_min:
-    description: The oldest acceptable driver (C(550.54.14)); default is the oldest that supports the node's GPU models.
+    description:
+      - The oldest acceptable driver (C(550.54.14)); default (no value) is the oldest that supports the node's GPU models.
+      - An empty or blank string is refused.
     type: str
   gpudirect:
     description: V(auto) checks GPUDirect RDMA where InfiniBand ports exist, V(required) also where none is seen.
@@ -54,24 +57,33 @@ options:
     choices: [auto, required]
     default: auto
   stopped_services:
-    description: Services the caller stops around the GPU reset (the mig role's C(mig_reset_blockers)); their processes do not count.
+    description:
+      - Services the caller stops around the GPU reset (the mig role's C(mig_reset_blockers)); their processes do not count.
+      - Each a systemd unit name, with or without C(.service) - letters, digits, C(:), C(_), C(.), a backslash, C(@) and C(-), not
+        starting with C(-) or C(@).
     type: list
     elements: str
     default: []
   ib_sysfs_root:
-    description: The InfiniBand sysfs tree.
+    description:
+      - The InfiniBand sysfs tree, an absolute path. Absent - the node has no InfiniBand. A directory must hold only InfiniBand
+        devices (each a directory with C(ports/)); a path under C(/proc) is refused.
     type: path
     default: /sys/class/infiniband
   module_root:
-    description: Where the loaded kernel modules are listed (C(/sys/module)).
+    description:
+      - Where the loaded kernel modules are listed (C(/sys/module)), an absolute path. It must exist and hold only
+        directories (one per module); a path under C(/proc) is refused.
     type: path
     default: /sys/module
   driver_proc:
-    description: The driver's version file.
+    description:
+      - The driver's version file, an absolute path. Absent - the driver is not loaded (the checks say so). A directory,
+        a device, a FIFO or a file without the C(NVRM version:) line of the driver's file is refused.
     type: path
     default: /proc/driver/nvidia/version
   node_name:
-    description: The name the messages give the node; default is the short host name.
+    description: The name the messages give the node (no spaces, at most 255 characters); default is the short host name.
     type: str
 '''
 
@@ -106,6 +118,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_baseline as gb
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet
 
 BINDINGS = nvml.import_bindings()
@@ -113,7 +126,13 @@ PROC_DIR = '/proc'
 DEV_DIR = '/dev'
 
 
-_read = fleet.read_text
+def _read(path):
+    """A file's text (bytes that are not UTF-8 replaced: a process may name itself anything), None when it cannot be read."""
+    try:
+        with open(path, 'rb') as handle:
+            return handle.read().decode('utf-8', 'replace')
+    except (IOError, OSError):
+        return None
 
 
 def read_gpus(client):
@@ -184,12 +203,11 @@ def main():
         supports_check_mode=True,
     )
     params = module.params
-    node = params['node_name'] or socket.gethostname().split('.')[0]
-    if params['driver_min']:
-        try:
-            fleet.version_key(params['driver_min'])
-        except ValueError as exc:
-            module.fail_json(msg='driver_min: %s' % exc)
+    try:
+        gb.check_params(params)
+    except InputError as exc:
+        module.fail_json(msg=str(exc))
+    node = params['node_name'] if params['node_name'] is not None else socket.gethostname().split('.')[0]
     pynvml, missing = BINDINGS
     if pynvml is None:
         if module.check_mode:  # the nvml role installs them in a real run
@@ -221,9 +239,12 @@ def main():
         failures += manager or (fleet.fabric_failures(gpus, driver) if nvswitch else [])
     if 'gpudirect' in checks:
         ports = ib_port_count(params['ib_sysfs_root'])
-        proc = gb.parse_driver_proc(_read(params['driver_proc']))
+        text, problem = gb.read_driver_proc(params['driver_proc'])
+        proc = gb.parse_driver_proc(text)
+        if text is not None and proc is None:
+            problem = 'the driver version file %s names no driver version on its NVRM version line' % params['driver_proc']
         observed.update({'ib_ports': ports, 'kernel_modules': proc and ('open' if proc['open'] else 'proprietary')})
-        failures += gb.gpudirect_failures(ports, modules, proc, os.uname()[2], params['gpudirect'] == 'required')
+        failures += gb.gpudirect_failures(ports, modules, proc, os.uname()[2], params['gpudirect'] == 'required', problem)
     if 'reset-blockers' in checks:
         found = holders([(g['index'], g['minor']) for g in gpus])
         observed['holders'] = found

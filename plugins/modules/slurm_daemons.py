@@ -19,7 +19,8 @@ description:
     C(/usr/sbin/<daemon>) changed after the process started) still runs the old release - on a host with slurmdbd
     and slurmctld, upgrading slurmdbd's packages replaces slurmctld's program too, and its step of the upgrade is still
     to do.
-  - Changes nothing.
+  - Changes nothing. Every name is checked before C(systemctl) runs, and the units follow C(--) on its command line,
+    so no name can be read as one of its options.
 author:
   - gpucluster.bringup maintainers (@gpucluster-bringup)
 extends_documentation_fragment:
@@ -31,7 +32,10 @@ attributes:
     support: none
 options:
   daemons:
-    description: The systemd units to read, without C(.service).
+    description:
+      - The systemd units to read (at least one), with or without C(.service) - letters, digits, C(:), C(_), C(.), a
+        backslash, C(@) and C(-), not starting with C(-) or C(@), at most 256 characters with C(.service). The results
+        name them without C(.service).
     type: list
     elements: str
     default: [slurmdbd, slurmctld, slurmd]
@@ -56,9 +60,11 @@ replaced:
 '''
 
 import os
-import re
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._gpu_baseline import require_unit
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, show
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_upgrade import (
     process_start,
@@ -93,25 +99,38 @@ def _running(name, pid):
     return program, program_replaced(program, started, ctime)
 
 
+def check_daemons(daemons):
+    """The unit names of ``daemons`` without ``.service``, each once, in order; raises ``InputError`` on the first bad one."""
+    if not daemons:
+        raise InputError('daemons is %s, expected at least one name, each a systemd unit name such as "slurmd" or "slurmd.service"' % show(daemons))
+    names = []
+    for index, name in enumerate(daemons):
+        base = require_unit('daemons[%d]' % index, name)
+        if base not in names:
+            names.append(base)
+    return names
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(daemons=dict(type='list', elements='str', default=['slurmdbd', 'slurmctld', 'slurmd'])),
         supports_check_mode=True,
     )
-    bad = [name for name in module.params['daemons'] if not re.match(r'^[A-Za-z0-9_.@-]+$', name)]
-    if bad:
-        module.fail_json(msg='daemons: %s is not a systemd unit name (letters, digits, _ . @ -)' % ', '.join(bad))
-    units = ['%s.service' % name for name in module.params['daemons']]
-    rc, out, err = module.run_command(['systemctl', 'show', '--property=Id,MainPID'] + units)
+    try:
+        names = check_daemons(module.params['daemons'])
+    except InputError as exc:
+        module.fail_json(msg=str(exc))
+    # "--": a unit name is never one of systemctl's options (the names are checked too)
+    rc, out, err = module.run_command(['systemctl', 'show', '--property=Id,MainPID', '--'] + ['%s.service' % name for name in names])
     if rc != 0:
         module.fail_json(msg='systemctl show failed: %s' % err.strip(), rc=rc)
     pids = systemctl_main_pids(out)
     daemons = {}
-    for name in module.params['daemons']:
+    for name in names:
         pid = pids.get(name, 0)
         program, replaced = _running(name, pid) if pid else ('', False)
         daemons[name] = {'pid': pid, 'running': bool(pid), 'program': program, 'replaced': replaced}
-    module.exit_json(changed=False, daemons=daemons, replaced=[name for name in module.params['daemons'] if daemons[name]['replaced']])
+    module.exit_json(changed=False, daemons=daemons, replaced=[name for name in names if daemons[name]['replaced']])
 
 
 if __name__ == '__main__':

@@ -29,24 +29,26 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: In check mode nothing runs and the task reports a change.
+    details: In check mode nothing runs and the task reports a change; the options are checked as in a real run.
   diff_mode:
     support: none
 options:
   executable:
-    description: The slurmdbd program.
+    description: The slurmdbd program, an absolute path (not under C(/proc) or C(/sys)) of a regular file O(user) may execute.
     type: path
     default: /usr/sbin/slurmdbd
   user:
-    description: The user slurmdbd runs as (the C(SlurmUser) of C(slurmdbd.conf), C(User=) of its systemd unit).
+    description:
+      - The user slurmdbd runs as (the C(SlurmUser) of C(slurmdbd.conf), C(User=) of its systemd unit); it must exist.
+      - Another user than the module's own needs the module to run as root (C(become)).
     type: str
     default: slurm
   timeout:
-    description: Seconds to wait for the conversion; slurmdbd is killed after them.
+    description: Seconds to wait for the conversion, 1 to 86400 (a day); slurmdbd is killed after them.
     type: int
     default: 7200
   output_lines:
-    description: How many of the last output lines to return.
+    description: How many of the last output lines to return, 0 to 100000.
     type: int
     default: 60
 '''
@@ -81,13 +83,11 @@ output:
   elements: str
 '''
 
-import os
-import pwd
-
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_upgrade import dbd_outcome
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurmdbd_run import run_foreground
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurmdbd_run import check_params, run_foreground
 
 
 def main():
@@ -100,20 +100,17 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    if params['timeout'] <= 0:
-        module.fail_json(msg='timeout must be a positive number of seconds, got %d' % params['timeout'])
-    if params['output_lines'] < 0:
-        module.fail_json(msg='output_lines must be 0 or more, got %d' % params['output_lines'])
     try:
-        pwd.getpwnam(params['user'])
-    except KeyError:
-        module.fail_json(msg="user '%s' does not exist on this host: name the SlurmUser of slurmdbd.conf" % params['user'])
-    if not os.access(params['executable'], os.X_OK):
-        module.fail_json(msg="'%s' is not an executable program: install slurmdbd, or name it in executable" % params['executable'])
+        params = check_params(module.params)
+    except InputError as exc:
+        module.fail_json(msg=str(exc))
     if module.check_mode:
         module.exit_json(changed=True, msg='check mode: slurmdbd would run in the foreground to convert its database')
-    lines, code, timed_out, seconds = run_foreground(params['executable'], params['user'], params['timeout'])
+    try:
+        lines, code, timed_out, seconds = run_foreground(params['executable'], params['user'], params['timeout'])
+    except OSError as exc:
+        module.fail_json(msg='executable %s could not be started as %s: %s; expected the slurmdbd program'
+                         % (params['executable'], params['user'], exc.strerror or exc))
     outcome = dbd_outcome(lines, code, timed_out)
     tail = lines[-params['output_lines']:] if params['output_lines'] else []
     result = dict(seconds=round(seconds, 1), conversion=outcome['conversion'], errors=outcome['errors'], output=tail)

@@ -270,13 +270,14 @@ def plan_from_hostvars(hosts, hostvars, register, force=False, replaced=''):
 
 
 def systemctl_main_pids(text):
-    """``{unit: main PID}`` from ``systemctl show --property=Id,MainPID UNIT...`` (0: not running)."""
+    """``{unit: main PID}`` from ``systemctl show --property=Id,MainPID -- UNIT...`` (0: not running or not a number)."""
     pids = {}
     for block in re.split(r'\n\s*\n', (text or '').strip()):
         props = dict(line.split('=', 1) for line in block.splitlines() if '=' in line)
         if 'Id' in props:
             unit = props['Id'][:-len('.service')] if props['Id'].endswith('.service') else props['Id']
-            pids[unit] = int(props.get('MainPID') or 0)
+            pid = props.get('MainPID', '').strip()
+            pids[unit] = int(pid) if pid.isdigit() else 0
     return pids
 
 

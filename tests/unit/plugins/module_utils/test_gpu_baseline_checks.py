@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_baseline as gb
@@ -111,3 +113,35 @@ def test_a_loaded_nvidia_drm_blocks_the_reset():
 def test_message_names_the_node_and_gpu():
     assert gb.message('gpu-01', [('persistence', 3, 'off'), ('gpudirect', None, 'no RDMA')]) == \
         'gpu-01 GPU 3: persistence: off; gpu-01: gpudirect: no RDMA'
+
+
+def test_gpudirect_names_the_unreadable_version_file():
+    problem = 'the driver version file /x/version does not exist (is the nvidia module loaded?)'
+    found = gb.gpudirect_failures(8, ['nvidia'], None, '6.1.0', driver_proc_problem=problem)
+    assert 'DMA-BUF is not possible (%s); modprobe' % problem in found[0][2]
+    assert 'DMA-BUF is not possible (the driver version file is unreadable); modprobe' in gb.gpudirect_failures(8, ['nvidia'], None, '6.1.0')[0][2]
+
+
+@pytest.mark.parametrize('value, base', [
+    ('slurmd', 'slurmd'), ('slurmd.service', 'slurmd'), ('getty@tty1', 'getty@tty1'), ('dbus-org.freedesktop.login1', 'dbus-org.freedesktop.login1'),
+    ('systemd-fsck@dev-disk-by\\x2duuid-1', 'systemd-fsck@dev-disk-by\\x2duuid-1'), ('s' * 248, 's' * 248)])
+def test_require_unit_gives_the_name_without_its_suffix(value, base):
+    assert gb.require_unit('daemons[0]', value) == base
+
+
+@pytest.mark.parametrize('value', ['-Hroot@host', '--user', '-', '', ' ', '.service', '@x', 'a b', 'x\n', 'a/b', 's' * 249, None, 5, ['slurmd']])
+def test_require_unit_refuses_what_is_no_unit_name(value):
+    with pytest.raises(gb.InputError, match=r'^daemons\[0\] is .*, expected a systemd unit name such as "slurmd" or "slurmd.service"'):
+        gb.require_unit('daemons[0]', value)
+
+
+def test_read_driver_proc_never_opens_a_fifo_and_names_the_path(tmp_path):
+    fifo = str(tmp_path / 'fifo')
+    os.mkfifo(fifo)
+    assert gb.read_driver_proc(fifo) == (None, 'the driver version file %s is not a regular file' % fifo)
+    assert gb.read_driver_proc(str(tmp_path)) == (None, 'the driver version file %s is a directory' % tmp_path)
+    assert gb.read_driver_proc(str(tmp_path / 'none')) == (None, 'the driver version file %s does not exist (is the nvidia module loaded?)'
+                                                           % (tmp_path / 'none'))
+    (tmp_path / 'v').write_bytes(PROPRIETARY.encode() + b'\xff\xfe')
+    text, problem = gb.read_driver_proc(str(tmp_path / 'v'))
+    assert problem is None and gb.parse_driver_proc(text) == {'version': '535.129.03', 'open': False}

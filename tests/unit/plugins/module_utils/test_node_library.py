@@ -31,7 +31,8 @@ TREE = 'ansible_collections/gpucluster/bringup/plugins/module_utils'
     (['slurm/_slurm_hooks.py'], ['slurm/_slurm_hooks.py']),
     (['_nvml.py'], ['_nvml.py']),
     (['slurm/_healthcheck.py'],
-     ['_gpu_baseline.py', 'mig/_mig_minors.py', 'slurm/_healthcheck.py', 'slurm/_healthcheck_fleet.py', 'slurm/_munge_key.py']),
+     ['_gpu_baseline.py', '_validate_input.py', 'mig/_mig_minors.py', 'slurm/_healthcheck.py', 'slurm/_healthcheck_fleet.py',
+      'slurm/_munge_key.py']),
     (['mig/_mig_nvml.py', '_nvml.py'], ['_nvml.py', '_validate_input.py', 'mig/_mig_nvml.py', 'mig/_mig_plan.py']),
 ])
 def test_closure_follows_the_imports(names, files):

@@ -274,6 +274,11 @@ def test_systemctl_main_pids():
     assert systemctl_main_pids(text) == {'slurmdbd': 5113, 'slurmd': 0}
 
 
+def test_systemctl_main_pids_of_odd_output_is_no_traceback():
+    text = 'Id=slurmdbd.service\nMainPID=\n\nId=slurmd.service\nMainPID=-1\n\nId=munge.service\nMainPID=12x\n\nMainPID=7\n'
+    assert systemctl_main_pids(text) == {'slurmdbd': 0, 'slurmd': 0, 'munge': 0}
+
+
 @pytest.mark.parametrize('exe, started, ctime, replaced', [
     ('/usr/sbin/slurmctld-wlm', None, None, False),
     ('/usr/sbin/slurmctld-wlm (deleted)', None, None, True),

@@ -58,6 +58,7 @@ def test_valid_values(call, expected):
     (lambda: vi.require_int('t', '5x'), "t is '5x', expected a whole number"),
     (lambda: vi.require_int('t', 2.5), 't is 2.5, expected a whole number'),
     (lambda: vi.require_int('t', None), 't is None, expected a whole number'),
+    (lambda: vi.require_str('user', 'ro\x00ot'), "user is 'ro\\x00ot', expected text without a NUL byte"),
     (lambda: vi.require_int('t', [1]), 't is [1], expected a whole number'),
     (lambda: vi.require_number('x', 0, above=0), 'x is 0, expected a number above 0'),
     (lambda: vi.require_number('x', -1, minimum=0), 'x is -1, expected a number of at least 0'),
@@ -142,6 +143,7 @@ def tree(tmp_path):
     ('{tmp}/elsewhere/x', True, 'which is under {tmp}/elsewhere, a kernel file system'),
     ('', True, "dest is '', expected a path to a directory"),
     ('   ', False, "dest is '   ', expected a path to a file"),
+    ('{tmp}/a\x00b', False, "dest is '{tmp}/a\\x00b', expected a path to a file"),
 ])
 def test_check_writable_dest_refuses(tree, path, directory, message):
     before = sorted(os.listdir(str(tree)))

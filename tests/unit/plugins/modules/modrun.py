@@ -8,12 +8,16 @@ One harness for the module tests: ``run_module`` feeds the arguments through
 ``patch_module_args`` and turns ``exit_json``/``fail_json`` into a returned
 :class:`Outcome`.  A module that raises anything else (a traceback in real
 life) fails the test with that exception.  ``bad_input`` asserts the module
-failed with a message holding every given fragment.
+failed with a message holding every given fragment. ``snapshot`` is what a
+bad-input test compares before and after: nothing on the host changed.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import hashlib
+import os
 
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
@@ -75,3 +79,18 @@ def bad_input(main, args, *fragments, **kwargs):
         assert fragment in outcome.msg, 'message %r lacks %r' % (outcome.msg, fragment)
     assert 'Traceback' not in outcome.msg, outcome.msg
     return outcome
+
+
+def snapshot(top):
+    """Every path under ``top`` (hidden ones and temporary files too): its mode, content hash and link target."""
+    tree = {}
+    for directory, dirs, names in os.walk(str(top)):
+        for name in dirs + names:
+            path = os.path.join(directory, name)
+            stat = os.lstat(path)
+            digest = None
+            if os.path.isfile(path) and not os.path.islink(path):
+                with open(path, 'rb') as handle:
+                    digest = hashlib.sha256(handle.read()).hexdigest()
+            tree[path] = (stat.st_mode, digest, os.readlink(path) if os.path.islink(path) else None)
+    return tree

@@ -136,6 +136,7 @@ def test_reset_blockers_name_what_the_role_cannot_stop(node, capsys, monkeypatch
 
 
 def test_check_mode_without_bindings_is_skipped_not_failed(node, capsys, monkeypatch):
+    node['sim']('create', '--preset', 'a100-40gb-x8')
     monkeypatch.setattr(gpu_baseline, 'BINDINGS', (None, 'the Python NVML bindings cannot be imported'))
     result = run(capsys, node, _ansible_check_mode=True)
     assert result.get('skipped') is True and not result.get('failed'), result
@@ -143,4 +144,24 @@ def test_check_mode_without_bindings_is_skipped_not_failed(node, capsys, monkeyp
 
 def test_a_bad_driver_min_is_refused_before_anything_is_read(node, capsys):
     result = run(capsys, node, driver_min='r570')
-    assert result['failed'] is True and result['msg'] == "driver_min: 'r570' is not a driver version such as \"550.54.14\""
+    assert result['failed'] is True and result['msg'] == ('driver_min is \'r570\', expected a driver version such as "550.54.14" (or no value: '
+                                                          'the oldest driver the GPU models support)')
+    assert 'observed' not in result
+
+
+@pytest.mark.parametrize('name, content, problem', [
+    ('absent', None, 'the driver version file {path} does not exist (is the nvidia module loaded?)'),
+    ('no-version', 'NVRM version: NVIDIA UNIX x86_64 Kernel Module  (a build without its number)\n',
+     'the driver version file {path} names no driver version on its NVRM version line'),
+])
+def test_an_unusable_driver_version_file_is_named_with_its_path(node, capsys, name, content, problem):
+    node['sim']('create', '--preset', 'h100-80gb-x8')
+    node['sim']('module', '--unload', 'nvidia_peermem')
+    path = str(node['tmp'] / ('version-' + name))
+    if content is not None:
+        with open(path, 'w') as handle:
+            handle.write(content)
+    result = run(capsys, node, checks=['gpudirect'], driver_proc=path)
+    assert result['failed'] is True
+    expected = 'nvidia_peermem is not loaded and DMA-BUF is not possible (%s' % problem.format(path=path)
+    assert expected in result['msg'], result['msg']

@@ -18,6 +18,10 @@ import pwd
 import subprocess
 import time
 
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurmdbd_run import check_params
 from ansible_collections.gpucluster.bringup.plugins.modules import slurmdbd_convert
 from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, run_module
 
@@ -89,6 +93,26 @@ def test_check_mode_runs_nothing(tmp_path):
 
 def test_bad_input(tmp_path):
     bad_input(slurmdbd_convert.main, {'executable': '/nonexistent/slurmdbd', 'user': USER},
-              "'/nonexistent/slurmdbd' is not an executable program")
-    bad_input(slurmdbd_convert.main, {'user': 'no-such-user-zz'}, "user 'no-such-user-zz' does not exist")
-    bad_input(slurmdbd_convert.main, {'timeout': 0, 'user': USER}, 'timeout must be a positive number of seconds, got 0')
+              "executable is '/nonexistent/slurmdbd', which does not exist: install slurmdbd, or name it here")
+    bad_input(slurmdbd_convert.main, {'user': 'no-such-user-zz'}, "user is 'no-such-user-zz', which does not exist on this host")
+    bad_input(slurmdbd_convert.main, {'timeout': 0, 'user': USER}, 'timeout is 0, expected a whole number of seconds between 1 and 86400')
+
+
+def test_a_file_the_kernel_cannot_run_is_a_clear_failure(tmp_path):
+    """Executable bits on a file that is no program (no "#!", not ELF): the start fails, named, never a traceback."""
+    path = tmp_path / 'slurmdbd'
+    path.write_bytes(b'\x00\x01not a program\n')
+    path.chmod(0o755)
+    outcome = run_module(slurmdbd_convert.main, {'executable': str(path), 'user': USER, 'timeout': 5})
+    assert outcome.failed and 'output' not in outcome.result
+    assert outcome.msg.startswith('executable %s could not be started as %s: ' % (path, USER)), outcome.msg
+    assert outcome.msg.endswith('; expected the slurmdbd program')
+
+
+def test_only_root_switches_to_another_user(tmp_path):
+    exe = _standin(tmp_path, 'exit 0\n')
+    other = 'root' if os.getuid() != 0 else 'nobody'
+    args = {'executable': exe, 'user': other, 'timeout': 60, 'output_lines': 60}
+    with pytest.raises(InputError, match=r"^user is '%s', but this module runs as uid 4242 and cannot switch to that user" % other):
+        check_params(args, euid=4242)
+    assert check_params(dict(args, user=USER), euid=os.getuid())['user'] == USER
