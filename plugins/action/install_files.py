@@ -7,8 +7,9 @@
 The node answers a set whose files are all in place in one module call.  A
 node that must write files answers with the paths it needs (``need_content``)
 and changes nothing; they go in a second call, which applies the whole set.
-The entries are checked here (``_file_set.validate_entries``) before the node
-is contacted, and again on the node with what is there.
+The whole set is checked here (``_file_set.validate_entries``) before a
+content is read or the node is contacted, and again on the node with what is
+there.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,6 +24,7 @@ from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _file_set as file_set
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, show
 
 MODULE = 'gpucluster.bringup.install_files'
 
@@ -34,24 +36,20 @@ class ActionModule(ActionBase):
     _VALID_ARGS = frozenset(('files', 'owner', 'group'))
 
     def _read(self, index, entry):
-        """``entry`` with ``src``/``content`` replaced by ``checksum``, and the bytes."""
+        """``entry`` (already checked) with ``src``/``content`` replaced by ``checksum``, and the bytes."""
         entry = dict(entry)
-        where = 'entry %d (%s)' % (index + 1, entry.get('dest'))
-        has_src, has_content = 'src' in entry, 'content' in entry
-        if has_src == has_content:
-            raise ValueError('%s: a file needs exactly one of src and content' % where)
-        if has_src:
+        place = file_set.where(index, entry.get('dest'))
+        if 'src' in entry:
+            src = entry.pop('src')
             try:
-                path = self._find_needle('files', entry.pop('src'))
+                path = self._find_needle('files', src)
                 with open(path, 'rb') as handle:
                     data = handle.read()
             except (AnsibleError, OSError) as exc:
-                raise ValueError('%s: src: %s' % (where, to_native(exc)))
+                raise InputError('%s: src is %s, but it cannot be read on the controller: %s; expected a readable file on the controller '
+                                 '(looked up in the role\'s files/ first)' % (place, show(src), to_native(exc)))
         else:
-            content = entry.pop('content')
-            if not isinstance(content, str):
-                raise ValueError('%s: content must be text, got %s' % (where, type(content).__name__))
-            data = to_bytes(content, errors='surrogate_or_strict')
+            data = to_bytes(entry.pop('content'), errors='surrogate_or_strict')
         entry['checksum'] = hashlib.sha1(data).hexdigest()
         return entry, data
 
@@ -60,21 +58,24 @@ class ActionModule(ActionBase):
         del tmp
         args = self._task.args
         files = args.get('files')
-        if not isinstance(files, list) or not files:
-            return dict(result, failed=True, msg='install_files: files must be a non-empty list of entries, each with "dest"')
         entries, datas = [], {}
         try:
+            for key in ('owner', 'group'):
+                if args.get(key) is not None:
+                    file_set.check_name(None, key, args[key])
+            # the whole set first (dest, state, keys, modes, names, src or content), then the contents are read
+            file_set.validate_entries(files, checksums=False, sources=True)
             for index, entry in enumerate(files):
-                if isinstance(entry, dict) and entry.get('state', 'file') == 'file':
+                if entry.get('state', 'file') == 'file':
                     entry, data = self._read(index, entry)
-                    datas[entry['dest']] = data
+                    datas[entry['dest'].rstrip('/')] = data
                 entries.append(entry)
             file_set.validate_entries(entries)
-        except ValueError as exc:
-            return dict(result, failed=True, msg='install_files: %s; nothing was changed' % exc)
+        except (ValueError, UnicodeError) as exc:
+            return dict(result, failed=True, msg='install_files: %s; nothing was changed' % to_native(exc))
         module_args = dict(files=entries, want_diff=bool(self._task.diff))
         for key in ('owner', 'group'):
-            if args.get(key):
+            if args.get(key) is not None:
                 module_args[key] = args[key]
         answer = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)
         if answer.get('need_content') and not answer.get('failed'):

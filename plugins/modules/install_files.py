@@ -20,9 +20,14 @@ description:
     sends only their SHA-1 at first; a node whose files are all in place answers in that one call, and only the files that
     must be written travel, in a second call. This is what makes a second run of a role cheap - one module call instead of
     one per file (C(ansible.builtin.copy) in a loop costs two or three per file).
-  - The whole set is checked before anything changes - every entry is valid, every owner and group exists, no directory would
-    have to be removed or replaced, the directory of every new file or link is there or an earlier entry makes it; a problem
-    is one failure that names the path and changes nothing.
+  - The whole set is checked before anything changes - every entry and option is valid, every owner and group exists, no
+    directory would have to be removed or replaced, no path is under C(/proc) or C(/sys), the directory of every new file or
+    link is there or an earlier entry makes it (no file in the middle of a path), and every directory written in is writable
+    by this process on a writable file system; a problem is one failure that names the entry (V(files[2] (/etc/x\))), the
+    option, its value and what is valid, and changes nothing.
+  - A failure that no check can foresee (a full disk, a directory removed meanwhile) stops at that entry and reports what was
+    applied (RV(applied), RV(failed_path), RV(error), C(changed) true when something was written); no temporary file is left,
+    and a second run completes the set.
   - A new directory's missing parents are made with it (mode 0755, as C(mkdir -p)).
   - A file is written to a temporary file beside it and renamed over the old one, so a reader never sees half of it.
 author:
@@ -44,7 +49,7 @@ options:
     required: true
     suboptions:
       dest:
-        description: Absolute path on the node.
+        description: Absolute, normalised path on the node (no C(..), C(.) or C(//)), not under C(/proc) or C(/sys). Each path once.
         type: str
         required: true
       state:
@@ -119,6 +124,22 @@ files:
   type: list
   elements: dict
   sample: [{dest: /etc/slurm/hooks/hook-runner, changed: true, changes: "content, mode 0755"}]
+applied:
+  description: When an entry failed while the set was applied - the paths changed before it, in order.
+  returned: failure while applying
+  type: list
+  elements: str
+  sample: [/etc/slurm/hooks, /etc/slurm/hooks/hook-runner]
+failed_path:
+  description: When an entry failed while the set was applied - its path.
+  returned: failure while applying
+  type: str
+  sample: /etc/slurm/hooks/settings.json
+error:
+  description: When an entry failed while the set was applied - the error of the operating system.
+  returned: failure while applying
+  type: str
+  sample: No space left on device
 need_content:
   description: Internal - the files whose content the node needs (the action plugin sends them in a second call).
   returned: when a file must be written and its content was not sent
@@ -128,7 +149,9 @@ need_content:
 
 import base64
 import binascii
+import errno
 import grp
+import hashlib
 import os
 import pwd
 import stat
@@ -138,6 +161,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _file_set as file_set
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, show
 
 DIFF_LIMIT = 65536
 
@@ -149,48 +173,179 @@ def _name(lookup, number):
         return str(number)
 
 
-def read_current(module, path):
+def _but(place, option, value, reason, expected):
+    """A message about a value that is well formed but does not fit the node: ``<option> is <value>, but <reason>; expected <...>``."""
+    return InputError('%s: %s is %s, but %s; expected %s' % (place, option, show(value), reason, expected))
+
+
+def sha1_of(path):
+    digest = hashlib.sha1()
+    with open(path, 'rb') as handle:
+        for block in iter(lambda: handle.read(1 << 16), b''):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def read_current(path):
     """What is at ``path`` now, in the form _file_set.plan_entry takes (None when nothing is there)."""
     try:
         info = os.lstat(path)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):   # (a file in the middle of the path: check_places names it)
         return None
     if stat.S_ISLNK(info.st_mode):
         return {'type': 'link', 'target': os.readlink(path)}
     kind = 'directory' if stat.S_ISDIR(info.st_mode) else 'file' if stat.S_ISREG(info.st_mode) else 'other'
     return {'type': kind, 'mode': stat.S_IMODE(info.st_mode),
-            'checksum': module.sha1(path) if kind == 'file' else None,
+            'checksum': sha1_of(path) if kind == 'file' else None,
             'owner': _name(pwd.getpwuid, info.st_uid), 'group': _name(grp.getgrgid, info.st_gid)}
 
 
-def check_names(entries):
-    """Every owner and group named exists; ValueError naming the first that does not."""
-    for entry in entries:
-        for key, lookup in (('owner', pwd.getpwnam), ('group', grp.getgrnam)):
+def check_names(defaults, entries):
+    """Every owner and group named exists on this node; InputError naming the first that does not."""
+    lookups = (('owner', pwd.getpwnam, 'a user'), ('group', grp.getgrnam, 'a group'))
+    for key, lookup, what in lookups:
+        if key in defaults:
+            try:
+                lookup(defaults[key])
+            except KeyError:
+                raise InputError('%s is %s, expected %s that exists on this node' % (key, show(defaults[key]), what))
+    for index, entry in enumerate(entries):
+        for key, lookup, what in lookups:
             if key in entry:
                 try:
                     lookup(entry[key])
                 except KeyError:
-                    raise ValueError('%s: %s %s does not exist on this node' % (entry['dest'], key, entry[key]))
+                    raise InputError('%s: %s is %s, expected %s that exists on this node' % (
+                        file_set.where(index, entry['dest']), key, show(entry[key]), what))
 
 
-def check_parents(entries, plans):
-    """Every parent of a new file or link is a directory now or is made by an earlier entry; ValueError otherwise.
+def _kind_now(path):
+    """'directory' (a link to one counts: files go into it), 'file', 'link' (to nothing), 'other', or None (nothing there)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return 'link' if os.path.islink(path) else None
+    return 'directory' if stat.S_ISDIR(mode) else 'file' if stat.S_ISREG(mode) else 'other'
 
-    A directory's missing parents are made with it (as ``mkdir -p``, mode 0755).
+
+def _read_only(path):
+    try:
+        return bool(os.statvfs(path).f_flag & getattr(os, 'ST_RDONLY', 1))
+    except (OSError, AttributeError):
+        return False
+
+
+def _writable(path):
+    return os.access(path, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids)
+
+
+def _container(place, dest, future, make):
+    """The directory the entry's path is created in: ``(path, made_by)``, ``made_by`` the index of the earlier entry that
+    makes it (None: it is there now).  A directory entry (``make``) may be under missing directories (made with it)."""
+    parent = os.path.dirname(dest)
+    path = parent
+    while True:
+        kind, by = future[path] if path in future else (_kind_now(path), None)
+        if kind is None and path != '/':
+            path = os.path.dirname(path)
+            continue
+        if kind not in ('directory', None):
+            made = ' (files[%d] makes it one)' % by if by is not None else ''
+            raise _but(place, 'dest', dest, '%s is a %s%s, not a directory' % (path, kind, made),
+                       'a path whose parents are directories')
+        if path != parent and not make:
+            raise _but(place, 'dest', dest, 'its directory %s does not exist' % parent,
+                       'its directory to exist or an earlier entry to make it (add it as a directory entry before this one)')
+        return path, by
+
+
+def _check_owner_change(place, entry, steps, info, euid):
+    """Without root, a mode change needs the path's owner; an owner change is root's; a group change needs a group of ours."""
+    if euid == 0:
+        return
+    for step, value in steps:
+        if step == 'mode' and info is not None and info.st_uid != euid:
+            raise _but(place, 'mode', '%04o' % value, 'the path is owned by uid %d and this process runs as uid %d' % (info.st_uid, euid),
+                       'to run as root or as the owner (become: true)')
+        if step == 'owner':
+            try:
+                uid = pwd.getpwnam(value).pw_uid
+            except KeyError:
+                continue   # (check mode: a user that a package of this run may make)
+            if uid != euid:
+                raise _but(place, 'owner', value, 'only root may give a path to another user and this process runs as uid %d' % euid,
+                           'to run as root (become: true)')
+        if step == 'group':
+            try:
+                gid = grp.getgrnam(value).gr_gid
+            except KeyError:
+                continue
+            if gid not in os.getgroups() and gid != os.getegid():
+                raise _but(place, 'group', value, 'this process (uid %d) is not in that group' % euid, 'to run as root (become: true)')
+
+
+def check_places(entries, plans):
+    """Every change the set makes can be made, judged before the first one: InputError naming the first that cannot.
+
+    The node is looked at as the earlier entries leave it: a directory entry makes its missing parents; a path that an
+    earlier entry makes a file or a link, or removes, holds nothing.  A path created or removed needs its directory
+    writable by this process and on a writable file system; a changed mode, owner or group needs a writable file system and
+    the right to make the change.
     """
-    made = set()
-    for entry, (current, steps) in zip(entries, plans):
-        if entry['state'] in ('file', 'link') and ('create', entry['state']) in steps:
-            parent = os.path.dirname(entry['dest'])
-            if parent not in made and not os.path.isdir(parent):
-                raise ValueError('%s: its directory %s does not exist; add it as a directory entry before this one'
-                                 % (entry['dest'], parent))
-        if entry['state'] == 'directory':
-            path = entry['dest']
-            while path not in ('/', ''):
-                made.add(path)
-                path = os.path.dirname(path)
+    future = {}
+    euid = os.geteuid()
+    for index, (entry, (current, steps)) in enumerate(zip(entries, plans)):
+        dest = entry['dest']
+        place = file_set.where(index, dest)
+        if steps:
+            try:
+                places = any(step in ('create', 'content', 'remove') for step, dummy in steps)
+                if places:
+                    container, by = _container(place, dest, future, make=entry['state'] == 'directory')
+                    if by is None:
+                        if not _writable(container):
+                            raise _but(place, 'dest', dest, 'this process may not create or remove entries in %s' % container,
+                                       'a path in a directory this process may write (become: true?)')
+                        if _read_only(container):
+                            raise _but(place, 'dest', dest, '%s is on a read-only file system' % container, 'a path on a writable file system')
+                    if entry['state'] == 'directory':
+                        path = os.path.dirname(dest)
+                        while path != container:
+                            future[path] = ('directory', index)
+                            path = os.path.dirname(path)
+                    info = None
+                else:
+                    if _read_only(dest):
+                        raise _but(place, 'dest', dest, 'it is on a read-only file system', 'a path on a writable file system')
+                    info = os.stat(dest)
+                _check_owner_change(place, entry, steps, info, euid)
+            except OSError as exc:
+                raise _but(place, 'dest', dest, 'it cannot be checked: %s' % to_native(exc.strerror or exc),
+                           'a path this process can look at')
+        if entry['state'] == 'absent':
+            future[dest] = (None, index)
+        elif entry['state'] != 'link' or steps:
+            future[dest] = (entry['state'], index)
+
+
+def decode_contents(contents, entries):
+    """The bytes of each file the action sent, checked against its entry's checksum; InputError on the first that does not fit."""
+    files = dict((entry['dest'], (index, entry)) for index, entry in enumerate(entries) if entry['state'] == 'file')
+    datas = {}
+    for dest, value in contents.items():
+        if dest not in files:
+            raise InputError('contents has %s, expected only the dest of a file entry of files' % show(dest))
+        index, entry = files[dest]
+        try:
+            data = base64.b64decode(to_bytes(value, errors='surrogate_or_strict'), validate=True)
+        except (TypeError, ValueError, binascii.Error):
+            raise InputError('contents[%s] is %s, expected base64 text (the action plugin sends the files it reads that way)'
+                             % (dest, show(value, 60)))
+        if hashlib.sha1(data).hexdigest() != entry['checksum']:
+            raise InputError('contents[%s] has SHA-1 %s, expected the content of %s (checksum %s)' % (
+                dest, hashlib.sha1(data).hexdigest(), file_set.where(index, dest), entry['checksum']))
+        datas[dest] = data
+    return datas
 
 
 def _text_or_none(data):
@@ -223,8 +378,11 @@ def diff_of(entry, current, steps, content):
         else:
             old = None
             if current and current['type'] == 'file':
-                with open(entry['dest'], 'rb') as handle:
-                    old = _text_or_none(handle.read(DIFF_LIMIT + 1))
+                try:
+                    with open(entry['dest'], 'rb') as handle:
+                        old = _text_or_none(handle.read(DIFF_LIMIT + 1))
+                except OSError:
+                    old = None
             new = _text_or_none(content)
             if (old is not None or not current or current['type'] != 'file') and new is not None:
                 result.append({'before_header': header, 'after_header': header, 'before': old or '', 'after': new})
@@ -234,8 +392,25 @@ def diff_of(entry, current, steps, content):
     return result
 
 
+def _uid(name):
+    try:
+        return pwd.getpwnam(name).pw_uid
+    except KeyError:
+        raise OSError(errno.EINVAL, 'user %s no longer exists on this node' % name)
+
+
+def _gid(name):
+    try:
+        return grp.getgrnam(name).gr_gid
+    except KeyError:
+        raise OSError(errno.EINVAL, 'group %s no longer exists on this node' % name)
+
+
 def write_file(dest, content, entry):
-    """Write ``content`` to a temporary file beside ``dest``, set its mode and owner, rename it over ``dest``."""
+    """Write ``content`` to a temporary file beside ``dest``, set its mode and owner, rename it over ``dest``.
+
+    On any failure the temporary file is removed and ``dest`` is as it was.
+    """
     handle, temp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(dest), dir=os.path.dirname(dest))
     try:
         with os.fdopen(handle, 'wb') as out:
@@ -243,26 +418,33 @@ def write_file(dest, content, entry):
             out.flush()
             os.fsync(out.fileno())
         os.chmod(temp, entry['mode'])
-        uid = pwd.getpwnam(entry['owner']).pw_uid if 'owner' in entry else -1
-        gid = grp.getgrnam(entry['group']).gr_gid if 'group' in entry else -1
+        uid = _uid(entry['owner']) if 'owner' in entry else -1
+        gid = _gid(entry['group']) if 'group' in entry else -1
         if uid != -1 or gid != -1:
             os.chown(temp, uid, gid)
-        os.rename(temp, dest)
+        os.replace(temp, dest)
     except BaseException:
-        if os.path.exists(temp):
+        try:
             os.unlink(temp)
+        except OSError:
+            pass
         raise
 
 
-def apply(entry, steps, content):
+def apply(entry, steps, content, done):
+    """Make the entry's steps, appending each to ``done`` once made (and ``('parent', path)`` for each parent made)."""
     dest = entry['dest']
-    for step, value in steps:
+    for index, (step, value) in enumerate(steps):
         if step == 'remove':
             os.unlink(dest)
         elif step == 'create' and value == 'directory':
-            parent = os.path.dirname(dest)
-            if not os.path.isdir(parent):
-                os.makedirs(parent, 0o755)
+            missing, path = [], os.path.dirname(dest)
+            while not os.path.isdir(path):
+                missing.insert(0, path)
+                path = os.path.dirname(path)
+            for path in missing:
+                os.mkdir(path, 0o755)
+                done.append(('parent', path))
             if not (os.path.isdir(dest) and not os.path.islink(dest)):  # (an earlier entry may have made it as a parent)
                 os.mkdir(dest, entry['mode'])
             os.chmod(dest, entry['mode'])
@@ -270,13 +452,49 @@ def apply(entry, steps, content):
             os.symlink(entry['target'], dest)
         elif step in ('create', 'content'):
             write_file(dest, content, entry)
-            return   # the mode and owner were set on the new file
+            done.extend(steps[index:])   # the mode and owner were set on the new file
+            return
         elif step == 'mode':
             os.chmod(dest, value)
         elif step == 'owner':
-            os.chown(dest, pwd.getpwnam(value).pw_uid, -1)
+            os.chown(dest, _uid(value), -1)
         elif step == 'group':
-            os.chown(dest, -1, grp.getgrnam(value).gr_gid)
+            os.chown(dest, -1, _gid(value))
+        done.append((step, value))
+
+
+def plan(entries, check_mode, defaults):
+    """Check the whole set against the node; ``(currents and steps)`` of each entry, or InputError (nothing changed)."""
+    if not check_mode:
+        # in check mode an owner may be a user that a package of this run would create
+        check_names(defaults, entries)
+    plans = []
+    for index, entry in enumerate(entries):
+        place = file_set.where(index, entry['dest'])
+        try:
+            current = read_current(entry['dest'])
+        except OSError as exc:
+            raise _but(place, 'dest', entry['dest'], 'it cannot be read: %s' % to_native(exc.strerror or exc), 'a path this process can look at')
+        try:
+            plans.append((current, file_set.plan_entry(entry, current)))
+        except ValueError as exc:
+            raise InputError('%s: %s' % (place, exc))
+    check_places(entries, plans)
+    return plans
+
+
+def _failure(index, entry, steps, done, applied, exc):
+    dest = entry['dest']
+    made = [value for step, value in done if step == 'parent']
+    finished = [(step, value) for step, value in done if step != 'parent']
+    failed_step = steps[len(finished)] if len(finished) < len(steps) else steps[-1]
+    error = to_native(exc.strerror or exc) if isinstance(exc, OSError) else to_native(exc)
+    parts = ['install_files: %s: %s failed: %s' % (file_set.where(index, dest), file_set.describe([failed_step]), error)]
+    if made or finished:
+        parts.append('of this entry, done: %s' % ', '.join(['made %s' % path for path in made] + [file_set.describe(finished)] * bool(finished)))
+    parts.append('applied before it: %s' % (', '.join(applied) if applied else 'nothing'))
+    parts.append('run again to complete the set' if (applied or done) else 'nothing was changed')
+    return '; '.join(parts), error
 
 
 def main():
@@ -290,42 +508,41 @@ def main():
         ),
         supports_check_mode=True,
     )
-    defaults = dict((key, module.params[key]) for key in ('owner', 'group') if module.params[key])
-    raw = [dict(defaults, **entry) if isinstance(entry, dict) and entry.get('state', 'file') in ('file', 'directory')
-           else entry for entry in module.params['files']]
-    contents = module.params['contents'] or {}
     try:
+        defaults = {}
+        for key in ('owner', 'group'):
+            if module.params[key] is not None:
+                defaults[key] = file_set.check_name(None, key, module.params[key])
+        raw = []
+        for entry in module.params['files']:
+            if isinstance(entry, dict) and entry.get('state', 'file') in ('file', 'directory'):
+                entry = dict(list(defaults.items()) + list(entry.items()))
+            raw.append(entry)
         entries = file_set.validate_entries(raw)
-        if not module.check_mode:
-            # in check mode an owner may be a user that a package of this run would create
-            check_names(entries)
-        currents = [read_current(module, entry['dest']) for entry in entries]
-        plans = [(current, file_set.plan_entry(entry, current)) for entry, current in zip(entries, currents)]
-        check_parents(entries, plans)
-    except (ValueError, OSError) as exc:
+        datas = decode_contents(module.params['contents'] or {}, entries)
+        plans = plan(entries, module.check_mode, defaults)
+    except ValueError as exc:
         module.fail_json(msg='install_files: %s; nothing was changed' % to_native(exc))
     wanted = [entry['dest'] for entry, (current, steps) in zip(entries, plans)
-              if file_set.needs_content(steps) and entry['dest'] not in contents]
+              if file_set.needs_content(steps) and entry['dest'] not in datas]
     if wanted and (not module.check_mode or module.params['want_diff']):
         module.exit_json(changed=False, need_content=wanted, files=[])
-    datas = {}
-    for dest, value in contents.items():
-        try:
-            datas[dest] = base64.b64decode(to_bytes(value), validate=True)
-        except (TypeError, ValueError, binascii.Error):
-            module.fail_json(msg='install_files: contents[%s] is not base64 text (the action plugin sends the files it reads '
-                                 'that way); nothing was changed' % dest)
-    report, diffs = [], []
-    for entry, (current, steps) in zip(entries, plans):
-        report.append({'dest': entry['dest'], 'changed': bool(steps), 'changes': file_set.describe(steps)})
+    report, diffs, applied = [], [], []
+    for index, (entry, (current, steps)) in enumerate(zip(entries, plans)):
+        item = {'dest': entry['dest'], 'changed': bool(steps), 'changes': file_set.describe(steps)}
+        report.append(item)
         if steps and module.params['want_diff']:
             diffs.extend(diff_of(entry, current, steps, datas.get(entry['dest'])))
         if steps and not module.check_mode:
+            done = []
             try:
-                apply(entry, steps, datas.get(entry['dest']))
-            except OSError as exc:
-                module.fail_json(msg='install_files: %s: %s (%s); the entries before it were applied' % (
-                    entry['dest'], to_native(exc.strerror or exc), file_set.describe(steps)), files=report)
+                apply(entry, steps, datas.get(entry['dest']), done)
+            except (OSError, ValueError) as exc:
+                item['changed'] = bool(done)
+                msg, error = _failure(index, entry, steps, done, applied, exc)
+                module.fail_json(msg=msg, changed=bool(applied or done), applied=applied, failed_path=entry['dest'], error=error,
+                                 files=report)
+            applied.append(entry['dest'])
     result = dict(changed=any(item['changed'] for item in report), files=report)
     if module.params['want_diff']:
         result['diff'] = diffs

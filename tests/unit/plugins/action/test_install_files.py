@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
@@ -117,14 +118,54 @@ def test_bad_input_is_one_message_and_nothing_changes(tmp_path):
     files = node_set(node)
     files.append({"dest": str(node / "x"), "src": "no-such-file", "mode": "0644"})
     rc, out = run(tmp_path, files)
-    assert rc != 0 and "entry 6 (%s/x): src:" % node in out and "no-such-file" in out and "nothing was changed" in out, out
+    assert rc != 0 and "files[5] (%s/x): src is 'no-such-file', but it cannot be read on the controller" % node in out, out
+    assert "expected a readable file on the controller" in out and "nothing was changed" in out, out
     assert list(node.iterdir()) == []
 
     files = node_set(node)
     files[2]["mode"] = 644
     rc, out = run(tmp_path, files)
-    assert rc != 0 and "entry 3" in out and "mode 644 is a number" in out, out
+    assert rc != 0 and "files[2] (%s/hooks/settings.json): mode is 644, expected a quoted octal string" % node in out, out
     assert list(node.iterdir()) == []
+
+
+@pytest.mark.parametrize("entry, fragment", [
+    ({"src": "runner", "content": "x\n"}, "src and content are both set, expected exactly one of them"),
+    ({}, "neither src nor content is set, expected exactly one of them for a file"),
+    ({"src": ""}, "src is '', expected the path of a file on the controller"),
+    ({"src": "."}, "src is '.', but it cannot be read on the controller"),
+    ({"content": 42}, "content is 42, expected text"),
+    ({"content": "x\n", "mode": "u+x"}, "mode is 'u+x', expected a quoted octal string"),
+], ids=["both", "neither", "src-empty", "src-a-directory", "content-a-number", "mode-symbolic"])
+def test_the_action_refuses_a_bad_source_before_the_node_is_touched(tmp_path, entry, fragment):
+    node = tmp_path / "node"
+    node.mkdir()
+    files = node_set(node)
+    files.append(dict({"dest": str(node / "x"), "mode": "0644"}, **entry))
+    rc, out = run(tmp_path, files)
+    assert rc != 0 and ("files[5] (%s/x): " % node + fragment) in out and "nothing was changed" in out, out
+    assert list(node.iterdir()) == []
+
+
+def test_a_valid_set_then_a_path_under_proc_changes_nothing(tmp_path):
+    """The issue's case: the valid entries were written before the bad one failed, with changed false."""
+    node = tmp_path / "node"
+    node.mkdir()
+    files = node_set(node) + [{"dest": "/proc/gpucluster-test-x", "content": "x\n", "mode": "0644"}]
+    rc, out = run(tmp_path, files)
+    assert rc != 0 and "files[5] (/proc/gpucluster-test-x): dest is '/proc/gpucluster-test-x', expected a path on a real file system" in out, out
+    assert list(node.iterdir()) == []
+    files = node_set(node) + [{"dest": str(node / "old-hook" / "x"), "state": "directory", "mode": "0755"}]
+    (node / "old-hook").write_text("old\n")
+    rc, out = run(tmp_path, files)
+    assert rc != 0 and "files[5] (%s/old-hook/x): dest is '%s/old-hook/x', expected a path whose parents are directories, but files[4] " \
+        "makes %s/old-hook absent" % (node, node, node) in out, out
+    assert [p.name for p in node.iterdir()] == ["old-hook"]
+    files = node_set(node) + [{"dest": str(node / "afile" / "x"), "state": "directory", "mode": "0755"}]
+    (node / "afile").write_text("a file\n")
+    rc, out = run(tmp_path, files)
+    assert rc != 0 and "files[5] (%s/afile/x): dest is '%s/afile/x', but %s/afile is a file, not a directory" % (node, node, node) in out, out
+    assert sorted(p.name for p in node.iterdir()) == ["afile", "old-hook"]
 
 
 def test_an_unknown_owner_or_a_missing_parent_stops_before_any_change(tmp_path):
@@ -133,12 +174,13 @@ def test_an_unknown_owner_or_a_missing_parent_stops_before_any_change(tmp_path):
     files = node_set(node)
     files[2]["owner"] = "no-such-user-x"
     rc, out = run(tmp_path, files)
-    assert rc != 0 and "owner no-such-user-x does not exist on this node; nothing was changed" in out, out
+    assert rc != 0 and "owner is 'no-such-user-x', expected a user that exists on this node; nothing was changed" in out, out
     assert list(node.iterdir()) == []
 
     files = node_set(node)[1:]
     rc, out = run(tmp_path, files)
-    assert rc != 0 and "its directory %s/hooks does not exist; add it as a directory entry before this one" % node in out, out
+    assert rc != 0 and "but its directory %s/hooks does not exist; expected its directory to exist or an earlier entry to make it " \
+        "(add it as a directory entry before this one)" % node in out, out
     assert list(node.iterdir()) == []
 
 
@@ -172,7 +214,7 @@ def test_a_directory_is_not_replaced(tmp_path):
     node = tmp_path / "node"
     (node / "hooks" / "hook-runner").mkdir(parents=True)
     rc, out = run(tmp_path, node_set(node))
-    assert rc != 0 and "hook-runner is a directory, wanted a file; move it away first" in out, out
+    assert rc != 0 and "hook-runner is a directory; expected a file or nothing there (move the directory away first" in out, out
     assert not (node / "hooks" / "settings.json").exists()
 
 

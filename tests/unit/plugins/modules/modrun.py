@@ -82,7 +82,7 @@ def bad_input(main, args, *fragments, **kwargs):
 
 
 def snapshot(top):
-    """Every path under ``top`` (hidden ones and temporary files too): its mode, content hash and link target."""
+    """Every path under ``top`` (hidden ones and temporary files too): its mode, owner, group, content hash and link target."""
     tree = {}
     for directory, dirs, names in os.walk(str(top)):
         for name in dirs + names:
@@ -92,5 +92,5 @@ def snapshot(top):
             if os.path.isfile(path) and not os.path.islink(path):
                 with open(path, 'rb') as handle:
                     digest = hashlib.sha256(handle.read()).hexdigest()
-            tree[path] = (stat.st_mode, digest, os.readlink(path) if os.path.islink(path) else None)
+            tree[path] = (stat.st_mode, stat.st_uid, stat.st_gid, digest, os.readlink(path) if os.path.islink(path) else None)
     return tree
