@@ -66,6 +66,19 @@ def recap(output):
     return hosts
 
 
+def assert_no_change(output, hosts):
+    """The last run changed nothing and failed nowhere, on exactly ``hosts`` (``localhost`` may be there too).
+
+    The host set is asserted first: ``all(...)`` over a recap that parsed to nothing would pass anything.
+    """
+    found = recap(output)
+    assert found, "no PLAY RECAP in the output:\n" + output[-3000:]
+    assert set(found) - {"localhost"} == set(hosts), "PLAY RECAP lists %s, expected %s" % (sorted(found), sorted(hosts))
+    moved = {host: counts for host, counts in found.items() if counts.get("changed") or counts.get("failed") or counts.get("unreachable")}
+    assert not moved, "changed, failed or unreachable: %s" % moved
+    return found
+
+
 def add_apt_source(release, pin=100):
     """Add Debian ``release`` (same mirror) to every node, at a priority that installs nothing by itself."""
     for node in [CONTROLLER] + COMPUTE:

@@ -223,6 +223,26 @@ def recap(output):
     return found
 
 
+def recap_of(output, hosts):
+    """The PLAY RECAP of ``output``, after asserting that it lists exactly ``hosts``.
+
+    ``localhost`` may be there too (site.yml's preflight play runs on the controller). A recap that parses to
+    nothing, or lists other hosts, fails here: ``all(...)`` over an empty recap would pass anything.
+    """
+    found = recap(output)
+    assert found, "no PLAY RECAP in the output:\n" + output[-3000:]
+    assert set(found) - {"localhost"} == set(hosts), "PLAY RECAP lists %s, expected %s" % (sorted(found), sorted(hosts))
+    return found
+
+
+def assert_no_change(output, hosts):
+    """The run changed nothing and failed nowhere on exactly ``hosts`` (recap_of); returns the recap."""
+    found = recap_of(output, hosts)
+    moved = {host: counts for host, counts in found.items() if counts["changed"] or counts["failed"] or counts["unreachable"]}
+    assert not moved, "changed, failed or unreachable: %s" % moved
+    return found
+
+
 def run_awx_job(playbook, workdir, verbosity=0, diff=False, extra_vars=None, ident="1"):
     """Run a playbook as an AWX job runs it: ansible-runner on a private data directory laid out as AWX
     lays it out (scripts/lib/awx_pdd.py: project copy, collection in requirements_collections/, the

@@ -12,8 +12,7 @@ import re
 
 import pytest
 
-from simcluster import (COMPUTE, CONTROLLER, GPU_NODES, SIMULATED_VARS, ctl, recap, reconfigure_restarts, run_playbook, sh,
-                        wait_idle)
+from simcluster import COMPUTE, CONTROLLER, GPU_NODES, SIMULATED_VARS, assert_no_change, ctl, reconfigure_restarts, run_playbook, sh, wait_idle
 
 pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
 
@@ -70,7 +69,7 @@ def test_configless_serves_the_files_from_the_controller_and_switching_back_rest
             assert sh(name, "test -e /etc/slurm/slurm.conf", check=False).rc != 0
 
         output = _run(tmp_path, "again", slurm_conf_overrides=overrides)
-        assert all(r["changed"] == 0 for r in recap(output).values()), recap(output)
+        assert_no_change(output, [CONTROLLER] + COMPUTE)
     finally:
         output = _run(tmp_path, "back", slurm_configless=False)
     wait_idle(COMPUTE)

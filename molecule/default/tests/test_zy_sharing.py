@@ -21,7 +21,7 @@ import re
 import pytest
 import yaml
 
-from simcluster import COMPUTE, GPU_NODES, SITE, ctl, overlap, recap, run_jobs_together, run_playbook, sh, start_times, wait_idle
+from simcluster import COMPUTE, GPU_NODES, NODES, SITE, assert_no_change, ctl, overlap, run_jobs_together, run_playbook, sh, start_times, wait_idle
 
 pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
 
@@ -82,7 +82,7 @@ def test_the_node_group_switched_to_mps_declares_mps_and_a_second_run_changes_no
     before = start_times({"slurmd": COMPUTE})
     rc, output = run_playbook(SITE, ["-i", str(mps_layer), "--tags", "slurm"])
     assert rc == 0, output[-6000:]
-    assert all(counts["changed"] == 0 for counts in recap(output).values()), recap(output)
+    assert_no_change(output, NODES)
     assert start_times({"slurmd": COMPUTE}) == before
 
 
