@@ -14,6 +14,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import os
 
 from ansible.errors import AnsibleError, AnsibleUndefinedVariable
@@ -140,6 +141,37 @@ class ActionModule(ActionBase):
                 problems.extend('%s: %s' % (name, _first_line(e)) for e in errors)
         return problems
 
+    def _controller_file(self, role, path):
+        """``''`` when ``path``, a file ``role`` reads on the controller (the file lookup's way), is a readable file; else why not."""
+        try:
+            given = os.path.expanduser(path)
+            if os.path.isabs(given):
+                candidates = [given]
+            else:
+                bases = []
+                try:
+                    bases.extend(str(base) for base in self._task.get_search_path() or [])
+                except (AttributeError, TypeError):
+                    pass
+                bases.append(os.path.join(COLLECTION_ROOT, 'roles', role))
+                candidates = []
+                for base in bases:
+                    for candidate in (os.path.join(base, 'files', given), os.path.join(base, given)):
+                        if candidate not in candidates:
+                            candidates.append(candidate)
+            for candidate in candidates:
+                if os.path.isfile(candidate):
+                    return '' if os.access(candidate, os.R_OK) else '%s cannot be read' % candidate
+            for candidate in candidates:
+                if os.path.isdir(candidate):
+                    return '%s is a directory' % candidate
+        except (ValueError, OSError, TypeError) as exc:  # a NUL byte, an odd type ...
+            return 'it cannot be used as a path (%s)' % exc
+        if len(candidates) == 1:
+            return 'there is no such file'
+        return ('there is no such file (a relative path is looked up in the files/ directories of the play and the role: %s)'
+                % ', '.join(candidates[:4]))
+
     def _play_strategy(self):
         """The strategy of the play running this task (its keyword, else ANSIBLE_STRATEGY / ansible.cfg); None if unknown."""
         try:
@@ -152,8 +184,15 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
 
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         groups = task_vars.get('groups') or {}
+        # the task's own options first, in the preflight's words (a role without groups or hosts outside the inventory
+        # would otherwise check nothing and pass)
+        bad = preflight.argument_problems(_plain(self._task.args), ROLE_NAMES, _plain(groups))
+        if bad:
+            result.update(changed=False, failed=True, problems=bad, skipped_values=[], checked_values=0,
+                          msg=preflight.options_failure_message(bad))
+            return result
+        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         hostvars = task_vars.get('hostvars') or {}
         play_hosts = args['hosts'] if args['hosts'] is not None else list(task_vars.get('ansible_play_hosts_all') or [])
         roles = args['roles']
@@ -196,7 +235,8 @@ class ActionModule(ActionBase):
                 values, host_skipped, found = self._host_values(raw_vars[host], options, defaults, context)
                 checked += len(values)
                 skipped.extend('%s: %s (role %s.%s)' % (host, name, preflight.COLLECTION, role) for name in host_skipped)
-                found.extend(preflight.role_problems(role, host, options, values, groups))
+                found.extend(preflight.role_problems(role, host, options, values, groups,
+                                                     functools.partial(self._controller_file, role)))
                 found.extend(self._validator_problems(options, values, found))
                 problems.extend((host, role, message) for message in found)
 

@@ -13,9 +13,13 @@ the role default), templates it, and hands plain data to this module:
   (type, choices, elements, required, sub-options, unknown keys) the way
   Ansible's role argument validation converts values, and says what is wrong
   in one plain line per problem;
+* :func:`argument_problems` checks the preflight task's own options (the
+  roles and their groups, the hosts of the run, the group names) before any
+  role value is looked at;
 * :func:`role_problems` adds the checks each role makes in its own preflight
   that need no facts (the MIG layout is in the catalogue, the package source
-  has its location, the database password rules ...);
+  has its location, the database password rules, numbers in the range the role
+  can use, partition hostlists that parse, the fabric file on the controller ...);
 * :func:`report` groups the problems of all hosts: identical problems of
   several hosts become one line naming the hosts as a hostlist;
 * :func:`nvml_plugin_problem` judges, on each GPU node of the slurm role with
@@ -36,7 +40,8 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import validate_node_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import munge_key_errors
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology import _block_sizes
 
@@ -359,8 +364,9 @@ def _configless_problems(values):
     return problems
 
 
-def _topology_problems(values, groups):
-    """slurm_topology: tree needs one fabric source; the name mapping is a map or a pattern; block sizes as Slurm takes them."""
+def _topology_problems(values, groups, controller_file=None):
+    """slurm_topology: tree needs one fabric source (a file on the controller that is there, or a host and a command); the
+    name mapping is a map or a pattern; block sizes as Slurm takes them."""
     topology = values.get('slurm_topology')
     problems = []
     if topology == 'tree':
@@ -372,6 +378,16 @@ def _topology_problems(values, groups):
                             '(an inventory host to run %s on); %s' % (command, 'both are set' if src else 'neither is set'))
         elif host and host not in _hosts_of(groups, 'all'):
             problems.append('slurm_topology_ibnetdiscover_host is %s, which is not a host of the inventory' % show(host))
+        elif host:
+            command = values.get('slurm_topology_ibnetdiscover_command')
+            if isinstance(command, list) and (not command or not all(isinstance(word, str) and word for word in command)):
+                problems.append('slurm_topology_ibnetdiscover_command is %s; expected the command (argv) to run on %s, a non-empty '
+                                'list of non-empty words such as [ibnetdiscover]' % (show(command), host))
+        elif isinstance(src, str) and controller_file is not None:
+            reason = controller_file(src)
+            if reason:
+                problems.append("slurm_topology_ibnetdiscover_src is %s; expected a file on the Ansible controller holding ibnetdiscover's "
+                                'output: %s' % (repr(src) if len(src) < 400 else show(src), reason))
         regex = values.get('slurm_topology_name_regex')
         if regex and values.get('slurm_topology_name_map'):
             problems.append('slurm_topology_name_map and slurm_topology_name_regex are both set; give one of them')
@@ -382,6 +398,11 @@ def _topology_problems(values, groups):
                 problems.append('slurm_topology_name_regex %s is not a regular expression: %s' % (show(regex), exc))
     sizes = values.get('slurm_topology_block_sizes')
     if topology == 'block' and sizes:
+        small = _range_problems({'slurm_topology_block_sizes': {'type': 'list'}}, {'slurm_topology_block_sizes': sizes},
+                                {'slurm_topology_block_sizes': ('int', 1, None, 'nodes in a block; the planning base block size '
+                                                                'first, e.g. [18, 36, 72]')})
+        if small:
+            return problems + small
         try:
             _block_sizes(sizes)
         except ValueError as exc:
@@ -389,8 +410,45 @@ def _topology_problems(values, groups):
     return problems
 
 
-def _slurm(host, values, groups):
-    problems = _topology_problems(values, groups)
+_PARTITION_NODES = 'expected ALL, a hostlist (gpu-[01-04]) or a list of node names'
+
+
+def _partition_nodes_problems(index, name, nodes):
+    """``nodes`` of partition ``index`` as the slurm role reads them (ALL, a hostlist it expands, or node names)."""
+    label = ' (partition %s)' % name if isinstance(name, str) and name else ''
+    path = 'slurm_partitions[%d].nodes' % index
+    if isinstance(nodes, str):
+        if nodes == 'ALL':
+            return []
+        if nodes.strip().lower() == 'all':
+            return ['%s is %s%s; expected ALL (upper case: Slurm reads any other spelling as a node name), a hostlist (gpu-[01-04]) '
+                    'or a list of node names' % (path, show(nodes), label)]
+        try:
+            names = expand(nodes)
+        except ValueError as exc:
+            return ['%s is %s%s: %s; %s' % (path, show(nodes), label, exc, _PARTITION_NODES)]
+        for node in names:
+            try:
+                validate_node_name(node)
+            except ValueError as exc:
+                return ['%s is %s%s: %s' % (path, show(nodes), label, exc)]
+        return []
+    problems = []
+    for position, node in enumerate(nodes):
+        try:
+            validate_node_name(node)
+        except ValueError:
+            problems.append('%s[%d] is %s%s; expected a node name (letters, digits, "-" and "."; no brackets: a list holds the '
+                            'names themselves, a hostlist such as gpu-[01-04] is given as the whole value of nodes)'
+                            % (path, position, show(node), label))
+    return problems
+
+
+def _slurm(host, values, groups, controller_file=None):
+    problems = _topology_problems(values, groups, controller_file)
+    if values.get('slurm_cluster_name') == '':
+        problems.append("slurm_cluster_name is ''; expected the name of the cluster (slurm.conf ClusterName, the cluster's name in "
+                        'the accounting database), e.g. gpucluster')
     if _flag(values.get('slurm_pam_slurm_adopt')) and convert(values.get('slurm_cgroup_enabled'), 'bool') == (False, True):
         problems.append('slurm_pam_slurm_adopt needs slurm_cgroup_enabled (proctrack/cgroup and task/cgroup hold the adopted ssh sessions); '
                         '%s has slurm_cgroup_enabled false' % host)
@@ -425,6 +483,8 @@ def _slurm(host, values, groups):
                                 % (index, show(nodes)))
             elif nodes == '' or nodes == []:
                 problems.append('slurm_partitions[%d].nodes is empty; name ALL, a hostlist or a list of node names' % index)
+            elif nodes is not None:
+                problems.extend(_partition_nodes_problems(index, name, nodes))
             if part.get('default') is True:
                 defaults += 1
         if defaults > 1:
@@ -476,22 +536,95 @@ def _pyxis(host, values, groups):
     return problems
 
 
+# Numbers in the range a role can use: option -> (type, least, most, what the number is). ``least`` of a float is
+# exclusive (above 0), of an int inclusive. Only values of the right type are ranged (check_values names the others).
+_RANGES = {
+    'mig_drain_timeout': ('int', 0, None, 'seconds to wait for the jobs of a drained node'),
+    'mig_drain_poll': ('int', 1, None, 'seconds between job checks'),
+    'mig_register_timeout': ('int', 1, None, 'seconds to wait for the node to register'),
+    'slurmdbd_port': ('int', 1, 65535, 'a TCP port'),
+    'slurmdbd_storage_port': ('int', 1, 65535, 'a TCP port'),
+    'slurmdbd_wait_timeout': ('int', 1, None, 'seconds to wait for slurmdbd'),
+    'slurmdbd_job_acct_gather_frequency': ('int', 0, None, 'seconds; 0 turns the sampling off'),
+    'slurm_healthcheck_interval': ('int', 0, None, 'seconds; 0 never runs the check'),
+    'slurm_healthcheck_gpu_count': ('int', 0, None, 'GPUs; null records the count the node has'),
+    'slurm_healthcheck_ecc_uncorrected_max': ('int', 0, None, 'errors; null does not check ECC'),
+    'slurm_healthcheck_resume_after_passes': ('int', 1, None, 'passing runs in a row'),
+    'slurm_healthcheck_xid_drain': ('int', 1, None, 'Xid numbers'),
+    'slurm_healthcheck_temperature_margin': ('int', 0, None, 'degrees C; null does not check temperature'),
+    'slurm_healthcheck_ib_ports': ('int', 0, None, 'InfiniBand ports; null records what the node has'),
+    'slurm_healthcheck_prolog_budget': ('float', 0, None, 'seconds'),
+    'slurm_healthcheck_periodic_budget': ('float', 0, None, 'seconds'),
+    'slurm_healthcheck_ib_rate_gbps': ('float', 0, None, 'Gb/s'),
+    'slurm_memory_reserve_mb': ('int', 0, None, 'MB'),
+    'slurm_gres_mps_count': ('int', 1, None, 'the Count of each Name=mps line'),
+    'slurm_gres_shard_count': ('int', 1, None, 'the Count of each Name=shard line'),
+    'slurm_restart_batch_size': ('int', 1, None, 'nodes whose slurmd restarts at a time'),
+    'slurm_large_system_min_nodes': ('int', 1, None, 'the compute host count from which the large-cluster settings apply'),
+    'slurm_hooks_timeout': ('int', 1, None, 'seconds a hook may run'),
+    'enroot_max_processors': ('int', 0, None, "0 leaves enroot's default"),
+    'enroot_max_connections': ('int', 0, None, 'parallel layer downloads'),
+    'enroot_connect_timeout': ('int', 0, None, 'seconds'),
+    'enroot_transfer_timeout': ('int', 0, None, 'seconds, 0 for none'),
+    'enroot_transfer_retries': ('int', 0, None, 'retries'),
+}
+
+
+def _range_text(kind, least, most, what):
+    if kind == 'float':
+        return 'a number of %s above %s' % (what, least)
+    if most is not None:
+        return '%s, a whole number from %d to %d' % (what, least, most)
+    return 'a whole number, %d or more (%s)' % (least, what)
+
+
+def _range_problems(options, values, ranges=None):
+    """Numbers outside the range their role can use (``ranges``, else ``_RANGES``), one line each."""
+    ranges = _RANGES if ranges is None else ranges
+    problems = []
+    for name in sorted(values):
+        if name not in ranges or values[name] is None:
+            continue
+        kind, least, most, what = ranges[name]
+        spec = options.get(name) or {}
+        items = [(name, values[name])]
+        if spec.get('type') == 'list':
+            found, ok = convert(values[name], 'list')
+            items = [('%s[%d]' % (name, index), item) for index, item in enumerate(found)] if ok else []
+        for path, raw in items:
+            number, ok = convert(raw, kind)
+            if not ok:
+                continue
+            low = number <= least if kind == 'float' else number < least
+            if low or (most is not None and number > most):
+                problems.append('%s is %s; expected %s' % (path, show(raw), _range_text(kind, least, most, what)))
+    return problems
+
+
 _ROLE_CHECKS = {'munge': _munge, 'mig': _mig, 'slurmdbd': _slurmdbd, 'slurm': _slurm, 'enroot': _enroot, 'pyxis': _pyxis}
 
 
-def role_problems(role, host, options, values, groups):
+def role_problems(role, host, options, values, groups, controller_file=None):
     """Problems of one host's values for ``role``: the argument spec, then the role's own fact-free checks.
 
     ``options`` are the role's main entry point options, ``values`` the
     host's templated values (options that could not be templated left out),
-    ``groups`` the inventory groups (name to host list).
+    ``groups`` the inventory groups (name to host list). ``controller_file``
+    (the action's, optional) says what is wrong with a file the role reads on
+    the Ansible controller: ``controller_file(path)`` is ``''`` when it is a
+    readable file, else the reason (``there is no such file ...``).
     """
     problems = check_values(options, values)
     if problems:
         # the role checks assume values of the right type
         return problems
+    problems = _range_problems(options, values)
     check = _ROLE_CHECKS.get(role)
-    return check(host, values, groups) if check else []
+    if role == 'slurm':
+        problems.extend(_slurm(host, values, groups, controller_file))
+    elif check:
+        problems.extend(check(host, values, groups))
+    return problems
 
 
 # Strategies that let each host run ahead of the others (ansible.builtin.free, host_pinned, mitogen_free ...). The
@@ -511,6 +644,107 @@ def strategy_problem(strategy):
                 "linear one (linear, or mitogen_linear): their tasks read other hosts' results of the same play and stop "
                 "every host on one failure (any_errors_fatal), which %s ignores" % (strategy, name))
     return None
+
+
+# The preflight task's own options (plugins/action/preflight.py takes them; plugins/modules/preflight.py documents them).
+OPTIONS = ('compute_group', 'controller_group', 'gpu_group', 'hosts', 'inventory', 'roles')
+_GROUP_NAME = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]*$')
+_GROUP_WORDS = "an inventory group name (letters, digits, '_', '-', '.'; e.g. slurm_compute)"
+_UNSET_HOSTS = 'leave hosts unset for the hosts of the play'
+_MAX_LISTED = 120
+
+
+def _group_problem(path, value):
+    if isinstance(value, str) and _GROUP_NAME.match(value):
+        return None
+    return '%s is %s; expected %s' % (path, show(value), _GROUP_WORDS)
+
+
+def _roles_problems(roles, role_names):
+    if not isinstance(roles, list):
+        return ['roles is %s; expected a list of {name, groups} (e.g. [{name: slurm, groups: [slurm_controller, slurm_compute]}])'
+                % show(roles)]
+    problems, seen = [], {}
+    for index, entry in enumerate(roles):
+        path = 'roles[%d]' % index
+        if not isinstance(entry, dict):
+            problems.append('%s is %s; expected a dictionary {name, groups}' % (path, show(entry)))
+            continue
+        unknown = sorted(str(k) for k in entry if k not in ('name', 'groups'))
+        if unknown:
+            problems.append('%s has the unknown key%s %s; valid keys: groups, name'
+                            % (path, 's' if len(unknown) > 1 else '', ', '.join(repr(k) for k in unknown)))
+        name = entry.get('name')
+        if name is None:
+            problems.append('%s lacks name (required)' % path)
+        elif not isinstance(name, str) or name not in role_names:
+            problems.append('%s.name is %s; valid values: %s' % (path, show(name), ', '.join(role_names)))
+        elif name in seen:
+            problems.append('%s.name is %s, given twice (also %s); give each role once, with every group it runs on'
+                            % (path, show(name), seen[name]))
+        else:
+            seen[name] = path
+        role = ' role %s' % name if isinstance(name, str) and name in role_names else ' the role'
+        if entry.get('groups') is None:
+            problems.append('%s lacks groups (required)' % path)
+            continue
+        names, ok = convert(entry['groups'], 'list')
+        if not ok:
+            problems.append('%s.groups is %s; expected a list of inventory group names whose hosts run%s'
+                            % (path, show(entry['groups']), role))
+        elif not names:
+            problems.append('%s.groups is %s; expected one or more inventory groups whose hosts run%s (e.g. [slurm_compute]; '
+                            '[all] for every host)' % (path, show(entry['groups']), role))
+        else:
+            problems.extend(p for p in (_group_problem('%s.groups[%d]' % (path, i), g) for i, g in enumerate(names)) if p)
+    return problems
+
+
+def _hosts_problems(hosts, groups):
+    names, ok = convert(hosts, 'list')
+    if not ok:
+        return ['hosts is %s; expected a list of inventory hosts (%s)' % (show(hosts), _UNSET_HOSTS)]
+    if not names:
+        return ['hosts is %s; expected one or more inventory hosts (%s)' % (show(hosts), _UNSET_HOSTS)]
+    known = set()
+    for members in (groups.values() if isinstance(groups, dict) else ()):
+        known.update(h for h in (members or []) if isinstance(h, str))
+    listed = _host_text(known) if known else ''
+    if len(listed) > _MAX_LISTED:
+        listed = listed[:_MAX_LISTED - 3] + '...'
+    problems = []
+    for index, host in enumerate(names):
+        if not isinstance(host, str) or host not in known:
+            problems.append('hosts[%d] is %s, which is not a host of the inventory; expected %s'
+                            % (index, show(host), 'hosts of the inventory (%s)' % listed if listed else 'hosts, and the inventory has none'))
+    return problems
+
+
+def argument_problems(args, role_names, groups):
+    """Problems of the preflight task's own options ``args`` (plain data, as the task gives them), one line each.
+
+    ``role_names``: the roles it can check; ``groups``: the inventory groups (name to host list). Checked before any
+    role value: a role without groups, or hosts the inventory does not have, would otherwise check nothing and pass.
+    """
+    if not isinstance(args, dict):
+        return ['the preflight takes a dictionary of options (%s); got %s' % (', '.join(OPTIONS), show(args))]
+    problems = []
+    unknown = sorted(str(k) for k in args if k not in OPTIONS)
+    if unknown:
+        problems.append('unknown option%s %s; valid options: %s'
+                        % ('s' if len(unknown) > 1 else '', ', '.join(repr(k) for k in unknown), ', '.join(OPTIONS)))
+    for name in ('controller_group', 'compute_group', 'gpu_group'):
+        if args.get(name) is not None:
+            problem = _group_problem(name, args[name])
+            if problem:
+                problems.append(problem)
+    if args.get('inventory') is not None:
+        problems.extend(check_option('inventory', args['inventory'], {'type': 'bool'}))
+    if args.get('roles') is not None:
+        problems.extend(_roles_problems(args['roles'], list(role_names)))
+    if args.get('hosts') is not None:
+        problems.extend(_hosts_problems(args['hosts'], groups))
+    return problems
 
 
 def _natural(name):
@@ -545,6 +779,12 @@ def report(inventory_errors, problems):
     for role, message, hosts in grouped:
         lines.append('%s: %s (role %s.%s)' % (_host_text(hosts), message, COLLECTION, role))
     return lines
+
+
+def options_failure_message(lines):
+    """The failure for bad options of the preflight task itself: a count, then one line per problem."""
+    return ('the preflight task has %d bad option%s, nothing was checked or changed:\n%s'
+            % (len(lines), '' if len(lines) == 1 else 's', '\n'.join(lines)))
 
 
 def failure_message(lines):

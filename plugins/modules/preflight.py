@@ -27,6 +27,14 @@ description:
     keys, with the same conversions as Ansible's role argument validation, then with
     C(ansible.module_utils.common.arg_spec.ArgumentSpecValidator)), then makes the role's own checks that need no facts (the
     MIG layout is in the catalogue, the package source names its location, the database password rules, partition names ...).
+  - The task's own options are checked first, and a bad one stops it before any role value is looked at - a role without
+    groups, a group name that cannot be one, a host of O(hosts) that the inventory does not have (each would check nothing
+    and pass), a role given twice.
+  - Among the role's own checks - numbers in the range the role can use (ports 1 to 65535, counts and timeouts that cannot be
+    negative or zero), the nodes of each partition of C(slurm_partitions) as the slurm role reads them (V(ALL), a hostlist
+    that parses, node names), and with C(slurm_topology=tree) the C(slurm_topology_ibnetdiscover_src) file on the Ansible
+    controller (it must be there and readable; a relative path is looked up in the C(files/) directories of the play and of
+    the role, as the role's file lookup does).
   - A value that cannot be templated before the facts are gathered (it uses C(ansible_facts), a fact of another host or a
     variable set at run time) is left for the role and listed in RV(skipped_values).
   - All problems of all hosts make one failure, one plain line per problem naming the host(s), the variable, the bad value,
@@ -59,7 +67,7 @@ options:
     description:
       - The roles to check and the inventory groups each runs on.
       - Not set, the roles of C(playbooks/site.yml) on the groups of their playbooks - C(munge) on C(slurm_controller),
-        C(slurm_compute) and C(slurmdbd); C(mig) on C(gpu_nodes); C(slurmdbd) on C(slurmdbd); C(slurm_healthcheck) on
+        C(slurm_compute) and C(slurmdbd); C(nvml) and C(mig) on C(gpu_nodes); C(slurmdbd) on C(slurmdbd); C(slurm_healthcheck) on
         C(slurm_compute); C(slurm), C(enroot) and C(pyxis) on C(slurm_controller) and C(slurm_compute).
     type: list
     elements: dict
@@ -68,15 +76,16 @@ options:
         description: A role of this collection (its main entry point is checked).
         type: str
         required: true
-        choices: [munge, mig, slurmdbd, slurm_healthcheck, slurm, enroot, pyxis]
+        choices: [munge, nvml, mig, slurmdbd, slurm_healthcheck, slurm, enroot, pyxis]
       groups:
-        description: Inventory groups whose hosts run the role.
+        description: Inventory groups whose hosts run the role (at least one; V(all) for every host).
         type: list
         elements: str
         required: true
   hosts:
     description:
       - The hosts of this run; a role is checked on those of its groups' hosts that are in this list.
+      - Each must be a host of the inventory, and the list may not be empty.
       - Not set, the hosts of the play (C(ansible_play_hosts_all)), so that C(--limit) limits the checks as it limits the run.
     type: list
     elements: str
@@ -119,7 +128,9 @@ EXAMPLES = r'''
 
 RETURN = r'''
 msg:
-  description: The failure, a count and one line per problem; or a summary when there is none.
+  description:
+    - The failure, a count and one line per problem; or a summary when there is none.
+    - For bad options of the task itself, C(the preflight task has N bad options, nothing was checked or changed:) and one line per option.
   returned: always
   type: str
   sample: |-
@@ -154,7 +165,7 @@ def main():
             compute_group=dict(type='str', default='slurm_compute'),
             gpu_group=dict(type='str', default='gpu_nodes'),
             roles=dict(type='list', elements='dict', options=dict(
-                name=dict(type='str', required=True, choices=['munge', 'mig', 'slurmdbd', 'slurm_healthcheck', 'slurm', 'enroot', 'pyxis']),
+                name=dict(type='str', required=True, choices=['munge', 'nvml', 'mig', 'slurmdbd', 'slurm_healthcheck', 'slurm', 'enroot', 'pyxis']),
                 groups=dict(type='list', elements='str', required=True),
             )),
             hosts=dict(type='list', elements='str'),

@@ -148,6 +148,17 @@ ROLE_CASES = [
         ["gpu-02: slurm_cluster_name is [1, 2]; expected a string (role gpucluster.bringup.slurm)",
          "gpu-02: pyxis_container_scope is 'node'; valid values: global, job (role gpucluster.bringup.pyxis)"],
         id="templated-values-checked"),
+    pytest.param(
+        cluster(compute_vars={"slurm_partitions": [{"name": "gpu", "nodes": "gpu-[01-"}]},
+                host_vars={"ctl": {"slurm_large_system_min_nodes": -1, "slurm_topology": "tree",
+                                   "slurm_topology_ibnetdiscover_src": "/nonexistent/fabric.txt"}}),
+        ["gpu-[01-02]: slurm_partitions[0].nodes is 'gpu-[01-' (partition gpu): hostlist \"gpu-[01-\" has a \"[\" without a matching "
+         "\"]\"; expected ALL, a hostlist (gpu-[01-04]) or a list of node names (role gpucluster.bringup.slurm)",
+         "ctl: slurm_large_system_min_nodes is -1; expected a whole number, 1 or more (the compute host count from which the "
+         "large-cluster settings apply) (role gpucluster.bringup.slurm)",
+         "ctl: slurm_topology_ibnetdiscover_src is '/nonexistent/fabric.txt'; expected a file on the Ansible controller holding "
+         "ibnetdiscover's output: there is no such file (role gpucluster.bringup.slurm)"],
+        id="partition-hostlist-range-and-fabric-file"),
 ]
 
 
@@ -210,3 +221,26 @@ def test_a_strategy_that_lets_hosts_run_ahead_is_refused(tmp_path, strategy, pas
     assert_stopped_in_preflight(rc, output)
     assert "the inventory has 1 problem, nothing was changed" in output, output[-3000:]
     assert "the play's strategy is '%s' (the play's strategy keyword, ANSIBLE_STRATEGY or ansible.cfg)" % strategy in output, output[-3000:]
+
+
+def test_bad_options_of_the_task_stop_it(tmp_path):
+    """A role without groups and a host the inventory does not have checked nothing and passed; now the task fails."""
+    children, host_vars = cluster()
+    inventory = write_inventory(tmp_path, children, host_vars)
+    play = tmp_path / "play.yml"
+    play.write_text(yaml.safe_dump([{
+        "hosts": "localhost", "gather_facts": False, "tasks": [
+            {"gpucluster.bringup.preflight": {"inventory": False, "roles": [{"name": "slurm", "groups": []}], "hosts": ["gpu-99"]}},
+            {"ansible.builtin.debug": {"msg": "after the preflight"}}]}]))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"))
+    result = subprocess.run([str(ANSIBLE_PLAYBOOK), "-i", str(inventory), str(play)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, env=env, cwd=str(tmp_path), check=False)
+    output = result.stdout
+    assert result.returncode != 0, output[-3000:]
+    assert "the preflight task has 2 bad options, nothing was checked or changed" in output, output[-3000:]
+    assert ("roles[0].groups is []; expected one or more inventory groups whose hosts run role slurm (e.g. [slurm_compute]; "
+            "[all] for every host)") in output, output[-3000:]
+    assert ("hosts[0] is 'gpu-99', which is not a host of the inventory; expected hosts of the inventory (ctl,gpu-[01-02])"
+            in output), output[-3000:]
+    assert "after the preflight" not in output

@@ -371,3 +371,133 @@ def test_strategy_problem(strategy, bad):
     assert problem.startswith("the play's strategy is %r" % strategy)
     assert 'linear, or mitogen_linear' in problem
     assert 'any_errors_fatal' in problem
+
+
+# --- the task's own options (argument_problems) -------------------------------------------------------------------
+
+ROLE_NAMES = [name for name, groups in pf.SITE_ROLES]
+GROUP_WORDS = "expected an inventory group name (letters, digits, '_', '-', '.'; e.g. slurm_compute)"
+
+
+@pytest.mark.parametrize('args, expected', [
+    ({}, []),
+    ({'roles': [], 'controller_group': 'slurm_controller', 'compute_group': 'slurm-compute', 'gpu_group': 'gpu.nodes'}, []),
+    ({'roles': [{'name': 'slurm', 'groups': 'slurm_controller,slurm_compute'}], 'hosts': 'ctl', 'inventory': 'no'}, []),
+    # a null option is left to its default
+    ({'roles': None, 'hosts': None, 'inventory': None, 'controller_group': None}, []),
+    ('roles', ["the preflight takes a dictionary of options (compute_group, controller_group, gpu_group, hosts, inventory, roles); "
+               "got 'roles'"]),
+    ({'role': 1, 'host': 2}, ["unknown options 'host', 'role'; valid options: compute_group, controller_group, gpu_group, hosts, "
+                              'inventory, roles']),
+    ({'controller_group': 'slurm controller'}, ["controller_group is 'slurm controller'; " + GROUP_WORDS]),
+    ({'gpu_group': 5}, ['gpu_group is 5; ' + GROUP_WORDS]),
+    ({'inventory': 'perhaps'}, ["inventory is 'perhaps'; expected a boolean (true/false)"]),
+    ({'roles': {'name': 'slurm'}}, ["roles is {'name': 'slurm'}; expected a list of {name, groups} "
+                                    '(e.g. [{name: slurm, groups: [slurm_controller, slurm_compute]}])']),
+    ({'roles': [{'name': 'slurm', 'groups': [], 'x': 1, 'y': 2}]},
+     ["roles[0] has the unknown keys 'x', 'y'; valid keys: groups, name",
+      'roles[0].groups is []; expected one or more inventory groups whose hosts run role slurm (e.g. [slurm_compute]; [all] for every host)']),
+    ({'roles': [{'name': 7, 'groups': {'a': 1}}]},
+     ['roles[0].name is 7; valid values: ' + ', '.join(ROLE_NAMES),
+      "roles[0].groups is {'a': 1}; expected a list of inventory group names whose hosts run the role"]),
+    ({'roles': [{'name': 'mig', 'groups': ['gpu_nodes']}, {'name': 'mig', 'groups': ['all']}, {'name': 'mig', 'groups': ['x']}]},
+     ["roles[1].name is 'mig', given twice (also roles[0]); give each role once, with every group it runs on",
+      "roles[2].name is 'mig', given twice (also roles[0]); give each role once, with every group it runs on"]),
+    ({'roles': [None]}, ['roles[0] is null; expected a dictionary {name, groups}']),
+    ({'hosts': []}, ['hosts is []; expected one or more inventory hosts (leave hosts unset for the hosts of the play)']),
+    ({'hosts': {'ctl': 1}}, ["hosts is {'ctl': 1}; expected a list of inventory hosts (leave hosts unset for the hosts of the play)"]),
+    ({'hosts': ['ctl', 'localhost', 3]},
+     ["hosts[1] is 'localhost', which is not a host of the inventory; expected hosts of the inventory (ctl,gpu-[01-02])",
+      'hosts[2] is 3, which is not a host of the inventory; expected hosts of the inventory (ctl,gpu-[01-02])']),
+])
+def test_argument_problems(args, expected):
+    assert pf.argument_problems(args, ROLE_NAMES, GROUPS) == expected
+
+
+def test_argument_problems_with_an_empty_or_a_large_inventory():
+    assert pf.argument_problems({'hosts': ['a']}, ROLE_NAMES, {}) == [
+        "hosts[0] is 'a', which is not a host of the inventory; expected hosts, and the inventory has none"]
+    many = {'all': ['n%03d' % i for i in range(0, 400, 2)]}
+    found = pf.argument_problems({'hosts': ['x']}, ROLE_NAMES, many)
+    assert len(found) == 1 and found[0].endswith('...)') and len(found[0]) < 220, found
+
+
+def test_options_failure_message():
+    assert pf.options_failure_message(['a']) == 'the preflight task has 1 bad option, nothing was checked or changed:\na'
+    assert pf.options_failure_message(['a', 'b']) == 'the preflight task has 2 bad options, nothing was checked or changed:\na\nb'
+
+
+# --- numbers in range, partition nodes, the fabric file -------------------------------------------------------------
+
+@pytest.mark.parametrize('role, host, changes, expected', [
+    # boundaries: the least value passes, one below does not; a port's most passes, one above does not
+    ('slurm', 'gpu-02', dict(slurm_large_system_min_nodes=1, slurm_memory_reserve_mb=0, slurm_restart_batch_size='1'), []),
+    ('slurm', 'gpu-02', dict(slurm_large_system_min_nodes=0),
+     ['slurm_large_system_min_nodes is 0; expected a whole number, 1 or more (the compute host count from which the large-cluster '
+      'settings apply)']),
+    ('slurmdbd', 'ctl', dict(slurmdbd_port=65535, slurmdbd_storage_port=1), []),
+    ('slurmdbd', 'ctl', dict(slurmdbd_port=65536, slurmdbd_storage_port='-1'),
+     ['slurmdbd_port is 65536; expected a TCP port, a whole number from 1 to 65535',
+      "slurmdbd_storage_port is '-1'; expected a TCP port, a whole number from 1 to 65535"]),
+    ('slurm_healthcheck', 'gpu-02', dict(slurm_healthcheck_periodic_budget=0.01, slurm_healthcheck_ib_rate_gbps=None,
+                                         slurm_healthcheck_gpu_count=0, slurm_healthcheck_interval=0), []),
+    ('slurm_healthcheck', 'gpu-02', dict(slurm_healthcheck_periodic_budget='-1.5', slurm_healthcheck_ib_rate_gbps=0),
+     ['slurm_healthcheck_ib_rate_gbps is 0; expected a number of Gb/s above 0',
+      "slurm_healthcheck_periodic_budget is '-1.5'; expected a number of seconds above 0"]),
+    ('slurm_healthcheck', 'gpu-02', dict(slurm_healthcheck_xid_drain='48,0'),
+     ["slurm_healthcheck_xid_drain[1] is '0'; expected a whole number, 1 or more (Xid numbers)"]),
+    ('mig', 'gpu-02', dict(mig_drain_timeout=0, mig_register_timeout=0),
+     ['mig_register_timeout is 0; expected a whole number, 1 or more (seconds to wait for the node to register)']),
+    ('enroot', 'gpu-02', dict(enroot_max_processors=0, enroot_connect_timeout=-1),
+     ['enroot_connect_timeout is -1; expected a whole number, 0 or more (seconds)']),
+    # a value of the wrong type is named by the argument spec only, not ranged too
+    ('slurm', 'gpu-02', dict(slurm_hooks_timeout='soon'), ["slurm_hooks_timeout is 'soon'; expected a whole number"]),
+    # partition nodes as the slurm role expands them
+    ('slurm', 'gpu-02', dict(slurm_partitions=[{'name': 'a', 'nodes': 'gpu-[01-'}]),
+     ['slurm_partitions[0].nodes is \'gpu-[01-\' (partition a): hostlist "gpu-[01-" has a "[" without a matching "]"; '
+      'expected ALL, a hostlist (gpu-[01-04]) or a list of node names']),
+    ('slurm', 'gpu-02', dict(slurm_partitions=[{'name': 'a', 'nodes': 'gpu_[01-02]'}]),
+     ["slurm_partitions[0].nodes is 'gpu_[01-02]' (partition a): node name 'gpu_01' is not one Slurm accepts: a host name of letters, "
+      'digits and "-" (not first or last in a label), labels joined with ".", no "_", spaces, brackets, commas, "=" or "#" (e.g. "gpu-01")']),
+    ('slurm', 'gpu-02', dict(slurm_partitions=[{'name': 'a', 'nodes': ' All '}]),
+     ["slurm_partitions[0].nodes is ' All ' (partition a); expected ALL (upper case: Slurm reads any other spelling as a node name), "
+      'a hostlist (gpu-[01-04]) or a list of node names']),
+    ('slurm', 'gpu-02', dict(slurm_partitions=[{'name': 'a', 'nodes': ['gpu-01', 5, 'gpu-02']}]),
+     ['slurm_partitions[0].nodes[1] is 5 (partition a); expected a node name (letters, digits, "-" and "."; no brackets: a list holds '
+      'the names themselves, a hostlist such as gpu-[01-04] is given as the whole value of nodes)']),
+    ('slurm', 'gpu-02', dict(slurm_partitions=[{'name': 'a', 'nodes': 'ctl,gpu-[01-02]'}, {'name': 'b', 'nodes': ['gpu-01', 'ctl']}]), []),
+    # the fabric command when the fabric is read on a host
+    ('slurm', 'gpu-02', dict(slurm_topology='tree', slurm_topology_ibnetdiscover_host='gpu-01', slurm_topology_ibnetdiscover_command=['']),
+     ["slurm_topology_ibnetdiscover_command is ['']; expected the command (argv) to run on gpu-01, a non-empty list of non-empty words "
+      'such as [ibnetdiscover]']),
+    # block sizes: a size below 1 is named before the growth rules
+    ('slurm', 'gpu-02', dict(slurm_topology='block', slurm_topology_block_sizes=[18, 0]),
+     ['slurm_topology_block_sizes[1] is 0; expected a whole number, 1 or more (nodes in a block; the planning base block size first, '
+      'e.g. [18, 36, 72])']),
+    ('slurm', 'gpu-02', dict(slurm_topology='none', slurm_topology_block_sizes=[-1]), []),
+    ('slurm', 'gpu-02', dict(slurm_cluster_name=''),
+     ["slurm_cluster_name is ''; expected the name of the cluster (slurm.conf ClusterName, the cluster's name in the accounting "
+      'database), e.g. gpucluster']),
+])
+def test_role_input_ranges_and_forms(role, host, changes, expected):
+    assert problems(role, host=host, **changes) == expected
+
+
+def test_the_fabric_file_is_judged_by_the_callers_controller_file():
+    options = _load('slurm', 'meta/argument_specs.yml')['argument_specs']['main']['options']
+    values = dict((k, v) for k, v in _load('slurm', 'defaults/main.yml').items() if not (isinstance(v, str) and '{{' in v))
+    values.update(slurm_topology='tree', slurm_topology_ibnetdiscover_src='/srv/fabric.txt')
+    asked = []
+
+    def missing(path):
+        asked.append(path)
+        return 'there is no such file'
+    assert pf.role_problems('slurm', 'ctl', options, values, GROUPS, missing) == [
+        "slurm_topology_ibnetdiscover_src is '/srv/fabric.txt'; expected a file on the Ansible controller holding ibnetdiscover's "
+        'output: there is no such file']
+    assert asked == ['/srv/fabric.txt']
+    assert pf.role_problems('slurm', 'ctl', options, values, GROUPS, lambda path: '') == []
+    # without a judge (the pure rules alone), and when the fabric is not read from a file, nothing is asked
+    assert pf.role_problems('slurm', 'ctl', options, values, GROUPS) == []
+    values.update(slurm_topology='none')
+    assert pf.role_problems('slurm', 'ctl', options, values, GROUPS, missing) == [] and asked == ['/srv/fabric.txt']
