@@ -63,7 +63,7 @@ options:
     type: int
     default: 60
   batch_size:
-    description: Nodes tested at once (one reservation per batch); V(0) tests all selected nodes together.
+    description: Nodes tested at once (one reservation per batch, at most 100000); V(0) tests all selected nodes together.
     type: int
     default: 0
   resume_after_passes:
@@ -73,7 +73,9 @@ options:
     type: int
     default: 1
   program:
-    description: Path of C(gpucluster-healthcheck) on the nodes.
+    description:
+      - Absolute path of C(gpucluster-healthcheck) on the nodes (srun's program; no spaces, not under C(/proc), C(/sys) or C(/dev)).
+      - Where the path exists on the host the module runs on too, it must be an executable file there.
     type: path
     default: /usr/local/sbin/gpucluster-healthcheck
   prefix:
@@ -88,6 +90,8 @@ options:
         C(nvbandwidth_testcases), C(nvbandwidth_timeout), C(pcie_min_fraction), C(peer_min_fraction), C(ib_write_bw),
         C(ib_sysfs_root), C(ib_min_fraction), C(ib_duration), C(ib_tcp_port), C(ib_timeout). See the role README of
         C(gpucluster.bringup.slurm_healthcheck).
+      - Timeouts and C(ib_duration) are seconds above 0 and at most 86400; paths are absolute. C(nccl_args) are
+        C(all_reduce_perf)'s own options and are passed to it as given.
     type: dict
     default: {}
 '''
@@ -134,8 +138,8 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._deep_health import (
-    DeepFailure, batches, check_deep_input, node_extras, reservation_minutes, select, settle, skipped_records,
-    srun_argv)
+    DeepFailure, batches, check_deep_input, delete_reservation_argv, node_extras, reservation_minutes, select, settle,
+    show_nodes_argv, show_reservation_argv, skipped_records, srun_argv, update_argv)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes, record
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import reservation_argv
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
@@ -174,8 +178,12 @@ class DeepManager(object):
     def run(self):
         try:
             self.settings = check_deep_input(self.params)
+            return self._run()
         except InputError as exc:
+            # bad input, or (never expected) a name from Slurm that is not one to put on a command line
             raise DeepFailure(str(exc))
+
+    def _run(self):
         nodes, extras = self.show_nodes()
         candidates, skipped = select(nodes, extras, self.params['names'], self.params['include_drained'], self.params['prefix'])
         result = dict(changed=False, nodes=[], skipped=skipped, drained=[], resumed=[], records=skipped_records(skipped))
@@ -198,7 +206,7 @@ class DeepManager(object):
         return result
 
     def show_nodes(self, names=None):
-        rc, out, err = self.client.scontrol('-o', 'show', 'node', *([','.join(names)] if names else []))
+        rc, out, err = self.client.scontrol(*show_nodes_argv('scontrol', names or ())[1:])
         if rc != 0:
             raise DeepFailure('scontrol -o show node failed (rc %d): %s' % (rc, (err or out).strip()))
         try:
@@ -208,13 +216,13 @@ class DeepManager(object):
 
     def refuse_existing_reservation(self):
         name = self.params['reservation']
-        rc, out, _err = self.client.scontrol('-o', 'show', 'reservation', name)
+        rc, out, _err = self.client.scontrol(*show_reservation_argv('scontrol', name)[1:])
         if rc == 0 and 'ReservationName=%s ' % name in out + ' ':
             raise DeepFailure('the reservation %s exists already: a deep run is going on, or one ended without removing it '
                               '(scontrol delete ReservationName=%s); nothing was changed' % (name, name))
 
     def update(self, name, *settings):
-        rc, out, err = self.client.scontrol('update', 'NodeName=%s' % name, *settings)
+        rc, out, err = self.client.scontrol(*update_argv('scontrol', name, *settings)[1:])
         return None if rc == 0 else (err or out).strip()
 
     def run_batch(self, batch):
@@ -257,7 +265,7 @@ class DeepManager(object):
             for candidate in pending.values():
                 if candidate.get('resumed_for_test'):
                     self.update(candidate['name'], 'State=DRAIN', 'Reason=%s' % candidate['reason'])
-            self.client.scontrol('delete', 'ReservationName=%s' % reservation)
+            self.client.scontrol(*delete_reservation_argv('scontrol', reservation)[1:])
         return outcomes
 
     def not_tested(self, candidate, why):
@@ -270,8 +278,8 @@ class DeepManager(object):
         timeout = self.params['time_limit'] * 60 + 180
 
         def one(candidate):
-            argv = srun_argv(candidate, self.params['reservation'], self.params['program'], self.settings, self.params['time_limit'])
             try:
+                argv = srun_argv(candidate, self.params['reservation'], self.params['program'], self.settings, self.params['time_limit'])
                 results[candidate['name']] = self.client.job(argv, timeout)
             except Exception as exc:  # pylint: disable=broad-except
                 # a job that cannot even start gives no verdict: the node is put back as it was

@@ -207,7 +207,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import observe as observe_munge_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_version import parse_version, version_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import NODE_CHECKS, check_node_input, node_records, record
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import (
+    NODE_CHECKS, check_node_input, node_records, record, slurm_name)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import last_hook_failure
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
 
@@ -319,7 +320,8 @@ class NodeChecker(object):
         services = {}
         for unit in self.params['services']:
             if systemctl:
-                dummy, out, err = self._run([systemctl, 'is-active', unit])
+                # "--": a unit name is never an option of systemctl (check_node_input refused a leading "-" too)
+                dummy, out, err = self._run([systemctl, 'is-active', '--', unit])
                 services[unit] = (out or err).strip().splitlines()[0] if (out or err).strip() else 'unknown'
             else:
                 services[unit] = 'unknown (no systemctl)'
@@ -340,6 +342,14 @@ class NodeChecker(object):
         if not scontrol:
             self.observed['scontrol'] = ''
             self.observed['scontrol_error'] = 'scontrol is not installed'
+            return
+        # the name is node_name (checked as a Slurm node name) or the short host name, checked too: scontrol would
+        # read a leading "-" as an option
+        try:
+            slurm_name('node_name', self.name, 'a Slurm node name (set node_name where the host name is not one)')
+        except InputError as exc:
+            self.observed['scontrol'] = ''
+            self.observed['scontrol_error'] = str(exc)
             return
         rc, out, err = self._run([scontrol, '-o', 'show', 'node', self.name])
         self.observed['scontrol'] = out

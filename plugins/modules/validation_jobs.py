@@ -60,7 +60,9 @@ options:
         required: true
         choices: [srun, gres, container, mpi, nccl, env, skip]
       argv:
-        description: The command. Required unless O(jobs[].kind=skip).
+        description:
+          - The command, run as given (its options are yours on purpose). Required unless O(jobs[].kind=skip); its first
+            word, the command, must not start with C(-).
         type: list
         elements: str
       env:
@@ -123,6 +125,9 @@ options:
         C(gate_curves), C(dispatch) (V(auto), V(per_node), V(allocation)), C(dispatch_min_nodes), C(allocation_wait), C(salloc),
         C(scancel). Two-node runs (a fabric run of two nodes, every pair) get C(NCCL_ALGO=Ring) unless C(env) sets
         C(NCCL_ALGO).
+      - Node names and GRES types must be Slurm names, C(binary), C(srun), C(salloc) and C(scancel) one word not
+        starting with C(-) (srun reads every word before its program as its own option). C(srun_extra) are srun
+        options and C(args) C(all_reduce_perf) arguments on purpose, passed as given.
       - Per-node runs start together; the fabric run follows, then the pair rounds.
     type: dict
   slurm:
@@ -136,6 +141,8 @@ options:
         C(salloc), C(mpirun), C(mpirun_args), C(partition), C(time_limit), C(timeout), C(container_image),
         C(container_mounts), C(env), C(skip_reason), C(no_pmi_path) (run C(srun --mpi=none), else reported skipped),
         C(no_pmi_timeout).
+      - C(binary), C(srun), C(salloc) and C(mpirun) must be one word not starting with C(-); C(mpirun_args) are
+        mpirun options on purpose, passed as given.
     type: dict
   mpi_plugin:
     description:

@@ -106,11 +106,10 @@ import threading
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import (
-    ResumeFailure, check_resume_input, plan_resume, probe_outcome, problem_nodes, reservation_argv, resume_records)
+    ResumeFailure, check_resume_input, plan_resume, probe_argv, probe_outcome, problem_nodes, reservation_argv, resume_argv, resume_records)
 
 
 # Probe jobs at once. One at a time made resuming 64 nodes take 196 s on the emulated cluster (docs/scale.md):
@@ -155,9 +154,13 @@ class ResumeManager(object):
         """The module's result; raises ``ResumeFailure``."""
         try:
             check_resume_input(self.params)
+            # everything is checked: from here on commands run
+            return self._run()
         except InputError as exc:
+            # bad input, or (never expected) a node name from Slurm that is not one to put on a command line
             raise ResumeFailure(str(exc))
-        # everything is checked: from here on commands run
+
+    def _run(self):
         problems = self.problems()
         if self.params['action'] == 'query':
             return dict(changed=False, nodes=problems, resumed=[], kept={}, records=[])
@@ -209,12 +212,12 @@ class ResumeManager(object):
     def lift(self, names, kept):
         """``State=RESUME`` for ``names`` in one scontrol call (a hostlist); node by node when that call fails, so
         that ``kept`` names the node Slurm refuses. The names lifted."""
-        rc, out, err = self.client.scontrol('update', 'NodeName=%s' % compress(names), 'State=RESUME')
+        rc, out, err = self.client.scontrol(*resume_argv('scontrol', names)[1:])
         if rc == 0:
             return list(names)
         lifted = []
         for name in names:
-            rc, out, err = self.client.scontrol('update', 'NodeName=%s' % name, 'State=RESUME')
+            rc, out, err = self.client.scontrol(*resume_argv('scontrol', [name])[1:])
             if rc != 0:
                 kept[name] = 'scontrol update NodeName=%s State=RESUME failed: %s' % (name, (err or out).strip())
             else:
@@ -233,10 +236,12 @@ class ResumeManager(object):
                     if not pending:
                         return
                     name = pending.pop()
-                argv = ['srun', '--nodes=1', '--nodelist=%s' % name, '--time=2', '--job-name=gpucluster-resume-probe']
-                if reservation:
-                    argv.append('--reservation=%s' % reservation)
-                results[name] = self.client.probe(argv + ['true'], self.params['probe_timeout'])
+                try:
+                    argv = probe_argv(name, reservation)
+                except InputError as exc:
+                    results[name] = {'rc': None, 'stdout': '', 'stderr': 'no probe: %s' % exc}
+                    continue
+                results[name] = self.client.probe(argv, self.params['probe_timeout'])
 
         threads = [threading.Thread(target=worker) for dummy in range(min(PROBE_PARALLEL, len(names)))]
         for thread in threads:

@@ -89,7 +89,7 @@ _TAG_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$')
 _REGISTRY_RE = re.compile(r'^(?:[A-Za-z0-9][A-Za-z0-9._-]*|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$')
 _DAEMON_RE = re.compile(r'^(?P<scheme>dockerd|podman)://(?P<image>[A-Za-z0-9._/-]+)(?::(?P<tag>%s))?$' % _TAG_RE.pattern[1:-1])
 _DIGEST_RE = re.compile(r'^sha256:[0-9a-f]{64}$')
-CONTAINER_NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*$')
+CONTAINER_NAME_RE = re.compile(r'^[A-Za-z0-9][A-Za-z0-9_.-]*\Z')
 
 PYXIS_PREFIX = 'pyxis_'
 RECORD_FORMAT = 1
@@ -259,9 +259,30 @@ def container_name(name):
     return PYXIS_PREFIX + name
 
 
+# enroot's subcommands read their options in a bash loop (enroot.in, 4.1.2): "--" ends the options; the word after
+# --output, --arch and --name is taken as the option's value whatever it looks like. So the URI, the image and the
+# container name go after "--"; the output path and the container name given to options are checked here once more
+# (the module checked them; --arch is one of ARCHES there).
+
+
+def _option_value(option, value, valid, what):
+    if not isinstance(value, str) or not valid(value):
+        raise ValueError('%s %r is not %s' % (option, value, what))
+    return value
+
+
+def _absolute(option, path):
+    return _option_value(option, path, lambda v: v.startswith('/') and '\x00' not in v, 'an absolute path')
+
+
+def _container(name):
+    return _option_value('--name', name, CONTAINER_NAME_RE.match, 'a container name (letters, digits, "_", "." and "-", '
+                                                                  'starting with a letter or digit)')
+
+
 def import_argv(enroot, uri, output, arch=None):
     """``enroot import`` command line; ``--`` keeps a URI from being read as an option."""
-    argv = [enroot, 'import', '--output', output]
+    argv = [enroot, 'import', '--output', _absolute('--output', output)]
     if arch:
         argv.extend(['--arch', arch])
     argv.extend(['--', uri])
@@ -269,6 +290,7 @@ def import_argv(enroot, uri, output, arch=None):
 
 
 def digest_argv(enroot, uri, arch=None):
+    """``enroot digest [--arch A] -- URI``."""
     argv = [enroot, 'digest']
     if arch:
         argv.extend(['--arch', arch])
@@ -277,11 +299,13 @@ def digest_argv(enroot, uri, arch=None):
 
 
 def create_argv(enroot, name, image):
-    return [enroot, 'create', '--name', name, '--', image]
+    """``enroot create --name NAME -- IMAGE``."""
+    return [enroot, 'create', '--name', _container(name), '--', image]
 
 
 def remove_argv(enroot, name):
-    return [enroot, 'remove', '--force', '--', name]
+    """``enroot remove --force -- NAME``."""
+    return [enroot, 'remove', '--force', '--', _container(name)]
 
 
 def list_argv(enroot):

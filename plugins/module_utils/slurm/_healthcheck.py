@@ -109,6 +109,22 @@ DEFAULTS = {
 _PROFILE = re.compile(r'^\d+g\.\d+gb(\+[a-z]+)?$')
 _PREFIX = re.compile(r'^[A-Za-z][A-Za-z0-9_-]*$')
 _USER = re.compile(r'^[a-z_][a-z0-9_-]{0,31}$')
+# A Slurm node name as this program puts it on scontrol's command line: scontrol reads options anywhere on its
+# line (getopt without "+"), so a name with a leading "-" would be an option; "," "=" and spaces change the command.
+_NODE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z')
+NODE_NAME_TEXT = 'letters, digits, "_", "-" and "." (no spaces, commas or "="), starting with a letter or digit, at most 64 characters'
+
+
+def check_node_name(name, what='node_name'):
+    """``name`` if it is a Slurm node name (see ``_NODE_NAME``), else ``ValueError`` naming ``what``."""
+    if not isinstance(name, str) or not _NODE_NAME.match(name):
+        raise ValueError('%s %r is not a Slurm node name: %s' % (what, name, NODE_NAME_TEXT))
+    return name
+
+
+def show_node_argv(scontrol, node_name):
+    """``scontrol -o show node NAME`` (the name checked)."""
+    return [scontrol, '-o', 'show', 'node', check_node_name(node_name)]
 
 
 class Failure(object):
@@ -178,6 +194,12 @@ def load_config(data):
     for key in ('node_name', 'dev_root', 'mig_minors_path', 'scontrol', 'status_file', 'systemctl', 'fabric_manager_bin'):
         if not isinstance(config[key], str):
             raise ValueError('%s %r must be a string' % (key, config[key]))
+    if config['node_name']:
+        check_node_name(config['node_name'])
+    for key in ('scontrol', 'systemctl', 'fabric_manager_bin'):
+        # commands (argv[0]): a name looked up in PATH or a path, one word
+        if not config[key] or config[key].startswith('-') or any(c.isspace() for c in config[key]):
+            raise ValueError('%s %r must be a command name or path (no spaces, not starting with "-")' % (key, config[key]))
     key_path = config['munge_key_path']
     if key_path is None:
         config['munge_key_path'] = key_path = ''
@@ -537,7 +559,8 @@ class Decision(object):
         self.passes = passes
 
     def argv(self, scontrol, node_name):
-        """The scontrol command that carries it out (``None`` for ``none``)."""
+        """The scontrol command that carries it out (``None`` for ``none``); ``node_name`` goes inside ``nodename=``."""
+        check_node_name(node_name)
         if self.action == 'drain':
             return [scontrol, 'update', 'nodename=' + node_name, 'state=drain', 'reason=' + self.reason]
         if self.action == 'resume':

@@ -29,6 +29,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import math
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import Failure, reason_text
@@ -78,12 +79,18 @@ DEFAULTS = {
 _PATH_KEYS = ('dcgmi', 'all_reduce_perf', 'nvbandwidth', 'ib_write_bw', 'ib_sysfs_root')
 _TIMEOUT_KEYS = ('nccl_timeout', 'nvbandwidth_timeout', 'ib_timeout')
 _FRACTION_KEYS = ('pcie_min_fraction', 'peer_min_fraction', 'ib_min_fraction')
-_ENV_NAME = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
-_TESTCASE = re.compile(r'^[a-z0-9_]+$')
+_ENV_NAME = re.compile(r'[A-Za-z_][A-Za-z0-9_]*\Z')
+_TESTCASE = re.compile(r'[a-z0-9_]+\Z')
+_PATH = re.compile(r'/[^\s\x00]*\Z')
+
+
+# the longest any deep tier tool may run, and ib_write_bw's run, in seconds (a day: longer is a mistake, and
+# a number such as 10**20 would overflow the timers that stop the tools)
+MAX_SECONDS = 86400
 
 
 def _number(value):
-    return not isinstance(value, bool) and isinstance(value, (int, float))
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and not math.isinf(value) and not math.isnan(value)
 
 
 def load_config(data):
@@ -92,7 +99,7 @@ def load_config(data):
         data = {}
     if not isinstance(data, dict):
         raise ValueError('the deep tier settings are %r, expected a JSON object with keys %s' % (data, ', '.join(sorted(DEFAULTS))))
-    unknown = sorted(set(data) - set(DEFAULTS))
+    unknown = sorted(repr(key) if not isinstance(key, str) else key for key in set(data) - set(DEFAULTS))
     if unknown:
         raise ValueError('unknown deep tier setting(s) %s; valid settings: %s' % (', '.join(unknown), ', '.join(sorted(DEFAULTS))))
     config = dict(DEFAULTS)
@@ -101,31 +108,42 @@ def load_config(data):
     if not isinstance(checks, list) or any(c not in CHECKS for c in checks):
         raise ValueError('checks is %r, expected a list of %s' % (checks, ', '.join(CHECKS)))
     for key in _PATH_KEYS:
-        if not isinstance(config[key], str) or not config[key].startswith('/'):
+        # each is a program (argv[0]) or a directory read: absolute, so never an option; one word
+        if not isinstance(config[key], str) or not _PATH.match(config[key]):
             raise ValueError('%s is %r, expected an absolute path' % (key, config[key]))
-    if config['dcgm_level'] not in DCGM_LEVELS or isinstance(config['dcgm_level'], bool):
-        raise ValueError('dcgm_level is %r, expected one of %s' % (config['dcgm_level'], ', '.join(str(x) for x in DCGM_LEVELS)))
+    level = config['dcgm_level']
+    if isinstance(level, bool) or not isinstance(level, int) or level not in DCGM_LEVELS:
+        raise ValueError('dcgm_level is %r, expected one of %s' % (level, ', '.join(str(x) for x in DCGM_LEVELS)))
     if config['dcgm_timeout'] is None:
         config['dcgm_timeout'] = DCGM_TIMEOUTS[config['dcgm_level']]
     for key in ('dcgm_timeout',) + _TIMEOUT_KEYS + ('ib_duration',):
-        if not _number(config[key]) or config[key] <= 0:
-            raise ValueError('%s is %r, expected a number of seconds above 0' % (key, config[key]))
+        if not _number(config[key]) or not 0 < config[key] <= MAX_SECONDS:
+            raise ValueError('%s is %r, expected a number of seconds above 0 and at most %d' % (key, config[key], MAX_SECONDS))
     for key in _FRACTION_KEYS:
         if not _number(config[key]) or not 0 < config[key] <= 1:
             raise ValueError('%s is %r, expected a fraction above 0 and at most 1' % (key, config[key]))
     port = config['ib_tcp_port']
     if not isinstance(port, int) or isinstance(port, bool) or not 1024 <= port <= 65000:
         raise ValueError('ib_tcp_port is %r, expected a TCP port from 1024 to 65000' % (port,))
-    if not isinstance(config['nccl_args'], list) or not all(isinstance(a, str) for a in config['nccl_args']):
+    # all_reduce_perf's own options, passed as given (on purpose): strings a command line can hold
+    if not isinstance(config['nccl_args'], list) or not all(isinstance(a, str) and '\x00' not in a for a in config['nccl_args']):
         raise ValueError('nccl_args is %r, expected a list of strings' % (config['nccl_args'],))
     env = config['nccl_env']
-    if not isinstance(env, dict) or any(not _ENV_NAME.match(str(k)) or not isinstance(v, (str, int, float)) for k, v in env.items()):
+    if not isinstance(env, dict) or any(not isinstance(k, str) or not _ENV_NAME.match(k) or not isinstance(v, (str, int, float)) or '\x00' in str(v)
+                                        for k, v in env.items()):
         raise ValueError('nccl_env is %r, expected a mapping of environment variable names to values' % (env,))
     cases = config['nvbandwidth_testcases']
     if not isinstance(cases, list) or not cases or any(not isinstance(c, str) or not _TESTCASE.match(c) for c in cases):
         raise ValueError('nvbandwidth_testcases is %r, expected a non-empty list of nvbandwidth testcase names' % (cases,))
-    # the NCCL gate's settings are checked where they are used
-    expect_for(config['nccl_topology'], config['nccl_min_busbw_gbps'], config['nccl_thresholds'], gate_curves=config['nccl_gate_curves'])
+    if config['nccl_topology'] is not None and not isinstance(config['nccl_topology'], str):
+        raise ValueError('nccl_topology is %r, expected a topology name such as "h100-nvlink-8", or null for the default' % (config['nccl_topology'],))
+    # the NCCL gate's settings are checked where they are used (odd types too: a ValueError naming them)
+    try:
+        expect_for(config['nccl_topology'], config['nccl_min_busbw_gbps'], config['nccl_thresholds'], gate_curves=config['nccl_gate_curves'])
+    except (TypeError, AttributeError, KeyError) as exc:
+        raise ValueError('the NCCL gate settings (nccl_topology %r, nccl_min_busbw_gbps %r, nccl_thresholds %r, nccl_gate_curves %r) '
+                         'cannot be read: %s' % (config['nccl_topology'], config['nccl_min_busbw_gbps'], config['nccl_thresholds'],
+                                                 config['nccl_gate_curves'], exc))
     return config
 
 

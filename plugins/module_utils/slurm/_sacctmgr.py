@@ -124,8 +124,8 @@ PROTECTED_ACCOUNTS = ('root',)
 PROTECTED_USERS = ('root',)
 PROTECTED_QOS = ('normal',)
 
-_NAME_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.@-]*$')
-_TRES_NAME_RE = re.compile(r'^[a-z][a-z0-9_]*(/[A-Za-z0-9_.:-]+)?$')
+_NAME_RE = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.@-]*\Z')
+_TRES_NAME_RE = re.compile(r'^[a-z][a-z0-9_]*(/[A-Za-z0-9_.:-]+)?\Z')
 _MEM_UNITS = {'K': 1.0 / 1024, 'M': 1, 'G': 1024, 'T': 1024 ** 2, 'P': 1024 ** 3}
 _UNLIMITED = ('-1', 'unlimited', 'infinite')
 
@@ -917,6 +917,13 @@ def removals(desired, current, purge):
     return {'users': users, 'user_assocs': user_assocs, 'accounts': accounts, 'qos': qos}
 
 
+def _bare(name, what):
+    """``name`` as a word of its own on the sacctmgr command line (``add user NAME``): sacctmgr reads options anywhere
+    on its line (getopt without "+"), so the name is checked once more here (no leading "-", no spaces, "=" or ",");
+    every other name goes inside a ``key=value`` word."""
+    return check_name(name, what)
+
+
 def plan(desired, current, purge=False):
     """The sacctmgr commands that turn ``current`` into ``desired``, in a safe order.
 
@@ -928,7 +935,7 @@ def plan(desired, current, purge=False):
     cluster = desired['cluster']
     actions = []
     if not current['cluster_exists']:
-        actions.append(Action(['add', 'cluster', cluster], 'add cluster %s' % cluster))
+        actions.append(Action(['add', 'cluster', _bare(cluster, 'cluster')], 'add cluster %s' % cluster))
 
     for name in sorted(desired['qos']):
         spec = desired['qos'][name]
@@ -936,7 +943,7 @@ def plan(desired, current, purge=False):
             continue
         have = current['qos'].get(name)
         if have is None:
-            actions.append(Action(['add', 'qos', name] + _settings_args(QOS_FIELDS, spec['settings']), 'add QOS %s' % name))
+            actions.append(Action(['add', 'qos', _bare(name, 'QOS')] + _settings_args(QOS_FIELDS, spec['settings']), 'add QOS %s' % name))
             continue
         diff = _differences(QOS_FIELDS, spec['settings'], have)
         if diff:
@@ -948,7 +955,7 @@ def plan(desired, current, purge=False):
         spec = present[name]
         have = current['account_assocs'].get(name)
         if have is None:
-            args = ['add', 'account', name, 'Cluster=' + cluster, 'Parent=' + spec['parent']]
+            args = ['add', 'account', _bare(name, 'account'), 'Cluster=' + cluster, 'Parent=' + spec['parent']]
             args += _settings_args(ACCOUNT_FIELDS, spec['entity']) + _settings_args(ASSOC_FIELDS, spec['assoc'])
             actions.append(Action(args, 'add account %s under %s' % (name, spec['parent'])))
             continue
@@ -979,7 +986,7 @@ def plan(desired, current, purge=False):
             settings = spec['assocs'][account]
             have = current['user_assocs'].get((name, account))
             if have is None:
-                args = ['add', 'user', name, 'Account=' + account, 'Cluster=' + cluster]
+                args = ['add', 'user', _bare(name, 'user'), 'Account=' + account, 'Cluster=' + cluster]
                 if new_user:
                     args += _settings_args(USER_FIELDS, user_settings)
                     new_user = False

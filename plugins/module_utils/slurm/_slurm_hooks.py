@@ -174,6 +174,39 @@ def is_last_user_job(squeue_output, job_id):
     return not others
 
 
+# ------------------------------------------------------------ command lines
+#
+# The values come from slurmd's environment (SLURM_JOB_ID, SLURMD_NODENAME, SLURM_JOB_USER), not from a user; still
+# each is checked before it goes on a command line: scontrol reads options anywhere on its line (getopt without "+"),
+# so a job id or name with a leading "-" would be one of its options, and a "," or "=" would change what it acts on.
+# A value that fails gives no command (None): the fact stays unknown, the drain is logged as not done.
+
+_JOB_ID = re.compile(r'[0-9]+\Z')
+_NODE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]*\Z')
+_USER = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.@-]*\Z')
+
+
+def job_show_argv(job_id):
+    """``scontrol show job -o JOBID``; None unless ``job_id`` is a job id (digits)."""
+    if not isinstance(job_id, str) or not _JOB_ID.match(job_id):
+        return None
+    return ['scontrol', 'show', 'job', '-o', job_id]
+
+
+def user_jobs_argv(node, user):
+    """``squeue -h -o %A -w NODE -u USER`` (the user's jobs on the node); None unless both are names."""
+    if not isinstance(node, str) or not _NODE.match(node) or not isinstance(user, str) or not _USER.match(user):
+        return None
+    return ['squeue', '-h', '-o', '%A', '-w', node, '-u', user]
+
+
+def drain_argv(node, reason):
+    """``scontrol update NodeName=NODE State=DRAIN Reason=REASON``; None unless ``node`` is a node name."""
+    if not isinstance(node, str) or not _NODE.match(node):
+        return None
+    return ['scontrol', 'update', 'NodeName=%s' % node, 'State=DRAIN', 'Reason=%s' % reason]
+
+
 DRAIN_REASON_LINE = 'drain-reason: '
 MAX_DRAIN_REASON = 200
 

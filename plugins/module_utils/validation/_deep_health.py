@@ -26,13 +26,15 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import drained, parse_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_deep import CHECKS, TIER, load_config, read_report
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import record, slurm_name
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import (
+    SLURM_NAME, SLURM_NAME_TEXT, record, slurm_name, slurm_names)
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
-    InputError, ModuleFailure, require_choice, require_int, require_list, require_str, show)
+    InputError, ModuleFailure, require_choice, require_int, require_list, require_match, require_str, show)
 
 STAGE = 'deep'
 INCLUDE_DRAINED = ('ours', 'all', 'none')
@@ -105,6 +107,10 @@ def why_not(node, extra, include_drained, prefix):
     return ''
 
 
+def _usable_name(name):
+    return re.match(r'(?:%s)\Z' % SLURM_NAME, name or '') is not None
+
+
 def select(nodes, extras, names, include_drained='ours', prefix='gpuhc'):
     """``(candidates, skipped)``: the nodes to test (``{name, gpus, partition, drained, reason, tag}``, by name) and
     name -> why a node is not tested.  ``names`` empty: every node with GPUs."""
@@ -116,6 +122,10 @@ def select(nodes, extras, names, include_drained='ours', prefix='gpuhc'):
     for name in sorted(set(wanted)):
         node, extra = nodes[name], extras.get(name, {})
         why = why_not(node, extra, include_drained, prefix)
+        if not why and not _usable_name(name):
+            why = 'its name is not a Slurm node name this module puts on a command line (%s)' % SLURM_NAME_TEXT
+        if not why and extra.get('partitions') and not _usable_name(extra['partitions'][0]):
+            why = 'its partition %s is not a Slurm partition name this module puts on a command line' % show(extra['partitions'][0])
         if why:
             skipped[name] = why
             continue
@@ -137,8 +147,47 @@ def reservation_minutes(time_limit_minutes):
     return int(time_limit_minutes) + RESERVATION_MARGIN_MINUTES
 
 
+# ---------------------------------------------------------------- command lines
+#
+# scontrol reads options anywhere on its command line (getopt without "+"), srun every word before its program:
+# a name given as a word of its own, or the program, that starts with "-" would be an option. So every name that
+# goes on a command line is checked here as a Slurm name (no leading "-", no spaces, "," or "="), whatever checked it
+# before, and the program is an absolute path; ``InputError`` names the value.
+
+
+def show_nodes_argv(scontrol, names=()):
+    """``scontrol -o show node [NAME,...]``: every node, or ``names``."""
+    return [scontrol, '-o', 'show', 'node'] + ([','.join(slurm_names('names', list(names)))] if names else [])
+
+
+def show_reservation_argv(scontrol, name):
+    """``scontrol -o show reservation NAME``."""
+    return [scontrol, '-o', 'show', 'reservation', slurm_name('reservation', name, 'a Slurm reservation name')]
+
+
+def update_argv(scontrol, name, *settings):
+    """``scontrol update NodeName=NAME KEY=VALUE...`` (``settings`` are this module's own ``State=``/``Reason=`` words)."""
+    return [scontrol, 'update', 'NodeName=%s' % slurm_name('node name', name, 'a Slurm node name')] + list(settings)
+
+
+def delete_reservation_argv(scontrol, name):
+    """``scontrol delete ReservationName=NAME``."""
+    return [scontrol, 'delete', 'ReservationName=%s' % slurm_name('reservation', name, 'a Slurm reservation name')]
+
+
+def check_program(name, value):
+    """The node program's path as srun's program: absolute (so never an option), no spaces or control characters."""
+    return require_match(name, value, r'/[^\s\x00-\x1f]*[^/\s\x00-\x1f]',
+                         'the absolute path of gpucluster-healthcheck on the nodes (a file: no spaces, not ending in "/")')
+
+
 def srun_argv(candidate, reservation, program, settings, time_limit, srun='srun', immediate=120):
     """One node's deep job: every GPU of the node, the whole node, inside the reservation."""
+    slurm_name('node name', candidate['name'], 'a Slurm node name')
+    slurm_name('reservation', reservation, 'a Slurm reservation name')
+    if candidate.get('partition'):
+        slurm_name('partition', candidate['partition'], 'a Slurm partition name')
+    check_program('program', program)
     argv = [srun, '--reservation=%s' % reservation, '--nodelist=%s' % candidate['name'], '--nodes=1', '--ntasks=1', '--exclusive',
             '--gres=gpu:%d' % candidate['gpus'], '--time=%d' % time_limit, '--immediate=%d' % immediate, '--job-name=gpucluster-deep-health']
     if candidate.get('partition'):
@@ -220,6 +269,32 @@ def skipped_records(skipped):
 # ---------------------------------------------------------------- input checks (before anything runs)
 
 MAX_TIME_LIMIT = 24 * 60
+# more nodes than any Slurm cluster has: a batch size above it is a mistake (10**20 is not "all at once", 0 is)
+MAX_BATCH_SIZE = 100000
+# where no program lives (kernel file systems)
+NOT_PROGRAM_ROOTS = ('/proc', '/sys', '/dev')
+_PREFIX = re.compile(r'[A-Za-z][A-Za-z0-9_-]*\Z')
+
+
+def _program(program):
+    """``program``: an absolute path, not under a kernel file system; where it exists on this host too, an executable file."""
+    if not isinstance(program, str) or not program.startswith('/'):
+        raise InputError('program is %s, expected the absolute path of gpucluster-healthcheck on the nodes' % show(program))
+    check_program('program', program)
+    full = os.path.normpath(program)
+    for root in NOT_PROGRAM_ROOTS:
+        if full == root or full.startswith(root + '/'):
+            raise InputError('program is %s, which is under %s, a kernel file system; expected the absolute path of '
+                             'gpucluster-healthcheck on the nodes' % (show(program), root))
+    # the program is on the nodes; where this host has the path too (a controller that is also a node, the role
+    # installed here), a directory or a file that is not executable there is the wrong path
+    if os.path.isdir(program):
+        raise InputError('program is %s, which is a directory on this host; expected the absolute path of the gpucluster-healthcheck '
+                         'program on the nodes' % show(program))
+    if os.path.exists(program) and not os.access(program, os.X_OK):
+        raise InputError('program is %s, which is not executable on this host; expected the absolute path of the gpucluster-healthcheck '
+                         'program on the nodes (mode 0755)' % show(program))
+    return program
 
 
 def check_deep_input(params):
@@ -230,19 +305,22 @@ def check_deep_input(params):
     require_choice('include_drained', params.get('include_drained'), INCLUDE_DRAINED)
     slurm_name('reservation', params.get('reservation'), 'a Slurm reservation name')
     require_int('time_limit', params.get('time_limit'), minimum=1, maximum=MAX_TIME_LIMIT, unit='minutes')
-    require_int('batch_size', params.get('batch_size'), minimum=0)
+    require_int('batch_size', params.get('batch_size'), minimum=0, maximum=MAX_BATCH_SIZE, unit='nodes (0: all at once)')
     require_int('resume_after_passes', params.get('resume_after_passes', 1), minimum=1, maximum=100)
     require_str('prefix', params.get('prefix'))
-    if not re.match(r'^[A-Za-z][A-Za-z0-9_-]*$', params['prefix']):
+    if not _PREFIX.match(params['prefix']):
         raise InputError('prefix is %s, expected letters, digits, "_" and "-", starting with a letter (the health check\'s '
                          'reason_prefix)' % show(params['prefix']))
-    program = require_str('program', params.get('program'))
-    if not program.startswith('/'):
-        raise InputError('program is %s, expected the absolute path of gpucluster-healthcheck on the nodes' % show(program))
+    _program(params.get('program'))
+    data = params.get('settings')
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise InputError('settings is %s, expected a dict of deep tier settings' % show(data))
     try:
-        settings = load_config(params.get('settings') or {})
-    except ValueError as exc:
+        settings = load_config(data)
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:
         raise InputError('settings: %s' % exc)
     if not settings['checks']:
         raise InputError('settings.checks is [], expected at least one of %s' % ', '.join(CHECKS))
-    return dict((key, value) for key, value in sorted((params.get('settings') or {}).items()))
+    return dict((key, value) for key, value in sorted(data.items()))

@@ -854,7 +854,7 @@ def _validate_expect(expect):
     if not isinstance(overrides, dict):
         raise ValueError("thresholds must be a dict of topology -> GB/s, got %r" % (overrides,))
     for key, value in overrides.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
             raise ValueError("thresholds[%r] is %r, expected a number of GB/s above 0" % (key, value))
         if key in out["gate_curves"]:
             raise ValueError("topology %r has both a threshold (thresholds) and a gate curve (gate_curves); give one of them" % (key,))
@@ -867,7 +867,7 @@ def _validate_expect(expect):
     if not isinstance(out["notes"], list) or not all(isinstance(note, str) and note for note in out["notes"]):
         raise ValueError("notes is %r, expected a list of non-empty strings" % (out["notes"],))
     value = out["min_busbw_gbps"]
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf")):
         raise ValueError("min_busbw_gbps is %r, expected a number of GB/s above 0" % (value,))
     topology = out["topology"]
     if topology is not None and topology not in out["thresholds"] and topology not in out["gate_curves"]:

@@ -696,6 +696,19 @@ def slurm_name(name, value, what='a Slurm name', allow_empty=False):
                          allow_empty=allow_empty)
 
 
+def slurm_names(name, values, what='a Slurm node name'):
+    """``values`` (a list) as Slurm names, each checked by :func:`slurm_name` (``name[i]`` in the message).
+
+    The builders of Slurm command lines call it on what they put there: a name that starts with "-" would be read
+    as an option by scontrol and sacctmgr (their getopt takes options anywhere on the line), a "," or "=" would
+    change a node list or a key=value argument."""
+    if not isinstance(values, (list, tuple)):
+        raise InputError('%s is %s, expected a list of Slurm names' % (name, show(values)))
+    for index, value in enumerate(values):
+        slurm_name('%s[%d]' % (name, index), value, what)
+    return list(values)
+
+
 def check_env(name, env):
     """A job environment: a dict of variable names to scalar values (strings, numbers, booleans)."""
     if env is None:
@@ -744,6 +757,19 @@ def check_node_input(params):
     require_list('hook_log_files', params.get('hook_log_files') or [], element=require_str)
 
 
+# Plan keys that become a command word (argv[0], or the program srun/salloc start), with what each is.
+COMMAND_WORDS = (('srun', 'the srun command or its path'), ('salloc', 'the salloc command or its path'),
+                 ('mpirun', 'the mpirun command or its path'), ('scancel', 'the scancel command or its path'),
+                 ('binary', 'the path of the program on the nodes'))
+
+
+def command_words(plan):
+    """The plan's commands and program (:data:`COMMAND_WORDS`), each one word that cannot be read as an option."""
+    for key, what in COMMAND_WORDS:
+        if plan.get(key):
+            require_word(key, plan[key], '%s (one word: no spaces, not starting with "-")' % what)
+
+
 def _plan_str(name, value):
     return require_str(name, value, allow_empty=True, allow_none=True)
 
@@ -768,6 +794,9 @@ def _check_plan(plan, keys, what):
     slurm_name('partition', plan.get('partition') or '', 'a Slurm partition name', allow_empty=True)
     for key in ('srun', 'salloc', 'mpirun', 'binary', 'container_image', 'container_mounts', 'skip_reason'):
         _plan_str(key, plan.get(key))
+    # commands, and the program srun/salloc/mpirun start: srun and salloc read every word before the program as
+    # their own option, so the program (and the mpirun salloc starts) must not look like one
+    command_words(plan)
     for key in ('pyxis', 'no_pmi_path'):
         if plan.get(key) is not None:
             require_bool(key, plan[key])
@@ -807,8 +836,11 @@ def check_jobs(jobs, label='jobs', mpi_paths=MPI_PATHS):
             if not job.get('argv'):
                 raise InputError('%s.argv is %s, expected the command as a non-empty list (every kind but skip runs one)'
                                  % (where, show(job.get('argv'))))
+            # a job's argv is its command line, run as given (its options are the user's on purpose); only the command
+            # itself must be one: a word not starting with "-"
             require_list(where + '.argv', job['argv'], min_items=1)
             require_str(where + '.argv[0]', job['argv'][0])
+            require_word(where + '.argv[0]', job['argv'][0], 'the command to run, a name or path (no spaces, not starting with "-")')
         require_list(where + '.hosts', job.get('hosts'), allow_none=True, element=require_str)
         if kind == 'mpi' and not job.get('path'):
             raise InputError('%s (kind mpi) needs a path: %s' % (where, ', '.join(mpi_paths)))

@@ -21,10 +21,12 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import require_choice, require_int, require_str
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
+    require_choice, require_int, require_list, require_match, require_str, require_word)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import (
     DEFAULT_BUSBW_GBPS, NcclParseError, busbw_series, evaluate, gate_curve, parse_run, threshold_for)
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import check_run_settings, is_false
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import (
+    check_run_settings, command_words, is_false, slurm_name, slurm_names)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import check_records
 
 STAGE = 'nccl'
@@ -102,9 +104,22 @@ def srun_argv(binary, nodes, gpus_per_node, per_gpu_tasks, mpi, env, args=None, 
     True: one task per GPU (``-g 1``), wired with ``--mpi=<mpi>``. ``gres_type``: ask for whole GPUs of that
     GRES type (``--gres=gpu:h100:8``), so that a node with MIG instances is not given one (NCCL does not run
     across MIG instances). ``exclusive``: ``--exclusive`` (no other job on the nodes while it runs).
+
+    What comes from the inventory goes where srun cannot read it as an option of its own: node names, GRES type
+    and MPI plugin inside ``--option=value`` words and checked as names (a "," would change the node list); the
+    program ``binary`` one word not starting with "-" (srun reads every word before its program as an option).
+    ``extra`` (``validate_nccl_srun_args``) are srun options on purpose and ``args`` all_reduce_perf's own: both
+    are passed as given.
     """
     if not nodes:
         raise ValueError('an NCCL run needs at least one node')
+    slurm_names('nodes', list(nodes))
+    require_word('binary', binary, 'the path of all_reduce_perf on the nodes (one word: no spaces, not starting with "-")')
+    require_word('srun', srun, 'the srun command or its path (one word: no spaces, not starting with "-")')
+    if gres_type:
+        slurm_name('gres_type', gres_type, 'a GRES type such as h100')
+    if mpi:
+        check_mpi(mpi)
     if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) or gpus_per_node < 1:
         raise ValueError('gpus_per_node is %r, expected a whole number of at least 1' % (gpus_per_node,))
     argv = [srun, '--nodes=%d' % len(nodes), '--nodelist=%s' % ','.join(nodes), '--gres=gpu:%s%d' % ('%s:' % gres_type if gres_type else '', gpus_per_node),
@@ -120,6 +135,14 @@ def srun_argv(binary, nodes, gpus_per_node, per_gpu_tasks, mpi, env, args=None, 
     argv += list(extra or [])
     argv += [binary] + list(args if args is not None else DEFAULT_ARGS) + ['-g', '1' if per_gpu_tasks else str(gpus_per_node)]
     return argv
+
+
+MPI_TYPE = r'\{mpi\}|[a-z][a-z0-9_]*'
+
+
+def check_mpi(value, name='mpi'):
+    """The ``--mpi=`` value of the multi-node runs: a Slurm MPI plugin type (pmix, pmi2, none, ...) or ``{mpi}``."""
+    return require_match(name, value, MPI_TYPE, 'a Slurm MPI plugin type such as pmix, pmi2 or none, or {mpi} (the module picks one)')
 
 
 def evaluate_run(name, result, hosts, expect, check='all_reduce'):
@@ -338,6 +361,17 @@ def plan_jobs(plan):
     nodes = plan.get('nodes') or []
     if not isinstance(nodes, list) or not all(isinstance(n, dict) and n.get('name') for n in nodes):
         raise ValueError('NCCL plan nodes must be a list of {name, gpus, model}, got %r' % (nodes,))
+    # what goes on the srun, salloc and sinfo command lines: names, commands, the program (see srun_argv)
+    command_words(plan)
+    for index, node in enumerate(nodes):
+        slurm_name('nodes[%d].name' % index, node['name'], 'a Slurm node name')
+        if node.get('gres_type'):
+            slurm_name('nodes[%d].gres_type' % index, node['gres_type'], 'a GRES type such as h100')
+    if plan.get('mpi'):
+        check_mpi(plan['mpi'])
+    # srun options and all_reduce_perf arguments on purpose (validate_nccl_srun_args, validate_nccl_args): passed as given
+    require_list('srun_extra', plan.get('srun_extra'), allow_none=True, element=require_str)
+    require_list('args', plan.get('args'), allow_none=True, element=lambda item, value: require_str(item, value, allow_empty=True))
     nodes = [dict(n, gpus=_count(n.get('gpus'), n['name'])) for n in nodes]
     jobs = [{'name': n['name'], 'kind': 'skip', 'check': 'all_reduce', 'hosts': [n['name']],
              'reason': 'not run: %s cannot take jobs (see its node_state check)' % n['name']} for n in nodes if is_false(n.get('usable'))]

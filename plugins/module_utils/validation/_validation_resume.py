@@ -17,8 +17,9 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import parse_tag
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import node_problem, record, slurm_name
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import node_problem, record, slurm_name, slurm_names
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     InputError, ModuleFailure, require_choice, require_dict, require_int, require_list, require_str, show)
 
@@ -142,9 +143,31 @@ def decide(node, diagnosis, check_records, resume_admin_drains=False):
 
 def reservation_argv(scontrol, name, nodes, minutes):
     """``scontrol create reservation`` of a maintenance reservation on ``nodes`` from now for ``minutes``, root only,
-    made over running jobs (the resume probes and the deep health tier run in one)."""
+    made over running jobs (the resume probes and the deep health tier run in one).
+
+    The reservation and node names go inside ``Key=value`` words, so none is an option even with a leading "-";
+    they are checked as Slurm names anyway (a "," or "=" would change the node list or the key), ``InputError``."""
+    slurm_name('reservation', name, 'a Slurm reservation name')
+    slurm_names('nodes', list(nodes))
+    if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes < 1:
+        raise InputError('minutes is %s, expected a whole number of minutes of at least 1' % show(minutes))
     return [scontrol, 'create', 'reservation', 'ReservationName=%s' % name, 'Nodes=%s' % ','.join(nodes), 'StartTime=now',
             'Duration=%d' % minutes, 'Users=root', 'Flags=MAINT,IGNORE_JOBS']
+
+
+def probe_argv(name, reservation='', srun='srun'):
+    """The probe job on node ``name`` (in ``reservation`` when given): ``srun ... true``; names checked as Slurm names."""
+    argv = [srun, '--nodes=1', '--nodelist=%s' % slurm_name('node name', name, 'a Slurm node name'), '--time=2',
+            '--job-name=gpucluster-resume-probe']
+    if reservation:
+        argv.append('--reservation=%s' % slurm_name('reservation', reservation, 'a Slurm reservation name'))
+    return argv + ['true']
+
+
+def resume_argv(scontrol, nodes):
+    """``scontrol update NodeName=<nodes> State=RESUME`` (``nodes``: one name, or the names as one hostlist)."""
+    slurm_names('nodes', list(nodes))
+    return [scontrol, 'update', 'NodeName=%s' % compress(list(nodes)), 'State=RESUME']
 
 
 def probe_outcome(name, probe, node_after, log_text=None):

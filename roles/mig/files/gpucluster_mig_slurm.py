@@ -51,6 +51,9 @@ _KEY = re.compile(r' (?=[A-Za-z][A-Za-z0-9_]*=)')
 _REASON_SUFFIX = re.compile(r'\s*\[[^\]]*@[^\]]*\]\s*$')
 # Reason= is free text (it may hold "a=b"): it runs up to its "[user@time]" suffix.
 _REASON = re.compile(r'(?:^| )Reason=(.*?\[[^\]@ ]*@[^\] ]*\])')
+# A Slurm node name as this helper puts it on the scontrol and squeue command lines: scontrol reads options anywhere
+# on its line (getopt without "+"), so a name with a leading "-" would be one of its options (-M cluster, -u user ...).
+NODE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z')
 NOT_REGISTERED = ('DOWN', 'NOT_RESPONDING', 'INVALID_REG', 'INVAL', 'UNKNOWN', 'FAIL', 'FUTURE', 'POWERED_DOWN', 'POWERING_UP')
 
 
@@ -132,6 +135,14 @@ class SlurmError(Exception):
         self.result = result
 
 
+def checked_node(name):
+    """``name`` if it is a Slurm node name (``NODE_NAME``), else ``SlurmError`` naming it (before any command runs)."""
+    if not isinstance(name, str) or not NODE_NAME.match(name):
+        raise SlurmError('--node %r is not a Slurm node name: letters, digits, "_", "-" and "." (no spaces, commas or "="), '
+                         'starting with a letter or digit, at most 64 characters; nothing was run' % (name,))
+    return name
+
+
 class Slurm(object):
     """The Slurm commands, through ``run(argv) -> (rc, stdout, stderr)``."""
 
@@ -145,21 +156,21 @@ class Slurm(object):
         return out
 
     def node(self, name):
-        out = self._call(['scontrol', 'show', 'node', name, '--oneliner'])
+        out = self._call(['scontrol', 'show', 'node', checked_node(name), '--oneliner'])
         try:
             return node_view(parse_show_node(out))
         except ValueError as exc:
             raise SlurmError('cannot read Slurm node %s: %s' % (name, exc))
 
     def jobs(self, name):
-        out = self._call(['squeue', '--noheader', '--nodelist', name, '--format', '%i|%T|%u|%j'])
+        out = self._call(['squeue', '--noheader', '--nodelist', checked_node(name), '--format', '%i|%T|%u|%j'])
         try:
             return parse_squeue(out)
         except ValueError as exc:
             raise SlurmError('cannot read the jobs of Slurm node %s: %s' % (name, exc))
 
     def update(self, name, *settings):
-        self._call(['scontrol', 'update', 'nodename=%s' % name] + list(settings))
+        self._call(['scontrol', 'update', 'nodename=%s' % checked_node(name)] + list(settings))
 
 
 def _run(argv):
@@ -175,7 +186,7 @@ def act(slurm, args, sleep=None, clock=None):
     """Do what ``args`` asks; returns the result dict, raises SlurmError."""
     sleep = sleep or time.sleep
     clock = clock or time.time
-    name, owner, action = args.node, args.owner, args.action
+    name, owner, action = checked_node(args.node), args.owner, args.action
     if action in ('drained', 'noted') and not (args.reason or '').startswith(owner):
         raise SlurmError('reason %r must start with %r so that the role can recognise its own drain' % (args.reason, owner))
     view = slurm.node(name)

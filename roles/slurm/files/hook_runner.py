@@ -64,13 +64,15 @@ def command_output(argv, timeout=15):
 def job_facts(needed, phase, env, node):
     facts = {'exclusive': None, 'last_user_job': None}
     job_id = env.get('SLURM_JOB_ID') or env.get('SLURM_JOBID')
-    if 'exclusive' in needed and job_id:
-        text = command_output(['scontrol', 'show', 'job', '-o', job_id])
+    argv = logic.job_show_argv(job_id)
+    if 'exclusive' in needed and argv:
+        text = command_output(argv)
         if text is not None:
             facts['exclusive'] = logic.is_exclusive(logic.parse_scontrol_job(text))
     user = env.get('SLURM_JOB_USER') or env.get('SLURM_JOB_UID')
-    if 'last_user_job' in needed and job_id and user:
-        text = command_output(['squeue', '-h', '-o', '%A', '-w', node, '-u', user])
+    argv = logic.user_jobs_argv(node, user)
+    if 'last_user_job' in needed and job_id and argv:
+        text = command_output(argv)
         if text is not None:
             facts['last_user_job'] = logic.is_last_user_job(text, job_id)
     return facts
@@ -103,10 +105,12 @@ def run_hook(path, timeout, env):
 
 
 def drain(node, reason):
+    argv = logic.drain_argv(node, reason)
+    if argv is None:
+        log(syslog.LOG_ERR, 'could not drain %r: not a Slurm node name' % (node,))
+        return False
     try:
-        result = subprocess.run(['scontrol', 'update', 'NodeName=%s' % node, 'State=DRAIN', 'Reason=%s' % reason],
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30, check=False,
-                                universal_newlines=True)
+        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30, check=False, universal_newlines=True)
     except (OSError, subprocess.TimeoutExpired) as exc:
         log(syslog.LOG_ERR, 'could not drain %s: %s' % (node, exc))
         return False

@@ -504,7 +504,8 @@ def main(argv=None, pynvml=None):
         return 1
 
     try:
-        node = hc.parse_scontrol_node(_scontrol(config, [config['scontrol'], '-o', 'show', 'node', node_name]))
+        # (the node name is checked there: --node or node_name with a leading "-" would be an option of scontrol)
+        node = hc.parse_scontrol_node(_scontrol(config, hc.show_node_argv(config['scontrol'], node_name)))
         decision = hc.decide(failures, node, config['reason_prefix'], config['auto_resume'], args.resume, tier,
                              _read_passes(config['state_file']), config['resume_after_passes'])
         command = decision.argv(config['scontrol'], node_name)
