@@ -388,6 +388,12 @@ def _topology_problems(values, groups, controller_file=None):
             if reason:
                 problems.append("slurm_topology_ibnetdiscover_src is %s; expected a file on the Ansible controller holding ibnetdiscover's "
                                 'output: %s' % (repr(src) if len(src) < 400 else show(src), reason))
+        name_map_src = values.get('slurm_topology_node_name_map_src')
+        if isinstance(name_map_src, str) and name_map_src and controller_file is not None:
+            reason = controller_file(name_map_src)
+            if reason:
+                problems.append("slurm_topology_node_name_map_src is %s; expected a file on the Ansible controller in ibnetdiscover's "
+                                '--node-name-map format: %s' % (repr(name_map_src) if len(name_map_src) < 400 else show(name_map_src), reason))
         regex = values.get('slurm_topology_name_regex')
         if regex and values.get('slurm_topology_name_map'):
             problems.append('slurm_topology_name_map and slurm_topology_name_regex are both set; give one of them')

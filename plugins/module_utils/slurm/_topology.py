@@ -65,7 +65,18 @@ _AGGREGATION_NODE = re.compile(r'\bAggregation Node\s*$')
 _MANAGED_SWITCH = re.compile(r'^MF0;(?P<name>[^:]+):(?P<rest>.*)$')
 _UNSAFE = re.compile(r'[^A-Za-z0-9._-]+')
 _SWITCH_NAME_MAX = 64  # Slurm: "SwitchName ... cannot be longer than 64 characters"
-_NAME_BAD = re.compile(r'[\s,\[\]]')
+# What a Slurm node name cannot hold here: blanks, hostlist syntax, topology.conf's "#" (comment) and "=", control
+# characters; nor may it start with "-" (it would read as an option on a command line).
+_NAME_BAD = re.compile(r'[\s,\[\]#=\x00-\x1f\x7f]|^-')
+_NAME_RULE = 'a Slurm node name (not empty, no blanks, commas, brackets, "#" or "=", not starting with "-")'
+# What ibnetdiscover (libibmad, libibumad, libibnetdisc) prints on its standard error, which "2>&1" puts before the
+# dump: "ibwarn: [3592] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0,1,13,17)",
+# "src/query_smp.c:227; umad (DR path slid 0; dlid 0; 0,1,13,17 Attr 0x11:0) bad status 110; Connection timed out".
+_STDERR = re.compile(r'^(?:(?:ibwarn|iberror|ibdebug|ibnetdiscover|libibumad|libibmad|libibnetdisc|umad_\w+|mad_\w+)\s*:'
+                     r'|[\w./-]+\.c:\d+;\s)')
+_STDERR_SHOWN = 3
+# ibnetdiscover --node-name-map (rdma-core util/node_name_map.c): '<GUID> "<name>"', "#" comments, blank lines.
+_MAP_GUID = re.compile(r'^0[xX](?P<guid>[0-9a-fA-F]{1,16})(?=[\s#]|$)\s*(?P<rest>.*)$')
 
 
 def _node_id(table, guid):
@@ -76,18 +87,21 @@ def parse_ibnetdiscover(text):
     """Parse ibnetdiscover's default output.
 
     Returns ``{'switches': {guid: {'guid', 'desc', 'lid', 'ports'}}, 'hosts': {guid: {'guid', 'desc', 'ports'}},
-    'routers': {guid: {'guid', 'desc', 'ports'}}}``; GUIDs are 16 lower-case hex digits as ibnetdiscover prints
+    'routers': {guid: {'guid', 'desc', 'ports'}}, 'warnings': [...]}``; GUIDs are 16 lower-case hex digits as ibnetdiscover prints
     them in ``"S-<guid>"``, ``ports`` maps a port number to ``(peer_guid, peer_port)``.  Example::
 
         {'switches': {'2c5eab0300c262c0': {'guid': '2c5eab0300c262c0', 'desc': 'MF0;A09-P1-IBLEAF-03-04:MQM9701/U1',
                                            'lid': 155, 'ports': {1: ('e09d7303007a4bd4', 1), ...}}},
          'hosts': {'e09d7303007a4bd4': {'guid': 'e09d7303007a4bd4', 'desc': 'a08-p1-dgx-04-c01 mlx5_4',
                                         'ports': {1: ('2c5eab0300c262c0', 1)}}, ...},
-         'routers': {}}
+         'routers': {}, 'warnings': []}
 
-    Comment lines, the ``vendid=``/``devid=``/``sysimgguid=``/``switchguid=``/``caguid=``/``rtguid=`` lines and
-    the grouping (``-g``) lines are read past.  ``ValueError`` for an empty text, a line that is not part of this
-    output (``ibwarn:`` lines included: discovery had trouble), a block cut short, a port listed twice or beyond
+    Lines of ibnetdiscover's standard error BEFORE the dump (``ibwarn: ...``, ``src/query_smp.c:227; umad ...``: the
+    user saved it with ``2>&1``) are read past and said in ``warnings`` (discovery had trouble with some node or
+    link, which the dump may lack); the rest of the dump is read as usual.  Comment lines, the ``vendid=``/
+    ``devid=``/``sysimgguid=``/``switchguid=``/``caguid=``/``rtguid=`` lines and the grouping (``-g``) lines are
+    read past.  ``ValueError`` for an empty text, a line that is not part of this
+    output (``ibwarn:`` lines after the dump began included), a block cut short, a port listed twice or beyond
     the node's port count, a GUID with two blocks, and a dump that does not hold together: every link is printed
     from both ends, so a port naming a GUID that never got its block, or whose block does not name it back, means
     the dump is truncated or inconsistent.
@@ -95,15 +109,23 @@ def parse_ibnetdiscover(text):
     if text is None or not str(text).strip():
         raise ValueError('the ibnetdiscover output is empty; expected the text ibnetdiscover prints '
                          '(blocks starting "Switch <ports> "S-<guid>"" and "Ca <ports> "H-<guid>"")')
-    fabric = {'switches': {}, 'hosts': {}, 'routers': {}}
+    fabric = {'switches': {}, 'hosts': {}, 'routers': {}, 'warnings': []}
     seen = {}
+    stderr = []             # (line number, line) of ibnetdiscover's standard error before the dump
+    started = False
     current = None          # (table, node, port count, line) of the block being read
     pending_ids = None      # line number of a vendid= etc. run that has not reached its Switch/Ca/Rt line yet
     pending_keys = set()
     lines = str(text).splitlines()
     for number, raw in enumerate(lines, 1):
         line = raw.strip()
-        if not line or line.startswith('#') or _GROUPING.match(line):
+        if not line:
+            continue
+        if not started and _STDERR.match(line):
+            stderr.append((number, line))
+            continue
+        started = True
+        if line.startswith('#') or _GROUPING.match(line):
             continue
         ids = _IDS.match(line)
         if ids:
@@ -129,6 +151,10 @@ def parse_ibnetdiscover(text):
                 raise ValueError('line %d: port line "%s" belongs to no "Switch"/"Ca"/"Rt" block' % (number, line))
             _read_port(port, number, line, current)
             continue
+        if _STDERR.match(line):
+            raise ValueError('line %d: "%s" is ibnetdiscover\'s standard error inside the dump, which may be cut there; '
+                             'save its standard output alone (ibnetdiscover > fabric.txt) and run it again if it warns'
+                             % (number, _short(line)))
         raise ValueError('line %d: "%s" is not part of ibnetdiscover\'s topology output (expected "Switch"/"Ca"/"Rt" '
                          'lines, port lines like "[1]  "H-<guid>"[1] ...", "vendid=" etc. or comments); '
                          'an "ibwarn" line means the discovery had trouble: run it again' % (number, _short(line)))
@@ -136,9 +162,87 @@ def parse_ibnetdiscover(text):
         raise ValueError('line %d: the output ends inside a block (node ids without their "Switch"/"Ca"/"Rt" line): '
                          'the dump is cut short' % pending_ids)
     if not seen:
+        if stderr and not started:
+            raise ValueError('the ibnetdiscover output holds only its error lines (%s), no dump: discovery failed; '
+                             'run it again on a node whose port is up' % _stderr_text(stderr))
         raise ValueError('the ibnetdiscover output has no "Switch", "Ca" or "Rt" block')
     _check_links(fabric)
+    if stderr:
+        fabric['warnings'].append('%s before the dump %s ibnetdiscover\'s standard error (%s): discovery had trouble, '
+                                  'so a node or link may be missing from the dump; the dump was read as it is'
+                                  % ('line %d' % stderr[0][0] if len(stderr) == 1 else 'lines %d-%d' % (stderr[0][0], stderr[-1][0]),
+                                     'is' if len(stderr) == 1 else 'are', _stderr_text(stderr)))
     return fabric
+
+
+def _stderr_text(stderr):
+    shown = '; '.join('"%s"' % _short(line) for _number, line in stderr[:_STDERR_SHOWN])
+    return shown + (' and %d more' % (len(stderr) - _STDERR_SHOWN) if len(stderr) > _STDERR_SHOWN else '')
+
+
+def parse_node_name_map(text, source='node_name_map'):
+    """Parse ibnetdiscover's node name map (``--node-name-map``, ``/etc/rdma/ib-node-name-map``): ``{guid: name}``.
+
+    The format is rdma-core's (``util/node_name_map.c``): per line a node GUID in hex (``0x`` and up to 16 digits)
+    and the name that replaces the node's description, in double quotes (or the rest of the line up to a ``#``);
+    ``#`` comments and blank lines.  Example::
+
+        # leaves
+        0x2c5eab0300c26040 "leaf-05"
+        0xe09d730300233b10 "gpu-05 mlx5_0"    # rail 0
+
+    gives ``{'2c5eab0300c26040': 'leaf-05', 'e09d730300233b10': 'gpu-05 mlx5_0'}`` (GUIDs as 16 lower-case hex
+    digits, as :func:`parse_ibnetdiscover` keys nodes).  ``source`` names the map in messages (the option, or the
+    option and the file).  ``ValueError`` naming the line for a line without a hex GUID, a name without its closing
+    quote or followed by other text than a comment, an empty name, a GUID given two different names, and a map
+    with no entry at all.
+    """
+    if not isinstance(text, str):
+        raise ValueError('%s is %r, expected the text of a node name map (lines <GUID> "<name>")' % (source, text))
+    names = {}
+    lines = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith('#'):
+            continue
+        match = _MAP_GUID.match(line)
+        if not match:
+            raise ValueError('%s line %d: "%s" does not start with a node GUID in hex; expected <GUID> "<name>" '
+                             '(e.g. 0x2c5eab0300c26040 "leaf-05"), a # comment or a blank line' % (source, number, _short(line)))
+        guid = match.group('guid').lower().rjust(16, '0')
+        rest = match.group('rest')
+        if rest.startswith('"'):
+            end = rest.find('"', 1)
+            if end < 0:
+                raise ValueError('%s line %d: the name of GUID 0x%s has no closing quote: "%s"' % (source, number, guid, _short(line)))
+            name, after = rest[1:end], rest[end + 1:].strip()
+            if after and not after.startswith('#'):
+                raise ValueError('%s line %d: "%s" follows the quoted name of GUID 0x%s; expected only a # comment there'
+                                 % (source, number, _short(after), guid))
+        else:
+            name = rest.split('#', 1)[0]
+        name = name.strip()
+        if not name:
+            raise ValueError('%s line %d: GUID 0x%s has no name; expected <GUID> "<name>"' % (source, number, guid))
+        if guid in names and names[guid] != name:
+            raise ValueError('%s line %d: GUID 0x%s is named "%s", but line %d named it "%s"; a GUID has one name'
+                             % (source, number, guid, name, lines[guid], names[guid]))
+        names[guid] = name
+        lines.setdefault(guid, number)
+    if not names:
+        raise ValueError('%s has no entry; expected lines <GUID> "<name>" (e.g. 0x2c5eab0300c26040 "leaf-05")' % source)
+    return names
+
+
+def _renamed(parsed, node_name_map):
+    """``parsed`` with the descriptions a node name map gives, as ``ibnetdiscover --node-name-map`` prints them."""
+    if not isinstance(node_name_map, dict):
+        raise ValueError('node_name_map must be what parse_node_name_map returns ({guid: name}), got %r' % (node_name_map,))
+    renamed = dict(parsed)
+    for table in ('switches', 'hosts', 'routers'):
+        renamed[table] = dict((guid, dict(node, desc=node_name_map[guid]) if guid in node_name_map else node)
+                              for guid, node in (parsed.get(table) or {}).items())
+    return renamed
 
 
 def _short(line, width=100):
@@ -235,20 +339,25 @@ def _hostlist(names):
     return compress(_sorted(names))
 
 
-def _node_name_list(node_names, what='node_names'):
-    if isinstance(node_names, str):
+def _node_name_list(node_names, what='nodes'):
+    hostlist = isinstance(node_names, str)
+    if hostlist:
         names = expand(node_names)
+    elif isinstance(node_names, (list, tuple, set, frozenset)):
+        names = list(node_names)
     else:
-        try:
-            names = list(node_names)
-        except TypeError:
-            raise ValueError('%s must be a list of Slurm node names or a hostlist expression, got %r' % (what, node_names))
+        raise ValueError('%s is %r, expected a list of Slurm node names or a hostlist expression' % (what, node_names))
     if not names:
-        raise ValueError('%s is empty; give the Slurm node names (a list or a hostlist like "gpu[01-04]")' % what)
-    for name in names:
-        if not isinstance(name, str) or not name or _NAME_BAD.search(name):
-            raise ValueError('%s: %r is not a Slurm node name (non-empty, no spaces, commas or brackets)' % (what, name))
+        raise ValueError('%s is empty, expected at least one Slurm node name (a list or a hostlist like "gpu[01-04]")' % what)
+    for index, name in enumerate(names):
+        if not _is_node_name(name):
+            where = '%s %r holds %r' % (what, node_names, name) if hostlist else '%s[%d] is %r' % (what, index, name)
+            raise ValueError('%s, expected %s' % (where, _NAME_RULE))
     return names
+
+
+def _is_node_name(name):
+    return isinstance(name, str) and bool(name) and not _NAME_BAD.search(name)
 
 
 def _safe(text):
@@ -302,9 +411,8 @@ def _compile_name_map(name_map):
         for key, value in name_map.items():
             if not isinstance(key, str) or not key.strip():
                 raise ValueError('name_map: key %r is not a node description, host name or CA GUID' % (key,))
-            if not isinstance(value, str) or not value or _NAME_BAD.search(value):
-                raise ValueError('name_map: %r maps to %r, which is not a Slurm node name '
-                                 '(non-empty, no spaces, commas or brackets)' % (key, value))
+            if not _is_node_name(value):
+                raise ValueError('name_map[%r] is %r, expected %s' % (key, value, _NAME_RULE))
             table[key.strip()] = value
             guid = re.match(r'^(?:H-|0x)?([0-9a-fA-F]{1,16})$', key.strip())
             if guid:
@@ -349,7 +457,7 @@ def _name_ca(ca, table, pattern):
         if not match:
             return None, 'does not match the name_map pattern %r' % pattern.pattern
         name = match.group('name') if 'name' in pattern.groupindex else match.group(1)
-        if not name or _NAME_BAD.search(name):
+        if not _is_node_name(name):
             return None, 'gives %r through the name_map pattern, which is not a node name' % (name,)
         return name, None
     if not desc.strip() or _DEFAULT_CA_DESC.match(desc):
@@ -370,7 +478,7 @@ def _where(parsed, names, ca):
     return ' on ' + ', '.join(spots) if spots else ''
 
 
-def tree_topology(parsed, node_names, name_map=None, rail_hca=None):
+def tree_topology(parsed, node_names, name_map=None, rail_hca=None, node_name_map=None):
     """The topology/tree lines of topology.conf for the Slurm nodes ``node_names`` in the fabric ``parsed``.
 
     ``parsed`` is :func:`parse_ibnetdiscover`'s result; ``node_names`` the Slurm nodes (a list or a hostlist
@@ -387,17 +495,29 @@ def tree_topology(parsed, node_names, name_map=None, rail_hca=None):
     description or a host name (tried in that order), or a regular expression searched in the description whose
     group ``name`` (else group 1) is the Slurm node name.  A CA still showing its adapter's default description
     ("MT4129 ConnectX7   Mellanox Technologies") names no host unless ``name_map`` names its GUID.
+    ``node_name_map`` (:func:`parse_node_name_map`'s ``{guid: name}``) first replaces the descriptions of the nodes
+    it names, switches included, as ``ibnetdiscover --node-name-map`` would have printed them; ``name_map`` then
+    applies to those descriptions.
 
     Rail rule: a host with several CAs (multi-rail: 4 or 8 HCAs, each cabled to a different rail's leaf) is
     placed under the leaf of ONE of them, its rail-0 CA: the CA whose device (the words after the host name)
     is ``rail_hca`` when given (``"mlx5_0"``, ``"HCA-1"``), else the CA whose device ends in the lowest number
     (mlx5_0 before mlx5_1, HCA-1 before HCA-2).  The other CAs are ignored.  A host whose rail-0 CA is linked to
     two switches, or that has two CAs both fitting the rule (two machines with one host name), is an error.
+    Hosts are compared with the hosts of their own naming scheme (the device without its number: ``mlx5_``,
+    ``HCA-``), so a fabric mixing ``mlx5_0`` hosts and ``HCA-1`` hosts warns only about a host placed by another
+    HCA than most hosts of its scheme (its rail-0 HCA missing: link down).
 
     Leaves are the switches holding placed hosts (``SwitchName=<name> Nodes=<hostlist>``).  Above them, by
     breadth-first rank from the leaves, come the switches that carry no host adapter at all (spines, cores):
     a switch of rank k+1 lists its linked switches of rank k (``Switches=<hostlist>``); links between switches of
-    one rank are not part of the tree.  A switch carrying host adapters of which none is placed (another rail's
+    one rank are not part of the tree.  A switch with host adapters is above the switches with host adapters it is
+    linked to when it is linked to at least two of them and to more of them than each of those is (a spine with
+    storage, UFM or management hosts cabled to it, over its leaves; two leaves cabled to each other are neither
+    above the other): it keeps its place as a spine.  Slurm refuses ``Nodes=`` and ``Switches=`` on one line
+    ("switch ... has both child switches and nodes"), so the Slurm nodes on such a spine go to a leaf
+    ``<spine>-hosts`` that is not in the fabric, listed among the spine's children, with a warning.  Any other
+    switch carrying host adapters of which none is placed (another rail's
     leaf, a storage or service leaf) is not a spine and is left out, with whatever is reachable only through it;
     so is every switch that no leaf reaches, and every switch above rank 1 whose leaves all sit below one lower
     switch already (a spare leaf without hosts cabled to the spines, another pod's spine reached through the
@@ -406,14 +526,17 @@ def tree_topology(parsed, node_names, name_map=None, rail_hca=None):
     tops, with a warning: Slurm only lets a job span switches that share an ancestor.  Switch names:
     :func:`switch_names`.
 
-    Warnings (the topology is still right for what it holds): CAs whose host is unknown, fabric hosts that are
-    not Slurm nodes, hosts without their rail-0 CA, hosts placed by another HCA than most, Slurm nodes the fabric
-    does not show, the joining ``fabric`` switch.  ``ValueError``: no switch in the fabric, a host in two leaves,
+    Warnings (the topology is still right for what it holds): the dump's own (``parsed['warnings']``: error lines
+    before it), CAs whose host is unknown, fabric hosts that are not Slurm nodes, hosts without their rail-0 CA,
+    hosts placed by another HCA than most of their scheme, Slurm nodes the fabric does not show, the ``-hosts``
+    leaf of a spine with Slurm nodes, the joining ``fabric`` switch.  ``ValueError``: no switch in the fabric, a host in two leaves,
     no Slurm node in the fabric, bad arguments.
     """
     if not isinstance(parsed, dict) or not isinstance(parsed.get('switches'), dict) \
             or not isinstance(parsed.get('hosts'), dict):
         raise ValueError('parsed must be what parse_ibnetdiscover returns (a dict with "switches" and "hosts")')
+    if node_name_map is not None:
+        parsed = _renamed(parsed, node_name_map)
     switches = parsed['switches']
     if not switches:
         raise ValueError('the fabric has no switch at all (%d CA(s), e.g. only the local HCA with its link down): '
@@ -425,7 +548,7 @@ def tree_topology(parsed, node_names, name_map=None, rail_hca=None):
                          '("mlx5_0", "HCA-1"), got %r' % (rail_hca,))
     table, pattern = _compile_name_map(name_map)
     names = switch_names(parsed)
-    warnings = []
+    warnings = list(parsed.get('warnings') or [])
 
     hosts = {}  # slurm-side host name -> [ca]
     for guid in sorted(parsed['hosts']):
@@ -463,12 +586,18 @@ def tree_topology(parsed, node_names, name_map=None, rail_hca=None):
             chosen[name] = _device_of(ca['desc'])
 
     if rail_hca is None and chosen:
-        usual = sorted(Counter(chosen.values()).items(), key=lambda item: (-item[1], item[0]))[0][0]
+        schemes = {}
+        for name, device in chosen.items():
+            schemes.setdefault(_scheme(device), []).append(device)
+        usual = dict((scheme, sorted(Counter(devices).items(), key=lambda item: (-item[1], item[0]))[0][0])
+                     for scheme, devices in schemes.items())
         for name in _sorted(chosen):
-            if chosen[name] != usual:
-                warnings.append('host %s was placed by its %s, most hosts by their %s: is its %s missing from the '
+            scheme = _scheme(chosen[name])
+            if chosen[name] != usual[scheme]:
+                most = 'most hosts' if len(schemes) == 1 else 'most hosts whose HCAs are named %s<n>' % scheme
+                warnings.append('host %s was placed by its %s, %s by their %s: is its %s missing from the '
                                 'fabric (link down)? pass rail_hca to place every host by one HCA'
-                                % (name, chosen[name] or 'CA', usual, usual))
+                                % (name, chosen[name] or 'CA', most, usual[scheme], usual[scheme]))
 
     missing = wanted - set(hosts)
     if missing:
@@ -480,10 +609,14 @@ def tree_topology(parsed, node_names, name_map=None, rail_hca=None):
                          % (len(wanted), _hostlist(wanted), 'the fabric\'s hosts are ' + ', '.join(known) + (
                              ', ...' if len(hosts) > len(known) else '') if known else 'no CA of the fabric names a host'))
 
-    lines, joined = _tree_lines(parsed, names, placed)
-    if joined:
-        warnings.append(joined)
+    lines, said = _tree_lines(parsed, names, placed)
+    warnings.extend(said)
     return {'lines': lines, 'warnings': warnings}
+
+
+def _scheme(device):
+    """A device name's naming scheme: the name without its trailing number ("mlx5_0" -> "mlx5_", "HCA-1" -> "HCA-")."""
+    return re.sub(r'\d+\s*$', '', device or '')
 
 
 def _rail_zero(name, cas, rail_hca, warnings, where):
@@ -513,29 +646,35 @@ def _rail_zero(name, cas, rail_hca, warnings, where):
 
 
 def _tree_lines(parsed, names, placed):
+    """(lines, warnings) of the tree for the placed Slurm nodes ``{node: switch guid}``."""
     switches = parsed['switches']
-    hosts = parsed['hosts']
-    leaves = {}
-    for node, leaf in placed.items():
-        leaves.setdefault(leaf, []).append(node)
-    carries_hosts = set()
-    for guid, ca in hosts.items():
+    nodes_on = {}
+    for node, switch in placed.items():
+        nodes_on.setdefault(switch, []).append(node)
+    hosted = set()
+    for ca in parsed['hosts'].values():
         if _AGGREGATION_NODE.search(ca['desc']):
             continue
         for peer, _port in ca['ports'].values():
             if peer in switches:
-                carries_hosts.add(peer)
+                hosted.add(peer)
 
     def neighbours(guid):
         return sorted(set(peer for peer, _port in switches[guid]['ports'].values() if peer in switches))
 
-    rank = dict((guid, 0) for guid in leaves)
-    frontier = sorted(leaves)
+    # A switch with hosts is above the switches with hosts it is linked to when it is linked to two or more of them,
+    # and to more of them than each of those is: a spine with storage, UFM or management hosts over its leaves.
+    fan = dict((guid, sum(1 for peer in neighbours(guid) if peer in hosted)) for guid in hosted)
+    upper = set(guid for guid in hosted
+                if fan[guid] >= 2 and all(fan[guid] > fan[peer] for peer in neighbours(guid) if peer in hosted))
+    rank = dict((guid, 0) for guid in nodes_on
+                if guid not in upper or not any(peer in nodes_on for peer in neighbours(guid)))
+    frontier = sorted(rank)
     while frontier:
         step = []
         for guid in frontier:
             for peer in neighbours(guid):
-                if peer not in rank and peer not in carries_hosts:
+                if peer not in rank and (peer not in hosted or peer in upper):
                     rank[peer] = rank[guid] + 1
                     step.append(peer)
         frontier = sorted(set(step))
@@ -546,38 +685,63 @@ def _tree_lines(parsed, names, placed):
     # The walk also goes down and sideways (a spare leaf without hosts under the spines, another pod's spines
     # under the cores get the next rank): a switch above rank 1 whose leaves are all below one lower switch
     # already joins nothing new and is left out (a core above a single pod too), and so is what hangs only on it.
-    below = dict((guid, set([guid])) for guid in leaves)
+    # A spine holding Slurm nodes itself (rank 1, linked to leaves) always stays.
+    below = dict((guid, set([guid])) for guid in rank if not rank[guid])
     for level in range(1, max(rank.values()) + 1):
         lower = [guid for guid in below if rank[guid]]
         for guid in sorted(g for g in rank if rank[g] == level):
             kids = [kid for kid in children[guid] if kid in below]
             covered = set().union(*[below[kid] for kid in kids])
-            if not kids or (level > 1 and any(covered <= below[other] for other in lower)):
+            if guid in nodes_on:
+                covered.add(guid)
+            elif not kids or (level > 1 and any(covered <= below[other] for other in lower)):
                 del rank[guid], children[guid]
                 continue
             children[guid], below[guid] = kids, covered
 
-    lines = []
-    for guid in sorted(leaves, key=lambda g: _natural_key(names[g])):
-        lines.append('SwitchName=%s Nodes=%s' % (names[guid], _hostlist(leaves[guid])))
+    taken = set(names.values())
+    own_leaf = {}   # spine guid -> the name of the leaf (not in the fabric) holding the Slurm nodes on that spine
+    warnings = []
+    for guid in sorted((g for g in nodes_on if rank[g]), key=lambda g: _natural_key(names[g])):
+        leaf = _fresh_name('%s-hosts' % names[guid], 'S-%s-hosts' % guid, taken)
+        own_leaf[guid] = leaf
+        warnings.append('switch %s holds Slurm nodes (%s) and is above leaf switches (%s); Slurm refuses Nodes= and '
+                        'Switches= on one topology.conf line, so its nodes are on %s, a switch that is not in the '
+                        'fabric, listed under %s' % (names[guid], _hostlist(nodes_on[guid]),
+                                                     _hostlist(names[c] for c in children[guid]), leaf, names[guid]))
+    leaf_lines = [(names[guid], nodes_on[guid]) for guid in nodes_on if not rank[guid]]
+    leaf_lines += [(own_leaf[guid], nodes_on[guid]) for guid in own_leaf]
+    lines = ['SwitchName=%s Nodes=%s' % (name, _hostlist(nodes))
+             for name, nodes in sorted(leaf_lines, key=lambda item: _natural_key(item[0]))]
     for level in range(1, max(rank.values()) + 1):
         for guid in sorted((g for g in rank if rank[g] == level), key=lambda g: _natural_key(names[g])):
-            lines.append('SwitchName=%s Switches=%s' % (names[guid], _hostlist(names[c] for c in children[guid])))
+            kids = [names[c] for c in children[guid]] + ([own_leaf[guid]] if guid in own_leaf else [])
+            lines.append('SwitchName=%s Switches=%s' % (names[guid], _hostlist(kids)))
 
     tops = _component_tops(rank, children)
     if not tops:
-        return lines, None
-    root = 'fabric'
-    taken = set(names.values())
-    suffix = 1
-    while root in taken:
-        suffix += 1
-        root = 'fabric%d' % suffix
+        return lines, warnings
+    root = _fresh_name('fabric', None, taken)
     top_names = [names[guid] for guid in tops]
     lines.append('SwitchName=%s Switches=%s' % (root, _hostlist(top_names)))
-    return lines, ('the leaves do not all meet under common switches (%s are linked only to each other or through '
-                   'switches that carry other hosts); switch %s, which is not in the fabric, joins them so that '
-                   'jobs may span them' % (', '.join(_sorted(top_names)), root))
+    warnings.append('the leaves do not all meet under common switches (%s are linked only to each other or through '
+                    'switches that carry other hosts); switch %s, which is not in the fabric, joins them so that '
+                    'jobs may span them' % (', '.join(_sorted(top_names)), root))
+    return lines, warnings
+
+
+def _fresh_name(name, fallback, taken):
+    """``name`` (else ``fallback``) with the lowest number >= 2 appended that no switch in ``taken`` has; taken now."""
+    for base in (name, fallback):
+        if base and len(base) <= _SWITCH_NAME_MAX and base not in taken:
+            taken.add(base)
+            return base
+    base = fallback or name
+    suffix = 2
+    while '%s%d' % (base, suffix) in taken:
+        suffix += 1
+    taken.add('%s%d' % (base, suffix))
+    return '%s%d' % (base, suffix)
 
 
 def _component_tops(rank, children):
@@ -614,6 +778,8 @@ def _component_tops(rank, children):
 # --- topology/block -----------------------------------------------------------------------------------------------------
 
 _MAX_BLOCK_LEVEL = 15  # block_record.c: a BlockSizes value over 2**15 times the base is fatal
+_MAX_BLOCK_BASE = 65535  # block_record.c: the base block size is a uint16_t (bblock_node_cnt)
+_MAX_CLIQUE = 0xFFFFFFFF  # nvmlGpuFabricInfo_t cliqueId is an unsigned int
 
 
 def _block_sizes(block_sizes):
@@ -635,6 +801,9 @@ def _block_sizes(block_sizes):
             raise ValueError('block_sizes: %d is not a positive number of nodes' % size)
         sizes.append(size)
     base = sizes[0]
+    if base > _MAX_BLOCK_BASE:
+        raise ValueError('block_sizes %s: the base %d is more than %d nodes, the most Slurm\'s base block size holds '
+                         '(a 16-bit count)' % (sizes, base, _MAX_BLOCK_BASE))
     for prior, size in zip(sizes, sizes[1:]):
         if size <= prior:
             raise ValueError('block_sizes %s: %d does not grow past %d; each size must be larger than the one '
@@ -648,6 +817,10 @@ def _block_sizes(block_sizes):
             raise ValueError('block_sizes %s: %d is more than 2**%d times the base %d, which Slurm refuses'
                              % (sizes, size, _MAX_BLOCK_LEVEL, base))
     return sizes
+
+
+def _is_clique(clique):
+    return not isinstance(clique, bool) and isinstance(clique, int) and 0 <= clique <= _MAX_CLIQUE
 
 
 def _no_domain(uuid):
@@ -670,9 +843,9 @@ def _gpu_domain(index, fabric):
     if fabric.get('state') != _FABRIC_COMPLETED or _no_domain(uuid):
         return None
     clique = fabric.get('clique_id')
-    if isinstance(clique, bool) or not isinstance(clique, int) or clique < 0:
-        raise ValueError('GPU %d: clique_id %r is not a non-negative whole number (nvmlGpuFabricInfo cliqueId)'
-                         % (index, clique))
+    if not _is_clique(clique):
+        raise ValueError('GPU %d: clique_id %r is not a whole number from 0 to %d (nvmlGpuFabricInfo cliqueId)'
+                         % (index, clique, _MAX_CLIQUE))
     return uuid.strip().lower(), clique
 
 
@@ -757,9 +930,9 @@ def block_topology(nodes, block_sizes=None):
             lost.append(name)
             continue
         clique = info.get('clique_id')
-        if isinstance(clique, bool) or not isinstance(clique, int) or clique < 0:
-            raise ValueError('node %s: clique_id %r is not a non-negative whole number (nvmlGpuFabricInfo cliqueId)'
-                             % (name, clique))
+        if not _is_clique(clique):
+            raise ValueError('node %s: clique_id %r is not a whole number from 0 to %d (nvmlGpuFabricInfo cliqueId)'
+                             % (name, clique, _MAX_CLIQUE))
         domains.setdefault((uuid.strip().lower(), clique), []).append(name)
     warnings = []
     if lost:

@@ -21,6 +21,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology
     block_topology,
     node_nvlink_domain,
     parse_ibnetdiscover,
+    parse_node_name_map,
     switch_names,
     tree_topology,
 )
@@ -80,6 +81,7 @@ def test_parse_manpage_example_exactly():
                                  'ports': {2: ('005442ba00003080', 8), 1: ('005442ba00003080', 12)}},
         },
         'routers': {},
+        'warnings': [],
     }
 
 
@@ -88,6 +90,7 @@ def test_parse_ca_only_dump():
         'switches': {},
         'hosts': {'b8e92403009ca838': {'guid': 'b8e92403009ca838', 'desc': 'dgx-gb200-n01-c1 HCA-1', 'ports': {}}},
         'routers': {},
+        'warnings': [],
     }
 
 
@@ -170,8 +173,15 @@ def _cut(name, how):
      r'has no "Switch", "Ca" or "Rt" block'),
     (FAT, lambda t: 'hello world\n', r'^line 1: "hello world" is not part of ibnetdiscover\'s topology output'),
     (FAT, lambda t: '<html><body>502 Bad Gateway</body></html>\n', r'^line 1: "<html>'),
-    (FAT, lambda t: 'ibwarn: [1234] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0,1,33)\n' + t,
-     r'^line 1: "ibwarn: .*an "ibwarn" line means the discovery had trouble'),
+    (FAT, lambda t: t.replace('\nvendid=0x2c9\ndevid=0xcf09', '\nibwarn: [1234] mad_rpc: _do_madrpc failed; dport (DR path '
+                              'slid 0; dlid 0; 0,1,33)\nvendid=0x2c9\ndevid=0xcf09', 1),
+     r'^line 74: "ibwarn: \[1234\] mad_rpc: .*" is ibnetdiscover\'s standard error inside the dump, which may be cut there'),
+    (FAT, lambda t: 'ibwarn: [1234] mad_rpc: _do_madrpc failed\nhello\n' + t,
+     r'^line 2: "hello" is not part of ibnetdiscover\'s topology output'),
+    (FAT, lambda t: 'ibwarn: [1234] _do_madrpc: recv failed: Connection timed out\n'
+                    'ibnetdiscover: iberror: failed: discover failed\n',
+     r'^the ibnetdiscover output holds only its error lines \("ibwarn: \[1234\] _do_madrpc: recv failed: Connection timed '
+     r'out"; "ibnetdiscover: iberror: failed: discover failed"\), no dump: discovery failed'),
     (FAT, lambda t: t.replace('Switch\t65 "S-2c5eab0300c26440"', 'Switch\t65 "H-2c5eab0300c26440"'),
      r'a "Switch" line names "H-2c5eab0300c26440"'),
     (FAT, lambda t: t.replace(' enhanced port 0 lid 70 lmc 0', ''), r'lacks "base\|enhanced port 0 lid'),
@@ -443,20 +453,182 @@ def _recabled_manpage():
     (lambda: parsed(FAT), 'gpu[01-02]', {},
      r'^none of the 2 Slurm nodes is in the fabric: gpu\[01-02\]; the fabric\'s hosts are b05-p1-dgx-05-c01, '
      r'b05-p1-dgx-05-c02, b05-p1-dgx-05-c03, b06-p1-dgx-06-c01, b06-p1-dgx-06-c02, \.\.\.'),
-    (lambda: parsed(FAT), [], {}, r'^node_names is empty'),
+    (lambda: parsed(FAT), [], {}, r'^nodes is empty, expected at least one Slurm node name'),
     (lambda: parsed(FAT), '', {}, r'^hostlist is empty'),
-    (lambda: parsed(FAT), ['gpu 01'], {}, r"^node_names: 'gpu 01' is not a Slurm node name"),
-    (lambda: parsed(FAT), 42, {}, r'^node_names must be a list of Slurm node names or a hostlist'),
+    (lambda: parsed(FAT), ['gpu 01'], {}, r"^nodes\[0\] is 'gpu 01', expected a Slurm node name \(not empty, no blanks"),
+    (lambda: parsed(FAT), ['gpu01', '-Hroot@x'], {}, r"^nodes\[1\] is '-Hroot@x', expected a Slurm node name"),
+    (lambda: parsed(FAT), 'gpu[01-02],gpu#3', {}, r"^nodes 'gpu\[01-02\],gpu#3' holds 'gpu#3', expected a Slurm node name"),
+    (lambda: parsed(FAT), 42, {}, r'^nodes is 42, expected a list of Slurm node names or a hostlist'),
     (lambda: parsed(FAT), FAT_NODES, {'name_map': 42}, r'^name_map must be a dict .* or a regular expression'),
     (lambda: parsed(FAT), FAT_NODES, {'name_map': r'^\S+ '}, r'has no group'),
     (lambda: parsed(FAT), FAT_NODES, {'name_map': r'^(\S+'}, r'is not a valid regular expression'),
-    (lambda: parsed(FAT), FAT_NODES, {'name_map': {'b05-p1-dgx-05-c01': 'bad name'}}, r'which is not a Slurm node name'),
+    (lambda: parsed(FAT), FAT_NODES, {'name_map': {'b05-p1-dgx-05-c01': 'bad name'}},
+     r"^name_map\['b05-p1-dgx-05-c01'\] is 'bad name', expected a Slurm node name"),
     (lambda: parsed(FAT), FAT_NODES, {'rail_hca': ' '}, r'^rail_hca must be the device name'),
     (lambda: {'switches': []}, FAT_NODES, {}, r'^parsed must be what parse_ibnetdiscover returns'),
 ])
 def test_tree_refuses(fabric, nodes, kwargs, message):
     with pytest.raises(ValueError, match=message):
         tree_topology(fabric(), nodes, **kwargs)
+
+
+# --- issue 42: what real dumps need (fixtures and hand-derived lines in tests/unit/fixtures/topology/README.md) ------
+
+FAT_LINES = ['SwitchName=B09-P1-IBLEAF-01-05 Nodes=b05-p1-dgx-05-c[01-03]',
+             'SwitchName=B09-P1-IBLEAF-01-06 Nodes=b06-p1-dgx-06-c[01-03]',
+             'SwitchName=B09-P1-IBLEAF-01-07 Nodes=b07-p1-dgx-07-c[01-03]',
+             'SwitchName=A10-P1-IBSPINE-03 Switches=B09-P1-IBLEAF-01-[05-07]',
+             'SwitchName=B10-P1-IBSPINE-05 Switches=B09-P1-IBLEAF-01-[05-07]']
+STDERR_WARNING = ('lines 1-3 before the dump are ibnetdiscover\'s standard error ("ibwarn: [2860] _do_madrpc: recv failed: '
+                  'Connection timed out"; "ibwarn: [2860] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; '
+                  '0,1,37,17)"; "src/query_smp.c:228; umad (DR path slid 0; dlid 0; 0,1,37,17 Attr 0x11:0) bad status 110; '
+                  'Connection..."): discovery had trouble, so a node or link may be missing from the dump; the dump was read '
+                  'as it is')
+
+
+def test_leading_stderr_lines_are_warnings_and_the_dump_is_read():
+    fabric = parsed('ndr_fat_tree_rail1_stderr_first.txt')
+    assert fabric['warnings'] == [STDERR_WARNING]
+    assert dict(fabric, warnings=[]) == parsed(FAT)
+    assert tree_topology(fabric, FAT_NODES) == {
+        'lines': FAT_LINES, 'warnings': [STDERR_WARNING, default_ca('e09d730300858f4c', 'B09-P1-IBLEAF-01-06 port 2')]}
+
+
+def test_one_leading_stderr_line_and_blank_lines():
+    text = '\nibwarn: [7] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0,1,37,17)\n\n' + fixture(FAT)
+    assert parse_ibnetdiscover(text)['warnings'] == [
+        'line 2 before the dump is ibnetdiscover\'s standard error ("ibwarn: [7] mad_rpc: _do_madrpc failed; dport (DR path '
+        'slid 0; dlid 0; 0,1,37,17)"): discovery had trouble, so a node or link may be missing from the dump; the dump '
+        'was read as it is']
+
+
+@pytest.mark.parametrize('how, message', [
+    (lambda t: t.replace('\nvendid=0x2c9\ndevid=0xcf09', '\nhello\nvendid=0x2c9\ndevid=0xcf09', 1),
+     r'^line 77: "hello" is not part of ibnetdiscover\'s topology output'),
+    (lambda t: t.replace('\nvendid=0x2c9\ndevid=0xcf09', '\nsrc/query_smp.c:228; umad bad status 110\nvendid=0x2c9\ndevid=0xcf09', 1),
+     r'^line 77: "src/query_smp.c:228; umad bad status 110" is ibnetdiscover\'s standard error inside the dump'),
+    (lambda t: t + 'ibwarn: [2860] trailing\n', r'^line 174: "ibwarn: \[2860\] trailing" is ibnetdiscover\'s standard error'),
+])
+def test_stderr_or_garbage_after_the_dump_began_is_refused(how, message):
+    with pytest.raises(ValueError, match=message):
+        parse_ibnetdiscover(how(fixture('ndr_fat_tree_rail1_stderr_first.txt')))
+
+
+MANPAGE_NAMES = {'005442ba00003080': 'ISR9024 edge', '0008f10400410015': 'sw-6ib4', '0008f10403961354': 'ib1 mlx4_0',
+                 '0008f10403960558': 'ib2 mlx4_0', '0008f10403960984': 'ib3 mlx4_0', '005442b100004900': 'ib4 mlx4_0',
+                 '0002c90300000099': 'login9 mlx5_0'}
+
+
+def test_node_name_map_file_is_parsed():
+    assert parse_node_name_map(fixture('manpage_node_name_map.txt')) == MANPAGE_NAMES
+
+
+def test_node_name_map_names_hosts_and_switches():
+    result = tree_topology(parsed(MAN), 'ib[1-4]', node_name_map=parse_node_name_map(fixture('manpage_node_name_map.txt')))
+    assert result == {
+        'lines': ['SwitchName=ISR9024_edge Nodes=ib[1-2]',
+                  'SwitchName=sw-6ib4 Nodes=ib[3-4]',
+                  'SwitchName=fabric Switches=ISR9024_edge,sw-6ib4'],
+        'warnings': ['the leaves do not all meet under common switches (ISR9024_edge, sw-6ib4 are linked only to each other '
+                     'or through switches that carry other hosts); switch fabric, which is not in the fabric, joins them so '
+                     'that jobs may span them']}
+
+
+def test_node_name_map_then_name_map():
+    """The map names the default-description CA on 01-06 port 2; name_map (by host name) applies to what it gives."""
+    names = parse_node_name_map('0xe09d730300858f4c "b06-p1-dgx-06-c04 HCA-1"\n0x2c5eab0300c25f80 "spine-5"\n')
+    result = tree_topology(parsed(FAT), FAT_NODES + ',gpu-x', node_name_map=names, name_map={'b06-p1-dgx-06-c04': 'gpu-x'})
+    assert result == {'lines': FAT_LINES[:1] + ['SwitchName=B09-P1-IBLEAF-01-06 Nodes=b06-p1-dgx-06-c[01-03],gpu-x'] + FAT_LINES[2:4]
+                      + ['SwitchName=spine-5 Switches=B09-P1-IBLEAF-01-[05-07]'], 'warnings': []}
+
+
+@pytest.mark.parametrize('text, message', [
+    ('', r'^node_name_map has no entry; expected lines <GUID> "<name>"'),
+    ('# only comments\n\n', r'^node_name_map has no entry'),
+    ('0x12 "a"\nleaf-05 0x12\n', r'^node_name_map line 2: "leaf-05 0x12" does not start with a node GUID in hex'),
+    ('2c5eab0300c26040 "leaf"\n', r'^node_name_map line 1: "2c5eab0300c26040 \"leaf\"" does not start with a node GUID'),
+    ('0x2c5eab0300c26040"leaf"\n', r'^node_name_map line 1: .* does not start with a node GUID'),
+    ('0x12345678901234567 "a"\n', r'^node_name_map line 1: .* does not start with a node GUID'),
+    ('0xZZ "a"\n', r'^node_name_map line 1: .* does not start with a node GUID'),
+    ('\n0x12 "leaf\n', r'^node_name_map line 2: the name of GUID 0x0000000000000012 has no closing quote'),
+    ('0x12 "leaf" spine\n', r'^node_name_map line 1: "spine" follows the quoted name of GUID 0x0000000000000012'),
+    ('0x12 ""\n', r'^node_name_map line 1: GUID 0x0000000000000012 has no name'),
+    ('0x12\n', r'^node_name_map line 1: GUID 0x0000000000000012 has no name'),
+    ('0x12   # no name\n', r'^node_name_map line 1: GUID 0x0000000000000012 has no name'),
+    ('0x12 "a"\n0x0012 "b"\n', r'^node_name_map line 2: GUID 0x0000000000000012 is named "b", but line 1 named it "a"'),
+    (42, r'^node_name_map is 42, expected the text of a node name map'),
+])
+def test_node_name_map_refuses(text, message):
+    with pytest.raises(ValueError, match=message):
+        parse_node_name_map(text)
+
+
+def test_node_name_map_names_the_file_and_takes_repeats():
+    assert parse_node_name_map('0x12 "a" # first\n0x0012 a\n') == {'0000000000000012': 'a'}
+    with pytest.raises(ValueError, match=r'^node_name_map_path /etc/rdma/ib-node-name-map line 1: '):
+        parse_node_name_map('x\n', source='node_name_map_path /etc/rdma/ib-node-name-map')
+    with pytest.raises(ValueError, match=r'^node_name_map must be what parse_node_name_map returns'):
+        tree_topology(parsed(FAT), FAT_NODES, node_name_map='0x12 "a"')
+
+
+SPINE_LEAVES = ['SwitchName=leaf-1 Nodes=n[01-02]', 'SwitchName=leaf-2 Nodes=n[03-04]', 'SwitchName=leaf-3 Nodes=n05']
+
+
+def _not_slurm(host, guid, port):
+    return 'fabric host %s is not a Slurm node (CA H-%s "%s mlx5_0" on spine-2 port %d); left out' % (host, guid, host, port)
+
+
+def test_spine_with_slurm_nodes_keeps_its_place():
+    assert tree_topology(parsed('hand_spine_with_hosts.txt'), 'n[01-05],mgmt01') == {
+        'lines': SPINE_LEAVES + ['SwitchName=spine-2-hosts Nodes=mgmt01',
+                                 'SwitchName=spine-1 Switches=leaf-[1-3]',
+                                 'SwitchName=spine-2 Switches=leaf-[1-3],spine-2-hosts'],
+        'warnings': [_not_slurm('stor01', '0c42a10300000113', 33), _not_slurm('ufm01', '0c42a10300000112', 32),
+                     'switch spine-2 holds Slurm nodes (mgmt01) and is above leaf switches (leaf-[1-3]); Slurm refuses '
+                     'Nodes= and Switches= on one topology.conf line, so its nodes are on spine-2-hosts, a switch that is '
+                     'not in the fabric, listed under spine-2']}
+
+
+def test_spine_with_other_hosts_is_still_a_spine():
+    assert tree_topology(parsed('hand_spine_with_hosts.txt'), 'n[01-05]') == {
+        'lines': SPINE_LEAVES + ['SwitchName=spine-1 Switches=leaf-[1-3]', 'SwitchName=spine-2 Switches=leaf-[1-3]'],
+        'warnings': [_not_slurm('mgmt01', '0c42a10300000111', 31), _not_slurm('stor01', '0c42a10300000113', 33),
+                     _not_slurm('ufm01', '0c42a10300000112', 32)]}
+
+
+def test_spine_with_hosts_and_a_name_its_leaf_would_take():
+    """A switch already named "spine-2-hosts" (by the node name map): the spine's leaf is S-<guid>-hosts."""
+    names = {'b8599f0300000103': 'spine-2-hosts'}
+    result = tree_topology(parsed('hand_spine_with_hosts.txt'), 'n[01-05],mgmt01', node_name_map=names)
+    assert result['lines'] == ['SwitchName=S-b8599f0300000112-hosts Nodes=mgmt01', 'SwitchName=leaf-1 Nodes=n[01-02]',
+                               'SwitchName=leaf-2 Nodes=n[03-04]', 'SwitchName=spine-2-hosts Nodes=n05',
+                               'SwitchName=spine-1 Switches=leaf-[1-2],spine-2-hosts',
+                               'SwitchName=spine-2 Switches=S-b8599f0300000112-hosts,leaf-[1-2],spine-2-hosts']
+
+
+def test_chain_of_three_leaves_the_middle_one_is_above():
+    sw = {'b8599f0300000301': 'a', 'b8599f0300000302': 'b', 'b8599f0300000303': 'c'}
+    links = [('b8599f0300000301', 21, 'b8599f0300000302', 21), ('b8599f0300000302', 22, 'b8599f0300000303', 21)]
+    cas = [('0c42a10300000301', 'x1 mlx5_0', 'b8599f0300000301', 1), ('0c42a10300000302', 'x2 mlx5_0', 'b8599f0300000302', 1),
+           ('0c42a10300000303', 'x3 mlx5_0', 'b8599f0300000303', 1)]
+    result = tree_topology(parse_ibnetdiscover(_dump(sw, links, cas)), 'x[1-3]')
+    assert result['lines'] == ['SwitchName=a Nodes=x1', 'SwitchName=b-hosts Nodes=x2', 'SwitchName=c Nodes=x3',
+                               'SwitchName=b Switches=a,b-hosts,c']
+
+
+def test_mixed_hca_naming_each_host_by_its_own_scheme():
+    assert tree_topology(parsed('hand_mixed_hca_names.txt'), 'a[01-02],b[01-03]') == {
+        'lines': ['SwitchName=leaf-r0 Nodes=a[01-02],b[01-02]', 'SwitchName=leaf-r1 Nodes=b03',
+                  'SwitchName=spine-1 Switches=leaf-r[0-1]'],
+        'warnings': ['host b03 was placed by its HCA-2, most hosts whose HCAs are named HCA-<n> by their HCA-1: is its '
+                     'HCA-1 missing from the fabric (link down)? pass rail_hca to place every host by one HCA']}
+
+
+def test_mixed_hca_naming_without_a_missing_hca_warns_nothing():
+    assert tree_topology(parsed('hand_mixed_hca_names.txt'), 'a[01-02],b[01-02]') == {
+        'lines': ['SwitchName=leaf-r0 Nodes=a[01-02],b[01-02]', 'SwitchName=spine-1 Switches=leaf-r0'],
+        'warnings': ['fabric host b03 is not a Slurm node (CA H-0c42a10300000216 "b03 HCA-2" on leaf-r1 port 5 and 1 more); '
+                     'left out']}
 
 
 # --- switch names -------------------------------------------------------------------------------------------------------
@@ -530,9 +702,10 @@ TWO_RACKS = dict(rack(gb(1, 18), UUID_A, 0), **rack(gb(19, 35), UUID_B, 0))
 @pytest.mark.parametrize('nodes, sizes, message', [
     ({}, None, r'^nodes must map Slurm node names'),
     ([('gb01', {})], None, r'^nodes must map Slurm node names'),
-    ({'gb 01': None}, None, r"^nodes: 'gb 01' is not a Slurm node name"),
+    ({'gb 01': None}, None, r"^nodes\[0\] is 'gb 01', expected a Slurm node name"),
     ({'gb01': None, 'gb02': {'cluster_uuid': None}}, None, r'^no node has an NVLink fabric domain \(gb\[01-02\]\)'),
-    ({'gb01': {'cluster_uuid': UUID_A, 'clique_id': -1}}, None, r"^node gb01: clique_id -1 is not a non-negative"),
+    ({'gb01': {'cluster_uuid': UUID_A, 'clique_id': -1}}, None, r"^node gb01: clique_id -1 is not a whole number from 0 to 4294967295"),
+    ({'gb01': {'cluster_uuid': UUID_A, 'clique_id': 10 ** 20}}, None, r"^node gb01: clique_id 100000000000000000000 is not a whole number"),
     ({'gb01': {'cluster_uuid': UUID_A, 'clique_id': '3'}}, None, r"^node gb01: clique_id '3'"),
     ({'gb01': {'cluster_uuid': UUID_A, 'clique_id': True}}, None, r'^node gb01: clique_id True'),
     ({'gb01': {'cluster_uuid': UUID_A}}, None, r'^node gb01: clique_id None'),
@@ -555,6 +728,8 @@ TWO_RACKS = dict(rack(gb(1, 18), UUID_A, 0), **rack(gb(19, 35), UUID_B, 0))
     (TWO_RACKS, [], r'^block_sizes is empty'),
     (TWO_RACKS, 18, r'^block_sizes must be a list of node counts'),
     (rack(gb(1, 4), UUID_A, 0), [2, 2 * 65536], r'is more than 2\*\*15 times the base 2, which Slurm refuses'),
+    (TWO_RACKS, [65536], r"^block_sizes \[65536\]: the base 65536 is more than 65535 nodes, the most Slurm's base block size holds"),
+    (TWO_RACKS, [10 ** 20], r'^block_sizes \[100000000000000000000\]: the base 100000000000000000000 is more than 65535 nodes'),
 ])
 def test_block_topology_refuses(nodes, sizes, message):
     with pytest.raises(ValueError, match=message):
@@ -609,7 +784,8 @@ def test_node_nvlink_domain(fabrics, domain, warnings):
     ('GPU 0', r'^fabrics must list'),
     ([HGX_H100, 'COMPLETED'], r"^GPU 1: 'COMPLETED' is not a fabric\(\) answer"),
     ([gpu_fabric(7)], r'^GPU 0: cluster_uuid 7 is not a string'),
-    ([gpu_fabric(UUID_A, -1)], r'^GPU 0: clique_id -1 is not a non-negative whole number'),
+    ([gpu_fabric(UUID_A, -1)], r'^GPU 0: clique_id -1 is not a whole number from 0 to 4294967295'),
+    ([gpu_fabric(UUID_A, 1 << 32)], r'^GPU 0: clique_id 4294967296 is not a whole number from 0 to 4294967295'),
     ([HGX_H100, gpu_fabric(UUID_A, None)], r'^GPU 1: clique_id None'),
     ([gpu_fabric(UUID_A, True)], r'^GPU 0: clique_id True'),
 ])

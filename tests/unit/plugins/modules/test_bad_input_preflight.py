@@ -171,6 +171,12 @@ CASES = [
      ['ctl: slurm_topology_ibnetdiscover_src is', 'a file on the Ansible controller', 'a directory']),
     ('ibnetdiscover-relative-missing', SLURM_ONLY, {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_src': 'dumps/fabric.txt'}},
      ["ctl: slurm_topology_ibnetdiscover_src is 'dumps/fabric.txt'", 'no such file']),
+    ('node-name-map-src-missing', SLURM_ONLY,
+     {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_host': 'gpu-01', 'slurm_topology_node_name_map_src': FABRIC}},
+     ['ctl: slurm_topology_node_name_map_src is', 'fabric.txt', "in ibnetdiscover's --node-name-map format", 'no such file']),
+    ('node-name-map-src-a-directory', SLURM_ONLY,
+     {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_host': 'gpu-01', 'slurm_topology_node_name_map_src': FABRIC_DIR}},
+     ['ctl: slurm_topology_node_name_map_src is', 'a file on the Ansible controller', 'a directory']),
     ('ibnetdiscover-command-empty', SLURM_ONLY,
      {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_host': 'gpu-01', 'slurm_topology_ibnetdiscover_command': []}},
      ['ctl: slurm_topology_ibnetdiscover_command is []', 'expected the command (argv) to run on gpu-01']),
@@ -184,9 +190,9 @@ def test_bad_input(tmp_path, no_contact, args, host_vars, fragments):
     fabric = str(tmp_path / 'fabric' / 'fabric.txt')
     os.mkdir(str(tmp_path / 'fabric'))
     for values in (host_vars or {}).values():
-        if isinstance(values.get('slurm_topology_ibnetdiscover_src'), str):
-            values['slurm_topology_ibnetdiscover_src'] = values['slurm_topology_ibnetdiscover_src'].replace(
-                FABRIC_DIR, os.path.dirname(fabric)).replace(FABRIC, fabric)
+        for key in ('slurm_topology_ibnetdiscover_src', 'slurm_topology_node_name_map_src'):
+            if isinstance(values.get(key), str):
+                values[key] = values[key].replace(FABRIC_DIR, os.path.dirname(fabric)).replace(FABRIC, fabric)
     before = snapshot(tmp_path)
     result, connection = run_action(args, host_vars, search_path=[str(tmp_path)])
     assert result.get('failed') is True, result

@@ -66,10 +66,12 @@ def test_block_topology(tmp_path):
 @pytest.mark.parametrize('args, fragments', [
     ({}, ['give one of ibnetdiscover (the text) or ibnetdiscover_path (a file), not neither']),
     ({'ibnetdiscover': 'x', 'ibnetdiscover_path': FAT}, ['not both']),
-    ({'ibnetdiscover_path': '/nonexistent/fabric.txt'}, ['cannot read ibnetdiscover_path /nonexistent/fabric.txt']),
-    ({'ibnetdiscover': 'hello world\n'}, []),
-    ({'ibnetdiscover_path': FAT, 'nodes': ['gpu-01']}, []),
-    ({'ibnetdiscover_path': FAT, 'name_regex': '(unclosed'}, ["name_regex '(unclosed' is not a regular expression"]),
+    ({'ibnetdiscover_path': '/nonexistent/fabric.txt'}, ["ibnetdiscover_path is '/nonexistent/fabric.txt', which does not exist"]),
+    ({'ibnetdiscover': 'hello world\n'}, ['ibnetdiscover: line 1: "hello world" is not part of ibnetdiscover\'s topology output']),
+    ({'ibnetdiscover_path': FAT, 'nodes': ['gpu-01']}, ['none of the 1 Slurm nodes is in the fabric: gpu-01',
+                                                         "the fabric's hosts are b05-p1-dgx-05-c01"]),
+    ({'ibnetdiscover_path': FAT, 'name_regex': '(unclosed'}, ["name_regex is '(unclosed', expected a regular expression",
+                                                               'it does not compile: missing ), unterminated subpattern']),
     ({'ibnetdiscover_path': FAT, 'name_regex': '(x)', 'name_map': {'a': 'b'}}, ['give one of name_map or name_regex, not both']),
     ({'ibnetdiscover_path': FAT, 'mode': 'rw'}, ["mode is 'rw', expected an octal file mode"]),
     ({'plugin': 'mesh', 'ibnetdiscover_path': FAT}, ['plugin', 'mesh', 'tree, block']),
@@ -103,3 +105,85 @@ def test_present_needs_the_nodes(tmp_path):
     dest = tmp_path / 'topology.conf'
     bad_input(slurm_topology.main, {'ibnetdiscover_path': FAT, 'dest': str(dest)}, 'state is present but all of the following are missing: nodes')
     assert not dest.exists()
+
+
+def test_node_name_map_path_names_switches_and_hosts(tmp_path):
+    dest = tmp_path / 'topology.conf'
+    outcome = run_module(slurm_topology.main, {'nodes': ['ib1', 'ib2', 'ib3', 'ib4'], 'dest': str(dest),
+                                               'ibnetdiscover_path': os.path.join(FIXTURES, 'rdma_core_manpage_two_switches.txt'),
+                                               'node_name_map_path': os.path.join(FIXTURES, 'manpage_node_name_map.txt')})
+    assert not outcome.failed, outcome.result
+    assert outcome.result['lines'] == ['SwitchName=ISR9024_edge Nodes=ib[1-2]', 'SwitchName=sw-6ib4 Nodes=ib[3-4]',
+                                       'SwitchName=fabric Switches=ISR9024_edge,sw-6ib4']
+
+
+def test_leading_stderr_lines_are_a_warning_and_the_dump_is_written(tmp_path):
+    dest = tmp_path / 'topology.conf'
+    outcome = run_module(slurm_topology.main, {'nodes': FAT_NODES, 'dest': str(dest),
+                                               'ibnetdiscover_path': os.path.join(FIXTURES, 'ndr_fat_tree_rail1_stderr_first.txt')})
+    assert not outcome.failed and outcome.result['lines'] == FAT_LINES, outcome.result
+    assert outcome.result['warnings_found'][0].startswith("lines 1-3 before the dump are ibnetdiscover's standard error")
+    assert dest.read_text().splitlines()[1:] == FAT_LINES
+
+
+def test_spine_with_a_slurm_node_gets_its_own_leaf(tmp_path):
+    dest = tmp_path / 'topology.conf'
+    outcome = run_module(slurm_topology.main, {'nodes': ['n01', 'n02', 'n03', 'n04', 'n05', 'mgmt01'], 'dest': str(dest),
+                                               'ibnetdiscover_path': os.path.join(FIXTURES, 'hand_spine_with_hosts.txt')})
+    assert outcome.result['lines'][-3:] == ['SwitchName=spine-2-hosts Nodes=mgmt01', 'SwitchName=spine-1 Switches=leaf-[1-3]',
+                                            'SwitchName=spine-2 Switches=leaf-[1-3],spine-2-hosts']
+    # Slurm refuses a line with both Nodes= and Switches= ("switch ... has both child switches and nodes")
+    assert not any('Nodes=' in line and 'Switches=' in line for line in dest.read_text().splitlines())
+
+
+def _leftovers(directory):
+    return sorted(name for name in os.listdir(str(directory)) if name.startswith('.topology.conf.'))
+
+
+def test_a_failed_rename_leaves_no_temporary_file(tmp_path, monkeypatch):
+    dest = tmp_path / 'topology.conf'
+    dest.write_text('SwitchName=old Nodes=x\n')
+
+    def rename(src, dst):
+        raise OSError(16, 'Device or resource busy')
+    monkeypatch.setattr(slurm_topology.os, 'rename', rename)
+    outcome = bad_input(slurm_topology.main, {'nodes': FAT_NODES, 'ibnetdiscover_path': FAT, 'dest': str(dest)},
+                        'cannot write dest %s: Device or resource busy' % dest)
+    assert outcome.result['changed'] is False
+    assert _leftovers(tmp_path) == [] and dest.read_text() == 'SwitchName=old Nodes=x\n'
+
+
+def test_the_temporary_file_has_the_final_mode_before_the_rename(tmp_path, monkeypatch):
+    dest = tmp_path / 'topology.conf'
+    seen = []
+    real = os.rename
+
+    def rename(src, dst):
+        seen.append(stat.S_IMODE(os.stat(src).st_mode))
+        real(src, dst)
+    monkeypatch.setattr(slurm_topology.os, 'rename', rename)
+    outcome = run_module(slurm_topology.main, {'nodes': FAT_NODES, 'ibnetdiscover_path': FAT, 'dest': str(dest), 'mode': '0640'})
+    assert not outcome.failed and seen == [0o640] and stat.S_IMODE(dest.stat().st_mode) == 0o640
+    assert _leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize('mode, expected', [('0644', 0o644), ('600', 0o600), (420, 0o644), (0o640, 0o640)])
+def test_mode_as_a_string_or_a_yaml_number(tmp_path, mode, expected):
+    dest = tmp_path / 'topology.conf'
+    outcome = run_module(slurm_topology.main, {'nodes': FAT_NODES, 'ibnetdiscover_path': FAT, 'dest': str(dest), 'mode': mode})
+    assert not outcome.failed and stat.S_IMODE(dest.stat().st_mode) == expected
+    # the same content with another mode: changed, only the mode
+    dest.chmod(0o600 if expected != 0o600 else 0o644)
+    assert run_module(slurm_topology.main, {'nodes': FAT_NODES, 'ibnetdiscover_path': FAT, 'dest': str(dest), 'mode': mode}).result['changed']
+    assert stat.S_IMODE(dest.stat().st_mode) == expected
+
+
+def test_absent_with_a_file_it_cannot_remove(tmp_path, monkeypatch):
+    dest = tmp_path / 'topology.conf'
+    assert run_module(slurm_topology.main, {'nodes': FAT_NODES, 'ibnetdiscover_path': FAT, 'dest': str(dest)}).result['changed']
+
+    def remove(path):
+        raise OSError(13, 'Permission denied')
+    monkeypatch.setattr(slurm_topology.os, 'remove', remove)
+    outcome = bad_input(slurm_topology.main, {'state': 'absent', 'dest': str(dest)}, 'dest %s cannot be removed: Permission denied' % dest)
+    assert outcome.result['changed'] is False and dest.exists()
