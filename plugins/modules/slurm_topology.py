@@ -526,7 +526,9 @@ def main():
     if changed and not module.check_mode:
         error = write(dest, data, mode)
         if error:
-            module.fail_json(msg=error, **dict(result, changed=False))
+            failure = dict(result)
+            failure['changed'] = False
+            module.fail_json(msg=error, **failure)
         if module.selinux_enabled():
             module.set_default_selinux_context(dest, False)
     if os.path.exists(dest):

@@ -233,7 +233,7 @@ ROWS = [
     ('deep update node', 'scontrol', lambda v: dh.update_argv('scontrol', v, 'State=RESUME'), 'refused', ["node name is '{v}'", 'a Slurm node name']),
     ('deep delete reservation', 'scontrol', lambda v: dh.delete_reservation_argv('scontrol', v), 'refused', ["reservation is '{v}'"]),
     ('deep input names', None, lambda v: dh.check_deep_input({'names': [v], 'include_drained': 'ours', 'reservation': 'r', 'time_limit': 60,
-                                                               'batch_size': 0, 'prefix': 'gpuhc', 'program': PROGRAM}),
+                                                              'batch_size': 0, 'prefix': 'gpuhc', 'program': PROGRAM}),
      'refused', ["names[0] is '{v}'", 'a Slurm node name']),
     # validation_resume (_validation_resume), and the reservation health_deep makes too
     ('reservation name', 'scontrol', lambda v: vr.reservation_argv('scontrol', v, [GOOD], 30), 'refused',
@@ -276,7 +276,7 @@ ROWS = [
      ["srun is '{v}'", 'the srun command or its path']),
     # node_check: systemctl, scontrol
     ('node_check services', None, lambda v: vc.check_node_input({'services': [v], 'gres_conf_path': 'g', 'enroot_conf_path': 'e',
-                                                                  'munge_key_check': False, 'hook_log_ident': 'slurm-hooks', 'hook_log_lines': 5}),
+                                                                 'munge_key_check': False, 'hook_log_ident': 'slurm-hooks', 'hook_log_lines': 5}),
      'refused', ["services[0] is '{v}'", 'a systemd unit name']),
     ('node_check node name', None, lambda v: vc.check_node_input({'node_name': v}), 'refused', ["node_name is '{v}'", 'a Slurm node name']),
     ('node_check systemctl unit', 'systemctl', systemctl_is_active, 'no_option', []),
@@ -304,8 +304,8 @@ ROWS = [
     ('enroot import output', 'enroot', lambda v: _enroot.import_argv('enroot', 'docker://ubuntu', v), 'refused', ["--output '{v}'", 'an absolute path']),
     ('enroot create name', 'enroot', lambda v: _enroot.create_argv('enroot', v, '/images/x.sqsh'), 'refused', ["--name '{v}'", 'a container name']),
     ('enroot remove name', 'enroot', lambda v: _enroot.remove_argv('enroot', v), 'refused', ["--name '{v}'", 'a container name']),
-    ('enroot container option', 'enroot', lambda v: _enroot.container_name(v), 'refused', ['invalid container name "{v}"', 'starting with a letter or digit']),
-    ('enroot uri option', 'enroot', lambda v: _enroot.parse_uri(v), 'refused', ['invalid image URI "{v}"', 'it has no scheme']),
+    ('enroot container option', 'enroot', _enroot.container_name, 'refused', ['invalid container name "{v}"', 'starting with a letter or digit']),
+    ('enroot uri option', 'enroot', _enroot.parse_uri, 'refused', ['invalid image URI "{v}"', 'it has no scheme']),
     # the GPU health check program (_healthcheck, _healthcheck_deep): scontrol, and the deep tier's tools
     ('healthcheck show node', 'scontrol', lambda v: hc.show_node_argv('scontrol', v), 'refused', ["node_name '{v}' is not a Slurm node name"]),
     ('healthcheck update node', 'scontrol', lambda v: hc.Decision('drain', 'm', 'gpuhc:periodic:xid: x').argv('scontrol', v), 'refused',
@@ -320,7 +320,7 @@ ROWS = [
     ('deep tier testcase', None, lambda v: hd.load_config({'nvbandwidth_testcases': [v]}), 'refused',
      ["nvbandwidth_testcases is ['{v}']", 'nvbandwidth testcase names']),
     # the prolog/epilog hook runner (_slurm_hooks): values from slurmd's environment
-    ('hooks show job', 'scontrol', lambda v: hooks.job_show_argv(v), 'no_command', []),
+    ('hooks show job', 'scontrol', hooks.job_show_argv, 'no_command', []),
     ('hooks squeue node', 'squeue', lambda v: hooks.user_jobs_argv(v, 'alice'), 'no_command', []),
     ('hooks squeue user', 'squeue', lambda v: hooks.user_jobs_argv(GOOD, v), 'no_command', []),
     ('hooks drain node', 'scontrol', lambda v: hooks.drain_argv(v, 'prolog hook 10-all-x failed (exit 1)'), 'no_command', []),

@@ -85,7 +85,6 @@ CASES = [
 ]
 
 
-
 class NoNvml(object):
     """Stands for the NVML bindings: any use is recorded and fails the test."""
 

@@ -96,7 +96,6 @@ CASES = [
 ]
 
 
-
 @pytest.fixture
 def no_commands(monkeypatch):
     calls = []

@@ -157,7 +157,6 @@ CASES = [
 ]
 
 
-
 @pytest.fixture
 def node(tmp_path, monkeypatch):
     """A node directory: a file, a directory, a dangling link, and ``locked`` (made unwritable or read-only by a case)."""

@@ -38,7 +38,6 @@ FABRIC = 'FABRIC'  # replaced by a missing file under the test's tmp_path
 FABRIC_DIR = 'FABRIC_DIR'  # replaced by a directory there
 
 
-
 @pytest.fixture
 def no_contact(monkeypatch):
     """Record every way an action could reach a node; each one fails the test."""
@@ -120,8 +119,8 @@ CASES = [
      ["compute_group is ['slurm_compute']", 'expected an inventory group name']),
     ('gpu-group-with-space', {'gpu_group': 'gpu nodes'}, None, ["gpu_group is 'gpu nodes'", 'expected an inventory group name']),
     ('inventory-not-a-bool', {'inventory': 'maybe'}, None, ["inventory is 'maybe'", 'expected a boolean (true/false)']),
-    ('unknown-option', {'role': 'slurm'}, None, ["unknown option 'role'", 'valid options: compute_group, controller_group, gpu_group, '
-                                                                      'hosts, inventory, roles']),
+    ('unknown-option', {'role': 'slurm'}, None,
+     ["unknown option 'role'", 'valid options: compute_group, controller_group, gpu_group, hosts, inventory, roles']),
     # --- role inputs: partitions must parse as the slurm role parses them ------------------------------------------------
     ('partition-unterminated-hostlist', SLURM_ONLY, compute(slurm_partitions=[{'name': 'gpu', 'nodes': 'gpu-[01-'}]),
      ["gpu-[01-02]: slurm_partitions[0].nodes is 'gpu-[01-'", 'partition gpu', '"[" without a matching "]"', HOSTLIST, SLURM]),

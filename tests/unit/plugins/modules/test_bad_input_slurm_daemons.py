@@ -46,7 +46,6 @@ CASES = [
 ]
 
 
-
 @pytest.fixture
 def systemctl(monkeypatch):
     """run_command recorded; it answers ``systemctl show`` for the units after ``--`` (none running)."""

@@ -60,7 +60,6 @@ CASES = [
 ]
 
 
-
 @pytest.fixture
 def host(tmp_path, monkeypatch):
     tmp = tmp_path / 'host'

@@ -65,6 +65,7 @@ WRONG = {
     'raw': [None, {'a': [1, {'b': None}]}],
 }
 
+
 def _documentation(name):
     with open(os.path.join(ROOT, 'plugins', 'modules', name + '.py')) as handle:
         source = handle.read()
