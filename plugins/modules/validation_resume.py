@@ -15,12 +15,17 @@ short_description: List drained or down Slurm nodes with their cause, and resume
 version_added: 0.1.0
 description:
   - With O(action=query), lists the nodes that are drained, down or not responding (C(scontrol -o show node)) with
-    their reason.
+    their reason, who set it (the collection's own tag, Slurm's own reason, or an admin's free text) and whether
+    slurmd may be started there (down or not responding, and not an admin's; see O(resume_admin_drains)).
+  - With O(action=wait), waits (up to O(wait_timeout) seconds) until slurmctld hears from the slurmd of each node of
+    O(names) (the ones resume.yml started) and says per node what happened (C(slurmd started on gpu-02; node idle after 6 s)).
   - With O(action=resume), takes the node checks (C(gpucluster.bringup.node_check) results) of those nodes, finds the
     cause of each drain (for C(Prolog error), the failing hook from the hook runner's log the checks returned),
     resumes only the nodes whose checks pass, and proves each with a probe job inside a maintenance reservation (so
     no user job lands on the node first). A node whose probe fails (the hook still fails and the runner drains it
     again) is reported with the cause.
+  - An admin's down or drain (a reason that is neither one of the collection's tags nor one of Slurm's own reasons such as
+    C(Not responding) or C(Kill task failed)) is never resumed, whatever its checks say, unless O(resume_admin_drains).
   - The nodes are resumed with one C(scontrol update) (node by node only when that fails) and probed 64 at a time, so
     resuming hundreds of nodes takes a few rounds of probe jobs, not one job after another.
   - Runs on a host with the Slurm client commands and rights to update nodes (the controller).
@@ -37,9 +42,9 @@ attributes:
     support: none
 options:
   action:
-    description: V(query) lists problem nodes; V(resume) decides and resumes.
+    description: V(query) lists problem nodes; V(wait) waits for the slurmds started on O(names); V(resume) decides and resumes.
     type: str
-    choices: [query, resume]
+    choices: [query, wait, resume]
     default: query
   names:
     description: Consider only these nodes (default all); Slurm node names.
@@ -54,9 +59,25 @@ options:
     type: dict
     default: {}
   resume_admin_drains:
-    description: Also resume nodes drained by hand for a reason this module does not recognise, when their checks pass.
+    description:
+      - Also resume nodes drained or downed by hand (a reason this module does not recognise), when their checks pass,
+        and (V(query)) allow slurmd to be started on them.
     type: bool
     default: false
+  prefix:
+    description: The health check's drain reason prefix (C(slurm_healthcheck_reason_prefix)), so that its tags count as the collection's.
+    type: str
+    default: gpuhc
+  started:
+    description:
+      - V(resume) only. Per node name, what starting its slurmd did (the V(wait) result's C(started)); each becomes a record of
+        the report, so it names the node even when the node came back by itself.
+    type: dict
+    default: {}
+  wait_timeout:
+    description: V(wait) only. Seconds to wait for slurmctld to hear from the started slurmds (1 to 3600).
+    type: int
+    default: 60
   probe:
     description: Run a probe job on each resumed node; a node whose probe fails is reported as still failing.
     type: bool
@@ -82,10 +103,21 @@ EXAMPLES = r'''
 
 RETURN = r'''
 nodes:
-  description: Problem nodes (name, state, flags, reason, reason_user, problem), with C(diagnosis) ({cause, hook, detail}) for V(resume).
+  description:
+    - Problem nodes (name, state, flags, reason, reason_user, problem), with C(owner) (V(ours), V(slurm) or V(admin)),
+      C(start_slurmd) (bool), C(start_why) and C(line) (one line naming the node), and C(diagnosis) ({cause, hook, detail}) for V(resume).
   returned: always
   type: list
   elements: dict
+lines:
+  description: One line per problem node naming it, its state and reason, who set it and whether slurmd may be started.
+  returned: always
+  type: list
+  elements: str
+started:
+  description: Per node of O(names) (V(wait)) or of O(started) (V(resume)), what starting its slurmd did.
+  returned: always
+  type: dict
 resumed:
   description: Nodes resumed and (with O(probe)) proven by a probe job.
   returned: always
@@ -103,18 +135,22 @@ records:
 '''
 
 import threading
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import (
-    ResumeFailure, check_resume_input, plan_resume, probe_argv, probe_outcome, problem_nodes, reservation_argv, resume_argv, resume_records)
+    ResumeFailure, check_resume_input, plan_resume, probe_argv, probe_outcome, problem_nodes, reservation_argv, resume_argv, resume_records,
+    started_text)
 
 
 # Probe jobs at once. One at a time made resuming 64 nodes take 196 s on the emulated cluster (docs/scale.md):
 # each probe is a job start and end (about 3 s), and each was followed by a listing of every node.
 PROBE_PARALLEL = 64
+# Seconds between two looks at the started slurmds (action wait).
+WAIT_POLL = 2
 
 
 class SlurmClient(object):
@@ -145,10 +181,12 @@ class ResumeManager(object):
     Every failure is one ``ResumeFailure``; nothing runs before the input is checked.
     """
 
-    def __init__(self, client, params, check_mode=False):
+    def __init__(self, client, params, check_mode=False, clock=time.monotonic, sleep=time.sleep):
         self.client = client
         self.params = params
         self.check_mode = check_mode
+        self.clock = clock
+        self.sleep = sleep
 
     def run(self):
         """The module's result; raises ``ResumeFailure``."""
@@ -162,11 +200,28 @@ class ResumeManager(object):
 
     def _run(self):
         problems = self.problems()
+        lines = [node['line'] for node in problems]
         if self.params['action'] == 'query':
-            return dict(changed=False, nodes=problems, resumed=[], kept={}, records=[])
-        to_resume, kept = plan_resume(problems, self.params['checks'], self.params['resume_admin_drains'])
+            return dict(changed=False, nodes=problems, lines=lines, started={}, resumed=[], kept={}, records=[])
+        if self.params['action'] == 'wait':
+            return dict(changed=False, nodes=problems, lines=lines, started=self.wait(), resumed=[], kept={}, records=[])
+        to_resume, kept = plan_resume(problems, self.params['checks'], self.params.get('resume_admin_drains', False), self.params.get('prefix', 'gpuhc'))
         resumed = self.resume(to_resume, kept)
-        return dict(changed=bool(resumed), nodes=problems, resumed=resumed, kept=kept, records=resume_records(problems, resumed, kept))
+        started = self.params.get('started') or {}
+        return dict(changed=bool(resumed), nodes=problems, lines=lines, started=started, resumed=resumed, kept=kept,
+                    records=resume_records(problems, resumed, kept, started))
+
+    def wait(self):
+        """Until slurmctld hears from every node of ``names`` (no NOT_RESPONDING flag) or ``wait_timeout``: name -> what it did."""
+        names = list(self.params['names'])
+        start = self.clock()
+        nodes = self.show_nodes()
+        while not self.check_mode and any('NOT_RESPONDING' in nodes[name]['flags'] for name in names if name in nodes) \
+                and self.clock() - start < self.params.get('wait_timeout', 60):
+            self.sleep(WAIT_POLL)
+            nodes = self.show_nodes()
+        seconds = int(round(self.clock() - start))
+        return dict((name, started_text(name, nodes.get(name), seconds, self.check_mode)) for name in names)
 
     def show_nodes(self):
         """Node name -> node of ``scontrol -o show node``."""
@@ -184,7 +239,7 @@ class ResumeManager(object):
         unknown = [name for name in self.params['names'] if name not in nodes]
         if unknown:
             raise ResumeFailure('Slurm knows no node(s) %s; its nodes are: %s' % (', '.join(unknown), ', '.join(sorted(nodes))))
-        return problem_nodes(nodes, self.params['names'])
+        return problem_nodes(nodes, self.params['names'], self.params.get('resume_admin_drains', False), self.params.get('prefix', 'gpuhc'))
 
     def resume(self, to_resume, kept):
         """Resume ``to_resume`` (probing each inside a maintenance reservation); the names resumed. ``kept`` gets why not."""
@@ -265,13 +320,16 @@ class ResumeManager(object):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            action=dict(type='str', choices=['query', 'resume'], default='query'),
+            action=dict(type='str', choices=['query', 'wait', 'resume'], default='query'),
             names=dict(type='list', elements='str', default=[]),
             checks=dict(type='dict', default={}),
             resume_admin_drains=dict(type='bool', default=False),
             probe=dict(type='bool', default=True),
             probe_timeout=dict(type='int', default=120),
             reservation=dict(type='str', default='gpucluster-resume'),
+            prefix=dict(type='str', default='gpuhc'),
+            started=dict(type='dict', default={}),
+            wait_timeout=dict(type='int', default=60),
         ),
         supports_check_mode=True,
     )

@@ -234,6 +234,6 @@ def test_resume_leaves_an_admin_drain_alone(tmp_path):
         rc, out, report = playbook("resume", tmp_path)
         assert rc != 0
         assert states()[target].startswith("drain")
-        assert 'drained with reason "disk replacement"' in out
+        assert 'drained by an admin: disk replacement' in out
     finally:
         resume_by_hand(target)

@@ -284,7 +284,10 @@ def test_a_change_whose_slurmctld_dies_reports_the_cause_first_and_the_node_says
     cause, stays, resume = re.match(r"^(.*?)\. (%s stays drained: .*?); (resuming it failed too: .*)$" % H100, msg).groups()
     assert re.match(r"^(scontrol show node %s --oneliner|squeue --noheader --nodelist %s .*) failed \(exit 1\): .*"
                     r"Unable to contact slurm controller" % (H100, H100), cause), msg
-    assert stays == "%s stays drained: fix the cause, then run gpucluster.bringup.mig_change --limit %s" % (H100, H100), msg
+    # the hint is the whole command as the user ran it: inventories, this node and the layout of this run
+    hint = re.match(r"^%s stays drained: fix the cause, then run ansible-playbook(?: -i \S+)+ gpucluster.bringup.mig_change "
+                    r"--limit %s -e '(\{.*\})'$" % (H100, H100), stays)
+    assert hint and json.loads(hint.group(1))["mig_layout"] == "molecule-gpu5-7g", msg
     assert resume.startswith("resuming it failed too: scontrol show node %s --oneliner failed (exit 1): " % H100), msg
     assert layout(H100) == before
     # slurmctld is back: the node is still drained by the role, and its reason says what to run
@@ -294,7 +297,7 @@ def test_a_change_whose_slurmctld_dies_reports_the_cause_first_and_the_node_says
     view = slurm_node(H100)
     assert "DRAIN" in view["state"] or "DRAINED" in view["state"] or "DRAINING" in view["state"], view
     assert view["reason"] == ("gpucluster.bringup.mig: applying layout molecule-gpu5-7g; if this stays, fix the cause, "
-                              "then run gpucluster.bringup.mig_change --limit %s" % H100), view
+                              "then run gpucluster.bringup.mig_change --limit %s -e mig_layout=molecule-gpu5-7g" % H100), view
     # as the reason says: once the job has ended, mig_change (with the layout in place) resumes the node
     deadline = time.time() + 60
     while sh(CONTROLLER, "squeue -h -w %s" % H100).stdout.strip() and time.time() < deadline:

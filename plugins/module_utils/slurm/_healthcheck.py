@@ -511,6 +511,7 @@ def parse_tag(reason, prefix=DEFAULTS['reason_prefix']):
 
 
 _REASON = re.compile(r'\sReason=(.*?)(?:\s\[([^\]@\s]+)@([^\]]+)\])?\s*$')
+_STATE_WORD = re.compile(r'[A-Z][A-Z_]*[*~#!%$@^-]?\Z')
 
 
 def parse_scontrol_node(text):
@@ -523,11 +524,19 @@ def parse_scontrol_node(text):
     line = next((l for l in (text or '').splitlines() if l.startswith('NodeName=')), None)
     if line is None:
         raise ValueError('scontrol printed no "NodeName=" line: %r' % ((text or '').strip()[:200],))
-    name = re.match(r'^NodeName=(\S+)', line).group(1)
+    named = re.match(r'^NodeName=(\S+)', line)
+    if not named:
+        raise ValueError('scontrol line has an empty NodeName=: %r' % (line[:200],))
+    name = named.group(1)
     state = re.search(r'\sState=(\S+)', line)
     if not state:
         raise ValueError('scontrol line for %s has no State=: %r' % (name, line[:200]))
     parts = state.group(1).split('+')
+    # Slurm's state words (IDLE, MIXED, DRAIN, NOT_RESPONDING, ...), each may carry one of sinfo's marks (IDLE*):
+    # anything else is not a state this check can judge (never read as a healthy node)
+    if not all(_STATE_WORD.match(part) for part in parts):
+        raise ValueError('scontrol line for %s has State=%s, expected Slurm state words joined by "+" such as IDLE+DRAIN'
+                         % (name, state.group(1)[:100]))
     reason = _REASON.search(line)
     return {
         'name': name,
@@ -546,6 +555,67 @@ def drained(node):
 def is_ours(node, prefix):
     """Whether the node's drain reason is a tag of this check (see :func:`parse_tag`)."""
     return parse_tag(node['reason'], prefix) is not None
+
+
+# ------------------------------------------------------------------ who set a node's state
+
+OWNERS = ('ours', 'slurm', 'admin')
+# Reasons the collection's programs write, at the start of the reason: the health check's tags (parse_tag), the
+# mig role's drain ("gpucluster.bringup.mig: applying layout ..."), validate.yml's drain ("validate: node/gres_conf: ...")
+# and the prolog/epilog hook runner's own drain ("prolog hook 95-all-x failed (exit 1)", slurm/_slurm_hooks.py).
+OUR_REASON_PREFIXES = ('gpucluster.bringup.mig:', 'validate:')
+_OUR_HOOK_REASON = re.compile(r'^(prolog|epilog) hook \S+ (failed \(exit -?\d+\)|timed out after \S+|killed by signal \d+)')
+# Reasons slurmctld, slurmd and slurmstepd write themselves (SchedMD slurm src/slurmctld/node_mgr.c, ping_nodes.c,
+# proc_req.c, job_mgr.c, agent.c, power_save.c, src/slurmd/slurmstepd, src/interfaces/gres.c), at the start of the
+# reason (Slurm appends " : <more>" and "(JobId=...)" to some).  These mean the node itself failed, never that a person
+# wants it out of service: "Set in slurm.conf" (a DownNodes= line without Reason=) and "reboot complete" (an
+# admin's "scontrol reboot nextstate=down") are left out on purpose.
+SLURM_REASONS = ('Kill task failed', 'Job step not running', 'batch job complete failure', 'Prolog error', 'Prolog launch failure',
+                 'Epilog error', 'Prolog/Epilog failure', 'Job env setup error', 'Duplicate jobid', 'SlurmdSpoolDir is full',
+                 'switch_g_job_postfini failed', 'Low RealMemory', 'Low CPUs', 'Low socket*core*thread count', 'Low TmpDisk',
+                 'CoreSpec differ', 'Could not unpack gres data')
+# ... and those it writes only when it marks a node DOWN (on a drained node the same words are someone's text).
+SLURM_DOWN_REASONS = ('Not responding', 'Node unexpectedly rebooted', 'reboot timed out', 'ResumeTimeout reached',
+                      'NO NETWORK ADDRESS FOUND')
+_SLURM_GRES_REASON = re.compile(r'^(gres/)?[A-Za-z0-9_.-]+(:[A-Za-z0-9_.-]+)? count (too low|reported lower than configured) \(')
+
+
+def _starts_with(reason, texts):
+    return any(reason == text or reason.startswith(text) and reason[len(text)] in ' (:,' for text in texts)
+
+
+def node_owner(node, prefix=DEFAULTS['reason_prefix']):
+    """Who set the node's drain or down state, from its reason: ``ours`` (a tag of this collection at the start of the
+    reason: the health check's ``<prefix>:<tier>:<check>:``, ``gpucluster.bringup.mig:``, ``validate:``, the hook
+    runner's ``prolog hook X failed (exit N)``), ``slurm`` (one of Slurm's own reasons, see ``SLURM_REASONS``; or no
+    reason at all: scontrol refuses a DOWN or DRAIN without one, so only slurmctld leaves a node without a reason,
+    and a node that is only NOT_RESPONDING has none), else ``admin``: free text a person wrote, even when it
+    contains one of our tags or Slurm's words further on.
+
+    ``node``: ``{'state', 'flags', 'reason'}`` (``flags`` a list or set), a ``parse_scontrol_node`` entry.  Only the
+    collection's and Slurm's may be started or resumed by the collection's programs (an admin's only when asked)."""
+    reason = (node.get('reason') or '').strip()
+    if not reason:
+        return 'slurm'
+    if parse_tag(reason, prefix) is not None or reason.startswith(OUR_REASON_PREFIXES) or _OUR_HOOK_REASON.match(reason):
+        return 'ours'
+    down = node.get('state') == 'DOWN' or 'NOT_RESPONDING' in (node.get('flags') or ())
+    if _starts_with(reason, SLURM_REASONS) or _SLURM_GRES_REASON.match(reason) or down and _starts_with(reason, SLURM_DOWN_REASONS):
+        return 'slurm'
+    return 'admin'
+
+
+def owner_text(node, prefix=DEFAULTS['reason_prefix']):
+    """``"down by an admin: <reason>"`` / ``"drained by Slurm: <reason>"`` / ``"drained by gpucluster.bringup: <reason>"``."""
+    owner = node_owner(node, prefix)
+    what = 'down' if node.get('state') == 'DOWN' else 'drained' if drained_or_flagged(node) else 'not responding'
+    who = {'ours': 'gpucluster.bringup', 'slurm': 'Slurm', 'admin': 'an admin'}[owner]
+    return '%s by %s: %s' % (what, who, node.get('reason') or 'no reason given')
+
+
+def drained_or_flagged(node):
+    """Whether the node is drained or draining (a list or a set of flags)."""
+    return 'DRAIN' in (node.get('flags') or ()) or node.get('state') in ('DRAIN', 'DRAINED', 'DRAINING')
 
 
 class Decision(object):
@@ -576,6 +646,8 @@ def decide(failures, node, prefix, auto_resume=True, resume=False, tier='periodi
     * failing, not drained: drain with ``<prefix>:<tier>:<check>: <detail>``;
     * failing, drained by this check for another reason: drain again (the reason is updated);
     * failing, drained by someone else: leave it, their reason stays;
+    * failing, DOWN by an admin (:func:`node_owner`): leave it, so that an admin's DOWN never becomes a drain of ours
+      that a passing run resumes (DOWN by Slurm, ``Not responding``: drained, so that ReturnToService does not bring it back failing);
     * passing, drained by this check: resume with ``resume`` (asked), or with ``auto_resume`` once this is the
       ``resume_after``-th passing run in a row; the prolog tier never resumes;
     * passing, drained by someone else: never resume;
@@ -590,6 +662,10 @@ def decide(failures, node, prefix, auto_resume=True, resume=False, tier='periodi
                         passes=passes)
     if failures:
         reason = reason_text(prefix, failures, tier)
+        if node['state'] == 'DOWN' and node_owner(node, prefix) == 'admin':
+            # a drain over it would put our tag in place of the admin's reason, and a later passing run would resume it
+            # (a node Slurm set DOWN is drained: with ReturnToService it would come back failing)
+            return Decision('none', 'failing (%s); %s is %s, left as it is' % (reason, node['name'], owner_text(node, prefix)))
         if drained(node):
             if not is_ours(node, prefix):
                 return Decision('none', 'failing (%s); %s is already drained by someone else ("%s"), left as it is'

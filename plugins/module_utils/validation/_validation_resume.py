@@ -18,14 +18,17 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import parse_tag
+# node_owner (who set a node's DOWN or DRAIN: ours, Slurm's or an admin's) is the one classifier of the resume playbook, the
+# health check's auto-resume and the deep tier; it lives with parse_tag in slurm/_healthcheck.py, which the node programs get.
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import node_owner, owner_text, parse_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import node_problem, record, slurm_name, slurm_names
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
-    InputError, ModuleFailure, require_choice, require_dict, require_int, require_list, require_str, show)
+    InputError, ModuleFailure, require_choice, require_dict, require_int, require_list, require_match, require_str, show)
 
-CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down', 'admin')
-# Causes a passing node is resumed from without being told to; an admin's drain (any other reason) is not.
-AUTO_RESUME_CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down')
+CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down', 'mig', 'slurm', 'admin')
+# Causes a passing node is resumed from without being told to; an admin's drain or down (any other reason) is not.
+AUTO_RESUME_CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down', 'mig', 'slurm')
+ADMIN_KEPT = "kept: an admin's down or drain is undone only with validate_resume_admin_drains"
 
 _HOOK_REASON = re.compile(r'^(prolog|epilog) hook (\S+) (failed \(exit -?\d+\)|timed out after \S+|killed by signal \d+)')
 _LOG_RESULT = re.compile(r'\b(prolog|epilog) job=(\S+) hook=(\S+) rc=(\S+) duration=(\S+) status=(.+?)\s*$')
@@ -71,12 +74,22 @@ def hook_failure_text(run):
     return text
 
 
-def diagnose(node, log_text=None):
+def admin_detail(node, prefix='gpuhc'):
+    """``down by an admin: <reason> (set by <user>)``."""
+    return owner_text(node, prefix) + (' (set by %s)' % node['reason_user'] if node.get('reason_user') else '')
+
+
+def diagnose(node, log_text=None, prefix='gpuhc'):
     """``{cause, hook, detail}`` for a drained/down node (a ``parse_scontrol_nodes`` entry).
 
-    ``log_text``: the hook runner's log on that node, used when the reason names no hook.
+    ``log_text``: the hook runner's log on that node, used when the reason names no hook. A reason :func:`node_owner`
+    calls an admin's is cause ``admin`` whatever the node's flags (an admin's DOWN node whose slurmd is stopped is
+    NOT_RESPONDING too, and stays the admin's).
     """
     reason = node.get('reason') or ''
+    owner = node_owner(node, prefix)
+    if owner == 'admin':
+        return {'cause': 'admin', 'hook': None, 'detail': admin_detail(node, prefix)}
     state = '+'.join([node['state']] + list(node['flags']))
     match = _HOOK_REASON.match(reason)
     if match:
@@ -84,15 +97,15 @@ def diagnose(node, log_text=None):
         detail = hook_failure_text(run) if run and run['hook'] == match.group(2) else reason
         return {'cause': 'hook', 'hook': match.group(2), 'detail': detail}
     lowered = reason.lower()
-    for prefix, cause in (('prolog error', 'prolog_error'), ('prolog launch failure', 'prolog_error'), ('epilog error', 'epilog_error')):
-        if lowered.startswith(prefix):
+    for words, cause in (('prolog error', 'prolog_error'), ('prolog launch failure', 'prolog_error'), ('epilog error', 'epilog_error')):
+        if lowered.startswith(words):
             phase = cause.partition('_')[0]
             run = last_hook_failure(log_text, phase)
             if run:
                 return {'cause': cause, 'hook': run['hook'], 'detail': '"%s": %s' % (reason, hook_failure_text(run))}
             where = 'the hook runner log has no failed %s hook' % phase if log_text is not None else 'the hook runner log could not be read'
             return {'cause': cause, 'hook': None, 'detail': '"%s": %s' % (reason, where)}
-    tag = parse_tag(reason)
+    tag = parse_tag(reason, prefix)
     if tag:
         return {'cause': 'healthcheck', 'hook': None,
                 'detail': 'GPU health check, %s tier, check %s: %s' % (tag['tier'], tag['check'], reason)}
@@ -104,12 +117,16 @@ def diagnose(node, log_text=None):
         return {'cause': 'not_responding', 'hook': None, 'detail': reason or 'slurmd does not answer (%s)' % state}
     if not reason or node['state'] == 'DOWN' and lowered in ('', 'node unexpectedly rebooted', 'kill task failed'):
         return {'cause': 'down', 'hook': None, 'detail': reason or state}
-    return {'cause': 'admin', 'hook': None, 'detail': 'drained with reason "%s"%s' % (
-        reason, ' by %s' % node['reason_user'] if node.get('reason_user') else '')}
+    if owner == 'ours':
+        return {'cause': 'mig', 'hook': None, 'detail': 'drained by the mig role: %s' % reason}
+    return {'cause': 'slurm', 'hook': None, 'detail': owner_text(node, prefix)}
 
 
-def problem_nodes(nodes, names=None):
-    """The nodes (of ``names``, default all) that are drained, down or not responding, sorted by name."""
+def problem_nodes(nodes, names=None, resume_admin_drains=False, prefix='gpuhc'):
+    """The nodes (of ``names``, default all) that are drained, down or not responding, sorted by name.
+
+    Each with ``problem``, ``owner`` (:func:`node_owner`), ``start_slurmd`` and ``start_why`` (:func:`slurmd_start`) and
+    ``line``: ``<name>: <problem>; <who set it>; <slurmd decision>``."""
     out = []
     for name in sorted(nodes):
         if names and name not in names:
@@ -118,26 +135,64 @@ def problem_nodes(nodes, names=None):
         if problem:
             entry = dict(nodes[name])
             entry['problem'] = problem
+            entry['owner'] = node_owner(entry, prefix)
+            start = slurmd_start(entry, resume_admin_drains, prefix)
+            entry['start_slurmd'], entry['start_why'] = start['start'], start['why']
+            entry['line'] = '; '.join([name + ': ' + problem] + ([owner_text(entry, prefix)] if entry.get('reason') else [])
+                                      + ([start['why']] if start['why'] else []))
             out.append(entry)
     return out
+
+
+def slurmd_start(node, resume_admin_drains=False, prefix='gpuhc'):
+    """Whether resume.yml may start slurmd on a problem node: ``{start, why}``.
+
+    Only where slurmctld does not hear from slurmd (state DOWN, or the NOT_RESPONDING flag: IDLE+NOT_RESPONDING is the
+    time before SlurmdTimeout makes it DOWN), and only when the collection or Slurm set that state (:func:`node_owner`):
+    an admin's DOWN or DRAIN is never started (with ReturnToService=2 a registering slurmd returns a DOWN node to service
+    and the admin's reason is gone), unless ``resume_admin_drains``. ``why``: '' for a node slurmd is not the question on."""
+    flags = node.get('flags') or ()
+    if node.get('state') != 'DOWN' and 'NOT_RESPONDING' not in flags:
+        return {'start': False, 'why': ''}
+    owner = node_owner(node, prefix)
+    if owner == 'admin' and not resume_admin_drains:
+        return {'start': False, 'why': "slurmd not started on %s: an admin's %s (validate_resume_admin_drains overrides)"
+                % (node['name'], 'down' if node.get('state') == 'DOWN' else 'drain')}
+    return {'start': True, 'why': 'slurmd to be started on %s where it is stopped' % node['name']}
+
+
+def started_text(name, node_after, seconds, check_mode=False):
+    """What starting slurmd on ``name`` did: ``slurmd started on gpu-02; node idle after 6 s`` (``node_after``: the node
+    when slurmctld heard from it, or when the wait ended; None when Slurm no longer lists it)."""
+    if check_mode:
+        return 'slurmd would be started on %s (check mode)' % name
+    if node_after is None:
+        return 'slurmd started on %s; Slurm no longer lists the node' % name
+    state = '+'.join([node_after['state']] + list(node_after['flags']))
+    if 'NOT_RESPONDING' in node_after['flags']:
+        return 'slurmd started on %s; slurmctld still does not hear from it after %d s (node %s)' % (name, seconds, state)
+    problem = node_problem(node_after)
+    if not problem:
+        return 'slurmd started on %s; node %s after %d s' % (name, state.lower() if state == 'IDLE' else state, seconds)
+    return 'slurmd started on %s; slurmctld hears from it after %d s, %s' % (name, seconds, problem)
 
 
 def decide(node, diagnosis, check_records, resume_admin_drains=False):
     """``{action: resume|keep, reason}`` for one problem node after its node checks ran.
 
     Resumed: every check except ``node_state`` passed or was skipped, and the cause is one this playbook
-    may clear (an admin's drain only with ``resume_admin_drains``).
+    may clear (an admin's drain or down only with ``resume_admin_drains``; it is kept whatever its checks say).
     """
     if diagnosis['cause'] not in CAUSES:
         raise ValueError('unknown cause %r; valid causes: %s' % (diagnosis['cause'], ', '.join(CAUSES)))
+    if diagnosis['cause'] not in AUTO_RESUME_CAUSES and not resume_admin_drains:
+        return {'action': 'keep', 'reason': '%s; %s' % (diagnosis['detail'], ADMIN_KEPT)}
     if check_records is None:
         return {'action': 'keep', 'reason': 'node checks did not run on %s (unreachable?); cause: %s' % (node['name'], diagnosis['detail'])}
     failed = [rec for rec in check_records if rec['status'] == 'fail' and rec['check'] != 'node_state']
     if failed:
         return {'action': 'keep', 'reason': 'node checks still fail: %s; cause: %s' % (
             '; '.join('%s: %s' % (rec['check'], rec.get('reason') or 'failed') for rec in failed), diagnosis['detail'])}
-    if diagnosis['cause'] not in AUTO_RESUME_CAUSES and not resume_admin_drains:
-        return {'action': 'keep', 'reason': '%s; not resumed: an admin drain is resumed only with validate_resume_admin_drains' % diagnosis['detail']}
     return {'action': 'resume', 'reason': 'node checks pass; cause was: %s' % diagnosis['detail']}
 
 
@@ -183,7 +238,7 @@ def probe_outcome(name, probe, node_after, log_text=None):
     return {'ok': False, 'reason': 'probe job on %s failed (rc %s): %s' % (name, probe.get('rc'), text or 'no output')}
 
 
-def plan_resume(problems, checks, resume_admin_drains=False):
+def plan_resume(problems, checks, resume_admin_drains=False, prefix='gpuhc'):
     """``(to_resume, kept)`` of the problem nodes after their node checks ran (``checks``: node name -> ``node_check`` result).
 
     ``to_resume``: the names to resume; ``kept``: name -> why not. Each node gets its ``diagnosis``, a resumed one its ``decision``.
@@ -191,7 +246,7 @@ def plan_resume(problems, checks, resume_admin_drains=False):
     to_resume, kept = [], {}
     for node in problems:
         result = checks.get(node['name'])
-        node['diagnosis'] = diagnose(node, (result or {}).get('hook_log'))
+        node['diagnosis'] = diagnose(node, (result or {}).get('hook_log'), prefix)
         decision = decide(node, node['diagnosis'], (result or {}).get('records'), resume_admin_drains)
         if decision['action'] == 'resume':
             to_resume.append(node['name'])
@@ -201,9 +256,12 @@ def plan_resume(problems, checks, resume_admin_drains=False):
     return to_resume, kept
 
 
-def resume_records(problems, resumed, kept):
-    """One check record (stage ``resume``) per problem node: passed when it was resumed, else failed with why it was kept."""
-    records = []
+def resume_records(problems, resumed, kept, started=None):
+    """One check record (stage ``resume``) per problem node: passed when it was resumed, else failed with why it was kept;
+    first one record (check ``slurmd``) per node where slurmd was started (``started``: node name -> what it did,
+    :func:`started_text`), so the report names it even when the node came back by itself."""
+    records = [record('resume', name, 'slurmd', 'fail' if 'still does not hear' in text or 'no longer lists' in text else 'pass', text)
+               for name, text in sorted((started or {}).items())]
     for node in problems:
         name = node['name']
         if name in resumed:
@@ -222,6 +280,8 @@ class ResumeFailure(ModuleFailure):
 RECORD_STATUSES = ('pass', 'fail', 'skip')
 # The longest a probe job may be given: a probe that needs more than a day is not a probe.
 MAX_PROBE_TIMEOUT = 86400
+# The longest resume.yml waits for slurmctld to hear from the slurmds it started (SlurmdTimeout is at most hours).
+MAX_WAIT_TIMEOUT = 3600
 
 
 def check_records(name, records):
@@ -255,3 +315,10 @@ def check_resume_input(params):
         require_str(where + '.hook_log', result.get('hook_log'), allow_empty=True, allow_none=True)
     require_int('probe_timeout', params.get('probe_timeout'), minimum=1, maximum=MAX_PROBE_TIMEOUT, unit='seconds')
     slurm_name('reservation', params.get('reservation') or '', 'a Slurm reservation name (empty: probe without one)', allow_empty=True)
+    require_match('prefix', params.get('prefix', 'gpuhc'), r'^[A-Za-z][A-Za-z0-9_-]*\Z',
+                  'the health check\'s reason prefix, a word such as "gpuhc" (letters, digits, "-", "_")')
+    started = require_dict('started', params.get('started') or {})
+    for node, text in started.items():
+        slurm_name('started key', node, 'a Slurm node name')
+        require_str('started[%s]' % show(node), text)
+    require_int('wait_timeout', params.get('wait_timeout', 60), minimum=1, maximum=MAX_WAIT_TIMEOUT, unit='seconds')

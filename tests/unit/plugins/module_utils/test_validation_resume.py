@@ -109,13 +109,13 @@ def test_hook_failure_text_without_job_from_the_log():
      'GPU health check, prolog tier, check xid: gpuhc:prolog:xid: GPU 0 (00000000:1B:00.0) had Xid 79 since boot'),
     ('gpuhc:periodic:ib: InfiniBand mlx5_3 port 1 is DOWN', ('DRAIN',), 'IDLE', None, 'healthcheck', None,
      'GPU health check, periodic tier, check ib: gpuhc:periodic:ib: InfiniBand mlx5_3 port 1 is DOWN'),
-    ('gpuhc is down for lunch', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained with reason "gpuhc is down for lunch" by root'),
+    ('gpuhc is down for lunch', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained by an admin: gpuhc is down for lunch (set by root)'),
     ('validate: node/gres_conf: x', ('DRAIN',), 'IDLE', None, 'validate', None, 'validate: node/gres_conf: x'),
     ('gres/gpu count reported lower than configured (7 < 8)', ('DRAIN', 'INVALID_REG'), 'IDLE', None, 'gres', None,
      'gres/gpu count reported lower than configured (7 < 8)'),
     ('Not responding', ('NOT_RESPONDING',), 'DOWN', None, 'not_responding', None, 'Not responding'),
     ('', (), 'DOWN', None, 'down', None, 'DOWN'),
-    ('disk replacement', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained with reason "disk replacement" by root'),
+    ('disk replacement', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained by an admin: disk replacement (set by root)'),
     # the log's last failure is an epilog hook's: a prolog hook's drain is explained by that prolog hook's run
     (FAILED, ('DRAIN',), 'IDLE', LOG_EPILOG_FAILED, 'hook', '95-all-rootless',
      'prolog hook 95-all-rootless failed (exit 1) in job 12: singularity: command not found'),
@@ -126,11 +126,12 @@ def test_hook_failure_text_without_job_from_the_log():
     ('Prolog launch failure', ('DRAIN',), 'IDLE', None, 'prolog_error', None, '"Prolog launch failure": the hook runner log could not be read'),
     # gres: a gres/ reason with "count" or "reported"
     ('gres/gpu count too low (7 < 8)', ('DRAIN',), 'IDLE', None, 'gres', None, 'gres/gpu count too low (7 < 8)'),
-    ('gres/gpu reported by slurmd differs from gres.conf', ('DRAIN',), 'IDLE', None, 'gres', None,
-     'gres/gpu reported by slurmd differs from gres.conf'),
-    ('gres/gpu cabling check', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained with reason "gres/gpu cabling check" by root'),
-    ('recount the disks', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained with reason "recount the disks" by root'),
-    ('disks reported slow', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained with reason "disks reported slow" by root'),
+    # not one of Slurm's own gres reasons ("gres/gpu count reported lower than configured", "gpu:a100 count too low"): an admin's
+    ('gres/gpu reported by slurmd differs from gres.conf', ('DRAIN',), 'IDLE', None, 'admin', None,
+     'drained by an admin: gres/gpu reported by slurmd differs from gres.conf (set by root)'),
+    ('gres/gpu cabling check', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained by an admin: gres/gpu cabling check (set by root)'),
+    ('recount the disks', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained by an admin: recount the disks (set by root)'),
+    ('disks reported slow', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained by an admin: disks reported slow (set by root)'),
     # not responding: the flag or the reason, either one
     ('', ('NOT_RESPONDING',), 'DOWN', None, 'not_responding', None, 'slurmd does not answer (DOWN+NOT_RESPONDING)'),
     ('', ('DRAIN', 'NOT_RESPONDING'), 'IDLE', None, 'not_responding', None, 'slurmd does not answer (IDLE+DRAIN+NOT_RESPONDING)'),
@@ -139,16 +140,16 @@ def test_hook_failure_text_without_job_from_the_log():
     ('', ('DRAIN',), 'IDLE', None, 'down', None, 'IDLE+DRAIN'),
     ('Node unexpectedly rebooted', (), 'DOWN', None, 'down', None, 'Node unexpectedly rebooted'),
     ('Kill task failed', (), 'DOWN', None, 'down', None, 'Kill task failed'),
-    ('Node unexpectedly rebooted', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained with reason "Node unexpectedly rebooted" by root'),
-    ('disk replacement', (), 'DOWN', None, 'admin', None, 'drained with reason "disk replacement" by root'),
+    ('Node unexpectedly rebooted', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained by an admin: Node unexpectedly rebooted (set by root)'),
+    ('disk replacement', (), 'DOWN', None, 'admin', None, 'down by an admin: disk replacement (set by root)'),
 ])
 def test_diagnose(reason, flags, state, log, cause, hook, detail):
     assert vr.diagnose(node(state, flags, reason), log) == {'cause': cause, 'hook': hook, 'detail': detail}
 
 
 def test_diagnose_admin_drain_without_user():
-    assert vr.diagnose(node(reason='disk replacement', user=''))['detail'] == 'drained with reason "disk replacement"'
-    assert vr.diagnose(node(reason='disk replacement', user=None))['detail'] == 'drained with reason "disk replacement"'
+    assert vr.diagnose(node(reason='disk replacement', user=''))['detail'] == 'drained by an admin: disk replacement'
+    assert vr.diagnose(node(reason='disk replacement', user=None))['detail'] == 'drained by an admin: disk replacement'
 
 
 def test_problem_nodes():
@@ -172,7 +173,7 @@ FAIL2 = FAIL + [{'stage': 'node', 'node': 'gpu-01', 'check': 'munge', 'status': 
     ('hook', PASS, False, 'resume', 'node checks pass; cause was: D'),
     ('hook', FAIL, False, 'keep', 'node checks still fail: gres_conf: gres.conf differs; cause: D'),
     ('hook', None, False, 'keep', 'node checks did not run on gpu-01 (unreachable?); cause: D'),
-    ('admin', PASS, False, 'keep', 'D; not resumed: an admin drain is resumed only with validate_resume_admin_drains'),
+    ('admin', PASS, False, 'keep', 'D; ' + vr.ADMIN_KEPT),
     ('admin', PASS, True, 'resume', 'node checks pass; cause was: D'),
     ('validate', PASS, False, 'resume', 'node checks pass; cause was: D'),
     ('hook', FAIL2, True, 'keep', 'node checks still fail: gres_conf: gres.conf differs; munge: munge key differs; cause: D'),
@@ -185,7 +186,7 @@ def test_decide(cause, records, admin, action, reason):
 
 def test_decide_keeps_admin_drains_by_default():
     assert vr.decide(node(), {'cause': 'admin', 'hook': None, 'detail': 'D'}, PASS) == {
-        'action': 'keep', 'reason': 'D; not resumed: an admin drain is resumed only with validate_resume_admin_drains'}
+        'action': 'keep', 'reason': 'D; ' + vr.ADMIN_KEPT}
 
 
 def test_decide_bad_cause():
@@ -246,9 +247,9 @@ def problems():
 
 RESUMED_01 = 'node checks pass; cause was: "Prolog error": prolog hook 95-all-rootless failed (exit 1) in job 12: singularity: command not found'
 RESUMED_06 = 'node checks pass; cause was: %s' % FAILED
-ADMIN_02 = 'drained with reason "disk replacement" by root'
+ADMIN_02 = 'drained by an admin: disk replacement (set by root)'
 KEPT = {
-    'gpu-02': ADMIN_02 + '; not resumed: an admin drain is resumed only with validate_resume_admin_drains',
+    'gpu-02': ADMIN_02 + '; ' + vr.ADMIN_KEPT,
     'gpu-03': 'node checks did not run on gpu-03 (unreachable?); cause: "Prolog error": the hook runner log could not be read',
     'gpu-04': 'node checks still fail: gres_conf: gres.conf differs; cause: validate: node/gres_conf: x',
     'gpu-05': 'node checks did not run on gpu-05 (unreachable?); cause: Not responding',

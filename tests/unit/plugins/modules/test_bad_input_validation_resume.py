@@ -52,8 +52,18 @@ CASES = [
     ({'reservation': 'r' * 65}, ['reservation is', 'at most 64 characters']),
     ({'names': ['gpu 01']}, ["names[0] is 'gpu 01'", 'a Slurm node name']),
     ({'names': ['gpu-01', '']}, ["names[1] is ''", 'a Slurm node name']),
-    ({'action': 'drain'}, ['action', 'drain', 'query, resume']),
+    ({'action': 'drain'}, ['action', 'drain', 'query, wait, resume']),
     ({'probe': 'sometimes'}, ['probe', 'sometimes']),
+    # issue 50: the health check's prefix, the started slurmds' report, the wait
+    ({'prefix': 'gpu hc'}, ["prefix is 'gpu hc'", 'a word such as "gpuhc"']),
+    ({'prefix': ''}, ["prefix is ''", 'a word such as "gpuhc"']),
+    ({'prefix': '-x'}, ["prefix is '-x'", 'letters, digits']),
+    ({'started': {'gpu 01': 'slurmd started'}}, ["started key is 'gpu 01'", 'a Slurm node name']),
+    ({'started': {'gpu-01': ['slurmd started']}}, ["started['gpu-01'] is ['slurmd started']", 'a non-empty string']),
+    ({'started': {'gpu-01': ''}}, ["started['gpu-01'] is ''", 'a non-empty string']),
+    ({'started': 'gpu-01'}, ["argument 'started' is of type str", 'convert to dict']),
+    ({'wait_timeout': 0}, ['wait_timeout is 0', 'between 1 and 3600']),
+    ({'wait_timeout': 3601}, ['wait_timeout is 3601', 'between 1 and 3600']),
 ]
 
 
@@ -68,7 +78,7 @@ def no_commands(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize('action', ['query', 'resume'])
+@pytest.mark.parametrize('action', ['query', 'wait', 'resume'])
 @pytest.mark.parametrize('args, fragments', CASES, ids=[str(i) for i in range(len(CASES))])
 def test_bad_input(no_commands, args, fragments, action):
     args = dict({'action': action}, **args)

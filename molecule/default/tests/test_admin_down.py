@@ -1,0 +1,46 @@
+"""Issue 50: an admin's DOWN is never undone by resume.yml.
+
+With slurmd stopped and the node set ``state=down reason="admin: DIMM replacement, keep down"``, resume.yml used to
+start slurmd there (with ReturnToService=2 the node came back and the admin's reason was gone) and ended with
+``resumed: [] kept: {}``. Now slurmd stays stopped, the node stays DOWN with the admin's reason, and the run names it
+as kept with that reason.
+"""
+import json
+import re
+import time
+
+import pytest
+
+from simcluster import COMPUTE, ROOT, ctl, resume_by_hand, run_playbook, sh, wait_idle
+
+pytestmark = pytest.mark.acceptance
+
+REASON = "admin: DIMM replacement, keep down"
+
+
+def _node_line(name):
+    return ctl("scontrol -o show node %s" % name).stdout
+
+
+def test_resume_keeps_an_admins_down_node_down(tmp_path):
+    target = COMPUTE[-1]
+    wait_idle([target])
+    sh(target, "systemctl stop slurmd")
+    try:
+        ctl("scontrol update nodename=%s state=down reason='%s'" % (target, REASON))
+        rc, output = run_playbook(ROOT / "playbooks" / "resume.yml", ["-e", json.dumps({"validate_report_dir": str(tmp_path / "report")})],
+                                  log=tmp_path / "resume.log")
+        # (rc: the play fails when a node stays down, with validate_fail_on_error; what matters is what it did)
+        assert sh(target, "systemctl is-active slurmd", check=False).stdout.strip() != "active", output[-3000:]
+        time.sleep(5)   # ReturnToService would have brought it back by now had slurmd been started
+        line = _node_line(target)
+        assert re.search(r"\sState=DOWN\S*\s", line), line
+        assert "Reason=%s [" % REASON in line, line
+        # the listing names the node and who set it; the summary keeps it with the admin's reason
+        assert "%s: node is DOWN" % target in output, output[-3000:]
+        assert '"%s": "down by an admin: %s' % (target, REASON) in output, output[-3000:]
+        assert "slurmd started on %s" % target not in output, output[-3000:]
+    finally:
+        sh(target, "systemctl start slurmd", check=False)
+        resume_by_hand(target)
+        wait_idle([target])
