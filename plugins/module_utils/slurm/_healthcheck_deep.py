@@ -182,14 +182,17 @@ def dcgm_argv(config):
 
 def judge_dcgm(rc, stdout, stderr, level):
     """``dcgmi diag -r <level> -j``'s outcome: fail when a test failed, error when dcgmi gave no verdict, skip when DCGM
-    refuses the node's MIG configuration (it runs no diagnostic while MIG instances split a GPU)."""
+    refuses the node's MIG configuration (it runs no diagnostic while MIG instances split a GPU): only DCGM's own
+    refusal texts (``_dcgm.MIG_REFUSALS``) in dcgmi's ``runtime_error`` skip; any other text, MIG or not, is an error."""
     try:
         parsed = _dcgm.parse_diag(stdout)
     except ValueError as exc:
-        if 'MIG' in str(exc):
-            return result('dcgm', 'skip', 'dcgmi diag -r %d does not run on this node: %s' % (level, str(exc)[:300]))
+        refusal = _dcgm.mig_refusal(exc.error) if isinstance(exc, _dcgm.DiagNotRun) else None
+        if refusal:
+            return result('dcgm', 'skip', 'dcgmi diag -r %d does not run on this node: %s' % (level, refusal[:300]))
+        # what the parser found wrong (the field) and what dcgmi printed (the text)
         text = ' '.join(((stderr or '') + ' ' + (stdout or '')).split())
-        return result('dcgm', 'error', 'dcgmi diag -r %d gave no result (rc %s): %s' % (level, rc, text[:300] or exc),
+        return result('dcgm', 'error', 'dcgmi diag -r %d gave no result (rc %s): %s%s' % (level, rc, str(exc)[:300], '; output: ' + text[:200] if text else ''),
                       evidence=_tail((stdout or '') + (stderr or '')))
     failed = _dcgm.failures(parsed)
     counts = {}
@@ -234,6 +237,14 @@ def judge_nccl(rc, stdout, stderr, config, model, gpus):
         parsed = parse_run(stdout)
     except NcclParseError as exc:
         return result('nccl', 'error', 'all_reduce_perf gave no result (rc %s): %s' % (rc, exc), evidence=_tail((stdout or '') + (stderr or '')))
+    # the parser takes nccl-tests' "nan" and "inf" as numbers; a time or bandwidth that is no finite number is no
+    # measurement (the gate would drop a nan and pass an inf)
+    unreadable = ['%d B %s %s %r' % (row['size'], place.replace('_', '-'), field, row[place][field])
+                  for row in parsed.get('rows') or [] for place in ('out_of_place', 'in_place') if isinstance(row.get(place), dict)
+                  for field in ('time', 'algbw', 'busbw') if field in row[place] and not _number(row[place][field])]
+    if unreadable:
+        return result('nccl', 'error', 'all_reduce_perf printed values that are no measurement (rc %s): %s' % (rc, ', '.join(unreadable[:5])[:300]),
+                      evidence=_tail(stdout))
     topology = config['nccl_topology'] or node_topology(model, gpus)
     checks = evaluate(parsed, expect_for(topology, config['nccl_min_busbw_gbps'], config['nccl_thresholds'],
                                          gate_curves=config['nccl_gate_curves']))
@@ -307,7 +318,7 @@ def judge_nvbandwidth(rc, stdout, stderr, config, gpus):
     if parsed.get('error'):
         return result('nvbandwidth', 'fail', 'nvbandwidth failed (rc %s): %s' % (rc, parsed['error'][:300]), evidence=_tail(stdout))
     links = _gpu_links(gpus, parsed.get('devices'))
-    problems, lowest = [], None
+    problems, lowest, unreadable = [], None, []
     cases = parsed['testcases']
     for case in config['nvbandwidth_testcases']:
         entry = cases.get(case)
@@ -320,10 +331,16 @@ def judge_nvbandwidth(rc, stdout, stderr, config, gpus):
             problems.append('%s: %s' % (case, entry.get('error') or entry['status']))
             continue
         if case.startswith('device_to_device'):
-            pairs = _nvbandwidth.pairs(entry)
+            try:
+                pairs = _nvbandwidth.pairs(entry)
+            except ValueError as exc:
+                unreadable.append('%s: %s' % (case, exc))
+                continue
             per_gpu = {}
-            for (src, dst), value in pairs.items():
-                if value is not None:
+            for (src, dst), value in sorted(pairs.items()):
+                if value is not None and not _number(value):
+                    unreadable.append('%s GPU %s -> GPU %s: %r' % (case, src, dst, value))
+                elif value is not None:
                     per_gpu.setdefault(src, []).append(value)
                     per_gpu.setdefault(dst, []).append(value)
             means = dict((gpu, sum(v) / len(v)) for gpu, v in per_gpu.items() if v)
@@ -335,8 +352,15 @@ def judge_nvbandwidth(rc, stdout, stderr, config, gpus):
                     problems.append('GPU %s %s %.1f GB/s, below %.1f (%d%% of the node median)'
                                     % (gpu, case, means[gpu], floor, round(config['peer_min_fraction'] * 100)))
             continue
-        for gpu, value in sorted(_nvbandwidth.per_gpu(entry).items()):
-            if value is None:
+        try:
+            measured = _nvbandwidth.per_gpu(entry)
+        except ValueError as exc:
+            unreadable.append('%s: %s' % (case, exc))
+            continue
+        for gpu, value in sorted(measured.items()):
+            if value is None or not _number(value):
+                # nvbandwidth measures every GPU's host copies: N/A, nan or inf there is no reading
+                unreadable.append('%s GPU %s: %s' % (case, gpu, 'N/A' if value is None else repr(value)))
                 continue
             gen = width = None
             if gpu in links:
@@ -352,6 +376,9 @@ def judge_nvbandwidth(rc, stdout, stderr, config, gpus):
     if problems:
         return result('nvbandwidth', 'fail', 'nvbandwidth: ' + '; '.join(problems[:4]) + (' (+%d more)' % (len(problems) - 4) if len(problems) > 4 else ''),
                       value=lowest)
+    if unreadable:
+        return result('nvbandwidth', 'error', 'nvbandwidth printed values that are no bandwidth (rc %s): %s' % (rc, '; '.join(unreadable[:4])[:300]),
+                      evidence=_tail(stdout))
     if rc not in (0, None):
         return result('nvbandwidth', 'fail', 'nvbandwidth exited %s: %s' % (rc, _tail(stderr, 200)))
     return result('nvbandwidth', 'pass', 'nvbandwidth: %s within bounds' % ', '.join(c for c in config['nvbandwidth_testcases'] if c in cases),
@@ -400,19 +427,26 @@ def judge_ib_pair(pair, server_run, client_run, config, rate=None):
     texts = []
     for role, run in (('client', client_run), ('server', server_run)):
         rc, out, err = run
+        unread = None
         try:
             parsed = _perftest.parse_bw(out + '\n' + err if err else out)
-        except ValueError:
-            parsed = None
+        except ValueError as exc:
+            parsed, unread = None, str(exc)
         if parsed and parsed.get('error'):
             texts.append('%s %s: %s' % (role, label, parsed['error'][:160]))
         elif parsed is None or not parsed.get('rows'):
             if rc is None:
                 texts.append('%s %s did not finish within %gs' % (role, label, config['ib_timeout']))
             elif role == 'client':
-                texts.append('%s %s printed no result (rc %s): %s' % (role, label, rc, _tail(err or out, 160)))
+                # output the parser does not recognise is no result: its text is named, never read as a pass
+                texts.append('%s %s printed no result (rc %s): %s' % (role, label, rc, (unread or _tail(err or out, 160))[:300]))
+        elif role == 'client' and rc not in (0, None):
+            texts.append('%s %s exited %s after its result table: %s' % (role, label, rc, _tail(err or out, 160)))
         elif role == 'client':
             gbps = parsed['bw_avg_gbps']
+            if not _number(gbps):
+                texts.append('%s %s printed no bandwidth: %r' % (role, label, gbps))
+                continue
             if rate:
                 floor = round(config['ib_min_fraction'] * rate, 1)
                 if gbps < floor:

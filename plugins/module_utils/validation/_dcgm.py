@@ -44,6 +44,41 @@ SUMMARY_LIMIT = 300
 DETAIL_LIMIT = 120
 _GPU_GROUPS = ('gpu', '1')
 _NAMED_GPU = re.compile(r'\bGPU (\d+)\b')
+# The only texts with which DCGM refuses to run its diagnostic because of the node's MIG configuration:
+# NVIDIA/DCGM nvvs/src/NvidiaValidationSuite.cpp, NvidiaValidationSuite::BuildCommonGpusList() (read at
+# 72fa3feaa67d716a75323a8f47c34ff3ee73f824).  nvvs reports them as a system error; dcgmi -j prints that as
+# "runtime_error" (dcgmi/Diag.cpp HelperDisplayFailureMessage), bare (DCGM 3.x) or after "Error: " or an
+# "Error: Unable to complete diagnostic ... Return: (...)" line (DCGM 4.x RunDiagOnce).  DCGM's own
+# sdk_samples/c_src/health_sample/health_sample.cpp (ReceivedIncompatibleMigConfigurationMessage) looks for
+# the first two the same way, as substrings of the system error.
+MIG_REFUSALS = tuple(re.compile(pattern) for pattern in (
+    r"GPU \d+'s MIG configuration is incompatible with the diagnostic because it prevents access to the entire GPU\.",
+    r'Cannot run diagnostic: CUDA does not support enumerating GPUs with MIG mode enabled, yet GPU \d+ is MIG enabled '
+    r'and the diagnostic is attempting to run on \d+ GPUs\.',
+    r'Cannot run diagnostic: MIG is enabled, but no compute instances are configured\. '
+    r'CUDA needs to execute on a compute instance if MIG is enabled\.',
+    r'Cannot run diagnostic: CUDA does not support enumerating GPUs when one more GPUs has MIG mode enabled '
+    r'and one or more GPUs has MIG mode disabled\.',
+))
+
+
+class DiagNotRun(ValueError):
+    """dcgmi's JSON says the diagnostic did not run (its ``runtime_error``); ``error`` is that text."""
+
+    def __init__(self, error):
+        ValueError.__init__(self, 'dcgmi diag did not run: %s' % error)
+        self.error = error
+
+
+def mig_refusal(error):
+    """The part of a ``runtime_error`` text that is one of DCGM's MIG refusals (``MIG_REFUSALS``), else None:
+    any other text that mentions MIG is not a refusal and must not be read as one."""
+    text = ' '.join(str(error or '').split())
+    for pattern in MIG_REFUSALS:
+        match = pattern.search(text)
+        if match:
+            return match.group(0)
+    return None
 
 
 def _json_object(text):
@@ -208,7 +243,7 @@ def parse_diag(text):
     else:
         error = _first(body, ('runtime_error',)) or _first(doc, ('runtime_error',))
         if error:
-            raise ValueError('dcgmi diag did not run: %s' % error)
+            raise DiagNotRun(error)
         raise ValueError('the dcgmi JSON document has neither "%s" -> "test_categories" (DCGM 3.x), "%s" -> "test_categories" '
                          '(DCGM 4.x) nor "tests"; its keys: %s' % (ROOTS_3X[0], ROOTS_4X[0], ', '.join(sorted(doc)) or 'none'))
     return {'version': version, 'driver': driver, 'tests': tests}

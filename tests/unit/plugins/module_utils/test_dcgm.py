@@ -334,14 +334,16 @@ def test_faults_fail_the_tests_dcgm_would_fail(tmp_path, preset, faults, argv, r
     ("persistence --gpu 0 --mode off", ["-r", "1"], 'Persistence mode for GPU 0 is disabled. Enable persistence mode by running '
                                                     '"nvidia-smi -i <gpuId> -pm 1 " as root.'),
 ])
-def test_failure_wording_is_dcgms(tmp_path, fault, argv, message):
+def test_standin_failure_wording_as_transcribed_from_dcgms_sources(tmp_path, fault, argv, message):
+    # the STAND-IN's texts, transcribed from DCGM's source (not recorded from a real dcgmi): this checks the stand-in and
+    # the parser agree, not that a real DCGM prints them
     node(tmp_path, "h100-80gb-x8", fault)
     rc, out, dummy = dcgmi(tmp_path, "diag", "-j", *argv)
     assert rc in (205, 226)
     assert message in summary(parse_diag(out)) or any(message in t["detail"] for t in failures(parse_diag(out)))
 
 
-def test_json_is_written_as_jsoncpp_writes_it(tmp_path):
+def test_standin_json_as_transcribed_from_jsoncpps_styled_writer(tmp_path):
     node(tmp_path, "a100-80gb-pcie-x4", "pcie --gpu 2 --width 8")
     rc, out, dummy = dcgmi(tmp_path, "diag", "-r", "2", "-j")
     assert rc == 226

@@ -17,6 +17,7 @@ __metaclass__ = type
 
 import json
 import os
+import shutil
 import socket
 import sys
 
@@ -120,13 +121,41 @@ def test_an_infiniband_port_at_half_rate_fails_its_pair(node, capsys):
     assert ib['value'] < 100 and 'mlx5_0' not in ib['detail']
 
 
-def test_a_port_down_fails_its_pair_with_perftests_message(node, capsys):
+def test_a_port_already_down_is_left_out_of_the_pairs_and_the_others_pass(node, capsys):
     node.create('h100-80gb-x8', **H100).install('ib_write_bw')
     node.sim('ib', '--hca', 'mlx5_0', '--state', 'down')
     rc, report, out = node.deep(capsys, checks=['ib-bw'])
-    # a port that is down is not paired (the periodic tier names it); the others still are
+    # a port that is down when the pairs are chosen is not paired (the periodic tier names it); the others still are
     ib = node.result(report, 'ib-bw')
     assert rc == 0 and ib['status'] == 'pass' and 'mlx5_0' not in ib['detail'] and 'mlx5_1/1<->mlx5_2/1' in ib['detail'], ib
+
+
+def _port_down_for_perftest(node, monkeypatch, hca):
+    """The port goes down after the pairs were chosen: ib_write_bw (the STAND-IN, reading its own copy of the tree)
+    finds it Down while the deep tier read it ACTIVE."""
+    copy = str(node.tmp / 'ib-at-run-time')
+    shutil.copytree(node.ib_root, copy)
+    with open(os.path.join(copy, hca, 'ports', '1', 'state'), 'w') as handle:
+        handle.write('1: DOWN\n')
+    monkeypatch.setenv('IB_WRITE_BW_STANDIN_SYSFS', copy)
+
+
+@pytest.mark.parametrize('breaks, message', [
+    # perftest's own words for a port that is not active (ctx_set_link_layer / check_link)
+    (lambda node, monkeypatch: _port_down_for_perftest(node, monkeypatch, 'mlx5_1'), 'Port number 1 state is Down'),
+    # the link fails mid-test: the client's completion error (the STAND-IN's "abort" mode)
+    (lambda node, monkeypatch: monkeypatch.setenv('IB_WRITE_BW_STANDIN_FAIL', 'abort'), 'Completion with error at client'),
+])
+def test_a_port_down_fails_its_pair_with_perftests_message(node, capsys, monkeypatch, breaks, message):
+    node.create('h100-80gb-x8', **H100).install('ib_write_bw')
+    breaks(node, monkeypatch)
+    rc, report, out = node.deep(capsys, checks=['ib-bw'])
+    ib = node.result(report, 'ib-bw')
+    assert rc == 1, out
+    assert ib['status'] == 'fail' and ib['detail'].startswith('ib_write_bw: ') and message in ib['detail'], ib
+    assert 'mlx5_0/1<->mlx5_1/1' in ib['detail'], ib
+    assert report['reason'].startswith('gpuhc:deep:ib-bw: ib_write_bw: ') and message in report['reason'], report['reason']
+    assert node.updates() == []
 
 
 def test_a_lost_gpu_fails_dcgm_and_nvbandwidth(node, capsys):

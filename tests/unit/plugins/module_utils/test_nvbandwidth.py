@@ -20,6 +20,7 @@ from importlib.util import module_from_spec, spec_from_loader
 
 import pytest
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _nvbandwidth as nvbw
 from ansible_collections.gpucluster.bringup.tests.unit.simnode import sim, use_node
 from nvmlsim import models, store
@@ -397,7 +398,7 @@ def test_every_simulated_model_is_known_to_the_standin():
 
 # ---------------------------------------------------------------- the stand-in: the JSON form
 
-def test_json_is_jsoncpps_styled_output(node):
+def test_standin_json_follows_the_jsoncpp_styled_form_transcribed_from_its_sources(node):
     rc, out, err = run(["-j", "-t", "0", "-t", "nope"], node("h100-80gb-x8"), CUDA_VISIBLE_DEVICES="0,1")
     assert rc == 0, err
     assert out.endswith("}\n\n")
@@ -644,8 +645,8 @@ def _gpus(state_path):
     ([("xid", "--gpu", "1", "--code", "79")], "fail", "nvbandwidth failed (rc 1): [CUDA_ERROR_UNKNOWN] unknown error"),
 ])
 def test_deep_tier_judges_the_standins_output(node, faults, status, reason):
-    # the deep tier's judgement (plugins/module_utils/slurm/_healthcheck_deep.py, written beside this parser)
-    deep = pytest.importorskip("ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_deep")
+    # the deep tier's judgement (plugins/module_utils/slurm/_healthcheck_deep.py, imported at the top: an import
+    # error fails this file, it is never a skip)
     state = node("h100-80gb-x8", *faults)
     config = dict(deep.DEFAULTS)
     rc, out, err = run(deep.nvbandwidth_argv(dict(config, nvbandwidth="nvbandwidth"))[1:], state)

@@ -263,7 +263,8 @@ def check_standin_notice(stderr):
     (["-c", "RawEth"], "", " you must enter source mac by this format -B XX:XX:XX:XX:XX:XX\n"),
     (["-c", "RawEth", "-B", "00:11:22:33:44:55"], "", " Raw Etherent test can only run on Ethernet link! exiting ...\n"),
 ])
-def test_arguments_are_refused_as_perftest_refuses_them(node, argv, stdout, stderr):
+def test_standin_refuses_arguments_with_wording_transcribed_from_perftest(node, argv, stdout, stderr):
+    # the STAND-IN's wording, transcribed from perftest's source (not recorded from a real ib_write_bw)
     rc, out, err = node.run(argv)
     assert rc == 1
     assert stdout in out
