@@ -42,7 +42,8 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import validate_node_name
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import munge_key_errors
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import (munge_key_errors, munge_key_file_errors,
+                                                                                         munge_key_path_errors, munge_key_source_errors)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology import _block_sizes
 
 COLLECTION = 'gpucluster.bringup'
@@ -62,7 +63,7 @@ SITE_ROLES = (
 
 _SECRET_WORDS = ('pass', 'key', 'secret', 'token', 'credential')
 # names that hold where or who, never the secret itself (munge_key_path, munge_key_source_group)
-_NOT_SECRET_SUFFIXES = ('_path', '_group', '_dir', '_user')
+_NOT_SECRET_SUFFIXES = ('_path', '_group', '_dir', '_user', '_src')
 _BOOL_TRUE = frozenset(['y', 'yes', 'on', '1', 'true', 't', '1.0'])
 _BOOL_FALSE = frozenset(['n', 'no', 'off', '0', 'false', 'f', '0.0'])
 _TYPE_WORDS = {
@@ -266,8 +267,15 @@ def _flag(value):
     return convert(value, 'bool') == (True, True)
 
 
-def _munge(host, values, groups):
+def _munge(host, values, groups, controller_file=None):
     problems = []
+    if 'munge_key_path' in values:
+        problems.extend(munge_key_path_errors(values['munge_key_path']))
+    problems.extend(munge_key_source_errors(values.get('munge_key_b64'), values.get('munge_key_src')))
+    src = values.get('munge_key_src')
+    # (an absolute path only: a relative one is found by the role's file lookup, whose search path differs by play)
+    if isinstance(src, str) and src.startswith('/') and controller_file is not None:
+        problems.extend(munge_key_file_errors(src, controller_file(src)))
     group = values.get('munge_key_source_group')
     if isinstance(group, str) and not _hosts_of(groups, group):
         problems.append('munge_key_source_group "%s" has no hosts in the inventory; name a group whose first host holds the munge key '
@@ -626,8 +634,8 @@ def role_problems(role, host, options, values, groups, controller_file=None):
         return problems
     problems = _range_problems(options, values)
     check = _ROLE_CHECKS.get(role)
-    if role == 'slurm':
-        problems.extend(_slurm(host, values, groups, controller_file))
+    if role in ('slurm', 'munge'):
+        problems.extend(check(host, values, groups, controller_file))
     elif check:
         problems.extend(check(host, values, groups))
     return problems

@@ -49,6 +49,39 @@ def _user_uid(name):
         return None
 
 
+def key_path_of(argv):
+    """The key file a munged with command line ``argv`` reads: its last ``--key-file=PATH`` or ``--key-file PATH``
+    (the role gpucluster.bringup.munge gives one for a munge_key_path other than the default), else :data:`KEY_PATH`."""
+    path = KEY_PATH
+    args = list(argv or [])[1:]
+    for index, arg in enumerate(args):
+        if arg == '--':
+            break
+        if arg.startswith('--key-file='):
+            path = arg[len('--key-file='):]
+        elif arg == '--key-file' and index + 1 < len(args):
+            path = args[index + 1]
+    return path
+
+
+def running_key_path(proc='/proc'):
+    """The key file of the munged running on this host (from ``/proc/<pid>/cmdline``), or ``None`` when none runs."""
+    try:
+        pids = sorted((name for name in os.listdir(proc) if name.isdigit()), key=int)
+    except OSError:
+        return None
+    for pid in pids:
+        try:
+            with open(os.path.join(proc, pid, 'cmdline'), 'rb') as handle:
+                raw = handle.read()
+        except (OSError, IOError):
+            continue  # gone meanwhile, or not ours to read
+        argv = [part.decode('utf-8', 'surrogateescape') for part in raw.split(b'\0') if part]
+        if argv and os.path.basename(argv[0]) == 'munged':
+            return key_path_of(argv)
+    return None
+
+
 def observe(path=KEY_PATH, user=USER):
     """What :func:`problems` judges: ``{path, user, uid, key: {mode, uid, owner} | {error}, dir: {...}}``."""
     observed = {'path': path, 'user': user, 'uid': _user_uid(user), 'key': _entry(path), 'dir': _entry(os.path.dirname(path) or '.')}

@@ -126,3 +126,50 @@ def test_observe_error_without_strerror_is_the_exception_text(monkeypatch):
         raise OSError('stat of %s refused' % path)
     monkeypatch.setattr(mk.os, 'stat', stat_fails)
     assert mk.observe('/etc/munge/munge.key', ME)['key'] == {'error': 'stat of /etc/munge/munge.key refused'}
+
+
+# --- which key munged reads: its command line (the role's drop-in adds --key-file for a munge_key_path not the default) ---
+
+@pytest.mark.parametrize('argv, expected', [
+    (['/usr/sbin/munged'], KEY),
+    ([], KEY),
+    (None, KEY),
+    (['/usr/sbin/munged', '--num-threads', '4'], KEY),
+    (['/usr/sbin/munged', '--key-file=/etc/munge/site.key'], '/etc/munge/site.key'),
+    (['/usr/sbin/munged', '--key-file', '/etc/munge/site.key'], '/etc/munge/site.key'),
+    # the drop-in puts its --key-file after the site's OPTIONS: the last one wins, as in munged's getopt loop
+    (['/usr/sbin/munged', '--key-file=/etc/munge/old.key', '--num-threads=2', '--key-file=/etc/munge/site.key'], '/etc/munge/site.key'),
+    (['/usr/sbin/munged', '--key-file'], KEY),  # no value: munged itself refuses it
+    (['/usr/sbin/munged', '--', '--key-file=/x/munge/k'], KEY),
+    (['munged', '--key-filex=/etc/munge/site.key'], KEY),
+])
+def test_key_path_of(argv, expected):
+    assert mk.key_path_of(argv) == expected
+
+
+def _proc(tmp_path, processes):
+    for pid, argv in processes.items():
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / 'cmdline').write_bytes(b'\0'.join(a.encode() for a in argv) + b'\0')
+    (tmp_path / 'self').mkdir()
+    return str(tmp_path)
+
+
+def test_running_key_path_reads_munged_command_line(tmp_path):
+    proc = _proc(tmp_path, {1: ['/sbin/init'], 77: ['/usr/sbin/munged', '--key-file=/etc/munge/site.key'], 9: ['bash']})
+    assert mk.running_key_path(proc) == '/etc/munge/site.key'
+
+
+@pytest.mark.parametrize('argv, expected', [(['/usr/sbin/munged'], KEY), (['/usr/sbin/slurmd'], None)])
+def test_running_key_path_default_and_none(tmp_path, argv, expected):
+    assert mk.running_key_path(_proc(tmp_path, {5: argv})) == expected
+
+
+def test_running_key_path_without_proc(tmp_path):
+    assert mk.running_key_path(str(tmp_path / 'no-proc')) is None
+
+
+def test_running_key_path_skips_a_process_that_went_away(tmp_path):
+    proc = _proc(tmp_path, {12: ['/usr/sbin/munged', '--key-file', '/etc/munge/site.key']})
+    (tmp_path / '3').mkdir()  # no cmdline: gone between listdir and open
+    assert mk.running_key_path(proc) == '/etc/munge/site.key'

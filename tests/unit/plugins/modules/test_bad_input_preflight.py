@@ -170,6 +170,14 @@ CASES = [
      ['ctl: slurm_topology_ibnetdiscover_src is', 'a file on the Ansible controller', 'a directory']),
     ('ibnetdiscover-relative-missing', SLURM_ONLY, {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_src': 'dumps/fabric.txt'}},
      ["ctl: slurm_topology_ibnetdiscover_src is 'dumps/fabric.txt'", 'no such file']),
+    ('munge-key-path-outside-a-munge-directory', {'roles': [{'name': 'munge', 'groups': ['slurm_controller', 'slurm_compute']}]},
+     all_hosts(munge_key_path='/etc/munge.key'),
+     ["munge_key_path is '/etc/munge.key'", "in a directory of munge's own", '/etc/munge/site.key', ROLE % 'munge']),
+    ('munge-key-src-missing', {'roles': [{'name': 'munge', 'groups': ['slurm_controller', 'slurm_compute']}]},
+     all_hosts(munge_key_src=FABRIC), ["munge_key_src is '", 'fabric.txt', "a file on the Ansible controller holding the cluster's munge key"]),
+    ('munge-key-both-sources', {'roles': [{'name': 'munge', 'groups': ['slurm_controller', 'slurm_compute']}]},
+     all_hosts(munge_key_src='site.key', munge_key_b64='c2VjcmV0' * 8),
+     ['munge_key_b64 and munge_key_src are both set (the key is not shown)']),
     ('node-name-map-src-missing', SLURM_ONLY,
      {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_host': 'gpu-01', 'slurm_topology_node_name_map_src': FABRIC}},
      ['ctl: slurm_topology_node_name_map_src is', 'fabric.txt', "in ibnetdiscover's --node-name-map format", 'no such file']),
@@ -189,7 +197,7 @@ def test_bad_input(tmp_path, no_contact, args, host_vars, fragments):
     fabric = str(tmp_path / 'fabric' / 'fabric.txt')
     os.mkdir(str(tmp_path / 'fabric'))
     for values in (host_vars or {}).values():
-        for key in ('slurm_topology_ibnetdiscover_src', 'slurm_topology_node_name_map_src'):
+        for key in ('slurm_topology_ibnetdiscover_src', 'slurm_topology_node_name_map_src', 'munge_key_src'):
             if isinstance(values.get(key), str):
                 values[key] = values[key].replace(FABRIC_DIR, os.path.dirname(fabric)).replace(FABRIC, fabric)
     before = snapshot(tmp_path)
