@@ -43,7 +43,7 @@ import re
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import validate_node_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import (munge_key_errors, munge_key_file_errors,
-                                                                                         munge_key_path_errors, munge_key_source_errors)
+                                                                                            munge_key_path_errors, munge_key_source_errors)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology import _block_sizes
 
 COLLECTION = 'gpucluster.bringup'

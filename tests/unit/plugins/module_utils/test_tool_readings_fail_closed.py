@@ -112,8 +112,8 @@ def nvbw(cells, case=H2D, status='Passed', matrix=True):
     entry = {'name': case, 'status': status, 'bandwidth_description': 'memcpy CE CPU(row) -> GPU(column) bandwidth (GB/s)'}
     if matrix:
         entry['bandwidth_matrix'] = cells
-    return json.dumps({'nvbandwidth': {'version': 'v0.8', 'GPU Device list': ['0: NVIDIA H100 80GB HBM3 (00000000:1b:00)',
-                                                                               '1: NVIDIA H100 80GB HBM3 (00000000:1c:00)'],
+    devices = ['0: NVIDIA H100 80GB HBM3 (00000000:1b:00)', '1: NVIDIA H100 80GB HBM3 (00000000:1c:00)']
+    return json.dumps({'nvbandwidth': {'version': 'v0.8', 'GPU Device list': devices,
                                        'testcases': [entry]}})
 
 
