@@ -95,38 +95,36 @@ def _listing(name, path, expected):
         raise InputError('%s is %s, which cannot be read (%s); expected %s' % (name, show(path), exc.strerror or exc, expected))
 
 
-def check_ib_root(name, path):
-    """An InfiniBand sysfs tree: absent (no InfiniBand) or a directory of HCAs (``<hca>/ports/``), not under /proc."""
-    expected = 'the InfiniBand sysfs tree such as /sys/class/infiniband (absent where the node has no InfiniBand)'
+def _check_tree(name, path, expected, entry_is, entries_are, absent_ok):
+    """A directory of the node's kernel view (not under /proc) whose every entry passes ``entry_is(path, entry)``."""
     full = _absolute(name, path, expected)
     if _under_proc(full):
         raise InputError('%s is %s, which is under %s; expected %s' % (name, show(path), _under_proc(full), expected))
     if not os.path.lexists(full):
-        return path
+        if absent_ok:
+            return path
+        raise InputError('%s is %s, which does not exist; expected %s' % (name, show(path), expected))
     if not os.path.isdir(full):
         raise InputError('%s is %s, which is not a directory; expected %s' % (name, show(path), expected))
-    others = [entry for entry in _listing(name, full, expected) if not os.path.isdir(os.path.join(full, entry, 'ports'))]
+    others = [entry for entry in _listing(name, full, expected) if not entry_is(full, entry)]
     if others:
-        raise InputError('%s is %s, whose entries %s are not InfiniBand devices (a directory with ports/); expected %s'
-                         % (name, show(path), ', '.join(show(e, 40) for e in others[:5]) + (', ...' if len(others) > 5 else ''), expected))
+        raise InputError('%s is %s, whose entries %s are not %s; expected %s'
+                         % (name, show(path), ', '.join(show(e, 40) for e in others[:5]) + (', ...' if len(others) > 5 else ''),
+                            entries_are, expected))
     return path
+
+
+def check_ib_root(name, path):
+    """An InfiniBand sysfs tree: absent (no InfiniBand) or a directory of HCAs (``<hca>/ports/``), not under /proc."""
+    return _check_tree(name, path, 'the InfiniBand sysfs tree such as /sys/class/infiniband (absent where the node has no InfiniBand)',
+                       lambda full, entry: os.path.isdir(os.path.join(full, entry, 'ports')),
+                       'InfiniBand devices (a directory with ports/)', absent_ok=True)
 
 
 def check_module_root(name, path):
     """The directory of the loaded kernel modules: it exists, is not under /proc and holds only directories."""
-    expected = 'the directory of the loaded kernel modules such as /sys/module (a directory per module)'
-    full = _absolute(name, path, expected)
-    if _under_proc(full):
-        raise InputError('%s is %s, which is under %s; expected %s' % (name, show(path), _under_proc(full), expected))
-    if not os.path.lexists(full):
-        raise InputError('%s is %s, which does not exist; expected %s' % (name, show(path), expected))
-    if not os.path.isdir(full):
-        raise InputError('%s is %s, which is not a directory; expected %s' % (name, show(path), expected))
-    others = [entry for entry in _listing(name, full, expected) if not os.path.isdir(os.path.join(full, entry))]
-    if others:
-        raise InputError('%s is %s, whose entries %s are not module directories; expected %s'
-                         % (name, show(path), ', '.join(show(e, 40) for e in others[:5]) + (', ...' if len(others) > 5 else ''), expected))
-    return path
+    return _check_tree(name, path, 'the directory of the loaded kernel modules such as /sys/module (a directory per module)',
+                       lambda full, entry: os.path.isdir(os.path.join(full, entry)), 'module directories', absent_ok=False)
 
 
 def read_driver_proc(path):
