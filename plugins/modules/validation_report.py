@@ -40,6 +40,8 @@ options:
       - Check records C({stage, node, check, status, reason[, value, threshold, hosts, command, versions]}).
       - C(command), the shell command line that reruns the check's run, is shown under a failure.
       - C(versions) (C({nccl, nccl_tests}), from an NCCL run's output) go to the versions of the run's C(hosts) (else its C(node)).
+      - C(held) (V(admin)) marks the C(node_state) record of a node an admin drained or set down; RV(drain_reasons) leaves such a
+        node out, so that the admin's reason stays.
     type: list
     elements: dict
     required: true

@@ -16,6 +16,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import expand
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import node_owner
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import problems as munge_key_problems
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import threshold_for
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
@@ -111,7 +112,9 @@ def node_state_record(stage, name, nodes):
                       % (name, ', '.join(sorted(nodes)) or 'none'))
     problem = node_problem(nodes[name])
     if problem:
-        return record(stage, name, 'node_state', 'fail', problem)
+        # held='admin': a person set this state (node_owner); the validation reports it and never drains over it
+        held = 'admin' if nodes[name]['reason'] and node_owner(nodes[name]) == 'admin' else None
+        return record(stage, name, 'node_state', 'fail', problem, held=held)
     return record(stage, name, 'node_state', 'pass', 'node is %s' % '+'.join([nodes[name]['state']] + nodes[name]['flags']))
 
 
@@ -539,11 +542,17 @@ def drain_reasons(records, nodes, prefix='validate', limit=200):
 
     Only failures that point at one node count: a failed multi-node run (``hosts`` with several nodes, such as
     the fabric run) does not say which node is at fault and drains none. Nodes not in ``nodes`` (not Slurm
-    compute nodes) are left out.
+    compute nodes) are left out, and so are nodes an admin drained or set down (their ``node_state`` record is
+    ``held='admin'``): the admin's reason stays.
     """
     reasons = {}
+    # a node an admin drained or set down keeps the admin's reason (a drain of ours would replace it, and resume.yml
+    # would then take the node for one of ours)
+    held = set(rec.get('node') for rec in records if rec.get('check') == 'node_state' and rec.get('held') == 'admin')
     for rec in records:
         hosts = rec.get('hosts') or [rec.get('node')]
+        if held.intersection(hosts):
+            continue
         if rec.get('status') != 'fail' or len(hosts) != 1:
             continue
         for host in hosts:

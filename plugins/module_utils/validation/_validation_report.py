@@ -39,7 +39,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input
 
 STATUSES = ("pass", "fail", "skip")
 REPORT_FILES = ("report.html", "report.json", "report.junit.xml", "report.md")
-RECORD_KEYS = ("stage", "node", "check", "status", "reason", "value", "threshold", "hosts", "command", "versions")
+RECORD_KEYS = ("stage", "node", "check", "status", "reason", "value", "threshold", "hosts", "command", "versions", "held")
 _REQUIRED = ("stage", "node", "check", "status")
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 # Versions per node, in the order the report lists them, with their names there.

@@ -62,6 +62,29 @@ def test_node_state_record(state, reason, status, text):
     assert (rec['status'], rec['reason']) == (status, text)
 
 
+@pytest.mark.parametrize('state, reason, held', [
+    ('IDLE+DRAIN', ' Reason=disk replacement [root@2026-11-21T06:12:01]', 'admin'),
+    ('DOWN', ' Reason=admin: DIMM replacement, keep down [root@2026-11-21T06:12:01]', 'admin'),
+    ('IDLE+DRAIN', ' Reason=validate: node/gres_conf: x [root@2026-11-21T06:12:01]', None),
+    ('IDLE+DRAIN', ' Reason=gpuhc:periodic:xid: Xid 79 on GPU 0 [root@2026-11-21T06:12:01]', None),
+    ('IDLE+DRAIN', ' Reason=Kill task failed [slurm@2026-11-21T06:12:01]', None),
+    ('DOWN+NOT_RESPONDING', ' Reason=Not responding [slurm@2026-11-21T06:12:01]', None),
+    ('DOWN', '', None),
+    ('IDLE', '', None),
+])
+def test_node_state_record_marks_a_state_an_admin_set(state, reason, held):
+    rec = vc.node_state_record('node', 'gpu-01', vc.parse_scontrol_nodes(line(state=state, reason=reason)))
+    assert rec.get('held') == held, rec
+
+
+def test_drain_reasons_leave_an_admins_node_alone():
+    """A node an admin drained keeps the admin's reason: no validate: drain over it, whatever else failed there."""
+    held = vc.node_state_record('node', 'gpu-02', vc.parse_scontrol_nodes(line('gpu-02', state='IDLE+DRAIN', reason=' Reason=disk swap')))
+    records = RECORDS + [held, {'stage': 'node', 'node': 'gpu-02', 'check': 'gres_conf', 'status': 'fail', 'reason': 'differs'}]
+    assert held['held'] == 'admin'
+    assert vc.drain_reasons(records, ['gpu-01', 'gpu-02', 'gpu-03']) == {'gpu-01': "validate: node/gres_conf: gres.conf 'x' differs"}
+
+
 def test_node_state_unknown_node():
     rec = vc.node_state_record('node', 'gpu-07', vc.parse_scontrol_nodes(line('gpu-01')))
     assert rec['status'] == 'fail'

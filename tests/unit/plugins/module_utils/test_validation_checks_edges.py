@@ -82,7 +82,7 @@ NODES = vc.parse_scontrol_nodes(
 @pytest.mark.parametrize('name, nodes, expected', [
     ('gpu-01', NODES, rec('slurm', 'gpu-01', 'node_state', 'pass', 'node is IDLE')),
     ('gpu-03', NODES, rec('slurm', 'gpu-03', 'node_state', 'pass', 'node is MIXED+COMPLETING')),
-    ('gpu-02', NODES, rec('slurm', 'gpu-02', 'node_state', 'fail', 'node is IDLE+DRAIN (reason: "disk swap")')),
+    ('gpu-02', NODES, rec('slurm', 'gpu-02', 'node_state', 'fail', 'node is IDLE+DRAIN (reason: "disk swap")', held='admin')),
     ('gpu-04', NODES, rec('slurm', 'gpu-04', 'node_state', 'fail', 'node is DOWN+NOT_RESPONDING (reason: "Not responding" set by slurm)')),
     ('gpu-07', NODES, rec('slurm', 'gpu-07', 'node_state', 'fail',
                           'Slurm does not know a node called gpu-07 (scontrol show node lists: gpu-01, gpu-02, gpu-03, gpu-04)')),
@@ -304,14 +304,15 @@ def test_node_records_slurmd(services, status, reason):
     assert got == rec('recheck', 'gpu-01', 'slurmd', status, reason)
 
 
-@pytest.mark.parametrize('observed, expect, status, reason', [
-    ({'scontrol': ''}, {}, 'fail', 'Slurm does not know a node called gpu-01 (scontrol show node lists: none)'),
-    ({'scontrol': 'NodeName=gpu-01 State=IDLE+DRAIN Reason=x [root@now]\n'}, {}, 'fail', 'node is IDLE+DRAIN (reason: "x" set by root)'),
-    ({'scontrol': '', 'scontrol_error': LONG}, {'node_name': 'sn-01'}, 'fail', 'scontrol show node sn-01 failed: ' + 'x' * 297 + '...'),
+@pytest.mark.parametrize('observed, expect, status, reason, extra', [
+    ({'scontrol': ''}, {}, 'fail', 'Slurm does not know a node called gpu-01 (scontrol show node lists: none)', {}),
+    ({'scontrol': 'NodeName=gpu-01 State=IDLE+DRAIN Reason=x [root@now]\n'}, {}, 'fail', 'node is IDLE+DRAIN (reason: "x" set by root)',
+     {'held': 'admin'}),
+    ({'scontrol': '', 'scontrol_error': LONG}, {'node_name': 'sn-01'}, 'fail', 'scontrol show node sn-01 failed: ' + 'x' * 297 + '...', {}),
 ])
-def test_node_records_node_state(observed, expect, status, reason):
+def test_node_records_node_state(observed, expect, status, reason, extra):
     got = by_check(vc.node_records('gpu-01', observed, expect, stage='recheck'))['node_state']
-    assert got == rec('recheck', 'gpu-01', 'node_state', status, reason)
+    assert got == rec('recheck', 'gpu-01', 'node_state', status, reason, **extra)
 
 
 def test_node_records_gres_conf_not_computed():
