@@ -140,15 +140,19 @@ def test_drained_node_fails_naming_it(tmp_path):
     wait_idle(COMPUTE)
     ctl("scontrol update nodename=%s state=drain reason='molecule: maintenance'" % target)
     try:
-        rc, out, report = playbook("validate", tmp_path, {"validate_mpi": False})
+        # (with validate_drain_failed: the admin's drain is reported, never drained over with the validation's reason)
+        rc, out, report = playbook("validate", tmp_path, {"validate_mpi": False, "validate_drain_failed": True})
+        kept = ctl("sinfo -h -n %s -o '%%E'" % target).stdout.strip()
     finally:
         resume_by_hand(target)
+    assert kept == "molecule: maintenance", kept
     data = load(report)
     assert rc != 0
     assert "validation failed on %s" % target in out
     state = [r for r in records(data, "node", "fail") if r["node"] == target]
     assert [r["check"] for r in state] == ["node_state"], state
     assert state[0]["reason"].startswith("node is IDLE+DRAIN (reason: \"molecule: maintenance\"")
+    assert state[0]["held"] == "admin", state
     assert data["failed_nodes"] == [target]
     skipped = [r["reason"] for r in records(data, "slurm", "skip") if r["node"] == target]
     assert "not run: %s cannot take jobs (see its node_state check)" % target in skipped

@@ -90,6 +90,11 @@ def _clean_record(index, record):
         if not isinstance(command, str):
             raise ValueError("result %d: command is %r, expected the command line as a string" % (index, command))
         clean["command"] = command
+    held = record.get("held")
+    if held is not None:
+        if held != "admin":
+            raise ValueError("result %d: held is %r, expected admin (a node_state an admin set)" % (index, held))
+        clean["held"] = held
     return clean
 
 

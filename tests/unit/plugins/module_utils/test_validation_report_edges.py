@@ -54,6 +54,7 @@ def report():
     (rec("n", "c", "pass", value=0), "value", 0),                                        # 0 is a value, not "none"
     (rec("n", "c", "pass", threshold=0.5), "threshold", 0.5),
     (rec("n", "c", "fail", hosts=["a", "b"]), "hosts", ["a", "b"]),
+    (rec("n", "node_state", "fail", held="admin"), "held", "admin"),                    # an admin's drain, kept in the report
 ])
 def test_clean_record_fills_in_and_keeps(record, key, expected):
     clean = vr.build_report([record])["stages"][0]["nodes"][0]["checks"][0]
@@ -68,6 +69,7 @@ def test_clean_record_fills_in_and_keeps(record, key, expected):
     (rec("n", "c", "pass", value=True), "result 0: value is True, expected a finite number"),
     (rec("n", "c", "pass", threshold=float("inf")), "result 0: threshold is inf, expected a finite number"),
     (rec("n", " ", "pass"), "result 0: check is ' ', expected a non-empty string"),
+    (rec("n", "node_state", "fail", held="slurm"), "result 0: held is 'slurm', expected admin (a node_state an admin set)"),
 ])
 def test_clean_record_errors(record, message):
     with pytest.raises(ValueError) as err:
