@@ -33,7 +33,7 @@ import os
 import re
 import stat
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import PSEUDO_ROOTS, InputError, require_match, show
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import PSEUDO_ROOTS, InputError, require_match, require_unit, show
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet
 
 CHECKS = ('driver', 'persistence', 'fabric-manager', 'gpudirect', 'reset-blockers')
@@ -53,28 +53,9 @@ _FM_VERSION = re.compile(r'Fabric Manager version is\s*:\s*(\d+(?:\.\d+)+)')
 _DRIVER_PROC = re.compile(r'^NVRM version: NVIDIA UNIX (Open Kernel Module for \S+|\S+ Kernel Module)\s+(\d+(?:\.\d+)+)', re.M)
 _UNIT = re.compile(r'/([^/\s]+\.(?:service|scope))(?:/|$)')
 
-# systemd unit names (systemd.unit(5)): ASCII letters, digits, ":", "-", "_", ".", "\\" and "@", at most 256 characters with
-# the ".service" suffix; here also never starting with "-" (a command line would read it as an option) or "@"
-UNIT_NAME = r'[A-Za-z0-9:_.\\][A-Za-z0-9:_.\\@-]*'
-UNIT_NAME_MAX = 256
-SERVICE = '.service'
 # what /proc/driver/nvidia/version starts with (nv-procfs.c: "NVRM version: %s"), whatever the release prints after it
 DRIVER_PROC_HEAD = 'NVRM version:'
 DRIVER_PROC_MAX = 65536
-
-
-def require_unit(name, value, example='slurmd'):
-    """``value`` as a systemd service name without ``.service`` (given with or without it); raises ``InputError`` naming ``name``."""
-    what = ('a systemd unit name such as "%s" or "%s.service" (letters, digits, ":", "_", ".", "\\", "@" and "-", '
-            'not starting with "-" or "@", at most %d characters)' % (example, example, UNIT_NAME_MAX))
-    base = value[:-len(SERVICE)] if isinstance(value, str) and value.endswith(SERVICE) else value
-    try:
-        require_match(name, base, UNIT_NAME, what)
-    except InputError:
-        raise InputError('%s is %s, expected %s' % (name, show(value), what))
-    if len(base) + len(SERVICE) > UNIT_NAME_MAX:
-        raise InputError('%s is %s, expected %s' % (name, show(value), what))
-    return base
 
 
 def _under_proc(path):

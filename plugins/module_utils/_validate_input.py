@@ -190,11 +190,42 @@ def require_dict(name, value, allowed=None, required=(), allow_none=False):
 
 # A word a command line takes as one argument: no whitespace, no leading "-" (it would be read as an option).
 WORD = r'[^\s-][^\s]*'
+# Slurm node, partition and reservation names as the collection puts them on command lines: no whitespace, no ","
+# (a list separator of Slurm's command lines) and no "=" (scontrol's key=value separator), never starting with "-"
+# (scontrol and sacctmgr read options anywhere on their line).
+SLURM_NAME = r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}'
+SLURM_NAME_TEXT = 'letters, digits, "_", "-" and "." (no spaces, commas or "="), starting with a letter or digit, at most 64 characters'
+# systemd unit names (systemd.unit(5)): ASCII letters, digits, ":", "-", "_", ".", "\\" and "@", at most 256 characters with
+# the ".service" suffix; here also never starting with "-" (a command line would read it as an option) or "@"
+UNIT_NAME = r'[A-Za-z0-9:_.\\][A-Za-z0-9:_.\\@-]*'
+UNIT_NAME_MAX = 256
+SERVICE = '.service'
 
 
 def require_word(name, value, what='one word (no spaces, not starting with "-")', allow_empty=False):
     """A string usable as one command-line argument: not empty, no whitespace, not starting with ``-``."""
     return require_match(name, value, WORD, what, allow_empty=allow_empty)
+
+
+def slurm_name(name, value, what='a Slurm name', allow_empty=False):
+    """``value`` as a Slurm node/partition/reservation name (:data:`SLURM_NAME`); raises ``InputError`` naming ``name``."""
+    return require_match(name, value, SLURM_NAME, '%s: %s%s' % (what, SLURM_NAME_TEXT, ', or empty' if allow_empty else ''),
+                         allow_empty=allow_empty)
+
+
+def is_slurm_name(value):
+    """Whether ``value`` is a Slurm name (:data:`SLURM_NAME`)."""
+    return isinstance(value, str) and re.match(r'(?:%s)\Z' % SLURM_NAME, value) is not None
+
+
+def require_unit(name, value, example='slurmd'):
+    """``value`` as a systemd service name without ``.service`` (given with or without it); raises ``InputError`` naming ``name``."""
+    what = ('a systemd unit name such as "%s" or "%s.service" (letters, digits, ":", "_", ".", "\\", "@" and "-", '
+            'not starting with "-" or "@", at most %d characters)' % (example, example, UNIT_NAME_MAX))
+    base = value[:-len(SERVICE)] if isinstance(value, str) and value.endswith(SERVICE) else value
+    if not isinstance(base, str) or not re.match(r'(?:%s)\Z' % UNIT_NAME, base) or len(base) + len(SERVICE) > UNIT_NAME_MAX:
+        raise _error(name, value, what)
+    return base
 
 
 def _under(path, root):

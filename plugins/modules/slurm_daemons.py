@@ -63,7 +63,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._gpu_baseline import require_unit
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import require_unit
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, show
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_upgrade import (

@@ -37,6 +37,7 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import cap_device, parse_mig_minors
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_baseline as baseline_checks
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import SLURM_NAME_TEXT, is_slurm_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_fleet import THROTTLE_DRAIN, XID_DRAIN
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import KEY_PATH as MUNGE_KEY_PATH
@@ -111,14 +112,12 @@ _PREFIX = re.compile(r'^[A-Za-z][A-Za-z0-9_-]*$')
 _USER = re.compile(r'^[a-z_][a-z0-9_-]{0,31}$')
 # A Slurm node name as this program puts it on scontrol's command line: scontrol reads options anywhere on its
 # line (getopt without "+"), so a name with a leading "-" would be an option; "," "=" and spaces change the command.
-_NODE_NAME = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z')
-NODE_NAME_TEXT = 'letters, digits, "_", "-" and "." (no spaces, commas or "="), starting with a letter or digit, at most 64 characters'
 
 
 def check_node_name(name, what='node_name'):
-    """``name`` if it is a Slurm node name (see ``_NODE_NAME``), else ``ValueError`` naming ``what``."""
-    if not isinstance(name, str) or not _NODE_NAME.match(name):
-        raise ValueError('%s %r is not a Slurm node name: %s' % (what, name, NODE_NAME_TEXT))
+    """``name`` if it is a Slurm node name (``_validate_input.SLURM_NAME``), else ``ValueError`` naming ``what``."""
+    if not is_slurm_name(name):
+        raise ValueError('%s %r is not a Slurm node name: %s' % (what, name, SLURM_NAME_TEXT))
     return name
 
 

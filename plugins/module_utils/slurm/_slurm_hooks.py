@@ -7,8 +7,8 @@
 The role ``gpucluster.bringup.slurm`` installs this file next to the runner
 script ``gpucluster-slurm-hooks`` on every compute node; the runner does the
 I/O (listing ``prolog.d``/``epilog.d``, running hooks, syslog, scontrol) and
-asks this module what to do.  Standard library only, no other collection
-imports: the file is copied to the nodes as it is.
+asks this module what to do.  Standard library only; the role copies it to
+the nodes with what it imports (``_validate_input.py``: the node_library filter).
 
 Hook names follow DeepOps: ``<NN>-<class>-<name>`` where class is
 
@@ -28,6 +28,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import re
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import is_slurm_name
 
 HOOK_CLASSES = ('all', 'exclusive', 'lastuserjob')
 PHASES = ('prolog', 'epilog')
@@ -182,7 +184,6 @@ def is_last_user_job(squeue_output, job_id):
 # A value that fails gives no command (None): the fact stays unknown, the drain is logged as not done.
 
 _JOB_ID = re.compile(r'[0-9]+\Z')
-_NODE = re.compile(r'[A-Za-z0-9][A-Za-z0-9_.-]*\Z')
 _USER = re.compile(r'[A-Za-z0-9_][A-Za-z0-9_.@-]*\Z')
 
 
@@ -195,14 +196,14 @@ def job_show_argv(job_id):
 
 def user_jobs_argv(node, user):
     """``squeue -h -o %A -w NODE -u USER`` (the user's jobs on the node); None unless both are names."""
-    if not isinstance(node, str) or not _NODE.match(node) or not isinstance(user, str) or not _USER.match(user):
+    if not is_slurm_name(node) or not isinstance(user, str) or not _USER.match(user):
         return None
     return ['squeue', '-h', '-o', '%A', '-w', node, '-u', user]
 
 
 def drain_argv(node, reason):
     """``scontrol update NodeName=NODE State=DRAIN Reason=REASON``; None unless ``node`` is a node name."""
-    if not isinstance(node, str) or not _NODE.match(node):
+    if not is_slurm_name(node):
         return None
     return ['scontrol', 'update', 'NodeName=%s' % node, 'State=DRAIN', 'Reason=%s' % reason]
 

@@ -31,10 +31,10 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import drained, parse_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_deep import CHECKS, TIER, load_config, read_report
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import (
-    SLURM_NAME, SLURM_NAME_TEXT, record, slurm_name, slurm_names)
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import record, slurm_names
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
-    InputError, ModuleFailure, require_choice, require_int, require_list, require_match, require_str, show)
+    SLURM_NAME_TEXT, InputError, ModuleFailure, is_slurm_name, require_choice, require_int, require_list, require_match, require_str, show,
+    slurm_name)
 
 STAGE = 'deep'
 INCLUDE_DRAINED = ('ours', 'all', 'none')
@@ -108,7 +108,7 @@ def why_not(node, extra, include_drained, prefix):
 
 
 def _usable_name(name):
-    return re.match(r'(?:%s)\Z' % SLURM_NAME, name or '') is not None
+    return is_slurm_name(name)
 
 
 def select(nodes, extras, names, include_drained='ours', prefix='gpuhc'):

@@ -20,7 +20,8 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthch
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import problems as munge_key_problems
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import threshold_for
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
-    InputError, require_bool, require_choice, require_dict, require_int, require_list, require_match, require_str, require_word, show)
+    InputError, require_bool, require_choice, require_dict, require_int, require_list, require_match, require_str, require_unit, require_word,
+    show, slurm_name)
 
 NODE_CHECKS = ('nvml', 'gpu_count', 'gpu_models', 'mig_layout', 'gres_conf', 'munge', 'slurmd', 'node_state', 'enroot', 'pyxis')
 # Base states and flags of ``scontrol -o show node`` that keep a node from taking jobs.
@@ -686,23 +687,11 @@ def mpi_jobs(plan):
 
 # ---------------------------------------------------------------- input checks (before anything runs)
 
-# Slurm node, partition and reservation names as these modules accept them: no whitespace, no "," (a list
-# separator on Slurm command lines) and no "=" (scontrol's key=value separator).
-SLURM_NAME = r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}'
-SLURM_NAME_TEXT = 'letters, digits, "_", "-" and "." (no spaces, commas or "="), starting with a letter or digit, at most 64 characters'
-# systemd unit names (systemd.unit(5)): ASCII letters, digits, ":", "-", "_", ".", "\\" and "@"; not an option.
-UNIT_NAME = r'[A-Za-z0-9:_.\\@][A-Za-z0-9:_.\\@-]*'
 USER_NAME = r'[a-z_][a-z0-9_-]{0,31}'
 # Slurm's --time: minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]], or UNLIMITED.
 SLURM_TIME = r'0*[1-9]\d*|\d+:\d+|\d+:\d+:\d+|\d+-\d+(:\d+){0,2}|UNLIMITED|INFINITE|unlimited|infinite'
 ENV_NAME = r'[A-Za-z_][A-Za-z0-9_]*'
 JOB_KINDS = ('srun', 'gres', 'container', 'mpi', 'nccl', 'env', 'skip')
-
-
-def slurm_name(name, value, what='a Slurm name', allow_empty=False):
-    """``value`` as a Slurm node/partition/reservation name; raises ``InputError`` naming ``name``."""
-    return require_match(name, value, SLURM_NAME, '%s: %s%s' % (what, SLURM_NAME_TEXT, ', or empty' if allow_empty else ''),
-                         allow_empty=allow_empty)
 
 
 def slurm_names(name, values, what='a Slurm node name'):
@@ -754,8 +743,7 @@ def check_node_input(params):
     check_expect('expect', params.get('expect') or {})
     if params.get('mig_result') is not None:
         check_mig_result('mig_result', params['mig_result'])
-    require_list('services', params.get('services') or [], element=lambda item, unit: require_match(
-        item, unit, UNIT_NAME, 'a systemd unit name such as "slurmd" or "munge.service" (no spaces, not starting with "-")'))
+    require_list('services', params.get('services') or [], element=require_unit)
     for key in ('gres_conf_path', 'enroot_conf_path'):
         require_str(key, params.get(key))
     if params.get('munge_key_check', True):

@@ -22,11 +22,11 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
-    require_choice, require_int, require_list, require_match, require_str, require_word)
+    require_choice, require_int, require_list, require_match, require_str, require_word, slurm_name)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import (
     DEFAULT_BUSBW_GBPS, NcclParseError, busbw_series, evaluate, gate_curve, parse_run, threshold_for)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import (
-    check_run_settings, command_words, is_false, slurm_name, slurm_names)
+    check_run_settings, command_words, is_false, slurm_names)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import check_records
 
 STAGE = 'nccl'

@@ -21,9 +21,9 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist impor
 # node_owner (who set a node's DOWN or DRAIN: ours, Slurm's or an admin's) is the one classifier of the resume playbook, the
 # health check's auto-resume and the deep tier; it lives with parse_tag in slurm/_healthcheck.py, which the node programs get.
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import node_owner, owner_text, parse_tag
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import node_problem, record, slurm_name, slurm_names
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import node_problem, record, slurm_names
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
-    InputError, ModuleFailure, require_choice, require_dict, require_int, require_list, require_match, require_str, show)
+    InputError, ModuleFailure, require_choice, require_dict, require_int, require_list, require_match, require_str, show, slurm_name)
 
 CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down', 'mig', 'slurm', 'admin')
 # Causes a passing node is resumed from without being told to; an admin's drain or down (any other reason) is not.

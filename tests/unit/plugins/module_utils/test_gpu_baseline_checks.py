@@ -122,19 +122,6 @@ def test_gpudirect_names_the_unreadable_version_file():
     assert 'DMA-BUF is not possible (the driver version file is unreadable); modprobe' in gb.gpudirect_failures(8, ['nvidia'], None, '6.1.0')[0][2]
 
 
-@pytest.mark.parametrize('value, base', [
-    ('slurmd', 'slurmd'), ('slurmd.service', 'slurmd'), ('getty@tty1', 'getty@tty1'), ('dbus-org.freedesktop.login1', 'dbus-org.freedesktop.login1'),
-    ('systemd-fsck@dev-disk-by\\x2duuid-1', 'systemd-fsck@dev-disk-by\\x2duuid-1'), ('s' * 248, 's' * 248)])
-def test_require_unit_gives_the_name_without_its_suffix(value, base):
-    assert gb.require_unit('daemons[0]', value) == base
-
-
-@pytest.mark.parametrize('value', ['-Hroot@host', '--user', '-', '', ' ', '.service', '@x', 'a b', 'x\n', 'a/b', 's' * 249, None, 5, ['slurmd']])
-def test_require_unit_refuses_what_is_no_unit_name(value):
-    with pytest.raises(gb.InputError, match=r'^daemons\[0\] is .*, expected a systemd unit name such as "slurmd" or "slurmd.service"'):
-        gb.require_unit('daemons[0]', value)
-
-
 def test_read_driver_proc_never_opens_a_fifo_and_names_the_path(tmp_path):
     fifo = str(tmp_path / 'fifo')
     os.mkfifo(fifo)

@@ -28,7 +28,7 @@ TREE = 'ansible_collections/gpucluster/bringup/plugins/module_utils'
 
 @pytest.mark.parametrize('names, files', [
     (['mig/_mig_nvml.py'], ['_nvml.py', '_validate_input.py', 'mig/_mig_nvml.py', 'mig/_mig_plan.py']),
-    (['slurm/_slurm_hooks.py'], ['slurm/_slurm_hooks.py']),
+    (['slurm/_slurm_hooks.py'], ['_validate_input.py', 'slurm/_slurm_hooks.py']),
     (['_nvml.py'], ['_nvml.py']),
     (['slurm/_healthcheck.py'],
      ['_gpu_baseline.py', '_validate_input.py', 'mig/_mig_minors.py', 'slurm/_healthcheck.py', 'slurm/_healthcheck_fleet.py',

@@ -257,3 +257,29 @@ def test_check_writable_dest_refuses_a_read_only_file_system(tree, monkeypatch):
 def test_nearest_existing(tree):
     assert vi.nearest_existing(str(tree / 'a' / 'b')) == (str(tree), ['a', 'b'])
     assert vi.nearest_existing(str(tree / 'adir')) == (str(tree / 'adir'), [])
+
+
+@pytest.mark.parametrize('value, base', [
+    ('slurmd', 'slurmd'), ('slurmd.service', 'slurmd'), ('getty@tty1', 'getty@tty1'), ('dbus-org.freedesktop.login1', 'dbus-org.freedesktop.login1'),
+    ('systemd-fsck@dev-disk-by\\x2duuid-1', 'systemd-fsck@dev-disk-by\\x2duuid-1'), ('s' * 248, 's' * 248)])
+def test_require_unit_gives_the_name_without_its_suffix(value, base):
+    assert vi.require_unit('daemons[0]', value) == base
+
+
+@pytest.mark.parametrize('value', ['-Hroot@host', '--user', '-', '', ' ', '.service', '@x', 'a b', 'x\n', 'a/b', 's' * 249, None, 5, ['slurmd']])
+def test_require_unit_refuses_what_is_no_unit_name(value):
+    with pytest.raises(vi.InputError, match=r'^daemons\[0\] is .*, expected a systemd unit name such as "slurmd" or "slurmd.service"'):
+        vi.require_unit('daemons[0]', value)
+
+
+@pytest.mark.parametrize('value, ok', [
+    ('gpu-01', True), ('dgx-b200.rack7', True), ('n_01', True), ('x' * 64, True), ('x' * 65, False), ('-w', False),
+    ('--uid=0', False), ('gpu 01', False), ('gpu-01,gpu-02', False), ('a=b', False), ('gpu-01\n', False), ('', False), (None, False), (5, False),
+])
+def test_is_slurm_name_and_slurm_name_agree(value, ok):
+    assert vi.is_slurm_name(value) is ok
+    if ok:
+        assert vi.slurm_name('nodes[0]', value) == value
+    else:
+        with pytest.raises(vi.InputError, match=r'^nodes\[0\] is .*, expected a Slurm name: letters, digits'):
+            vi.slurm_name('nodes[0]', value)

@@ -736,7 +736,8 @@ def test_check_node_input_accepts(change):
     ({'expect': {'gpu_count': -1}}, 'expect.gpu_count is -1, expected a whole number of at least 0'),
     ({'mig_result': {'actions': 'x'}}, "mig_result.actions is 'x', expected a list"),
     ({'services': ['slurmd', '-x']},
-     "services[1] is '-x', expected a systemd unit name such as \"slurmd\" or \"munge.service\" (no spaces, not starting with \"-\")"),
+     "services[1] is '-x', expected a systemd unit name such as \"slurmd\" or \"slurmd.service\" (letters, digits, \":\", \"_\", \".\", "
+     "\"\\\", \"@\" and \"-\", not starting with \"-\" or \"@\", at most 256 characters)"),
     ({'gres_conf_path': ''}, "gres_conf_path is '', expected a non-empty string"),
     ({'munge_key_path': 'munge.key'}, "munge_key_path is 'munge.key', expected an absolute path to a file such as /etc/munge/munge.key"),
     ({'munge_key_path': '/etc/munge/'}, "munge_key_path is '/etc/munge/', expected an absolute path to a file such as /etc/munge/munge.key"),

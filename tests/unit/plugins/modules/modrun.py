@@ -94,3 +94,14 @@ def snapshot(top):
                     digest = hashlib.sha256(handle.read()).hexdigest()
             tree[path] = (stat.st_mode, stat.st_uid, stat.st_gid, digest, os.readlink(path) if os.path.islink(path) else None)
     return tree
+
+
+def forbid_commands(monkeypatch):
+    """Make ``AnsibleModule.run_command`` fail the test (a module run on bad input runs nothing); returns the calls tried."""
+    calls = []
+
+    def run_command(self, args, **kwargs):
+        calls.append(args)
+        raise AssertionError('the module ran %r on bad input' % (args,))
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    return calls

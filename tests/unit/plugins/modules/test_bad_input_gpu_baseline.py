@@ -19,10 +19,8 @@ import os
 
 import pytest
 
-from ansible.module_utils import basic
-
 from ansible_collections.gpucluster.bringup.plugins.modules import gpu_baseline
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, snapshot
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, forbid_commands, snapshot
 
 VERSION_TEXT = ('NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.133.20  Release Build  (dvs-builder@U16)  Thu Mar 27 2025\n'
                 'GCC version:  gcc version 12.2.0 (Debian 12.2.0-14)\n')
@@ -113,12 +111,7 @@ def host(tmp_path, monkeypatch):
     (tmp / 'binary').write_bytes(b'\x7fELF\x02\x01\x01\xff\xfe\x00\x00' * 20)
     (tmp / 'empty').write_text('')
     os.mkfifo(str(tmp / 'fifo'))
-    calls = []
-
-    def run_command(self, args, **kwargs):
-        calls.append(args)
-        raise AssertionError('gpu_baseline ran %r on bad input' % (args,))
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    calls = forbid_commands(monkeypatch)
     nvml = NoNvml()
     monkeypatch.setattr(gpu_baseline, 'BINDINGS', (nvml, None))
     return {'tmp': str(tmp), 'calls': calls, 'nvml': nvml}

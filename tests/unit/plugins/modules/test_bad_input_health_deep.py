@@ -13,13 +13,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-
 import pytest
 
-from ansible.module_utils import basic
-
 from ansible_collections.gpucluster.bringup.plugins.modules import health_deep
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, snapshot
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, forbid_commands, snapshot
 
 CASES = [
     ({'names': None}, ["argument 'names' is of type NoneType", 'convert to list']),
@@ -98,13 +95,7 @@ CASES = [
 
 @pytest.fixture
 def no_commands(monkeypatch):
-    calls = []
-
-    def run_command(self, args, **kwargs):
-        calls.append(args)
-        raise AssertionError('health_deep ran %r on bad input' % (args,))
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
-    return calls
+    return forbid_commands(monkeypatch)
 
 
 @pytest.fixture

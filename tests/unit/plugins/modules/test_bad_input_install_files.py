@@ -26,10 +26,8 @@ import shutil
 
 import pytest
 
-from ansible.module_utils import basic
-
 from ansible_collections.gpucluster.bringup.plugins.modules import install_files
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, run_module, snapshot
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, forbid_commands, run_module, snapshot
 
 NEW = b'new content\n'
 
@@ -199,13 +197,7 @@ def arrange(fault, n, monkeypatch):
 
 @pytest.fixture
 def no_commands(monkeypatch):
-    calls = []
-
-    def run_command(self, args, **kwargs):
-        calls.append(args)
-        raise AssertionError('install_files ran %r' % (args,))
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
-    return calls
+    return forbid_commands(monkeypatch)
 
 
 @pytest.mark.parametrize('make_args, fragments, fault', [c[1:] for c in CASES], ids=[c[0] for c in CASES])

@@ -13,7 +13,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-
 import pytest
 
 from ansible.module_utils import basic

@@ -15,10 +15,8 @@ import shutil
 
 import pytest
 
-from ansible.module_utils import basic
-
 from ansible_collections.gpucluster.bringup.plugins.modules import slurm_topology
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, run_module, snapshot
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, forbid_commands, run_module, snapshot
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'topology')
 FAT_NODES = ['b05-p1-dgx-05-c01', 'b05-p1-dgx-05-c02', 'b05-p1-dgx-05-c03', 'b06-p1-dgx-06-c01', 'b06-p1-dgx-06-c02',
@@ -178,12 +176,7 @@ CASES = [
 @pytest.fixture
 def host(tmp_path, monkeypatch):
     """The test's tree, and run_command refused: the module runs no command."""
-    calls = []
-
-    def run_command(self, args, **kwargs):
-        calls.append(args)
-        raise AssertionError('slurm_topology ran %r' % (args,))
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    calls = forbid_commands(monkeypatch)
     tmp = str(tmp_path)
     _tree(tmp)
     return tmp, calls

@@ -13,10 +13,8 @@ __metaclass__ = type
 
 import pytest
 
-from ansible.module_utils import basic
-
 from ansible_collections.gpucluster.bringup.plugins.modules import validation_resume
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, forbid_commands
 
 GOOD = {'records': [{'stage': 'node', 'node': 'n1', 'check': 'munge', 'status': 'pass', 'reason': 'ok'}], 'hook_log': ''}
 
@@ -69,13 +67,7 @@ CASES = [
 
 @pytest.fixture
 def no_commands(monkeypatch):
-    calls = []
-
-    def run_command(self, args, **kwargs):
-        calls.append(args)
-        raise AssertionError('validation_resume ran %r on bad input' % (args,))
-    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
-    return calls
+    return forbid_commands(monkeypatch)
 
 
 @pytest.mark.parametrize('action', ['query', 'wait', 'resume'])
