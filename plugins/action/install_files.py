@@ -33,7 +33,7 @@ class ActionModule(ActionBase):
     """Read the local contents, then one or two calls of the module."""
 
     TRANSFERS_FILES = False
-    _VALID_ARGS = frozenset(('files', 'owner', 'group'))
+    _VALID_ARGS = frozenset(('files', 'owner', 'group', 'pending_dir'))
 
     def _read(self, index, entry):
         """``entry`` (already checked) with ``src``/``content`` replaced by ``checksum``, and the bytes."""
@@ -74,7 +74,7 @@ class ActionModule(ActionBase):
         except (ValueError, UnicodeError) as exc:
             return dict(result, failed=True, msg='install_files: %s; nothing was changed' % to_native(exc))
         module_args = dict(files=entries, want_diff=bool(self._task.diff))
-        for key in ('owner', 'group'):
+        for key in ('owner', 'group', 'pending_dir'):
             if args.get(key) is not None:
                 module_args[key] = args[key]
         answer = self._execute_module(module_name=MODULE, module_args=module_args, task_vars=task_vars)

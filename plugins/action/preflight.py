@@ -16,12 +16,14 @@ __metaclass__ = type
 
 import functools
 import os
+import re
 
 from ansible.errors import AnsibleError, AnsibleUndefinedVariable
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight as preflight
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight_site as site
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import preflight_errors
 
 # plugins/action/preflight.py -> the collection root
@@ -63,9 +65,39 @@ def _plain(value):
     return value
 
 
+def _has_template(value, depth=0):
+    """Whether ``value`` (plain data) holds a string Jinja would read as a template (or is too deep to tell quickly)."""
+    if isinstance(value, str):
+        return '{{' in value or '{%' in value or '{#' in value
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float)):
+        return False
+    if depth > 20:
+        return True
+    if isinstance(value, dict):
+        return any(_has_template(k, depth + 1) or _has_template(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_has_template(v, depth + 1) for v in value)
+    return True
+
+
 def _first_line(text):
     lines = str(text).strip().splitlines()
     return lines[0] if lines else str(text)
+
+
+# what a lookup says of a file it cannot read (ansible-core 2.19: "Unable to access the file '/x': File not found.";
+# earlier: "could not locate file in lookup: /x"); the path is named, never the value of a secret
+_LOOKUP_FILE = re.compile(r"(?:Unable to access the file '(?P<path>[^']*)'(?P<why>: [^.]*)?|could not locate file in lookup: (?P<path2>\S+))")
+
+
+def _lookup_file_problem(text):
+    found = _LOOKUP_FILE.search(str(text))
+    if not found:
+        return ''
+    path = found.group('path') if found.group('path') is not None else found.group('path2')
+    why = (found.group('why') or ': file not found')[2:].strip().lower() if found.group('path') is not None else 'file not found'
+    return ("a lookup reads the file '%s' on the Ansible controller: %s (a relative path is looked up in the files/ directories "
+            'of the play and the role)' % (path, why))
 
 
 class ActionModule(ActionBase):
@@ -98,10 +130,7 @@ class ActionModule(ActionBase):
 
         ``context``: what else a default may name (the role's own vars, ``groups``, ``hostvars``).
         """
-        context = dict(context or {})
-        context.update(defaults)
-        context.update(raw)
-        templar = self._templar.copy_with_new_env(available_variables=context)
+        templar = None
         values, skipped, problems = {}, [], []
         for name in sorted(options):
             if name in raw:
@@ -110,29 +139,55 @@ class ActionModule(ActionBase):
                 value = defaults[name]
             else:
                 continue
+            if not _has_template(value):
+                # plain data (most values): nothing to template, and no templar to make (the preflight of a large
+                # inventory spends its time here)
+                values[name] = _plain(value)
+                continue
+            if templar is None:
+                variables = dict(context or {})
+                variables.update(defaults)
+                variables.update(raw)
+                templar = self._templar.copy_with_new_env(available_variables=variables)
             try:
                 values[name] = self._template(templar, value)
             except _Skip:
                 skipped.append(name)
             except AnsibleError as exc:
-                if preflight.is_secret(name, options[name]):
+                missing = _lookup_file_problem(exc)
+                if missing:
+                    problems.append('%s cannot be templated: %s%s' % (name, missing, ' (the value is not shown)'
+                                                                      if preflight.is_secret(name, options[name]) else ''))
+                elif preflight.is_secret(name, options[name]):
                     problems.append('%s cannot be templated (the value is not shown)' % name)
                 else:
                     problems.append('%s cannot be templated: %s' % (name, _first_line(exc)))
         return values, skipped, problems
 
-    @staticmethod
-    def _validator_problems(options, values, found):
-        """Problems ArgumentSpecValidator finds that the plain checks did not already name."""
+    def _validator_problems(self, options, values, found, role=None):
+        """Problems ArgumentSpecValidator finds that the plain checks did not already name.
+
+        The validator's answer depends only on the option and its value: each (role, option, value) is validated once
+        a run (the hosts of a node type share their values; a large inventory made this the preflight's main cost).
+        """
         problems = []
         named = set()
+        cache = self.__dict__.setdefault('_preflight_validated', {})
         for message in found:
             named.add(message.split(' ', 1)[0].split('[', 1)[0].split('.', 1)[0])
         for name in sorted(values):
             if name in named:
                 continue
-            result = ArgumentSpecValidator({name: options[name]}).validate({name: values[name]})
-            errors = [str(e) for e in result.error_messages]
+            try:
+                key = (role, name, repr(values[name]))
+            except Exception:  # pylint: disable=broad-except  (a value without a repr: not cached)
+                key = None
+            errors = cache.get(key) if key is not None else None
+            if errors is None:
+                result = ArgumentSpecValidator({name: options[name]}).validate({name: values[name]})
+                errors = [str(e) for e in result.error_messages]
+                if key is not None:
+                    cache[key] = errors
             if not errors:
                 continue
             if preflight.is_secret(name, options[name]):
@@ -171,6 +226,48 @@ class ActionModule(ActionBase):
             return 'there is no such file'
         return ('there is no such file (a relative path is looked up in the files/ directories of the play and the role: %s)'
                 % ', '.join(candidates[:4]))
+
+    def _role(self, role, groups, hostvars):
+        """``(options, defaults, context)`` of a role's main entry point (loaded once per run)."""
+        cache = self.__dict__.setdefault('_preflight_roles', {})
+        if role not in cache:
+            specs = self._load(role, os.path.join('meta', 'argument_specs.yml')) or {}
+            options = ((specs.get('argument_specs') or {}).get('main') or {}).get('options') or {}
+            defaults = self._load(role, os.path.join('defaults', 'main.yml'), trusted=True) or {}
+            # a default may name the role's internal vars (vars/main.yml), groups and hostvars
+            context = dict(self._load(role, os.path.join('vars', 'main.yml'), trusted=True) or {}, groups=groups, hostvars=hostvars)
+            cache[role] = (options, defaults, context)
+        return cache[role]
+
+    def _site_problems(self, groups, hostvars, play_hosts, this_host, task_vars, raw_vars, site_values, args):
+        """The checks of the inventory as a whole (``_preflight_site``): every compute host of the run and the controller."""
+        controllers = list(groups.get(args['controller_group']) or [])
+        controller = controllers[0] if len(controllers) == 1 else None
+        compute = list(groups.get(args['compute_group']) or [])
+        needed = [h for h in compute if h in play_hosts]
+        if controller and controller not in needed:
+            needed.append(controller)
+        for host in needed:
+            if host not in raw_vars:
+                try:
+                    raw_vars[host] = dict(task_vars if host == this_host else
+                                          hostvars.raw_get(host) if hasattr(hostvars, 'raw_get') else hostvars[host])
+                except (KeyError, TypeError):
+                    continue
+            have = site_values.setdefault(host, {})
+            for role, names in site.SITE_VARIABLES.items():
+                missing = [name for name in names if name not in have]
+                if not missing:
+                    continue
+                options, defaults, context = self._role(role, groups, hostvars)
+                wanted = dict((name, options.get(name) or {}) for name in missing if name in options or name in defaults)
+                values, dummy, dummy2 = self._host_values(raw_vars[host], wanted, defaults, context)
+                have.update(values)
+            if site.EXTRA_MODELS_VAR in raw_vars[host]:
+                values, dummy, dummy2 = self._host_values(raw_vars[host], {site.EXTRA_MODELS_VAR: {}}, {}, {})
+                have.update(values)
+        accounting = bool(groups.get('slurmdbd'))
+        return site.site_problems(site_values, groups, controller, play_hosts, args['compute_group'], args['gpu_group'], accounting)
 
     def _play_strategy(self):
         """The strategy of the play running this task (its keyword, else ANSIBLE_STRATEGY / ansible.cfg); None if unknown."""
@@ -215,14 +312,10 @@ class ActionModule(ActionBase):
                 inventory.insert(0, problem)
         this_host = task_vars.get('inventory_hostname')
 
-        problems, skipped, checked, raw_vars = [], [], 0, {}
+        problems, skipped, checked, raw_vars, site_values = [], [], 0, {}, {}
         for entry in roles:
             role = entry['name']
-            specs = self._load(role, os.path.join('meta', 'argument_specs.yml')) or {}
-            options = ((specs.get('argument_specs') or {}).get('main') or {}).get('options') or {}
-            defaults = self._load(role, os.path.join('defaults', 'main.yml'), trusted=True) or {}
-            # a default may name the role's internal vars (vars/main.yml), groups and hostvars
-            context = dict(self._load(role, os.path.join('vars', 'main.yml'), trusted=True) or {}, groups=groups, hostvars=hostvars)
+            options, defaults, context = self._role(role, groups, hostvars)
             members = set()
             for group in entry['groups']:
                 members.update(groups.get(group) or [])
@@ -234,14 +327,21 @@ class ActionModule(ActionBase):
                                           hostvars.raw_get(host) if hasattr(hostvars, 'raw_get') else hostvars[host])
                 values, host_skipped, found = self._host_values(raw_vars[host], options, defaults, context)
                 checked += len(values)
+                site_values.setdefault(host, {}).update((k, values[k]) for k in site.SITE_VARIABLES.get(role, ()) if k in values)
                 skipped.extend('%s: %s (role %s.%s)' % (host, name, preflight.COLLECTION, role) for name in host_skipped)
                 found.extend(preflight.role_problems(role, host, options, values, groups,
                                                      functools.partial(self._controller_file, role)))
-                found.extend(self._validator_problems(options, values, found))
+                found.extend(self._validator_problems(options, values, found, role))
                 problems.extend((host, role, message) for message in found)
 
+        warnings = []
+        if args['inventory']:
+            found, warnings = self._site_problems(groups, hostvars, play_hosts, this_host, task_vars, raw_vars, site_values, args)
+            problems.extend(found)
         lines = preflight.report(inventory, problems)
         result.update(changed=False, problems=lines, skipped_values=skipped, checked_values=checked)
+        if warnings:
+            result['warnings'] = warnings
         if lines:
             result.update(failed=True, msg=preflight.failure_message(lines))
         else:

@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_conf as conf
@@ -40,9 +42,8 @@ def _node_entries(nodes):
     for node in nodes:
         if not isinstance(node, dict) or 'name' not in node or 'hardware' not in node:
             raise ValueError('node entry %r needs "name" and "hardware" (the slurmd -C facts)' % (node,))
-        params = conf.node_params(node['hardware'], node.get('gres') or None, node.get('params') or {},
-                                  int(node.get('memory_reserve_mb') or 0))
-        entries.append({'name': node['name'], 'params': params})
+        # (a node kept from the controller's slurm.conf, slurm_conf_kept_nodes: its line's pairs as they are)
+        entries.append({'name': node['name'], 'params': conf.entry_params(node)})
     return entries
 
 
@@ -142,6 +143,24 @@ def slurm_show_config(text):
     return slurm_upgrade.show_config(text)
 
 
+def slurm_conf_kept_nodes(conf_text, hosts, hostvars=None, gres_conf_text=None, default_node_name=''):
+    """The last known slurm.conf entry of each of ``hosts`` (compute hosts a run cannot read), from the controller's slurm.conf.
+
+    Each host is looked up under its ``slurm_node_name`` (``hostvars``; ``default_node_name`` when unset), else
+    the host name its cached facts reported, its inventory name and that name's first label. Returns
+    ``{'nodes': {host: entry}, 'missing': {host: why}}`` (see ``_slurm_conf.kept_nodes``).
+    """
+    if not isinstance(hosts, (list, tuple)) or not all(isinstance(host, str) for host in hosts):
+        raise ValueError('hosts is %r, expected a list of inventory host names' % (hosts,))
+    candidates = {}
+    for host in hosts:
+        own = hostvars[host] if hostvars is not None and host in hostvars else {}
+        facts = own.get('ansible_facts') or {}
+        candidates[host] = conf.node_name_candidates(host, own.get('slurm_node_name') or default_node_name or '',
+                                                     facts.get('hostname') if isinstance(facts, dict) else '')
+    return conf.kept_nodes(conf_text, candidates, gres_conf_text)
+
+
 def slurm_unreachable_nodes(hosts, hostvars, register):
     """``host: why`` for each host whose registered fact-gathering result (``register``) did not reach it.
 
@@ -221,13 +240,39 @@ def slurm_large_system_files(settings, daemons, systemd=True, sysctl_now='', uni
     return slurm_large.large_system_files(settings, list(daemons or []), bool(systemd), sysctl_now or '', units, paths)
 
 
+def slurm_running_config(show, conf_file, host, conf_path):
+    """The validation record ``running_config``: does slurmctld on ``host`` run the settings of its slurm.conf?
+
+    ``show`` is the registered result of ``scontrol show config`` on ``host``, ``conf_file`` that of ``slurp``
+    of ``conf_path`` there (see ``_slurm_conf.running_config_record``). A command that failed, did not run, or
+    a file not read gives a failed record naming why, never a pass.
+    """
+    show_text = show_error = conf_text = None
+    conf_error = ''
+    if not isinstance(show, dict) or show.get('skipped') or 'rc' not in show:
+        show_error = 'scontrol did not run%s' % (': %s' % show.get('msg') if isinstance(show, dict) and show.get('msg') else '')
+    elif show.get('rc') != 0:
+        said = ' '.join(str(show.get('stderr') or show.get('stdout') or show.get('msg') or '').split())
+        show_error = 'scontrol show config exited %s%s' % (show.get('rc'), ': %s' % said if said else '')
+    else:
+        show_text = str(show.get('stdout') or '')
+    if isinstance(conf_file, dict) and not conf_file.get('failed') and isinstance(conf_file.get('content'), str):
+        try:
+            conf_text = base64.b64decode(conf_file['content']).decode('utf-8', 'replace')
+        except (TypeError, ValueError) as exc:
+            conf_error = 'its content is not base64 (%s)' % exc
+    else:
+        conf_error = (conf_file.get('msg') if isinstance(conf_file, dict) else '') or 'slurp did not read it'
+    return conf.running_config_record(str(host), str(conf_path), conf_text, show_text, conf_error, show_error)
+
+
 class FilterModule(object):
     """gpucluster.bringup slurm filters."""
 
     def filters(self):
         return dict((func.__name__, _wrap(func)) for func in (
             slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_gres_errors,
-            slurm_change_actions, slurm_unreachable_nodes, slurm_hook_files, slurm_version_behaviour,
+            slurm_change_actions, slurm_unreachable_nodes, slurm_conf_kept_nodes, slurm_hook_files, slurm_version_behaviour,
             slurm_upgrade_problem, slurm_gres_conf_lines, slurm_upgrade_plan, slurm_upgrade_packages,
             slurm_show_config, slurm_conf_settings, slurm_upgrade_pins, slurm_large_system, slurm_large_system_warnings,
-            slurm_large_system_files))
+            slurm_large_system_files, slurm_running_config))

@@ -19,7 +19,11 @@ An entry (a dict):
   its content out of diffs;
 - ``directory``: ``mode``, ``owner``, ``group``;
 - ``link``: ``target`` (written as given, relative or absolute);
-  ``owner``/``group`` of the link itself are not managed.
+  ``owner``/``group`` of the link itself are not managed;
+- ``file``, ``link``, ``absent``: ``restarts``, the daemons that must restart
+  (or reconfigure) when the entry's content changes: ``[{daemon, action,
+  reason}]`` (``_pending_restart``); a marker of each is written on the node
+  before the entry changes.
 
 The current state of a path, as the module reads it (``None`` when absent):
 ``{'type': 'file' | 'directory' | 'link' | 'other', 'checksum': str or None,
@@ -36,6 +40,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils._pending_restart import check_restarts
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import PSEUDO_ROOTS, InputError, require_bool, show
 
 STATES = ('file', 'directory', 'link', 'absent')
@@ -46,13 +51,13 @@ _NAME = re.compile(r'^[^\s:/,\x00-\x1f\x7f-][^\s:/,\x00-\x1f\x7f]{0,255}$')
 _CONTROL = re.compile(r'[\x00-\x1f\x7f]')
 PATH_MAX, NAME_MAX = 4095, 255
 _KEYS = {
-    'file': ('dest', 'state', 'checksum', 'mode', 'owner', 'group', 'secret'),
+    'file': ('dest', 'state', 'checksum', 'mode', 'owner', 'group', 'secret', 'restarts'),
     'directory': ('dest', 'state', 'mode', 'owner', 'group'),
-    'link': ('dest', 'state', 'target'),
-    'absent': ('dest', 'state'),
+    'link': ('dest', 'state', 'target', 'restarts'),
+    'absent': ('dest', 'state', 'restarts'),
 }
 # What the action takes for a file before it has read the contents: src or content instead of checksum.
-_SOURCE_KEYS = ('dest', 'state', 'src', 'content', 'mode', 'owner', 'group', 'secret')
+_SOURCE_KEYS = ('dest', 'state', 'src', 'content', 'mode', 'owner', 'group', 'secret', 'restarts')
 MODE_TEXT = 'a quoted octal string of 3 or 4 digits 0-7 such as "0644" or "0755"'
 NAME_TEXT = 'a %s name (no spaces, ":" or "/", not starting with "-")'
 
@@ -182,6 +187,8 @@ def validate_entries(entries, checksums=True, sources=False):
             target = entry.get('target')
             if not isinstance(target, str) or not target or _CONTROL.search(target) or len(target.encode('utf-8', 'surrogateescape')) > PATH_MAX:
                 raise bad(place, 'target', target, 'the path the link points to (non-empty text without control characters)')
+        if 'restarts' in entry:
+            done['restarts'] = check_restarts(place, entry['restarts'])
         if state in ('file', 'absent'):
             blocked.append((dest, index))
         result.append(done)
@@ -236,6 +243,11 @@ def plan_entry(wanted, current):
         if key in wanted and current.get(key) != wanted[key]:
             steps.append((key, wanted[key]))
     return steps
+
+
+def changes_what_is_read(steps):
+    """True when the steps change what a daemon reads at the path (content, a new or removed file or link), not only its mode or owner."""
+    return any(step in ('content', 'remove') or (step == 'create' and value != 'directory') for step, value in steps)
 
 
 def needs_content(steps):

@@ -464,13 +464,14 @@ def _slurm(host, values, groups, controller_file=None):
         problems.append("slurm_cluster_name is ''; expected the name of the cluster (slurm.conf ClusterName, the cluster's name in "
                         'the accounting database), e.g. gpucluster')
     if _flag(values.get('slurm_pam_slurm_adopt')) and convert(values.get('slurm_cgroup_enabled'), 'bool') == (False, True):
+        # (the host is not named in the message: the report names the hosts, and groups the same problem of several)
         problems.append('slurm_pam_slurm_adopt needs slurm_cgroup_enabled (proctrack/cgroup and task/cgroup hold the adopted ssh sessions); '
-                        '%s has slurm_cgroup_enabled false' % host)
+                        'slurm_cgroup_enabled is false here')
     if values.get('slurm_gres_autodetect') == 'nvml' and convert(values.get('slurm_gres_enabled'), 'bool') == (False, True) \
             and host in _hosts_of(groups, values.get('slurm_gpu_group')):
-        problems.append('slurm_gres_autodetect is nvml but %s has slurm_gres_enabled false: the Gres= of its slurm.conf line comes from '
+        problems.append('slurm_gres_autodetect is nvml but slurm_gres_enabled is false on this GPU node: the Gres= of its slurm.conf line comes from '
                         'the GRES facts, so Slurm would ignore the GPUs AutoDetect finds; set slurm_gres_enabled: true or '
-                        "slurm_gres_autodetect: 'off'" % host)
+                        "slurm_gres_autodetect: 'off'")
     if _flag(values.get('slurm_configless')):
         problems.extend(_configless_problems(values))
     if values.get('slurm_install_source') == 'local' and values.get('slurm_local_package_dir') == '':

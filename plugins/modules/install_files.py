@@ -81,6 +81,17 @@ options:
         description: The file's content never appears in a diff or in the output.
         type: bool
         default: false
+      restarts:
+        description:
+          - For a file, link or absent entry - the daemons that must restart or reconfigure when what the entry holds
+            changes (its content, or a file or link made or removed; not its mode or owner alone).
+          - Before the entry changes, a marker of each is written to O(pending_dir) (C(<daemon>.json)); it stays until the
+            daemon has taken the change (M(gpucluster.bringup.slurm_daemons) with O(gpucluster.bringup.slurm_daemons#module:settle)),
+            so a run stopped between the write and the restart leaves the restart to do on the node. Never in check mode.
+          - A daemon name, or C({daemon, action, reason}) with O(files[].restarts[].action) V(restart) (the default) or
+            V(reconfigure).
+        type: list
+        elements: raw
   owner:
     description: Owner of every file and directory entry that names none.
     type: str
@@ -95,6 +106,10 @@ options:
     description: Internal, set by the action plugin - return the content before and after for a diff.
     type: bool
     default: false
+  pending_dir:
+    description: Where the markers of O(files[].restarts) are kept (made when missing).
+    type: path
+    default: /var/lib/gpucluster/pending
 notes:
   - Owners and groups are names; a link's own owner is not managed.
   - In check mode an owner or group that does not exist yet is not an error - on a fresh node it is often made by a package
@@ -140,6 +155,12 @@ error:
   returned: failure while applying
   type: str
   sample: No space left on device
+restarts:
+  description: The daemons marked to restart or reconfigure (in check mode, that would be) because an entry with O(files[].restarts) changed.
+  returned: always
+  type: list
+  elements: dict
+  sample: [{daemon: slurmd, action: restart, reason: "/etc/slurm/gres.conf changed (content)"}]
 need_content:
   description: Internal - the files whose content the node needs (the action plugin sends them in a second call).
   returned: when a file must be written and its content was not sent
@@ -161,6 +182,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _file_set as file_set
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _pending_restart_io as pending_io
+from ansible_collections.gpucluster.bringup.plugins.module_utils._pending_restart import check_dir
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, show
 
 DIFF_LIMIT = 65536
@@ -497,6 +520,18 @@ def _failure(index, entry, steps, done, applied, exc):
     return '; '.join(parts), error
 
 
+def restarts_of(entries, plans):
+    """The restarts the set's changes call for: each entry's, when what it holds changes, with the change as the reason."""
+    restarts = []
+    for entry, (current, steps) in zip(entries, plans):
+        if entry.get('restarts') and file_set.changes_what_is_read(steps):
+            change = '%s changed (%s)' % (entry['dest'], file_set.describe([step for step in steps if step[0] not in ('mode', 'owner', 'group')]))
+            for item in entry['restarts']:
+                reason = '%s: %s' % (change, item['reason']) if item.get('reason') else change
+                restarts.append(dict(item, reason=reason))
+    return restarts
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -505,6 +540,7 @@ def main():
             group=dict(type='str'),
             contents=dict(type='dict', no_log=True),
             want_diff=dict(type='bool', default=False),
+            pending_dir=dict(type='path', default='/var/lib/gpucluster/pending'),
         ),
         supports_check_mode=True,
     )
@@ -519,6 +555,7 @@ def main():
                 entry = dict(list(defaults.items()) + list(entry.items()))
             raw.append(entry)
         entries = file_set.validate_entries(raw)
+        check_dir(module.params['pending_dir'])
         datas = decode_contents(module.params['contents'] or {}, entries)
         plans = plan(entries, module.check_mode, defaults)
     except ValueError as exc:
@@ -527,6 +564,15 @@ def main():
               if file_set.needs_content(steps) and entry['dest'] not in datas]
     if wanted and (not module.check_mode or module.params['want_diff']):
         module.exit_json(changed=False, need_content=wanted, files=[])
+    restarts = restarts_of(entries, plans)
+    if restarts and not module.check_mode:
+        # the markers first: a run stopped after a file is replaced still leaves its restart to do
+        try:
+            pending_io.write_markers(module.params['pending_dir'], restarts)
+        except (OSError, IOError, ValueError) as exc:
+            module.fail_json(msg='install_files: the pending-restart marker of %s could not be written in %s: %s; nothing was changed'
+                             % (', '.join(sorted(set(item['daemon'] for item in restarts))), module.params['pending_dir'],
+                                to_native(getattr(exc, 'strerror', None) or exc)))
     report, diffs, applied = [], [], []
     for index, (entry, (current, steps)) in enumerate(zip(entries, plans)):
         item = {'dest': entry['dest'], 'changed': bool(steps), 'changes': file_set.describe(steps)}
@@ -543,7 +589,7 @@ def main():
                 module.fail_json(msg=msg, changed=bool(applied or done), applied=applied, failed_path=entry['dest'], error=error,
                                  files=report)
             applied.append(entry['dest'])
-    result = dict(changed=any(item['changed'] for item in report), files=report)
+    result = dict(changed=any(item['changed'] for item in report), files=report, restarts=restarts)
     if module.params['want_diff']:
         result['diff'] = diffs
     module.exit_json(**result)

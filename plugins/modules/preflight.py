@@ -35,6 +35,26 @@ description:
     that parses, node names), and with C(slurm_topology=tree) the C(slurm_topology_ibnetdiscover_src) file on the Ansible
     controller (it must be there and readable; a relative path is looked up in the C(files/) directories of the play and of
     the role, as the role's file lookup does).
+  - With O(inventory), also what the inventory says as a whole, on the hosts of this run and the controller (whose
+    C(slurm_partitions) and associations are the cluster's) - the MIG layout of each GPU node against the GPU model and
+    count the inventory declares for it (C(validate_gpu_models), else C(slurm_healthcheck_gpu_models), when it names
+    exactly one model; C(validate_gpu_count), else C(slurm_healthcheck_gpu_count)) with the MIG User Guide's profile
+    tables and the mig planner's own placement search - profile names, counts that fit, GPU indices within the count, every
+    GPU covered when C(mig_require_all_gpus), no MIG asked of a model without MIG (L40S ...); a model matching no table
+    here, or several, leaves the profiles to the node.
+  - The partitions - option keys of a C(PartitionName) line of slurm.conf (Slurm 22.05 to 26.05), node keys (C(Gres),
+    C(Features) ...) and C(Nodes)/C(Default) given as options, nodes that are no compute host of the inventory,
+    C(AllowAccounts)/C(AllowQos)/C(QOS) naming accounts or QOS the associations do not define, C(validate_partition) naming
+    no partition; a compute node in no partition is a warning, not a failure.
+  - A C(Gres) of C(slurm_node_params) against what the declared GPUs and the MIG layout yield.
+  - The associations (C(slurmdbd_qos), C(slurmdbd_accounts), C(slurmdbd_users)) with the value checks of
+    M(gpucluster.bringup.slurm_assoc), every bad value at once, and parents, accounts and QOS that neither the inventory
+    nor Slurm (C(root), C(normal)) defines.
+  - The expectations of the health check and of the validation - model names no GPU of the catalogue has (an inventory
+    variable C(preflight_gpu_models), a list of GPU names, adds names for GPUs the collection does not know yet), and
+    counts or models on which C(validate_*) and C(slurm_healthcheck_*) disagree for the same node.
+  - A value whose template reads a file on the controller that is not there (a C(lookup('file', ...)) of a munge key) is
+    named with the file's path; a secret's value is still not shown.
   - A value that cannot be templated before the facts are gathered (it uses C(ansible_facts), a fact of another host or a
     variable set at run time) is left for the role and listed in RV(skipped_values).
   - All problems of all hosts make one failure, one plain line per problem naming the host(s), the variable, the bad value,
@@ -91,7 +111,8 @@ options:
     elements: str
   inventory:
     description:
-      - Check the shape of the inventory (the groups above and the node names) and the play's strategy.
+      - Check the shape of the inventory (the groups above and the node names), the play's strategy, and what the inventory
+        says as a whole (MIG layouts against the declared GPUs, partitions, associations, Gres, expectations; see above).
       - V(false) checks only the roles' inputs, as a role that is not about Slurm's inventory does for itself.
     type: bool
     default: true

@@ -77,6 +77,16 @@ options:
     type: list
     elements: str
     default: []
+  require:
+    description:
+      - What must have been tested (C(validate_require)) - V(node), V(slurm) (its C(srun) and C(gres_job) checks), V(mpi), V(nccl),
+        V(container) (the C(container_job) check of stage C(slurm)), V(deep).
+      - A required stage that did not run - every record of it C(skip), or none at all - gets a failed check C(required) (C(container_required)
+        for the container job) of node C(cluster) naming the stage, why it could not run (its skip reasons and their nodes) and the
+        variable that provides it; so the report is V(fail) and RV(message) says so. No node is drained for it.
+    type: list
+    elements: str
+    default: []
   drain_nodes:
     description: Nodes a drain reason may be returned for (the Slurm compute nodes).
     type: list
@@ -123,7 +133,8 @@ failed_nodes:
   type: list
   elements: str
 message:
-  description: One sentence naming the failed nodes and checks; empty when nothing failed.
+  description: One sentence naming the failed nodes and checks, then the reason of each required stage that could not run (O(require));
+    empty when nothing failed.
   returned: always
   type: str
 summary:
@@ -157,6 +168,8 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import drain_reasons, missing_node_records
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import (
     REPORT_FILES, build_report, check_report_input, failure_message, parse_time, render_html, render_json, render_junit, render_markdown)
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_require import (
+    check_require, require_records, required_message)
 
 
 TIMES = ('generated', 'started')
@@ -225,6 +238,7 @@ def main():
             warnings=dict(type='list', elements='str', default=[]),
             expected_nodes=dict(type='list', elements='str', default=[]),
             drain_nodes=dict(type='list', elements='str', default=[]),
+            require=dict(type='list', elements='str', default=[]),
             dest=dict(type='path', required=True),
             title=dict(type='str', default='Cluster validation'),
             threshold_gbps=dict(type='float'),
@@ -237,6 +251,7 @@ def main():
     params = module.params
     try:
         check_report_input(params)
+        require = check_require(params['require'])
         dest = check_writable_dest('dest', params['dest'], directory=True)
         for name in REPORT_FILES:
             path = os.path.join(dest, name)
@@ -246,6 +261,7 @@ def main():
     except InputError as exc:
         module.fail_json(msg=str(exc))
     records = list(params['records']) + missing_node_records(params['records'], params['expected_nodes'])
+    records += require_records(records, require)
     provenance = {'generated': utc_now(), 'started': params['started'] or None,
                   'collection_version': params['collection_version'], 'nodes': params['versions']}
     args = (records, params['series'], params['warnings'], params['title'], params['threshold_gbps'])
@@ -273,7 +289,8 @@ def main():
                 changed = True
     except (IOError, OSError) as exc:
         module.fail_json(msg='cannot write the validation report into dest %s: %s' % (dest, exc))
-    module.exit_json(changed=changed, status=report['status'], failed_nodes=report['failed_nodes'], message=failure_message(report),
+    message = '; '.join([failure_message(report)] + required_message(records)) if report['status'] == 'fail' else ''
+    module.exit_json(changed=changed, status=report['status'], failed_nodes=report['failed_nodes'], message=message,
                      summary=files['report.md'], totals=report['totals'], files=paths,
                      drain_reasons=drain_reasons(records, params['drain_nodes']))
 

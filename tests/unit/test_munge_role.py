@@ -221,12 +221,18 @@ def test_the_default_path_writes_nothing_and_removes_an_earlier_drop_in(tmp_path
 
 
 def test_a_changed_drop_in_restarts_munge_and_reloads_systemd_only_then():
-    """The drop-in task notifies the restart handler, and the daemon-reload runs right after it (before service.yml
+    """The drop-in entries mark munged to restart, and the daemon-reload runs right after them (before service.yml
     starts munged), only when the drop-in changed and the role manages the service."""
     with open(os.path.join(ROOT, 'roles', 'munge', 'tasks', 'options.yml')) as handle:
         tasks = yaml.safe_load(handle)
     write, reload_ = tasks
-    assert write['notify'] == 'Restart munge' and write['register'] == '__munge_dropin'
+    # (the restart: the drop-in entries mark munged before they change; service.yml restarts it and settles the mark)
+    assert 'notify' not in write and write['register'] == '__munge_dropin'
+    assert write['vars']['_munge_dropin_files'].count("'restarts': _munge_restarts") == 2
+    with open(os.path.join(ROOT, 'roles', 'munge', 'tasks', 'service.yml')) as handle:
+        service = yaml.safe_load(handle)
+    assert [t['name'].split(' (')[0] for t in service][1:] == [
+        'Read whether munged has a change of its key or unit still to take', 'Restart munged', 'Check that munged took the change']
     assert reload_['ansible.builtin.systemd_service'] == {'daemon_reload': True}
     assert reload_['when'] == ['__munge_dropin is changed', 'munge_service_enabled | bool']
     with open(os.path.join(ROOT, 'roles', 'munge', 'tasks', 'main.yml')) as handle:

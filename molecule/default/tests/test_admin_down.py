@@ -44,3 +44,32 @@ def test_resume_keeps_an_admins_down_node_down(tmp_path):
         sh(target, "systemctl start slurmd", check=False)
         resume_by_hand(target)
         wait_idle([target])
+
+
+HEALTHCHECK = "/usr/local/sbin/gpucluster-healthcheck"
+DEEP_REPORT = ROOT / "validation-report" / "deep" / "report.json"
+
+
+def test_the_health_checks_auto_resume_and_the_deep_tier_keep_an_admins_down_node_down(tmp_path):
+    """slurmd runs (the node answers), the admin set it DOWN: two passing periodic runs in a row (what auto-resume
+    waits for, slurm_healthcheck_resume_after_passes) and a deep-tier run leave it DOWN with the admin's reason."""
+    target = COMPUTE[-1]
+    wait_idle([target])
+    try:
+        ctl("scontrol update nodename=%s state=down reason='%s'" % (target, REASON))
+        for _ in range(3):
+            result = sh(target, HEALTHCHECK, check=False)
+            assert result.rc == 0, result.stdout + result.stderr
+        line = _node_line(target)
+        assert re.search(r"\sState=DOWN\S*\s", line) and "Reason=%s [" % REASON in line, line
+        rc, output = run_playbook(ROOT / "playbooks" / "health_deep.yml", log=tmp_path / "deep.log")
+        assert rc == 0, output[-3000:]
+        report = json.loads(DEEP_REPORT.read_text())
+        found = dict(((node["node"], rec["check"]), rec) for stage in report["stages"] for node in stage["nodes"] for rec in node["checks"])
+        assert found[(target, "deep_job")]["status"] == "skip", found.get((target, "deep_job"))
+        line = _node_line(target)
+        assert re.search(r"\sState=DOWN\S*\s", line) and "Reason=%s [" % REASON in line, line
+        assert "gpucluster-deep-health" not in ctl("scontrol -o show reservation", check=False).stdout
+    finally:
+        resume_by_hand(target)
+        wait_idle([target])

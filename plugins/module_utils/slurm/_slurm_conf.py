@@ -13,6 +13,9 @@ only prints them.
   ``NodeName=gpu-[01-64] ...`` line (hostlist from ``_hostlist.compress``).
 * :func:`merge_settings` applies an overrides dictionary to the defaults
   (Slurm keys are case-insensitive; ``None`` removes a key).
+* :func:`kept_nodes` gives a compute node that a run cannot read (outside
+  ``--limit`` and unreachable) its last known entry, the NodeName line of the
+  controller's slurm.conf (:func:`parse_node_definitions`).
 * :func:`change_actions` compares the old and new slurm.conf and says which
   daemons must restart and whether ``scontrol reconfigure`` is enough, from
   the restart notes of the slurm.conf(5) man page of the installed release
@@ -562,3 +565,570 @@ def change_actions(old_text, new_text, reconfigure_restarts=False):
     if not (ctld or slurmd or reconfigure):
         reasons.append('only comments or layout changed: nothing to do')
     return {'restart_slurmctld': ctld, 'restart_slurmd': slurmd, 'reconfigure': reconfigure, 'reasons': reasons}
+
+
+# --- the last known definition of a compute node outside a run ----------------------------------
+#
+# A compute node left out of a run (--limit) that cannot be read there (unreachable, slurmd -C fails) keeps
+# the definition the controller's slurm.conf has for it: its NodeName line, the same pairs in the same
+# order, so the new slurm.conf has the same line for it and no restart is decided because of it.
+
+# Keys of a NodeName line that may list one value per node of the line (slurm.conf(5): "may also be specified
+# as a hostlist expression with the same number of entries as NodeName").
+_PER_NODE_KEYS = ('nodeaddr', 'nodehostname')
+_HARDWARE_BY_LOWER = dict((key.lower(), key) for key in HARDWARE_KEYS)
+
+
+def _logical_lines(text):
+    """``(line number, text)`` of each logical line: comments removed, ``\\`` continuations joined, blank lines left out.
+
+    As Slurm reads its files: ``#`` starts a comment (``\\#`` is a literal ``#``), a line whose last character
+    (after the comment is removed) is a backslash continues on the next one; the number is the first line's.
+    """
+    result = []
+    pending, start = '', None
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = re.sub(r'(?<!\\)#.*$', '', raw).replace('\\#', '#').rstrip()
+        if start is None:
+            start = number
+        if line.endswith('\\'):
+            pending += line[:-1]
+            continue
+        line = (pending + line).strip()
+        if line:
+            result.append((start, line))
+        pending, start = '', None
+    if pending.strip():
+        result.append((start, pending.strip()))
+    return result
+
+
+def _tokens(line):
+    """Whitespace-separated words of a line; a double-quoted part (``Features="a b"``) stays in its word."""
+    return re.findall(r'(?:[^\s"]+|"[^"]*")+', line)
+
+
+def parse_node_definitions(text):
+    """The ``NodeName=`` lines of a slurm.conf text, per node.
+
+    Returns ``{'nodes': {name: [(key, value), ...]}, 'lines': {name: line number}, 'problems': [str],
+    'unusable': {name: why}, 'includes': [path]}``: each node's pairs in the order of its line
+    (after the values of the ``NodeName=DEFAULT`` lines above it, which the line's own replace); a line with a
+    hostlist (``gpu-[01-04]``, ``a,b``) gives each node the same pairs, ``NodeAddr``/``NodeHostname`` listing one
+    value per node split among them. ``problems`` name the lines that cannot be read (a word that is not
+    KEY=VALUE, a bad hostlist); ``unusable`` the nodes named by such a line or by two lines (Slurm refuses
+    both); ``includes`` the files ``Include`` lines name (not read here).
+    """
+    if not isinstance(text, str):
+        raise ValueError('slurm.conf text is %r, expected the text of a slurm.conf' % (text,))
+    nodes, lines, unusable, problems, includes = {}, {}, {}, [], []
+    defaults = []
+    for number, line in _logical_lines(text):
+        words = _tokens(line)
+        first = words[0]
+        if first.lower() == 'include' and len(words) > 1:
+            includes.append(' '.join(words[1:]))
+            continue
+        if '=' not in first or first.split('=', 1)[0].lower() != 'nodename':
+            continue
+        value = first.split('=', 1)[1]
+        bad = [word for word in words[1:] if '=' not in word or not word.split('=', 1)[0]]
+        try:
+            names = expand(value)
+        except ValueError as exc:
+            problems.append('line %d: NodeName=%s is not a hostlist (%s)' % (number, value, exc))
+            continue
+        if bad:
+            why = 'line %d: "%s" is not KEY=VALUE' % (number, bad[0])
+            problems.append(why)
+            for name in names:
+                unusable.setdefault(name, why)
+            continue
+        pairs = [tuple(word.split('=', 1)) for word in words[1:]]
+        if value.lower() == 'default':
+            defaults = _merge_pairs(defaults, pairs)
+            continue
+        per_node = {}
+        for key, item in pairs:
+            if key.lower() in _PER_NODE_KEYS and len(names) > 1:
+                try:
+                    values = expand(item)
+                except ValueError:
+                    values = []
+                if len(values) == len(names):
+                    per_node[key.lower()] = values
+        for index, name in enumerate(names):
+            if name in unusable:
+                continue
+            if name in nodes:
+                problems.append('line %d: node %s is already defined on line %d' % (number, name, lines[name]))
+                unusable[name] = 'named by two NodeName lines (lines %d and %d)' % (lines[name], number)
+                del nodes[name]
+                continue
+            own = [(key, per_node[key.lower()][index] if key.lower() in per_node else item) for key, item in pairs]
+            nodes[name] = _merge_pairs(defaults, own)
+            lines[name] = number
+    return {'nodes': nodes, 'lines': lines, 'problems': problems, 'unusable': unusable, 'includes': includes}
+
+
+def _merge_pairs(base, pairs):
+    """``base`` with each of ``pairs`` replacing the pair of the same key (any case) in place, or appended."""
+    result = list(base)
+    for key, value in pairs:
+        positions = [i for i, (k, _v) in enumerate(result) if k.lower() == key.lower()]
+        if positions:
+            result[positions[0]] = (key, value)
+        else:
+            result.append((key, value))
+    return result
+
+
+def gres_conf_node_lines(text, name):
+    """``(lines, comments)`` of node ``name`` in a gres.conf for every node (slurm_configless), as
+    :func:`cluster_gres_lines` writes it: the lines whose ``NodeName=`` hostlist holds it, without that word,
+    and the ``# <hostlist>: <comment>`` lines whose hostlist holds it."""
+    if not isinstance(text, str):
+        raise ValueError('gres.conf text is %r, expected the text of a gres.conf' % (text,))
+    lines, comments = [], []
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        comment = re.match(r'^#\s*(\S+):\s(.*)$', stripped)
+        if comment:
+            if _names_hold(comment.group(1), name):
+                comments.append(comment.group(2))
+            continue
+        line = stripped.split('#', 1)[0].strip()
+        words = line.split()
+        hosts = [w for w in words if w.split('=', 1)[0].lower() == 'nodename' and '=' in w]
+        if len(hosts) == 1 and _names_hold(hosts[0].split('=', 1)[1], name):
+            lines.append(' '.join(w for w in words if w is not hosts[0]))
+    return lines, comments
+
+
+def _names_hold(hostlist, name):
+    try:
+        return name in expand(hostlist)
+    except ValueError:
+        return False
+
+
+def node_name_candidates(host, node_name='', fact_hostname=''):
+    """The names a host may have in slurm.conf: ``slurm_node_name`` when set, else the host name its facts
+    reported (what ``slurmd -C`` prints), the inventory name and its first label."""
+    if node_name:
+        return [str(node_name)]
+    names = []
+    for name in (fact_hostname, host, str(host).split('.', 1)[0]):
+        if name and str(name) not in names:
+            names.append(str(name))
+    return names
+
+
+def kept_node_record(name, pairs, gres_conf_lines=(), gres_conf_comments=()):
+    """A node's slurm.conf entry (the ``_slurm_node`` of the slurm role) from the pairs of its NodeName line.
+
+    ``conf_params`` holds the pairs as they are, and :func:`entry_params` renders them unchanged;
+    ``hardware`` (the whole-number hardware keys), ``gres`` (for ``GresTypes``) and ``params`` (the other keys)
+    say the same for the other readers of the entry.
+    """
+    hardware, params, gres = {'NodeName': name}, {}, ''
+    for key, value in pairs:
+        known = _HARDWARE_BY_LOWER.get(key.lower())
+        if known and value.isdigit():
+            hardware[known] = int(value)
+        elif key.lower() == 'gres':
+            gres = value
+        else:
+            params[key] = value
+    return {'name': name, 'hardware': hardware, 'gres': gres, 'gres_conf_lines': list(gres_conf_lines),
+            'gres_conf_comments': list(gres_conf_comments), 'params': params, 'memory_reserve_mb': 0,
+            'nvlink_domain': None, 'conf_params': [[key, value] for key, value in pairs]}
+
+
+def kept_nodes(conf_text, hosts, gres_conf_text=None):
+    """The last known slurm.conf entry of each host in ``hosts``, from the controller's slurm.conf text.
+
+    ``hosts``: ``{host: [names it may have in slurm.conf]}`` (:func:`node_name_candidates`), or a list of
+    hosts (each its own name). ``gres_conf_text`` (slurm_configless: the controller's gres.conf, every
+    node's lines) gives each node its gres.conf lines. Returns ``{'nodes': {host: record}, 'missing': {host: why}}``
+    (:func:`kept_node_record`); ``why`` says what the text lacks, and names the files ``Include`` lines name.
+    """
+    if isinstance(hosts, (list, tuple)):
+        hosts = dict((host, [host]) for host in hosts)
+    if not isinstance(hosts, dict):
+        raise ValueError('hosts is %r, expected a list of host names or a dict host -> [node names]' % (hosts,))
+    parsed = parse_node_definitions(conf_text)
+    nodes, missing = {}, {}
+    for host, names in hosts.items():
+        names = [names] if isinstance(names, str) else list(names or [])
+        if not names or not all(isinstance(name, str) and name for name in names):
+            raise ValueError('the node names of host %s are %r, expected a list of names' % (host, names))
+        found = next((name for name in names if name in parsed['nodes']), None)
+        if found is not None:
+            lines, comments = gres_conf_node_lines(gres_conf_text, found) if gres_conf_text is not None else ([], [])
+            nodes[host] = kept_node_record(found, parsed['nodes'][found], lines, comments)
+            continue
+        named = '/'.join(names)
+        bad = next((name for name in names if name in parsed['unusable']), None)
+        if bad is not None:
+            why = 'its definition cannot be used: %s' % parsed['unusable'][bad]
+        else:
+            why = 'no NodeName line names %s' % named
+            if parsed['includes']:
+                why += ' (Include lines are not read: %s)' % ', '.join(parsed['includes'])
+            if parsed['problems']:
+                why += ' (lines not understood: %s)' % '; '.join(parsed['problems'])
+        missing[host] = why
+    return {'nodes': nodes, 'missing': missing}
+
+
+def entry_params(node):
+    """The ``[(key, value)]`` of a node's NodeName line: the pairs of a kept definition (``conf_params``) as
+    they are, else :func:`node_params` of its facts."""
+    kept = node.get('conf_params')
+    if kept is not None:
+        if not isinstance(kept, (list, tuple)) or not all(isinstance(p, (list, tuple)) and len(p) == 2 for p in kept):
+            raise ValueError('conf_params of node %s is %r, expected a list of [key, value]' % (node.get('name'), kept))
+        return [(str(key), str(value)) for key, value in kept]
+    return node_params(node['hardware'], node.get('gres') or None, node.get('params') or {}, int(node.get('memory_reserve_mb') or 0))
+
+
+# --- the configuration slurmctld runs against the file on disk ---------------------------------
+#
+# ``scontrol show config`` prints what slurmctld runs, as Slurm's src/api/config_info.c formats it: one
+# ``Key = value`` line per setting (``%-23s = %s``), values normalised (``300 sec``, ``CR_CORE_MEMORY``,
+# ``slurm(64030)``, ``(null)`` for an empty string, ``x/none`` plugins dropped, implied flags added, keys
+# under other names such as ``SlurmctldHost[0]``). Only keys whose printed form is known for certain are
+# compared (from config_info.c and read_config.c of Slurm 22.05 to 26.05, and recorded outputs in
+# tests/unit/fixtures/slurm/); every other key is skipped and named. A key never fails unless both values
+# were read in a form the rule knows.
+
+# How each comparable key is printed: int ("%u", optionally followed by a unit word), plugin ("type/name"),
+# word (one token, any case), bool (yes/no), user ("name(uid)"), path (the file's string as it is), list
+# (comma list, any order and case), tasks (TaskPlugin: sorted, "task/" prefix), select (SelectTypeParameters).
+_RUNNING_KINDS = dict((key.lower(), kind) for kind, keys in (
+        ('int', ('AccountingStoragePort', 'AcctGatherNodeFreq', 'BatchStartTimeout', 'CompleteWait', 'DefMemPerCPU', 'DefMemPerNode',
+                 'EioTimeout', 'EpilogMsgTime', 'EpilogTimeout', 'FairShareDampeningFactor', 'FirstJobId', 'GroupUpdateForce',
+                 'GroupUpdateTime', 'HealthCheckInterval', 'HealthCheckTimeout', 'InactiveLimit', 'JobCompPort', 'JobFileAppend',
+                 'JobRequeue', 'KillOnBadExit', 'KillWait', 'MaxArraySize', 'MaxBatchRequeue', 'MaxDBDMsgs', 'MaxJobCount', 'MaxJobId',
+                 'MaxMemPerCPU', 'MaxMemPerNode', 'MaxNodeCount', 'MaxStepCount', 'MaxTasksPerNode', 'MessageTimeout', 'MinJobAge',
+                 'OverTimeLimit', 'PriorityWeightAge', 'PriorityWeightAssoc', 'PriorityWeightFairshare', 'PriorityWeightJobSize',
+                 'PriorityWeightPartition', 'PriorityWeightQOS', 'PrologEpilogTimeout', 'PrologTimeout', 'PropagatePrioProcess',
+                 'ResumeRate', 'ResumeTimeout', 'ResvOverRun', 'ReturnToService', 'SchedulerTimeSlice', 'SlurmctldPort',
+                 'SlurmctldTimeout', 'SlurmdPort', 'SlurmdTimeout', 'SlurmSchedLogLevel', 'SuspendRate', 'SuspendTime',
+                 'SuspendTimeout', 'TCPTimeout', 'TreeWidth', 'UnkillableStepTimeout', 'VSizeFactor', 'WaitTime')),
+        ('plugin', ('AccountingStorageType', 'AcctGatherFilesystemType', 'AcctGatherProfileType', 'AuthType', 'CredType',
+                    'JobAcctGatherType', 'JobCompType', 'MCSPlugin', 'PreemptType', 'PriorityType', 'PrioritySiteFactorPlugin',
+                    'ProctrackType', 'SchedulerType', 'SelectType', 'SwitchType', 'TopologyPlugin')),
+        ('word', ('AccountingStorageBackupHost', 'AccountingStorageExternalHost', 'AccountingStorageHost', 'ClusterName',
+                  'JobCompHost', 'JobCompUser', 'MailDomain', 'MpiDefault', 'SlurmctldAddr', 'SlurmctldHost')),
+        ('loglevel', ('SlurmctldDebug', 'SlurmctldSyslogDebug', 'SlurmdDebug', 'SlurmdSyslogDebug')),
+        ('bool', ('AllowSpecResourcesUsage', 'DisableRootJobs', 'PriorityFavorSmall', 'TrackWCKey', 'UsePam')),
+        ('user', ('SlurmUser', 'SlurmdUser')),
+        ('path', ('Epilog', 'EpilogSlurmctld', 'HealthCheckProgram', 'JobCompLoc', 'MailProg', 'PlugStackConfig', 'PluginDir',
+                  'Prolog', 'PrologSlurmctld', 'RebootProgram', 'ResumeFailProgram', 'ResumeProgram', 'ResvEpilog', 'ResvProlog',
+                  'SlurmSchedLogFile', 'SlurmctldLogFile', 'SlurmctldPidFile', 'SlurmctldPrimaryOffProg', 'SlurmctldPrimaryOnProg',
+                  'SlurmdLogFile', 'SlurmdPidFile', 'SlurmdSpoolDir', 'SrunEpilog', 'SrunProlog', 'StateSaveLocation',
+                  'SuspendProgram', 'TaskEpilog', 'TaskProlog', 'UnkillableStepProgram')),
+        ('list', ('AuthAltTypes', 'BurstBufferType', 'GresTypes', 'JobAcctGatherFrequency', 'JobAcctGatherParams',
+                  'JobSubmitPlugins', 'LaunchParameters', 'MpiParams', 'SchedulerParameters', 'SlurmctldParameters',
+                  'SlurmdParameters', 'X11Parameters')),
+        ('tasks', ('TaskPlugin',)),
+        ('select', ('SelectTypeParameters',))) for key in keys)
+
+# Keys scontrol prints as KEY[0], KEY[1] ... (one entry per host or program) from Slurm 23.02 on (SlurmctldHost always).
+_RUNNING_INDEXED = frozenset(('slurmctldhost', 'prolog', 'epilog', 'prologslurmctld', 'epilogslurmctld'))
+
+# Why a known key is not compared (the rest: "no certain comparison").
+_RUNNING_WHY = dict((key.lower(), why) for why, keys in (
+        ('Slurm adds its default TRES', ('AccountingStorageTRES',)),
+        ('scontrol prints the flags Slurm derives, implied ones added', (
+            'AccountingStorageEnforce', 'AccountingStoreFlags', 'DebugFlags', 'EnforcePartLimits', 'HealthCheckNodeState',
+            'PreemptMode', 'PriorityFlags', 'PrivateData', 'PrologFlags', 'ReconfigFlags', 'TaskPluginParam')),
+        ('scontrol prints its own time format', ('PreemptExemptTime', 'PriorityCalcPeriod', 'PriorityDecayHalfLife',
+                                                 'PriorityMaxAge')),
+        ('Slurm rewrites the value', ('AcctGatherEnergyType', 'AcctGatherInterconnectType', 'CommunicationParameters',
+                                      'TopologyParam', 'CryptoType', 'RoutePlugin')),
+        ('scontrol prints it under another name', ('ControlMachine', 'ControlAddr', 'BackupController', 'BackupAddr',
+                                                   'AcctGatherInfinibandType')),
+        ('a secret, not printed', ('AccountingStoragePass', 'JobCompPass'))) for key in keys)
+
+# Lines that are not settings (scontrol show config has no NodeName/PartitionName lines).
+_RUNNING_LINE_KEYS = frozenset(('nodename', 'partitionname', 'nodeset', 'downnodes', 'frontendname'))
+# Units config_info.c prints after a number.
+_RUNNING_UNITS = frozenset(('sec', 'usec', 'min', 'percent', 'nodes/min'))
+# log_num2string() names; a number in the file (SlurmctldDebug=3) is printed as its name.
+_RUNNING_LOG_LEVELS = frozenset(('quiet', 'fatal', 'error', 'info', 'verbose', 'debug', 'debug2', 'debug3', 'debug4', 'debug5'))
+_RUNNING_TRUE = frozenset(('yes', 'up', 'true', '1'))
+_RUNNING_FALSE = frozenset(('no', 'down', 'false', '0'))
+# SelectTypeParameters: the base type flags of _parse_select_type_param() (read_config.c).
+_RUNNING_SELECT_BASE = {'cr_cpu_memory': ('cr_cpu', 'cr_memory'), 'cr_core_memory': ('cr_core', 'cr_memory'),
+                        'cr_socket_memory': ('cr_socket', 'cr_memory')}
+_RUNNING_WORD = re.compile(r'^[A-Za-z0-9_.:@/+-]+$')
+_RUNNING_SHOW_LINE = re.compile(r'^(\S+?)\s*=\s?(.*)$')
+# The largest job id Slurm allows (MAX_JOB_ID, slurm.h); MaxJobId above it is reset.
+_RUNNING_MAX_JOB_ID = 0x03ff0000
+
+
+def parse_show_config(text):
+    """``{key_lower: (Key, value)}`` of the settings block of ``scontrol show config``.
+
+    The block starts after ``Configuration data as of ...`` (where printed) and ends at the first blank line
+    after a setting: the sections after it (``Cgroup Support Configuration:`` ...) are other files' settings.
+    A line that is not ``Key = value`` is ignored; of a key printed twice, the first counts.
+    """
+    settings = {}
+    for raw in (text or '').splitlines():
+        line = raw.rstrip()
+        if line.startswith('Configuration data as of'):
+            continue
+        if not line.strip():
+            if settings:
+                break
+            continue
+        match = _RUNNING_SHOW_LINE.match(line)
+        if not match or ' ' in match.group(1):
+            continue
+        settings.setdefault(match.group(1).lower(), (match.group(1), match.group(2).strip()))
+    return settings
+
+
+def _running_conf_settings(text):
+    """``(keys, settings, odd)`` of a slurm.conf: ``keys`` the lower-case keys in the order the file sets them,
+    ``settings`` ``{key_lower: (Key, value)}`` of those set once on a line of their own, ``odd``
+    ``{key_lower: (Key, why)}`` of those that cannot be compared as written."""
+    keys, settings, odd = [], {}, {}
+    for raw in (text or '').splitlines():
+        line = raw.split('#', 1)[0].strip()
+        if not line:
+            continue
+        tokens = line.split()
+        key, sep, value = tokens[0].partition('=')
+        lower = key.lower()
+        if not sep or not key or lower in _RUNNING_LINE_KEYS:
+            continue  # Include, a garbled line, a node or partition line: not a setting
+        if lower in settings or lower in odd:
+            settings.pop(lower, None)
+            odd[lower] = (odd.get(lower) or (key, ''))[0], 'set more than once in the file'
+            continue
+        keys.append(lower)
+        if len(tokens) > 1 or line.endswith('\\'):
+            odd[lower] = (key, 'its line holds more than KEY=value')
+        elif not value or '"' in value or "'" in value:
+            odd[lower] = (key, 'empty or quoted in the file')
+        else:
+            settings[lower] = (key, value)
+    return keys, settings, odd
+
+
+def _running_int(text):
+    """The number of a ``%u`` value (``300`` or ``300 sec``), else None. A file value: plain decimal only (Slurm
+    reads ``010`` as octal 8, ``0x10`` as hex, ``10k`` as 10240)."""
+    parts = text.split()
+    if len(parts) == 2 and parts[1] in _RUNNING_UNITS:
+        parts = parts[:1]
+    if len(parts) == 1 and re.match(r'^(0|[1-9][0-9]*)$', parts[0]):
+        return int(parts[0])
+    return None
+
+
+def _running_normal(kind, file_value, shown):
+    """``(file form, running form)`` to compare, or ``(None, why)`` when the key cannot be compared for certain."""
+    if shown in ('(null)', '(null type)', ''):
+        return None, 'scontrol prints %s (Slurm dropped or defaulted the value)' % (shown or 'nothing')
+    low_file, low_shown = file_value.lower(), shown.lower()
+    if kind == 'int':
+        left, right = _running_int(file_value), _running_int(shown)
+        if left is None or right is None:
+            return None, 'not a plain number on both sides'
+        return left, right
+    if kind == 'plugin':
+        name = low_file.rpartition('/')[2]
+        if '/' not in low_file or '/' not in low_shown or 'none' in low_file or name == 'default':
+            return None, 'a none or default plugin, which Slurm replaces'
+        return low_file, low_shown
+    if kind == 'word':
+        if not _RUNNING_WORD.match(file_value) or not _RUNNING_WORD.match(shown):
+            return None, 'not one word on both sides'
+        return low_file, low_shown
+    if kind == 'loglevel':
+        if low_file not in _RUNNING_LOG_LEVELS:
+            return None, 'not a level name in the file'
+        return low_file, low_shown
+    if kind == 'bool':
+        left = True if low_file in _RUNNING_TRUE else False if low_file in _RUNNING_FALSE else None
+        right = True if low_shown == 'yes' else False if low_shown == 'no' else None
+        if left is None or right is None:
+            return None, 'not yes or no on both sides'
+        return left, right
+    if kind == 'user':
+        match = re.match(r'^(.+)\((\d+)\)$', shown)
+        if not match or low_file.isdigit():
+            return None, 'not a user name in the file and name(uid) in scontrol'
+        return file_value, match.group(1)
+    if kind == 'path':
+        if ',' in file_value:
+            return None, 'several values'
+        return file_value, shown
+    if kind in ('list', 'tasks'):
+        left = set(item.strip().lower() for item in low_file.split(',') if item.strip())
+        right = set(item.strip().lower() for item in low_shown.split(',') if item.strip())
+        if kind == 'tasks':
+            if 'none' in low_file:
+                return None, 'a none plugin, which Slurm drops'
+            left = set(item.replace('task/', '', 1) for item in left)
+            right = set(item.replace('task/', '', 1) for item in right)
+        return sorted(left), sorted(right)
+    # select: the base type may be written as CR_Core_Memory or CR_Core,CR_Memory; scontrol prints the one name
+    flags = []
+    for value in (low_file, low_shown):
+        items = set()
+        for item in value.split(','):
+            item = item.strip()
+            items.update(_RUNNING_SELECT_BASE.get(item, (item,)))
+        flags.append(sorted(items))
+    return flags[0], flags[1]
+
+
+def _running_adjusted(lower, number, shown):
+    """Why Slurm itself runs another value than the file's ``number`` for an int key (read_config.c), or ''."""
+    if lower == 'minjobage' and number < 2:
+        return 'Slurm raises MinJobAge below 2 to 2'
+    if lower == 'schedulertimeslice' and number < 5:
+        return 'Slurm replaces SchedulerTimeSlice below 5 by its default'
+    if lower in ('treewidth', 'healthchecktimeout') and number == 0:
+        return 'Slurm replaces 0 by its default'
+    if lower == 'maxjobid' and number > _RUNNING_MAX_JOB_ID:
+        return 'Slurm lowers MaxJobId to %d' % _RUNNING_MAX_JOB_ID
+    if lower == 'maxjobcount':
+        first = _running_int(shown.get('firstjobid', ('', ''))[1])
+        last = _running_int(shown.get('maxjobid', ('', ''))[1])
+        if first is not None and last is not None and number > last - first + 1:
+            return 'Slurm lowers MaxJobCount to MaxJobId - FirstJobId + 1'
+    return ''
+
+
+def compare_running_config(conf_text, show_text):
+    """Compare the settings of a slurm.conf with what ``scontrol show config`` says slurmctld runs.
+
+    Returns ``{'compared': [Key], 'differ': [{'key', 'file', 'running'}], 'skipped': [(Key, why)], 'version': str,
+    'slurm_conf': str}`` (``version``: SLURM_VERSION, ``slurm_conf``: the SLURM_CONF slurmctld read; '' where not
+    printed). Keys keep the file's spelling and order; NodeName/PartitionName lines are not settings.
+    Raises ``ValueError`` when ``show_text`` has no ``Key = value`` line or ``conf_text`` no setting: nothing to
+    compare is never a pass.
+    """
+    shown = parse_show_config(show_text)
+    if not shown:
+        raise ValueError('scontrol show config printed no "Key = value" line (%s): nothing was read of what slurmctld '
+                         'runs' % ('no output' if not (show_text or '').strip() else 'output: %r' % ' '.join(show_text.split())[:200]))
+    keys, settings, odd = _running_conf_settings(conf_text)
+    if not keys:
+        raise ValueError('slurm.conf has no KEY=value setting: nothing to compare with what slurmctld runs')
+    compared, differ, skipped = [], [], []
+    for lower in keys:
+        if lower in odd:
+            skipped.append((odd[lower][0], odd[lower][1]))
+            continue
+        name, file_value = settings[lower]
+        kind = _RUNNING_KINDS.get(lower)
+        if kind is None:
+            skipped.append((name, _RUNNING_WHY.get(lower, 'no certain comparison')))
+            continue
+        entry = shown.get(lower)
+        if entry is None and lower in _RUNNING_INDEXED:
+            if '%s[1]' % lower in shown:
+                skipped.append((name, 'scontrol prints several %s entries' % name))
+                continue
+            entry = shown.get('%s[0]' % lower)
+        if entry is None:
+            skipped.append((name, 'not in scontrol show config'))
+            continue
+        left, right = _running_normal(kind, file_value, entry[1])
+        if left is None:
+            skipped.append((name, right))
+            continue
+        if left != right and kind == 'int':
+            adjusted = _running_adjusted(lower, left, shown)
+            if adjusted:
+                skipped.append((name, adjusted))
+                continue
+        compared.append(name)
+        if left != right:
+            differ.append({'key': name, 'file': file_value, 'running': entry[1]})
+    return {'compared': compared, 'differ': differ, 'skipped': skipped,
+            'version': shown.get('slurm_version', ('', ''))[1], 'slurm_conf': shown.get('slurm_conf', ('', ''))[1]}
+
+
+def _running_restarts(keys, version):
+    """``(restart slurmctld, restart every daemon)`` that ``keys`` changed on the Slurm release ``version`` need
+    (the rules of :func:`change_actions`; an unknown release gets the 22.05 rules, which restart more)."""
+    match = re.match(r'^(\d+)\.(\d+)', version or '')
+    since_23_11 = bool(match) and (int(match.group(1)), int(match.group(2))) >= (23, 11)
+    lowers = set(key.lower() for key in keys)
+    every = bool(lowers & (RESTART_ALL_KEYS_SINCE_23_11 if since_23_11 else RESTART_ALL_KEYS))
+    ctld = every or (not since_23_11 and bool(lowers & RESTART_SLURMCTLD_KEYS))
+    return ctld, every
+
+
+def _running_skip_text(skipped):
+    groups = []
+    for key, why in skipped:
+        for group in groups:
+            if group[0] == why:
+                group[1].append(key)
+                break
+        else:
+            groups.append((why, [key]))
+    return '; '.join('%s (%s)' % (', '.join(keys), why) for why, keys in groups)
+
+
+def running_config_record(host, conf_path, conf_text=None, show_text=None, conf_error='', show_error='', stage='slurm'):
+    """The validation record of ``running_config``: does slurmctld on ``host`` run the settings of ``conf_path``?
+
+    ``conf_text``: the file (None: not read, ``conf_error`` says why); ``show_text``: ``scontrol show config``
+    on ``host`` (None or ``show_error``: it failed). The record names the daemon and host as its node
+    (``slurmctld@ctl``, never a Slurm node name, so the validation's drain never takes it for a node) and, on a
+    difference, each key with both values and the command that applies the file. Anything unread fails:
+    nothing compared is not a pass.
+    """
+    node = 'slurmctld@%s' % host
+    record = {'stage': stage, 'node': node, 'check': 'running_config'}
+    where = 'slurmctld on %s' % host
+    if show_error or show_text is None:
+        return dict(record, status='fail', reason='%s: scontrol show config failed, so nothing is known of the configuration slurmctld '
+                    'runs: %s' % (where, ' '.join(str(show_error or 'not run').split())[:300]))
+    if conf_error or conf_text is None:
+        return dict(record, status='fail', reason='%s: %s could not be read to compare with what slurmctld runs: %s'
+                    % (where, conf_path, ' '.join(str(conf_error or 'not read').split())[:300]))
+    try:
+        result = compare_running_config(conf_text, show_text)
+    except ValueError as exc:
+        return dict(record, status='fail', reason='%s: %s' % (where, exc))
+    skipped = result['skipped']
+    count = 'compared %d key%s' % (len(result['compared']), '' if len(result['compared']) == 1 else 's')
+    not_compared = '%d not comparable%s' % (len(skipped), (': ' + _running_skip_text(skipped)) if skipped else '')
+    other = ''
+    if result['slurm_conf'] and result['slurm_conf'] != conf_path:
+        other = ' (slurmctld reads %s)' % result['slurm_conf']
+    if result['differ']:
+        keys = [item['key'] for item in result['differ']]
+        ctld, every = _running_restarts(keys, result['version'])
+        release = 'Slurm %s' % result['version'] if result['version'] else 'an unknown Slurm release'
+        need = 'needs' if len(keys) == 1 else 'need'
+        if every:
+            fix = ('sudo systemctl restart slurmctld on %s, then slurmd on every node (%s %s every daemon restarted on %s)'
+                   % (host, ', '.join(keys), need, release))
+        elif ctld:
+            fix = 'sudo systemctl restart slurmctld on %s (%s %s a restart on %s, a reconfigure is not enough)' % (
+                host, ', '.join(keys), need, release)
+        else:
+            fix = 'sudo scontrol reconfigure on %s' % host
+        changes = '; '.join('%s is %s in the file, %s in slurmctld' % (item['key'], item['file'], item['running'])
+                            for item in result['differ'])
+        return dict(record, status='fail', reason='%s does not run %s%s: %s. Apply the file: %s; or run ansible-playbook '
+                    'gpucluster.bringup.site (the collection\'s way). %s, %d differ%s; %s' % (
+                        where, conf_path, other, changes, fix, count.capitalize(), len(keys), 's' if len(keys) == 1 else '', not_compared))
+    if not result['compared']:
+        return dict(record, status='skip', reason='%s: no key of %s can be compared with scontrol show config: %s' % (
+            where, conf_path, not_compared))
+    return dict(record, status='pass', reason='%s runs %s%s: %s, all equal; %s' % (where, conf_path, other, count, not_compared))

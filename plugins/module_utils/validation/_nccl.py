@@ -49,6 +49,21 @@ REPORTED_BUSBW_GBPS = {
                              "with NCCL_ALGO=RING, ~480 GB/s with NVLink SHARP)"),
     "h200-nvlink-8": (370.0, "H200 SXM, 8 GPUs, one node, Ring: the H100's NVLink 4 (900 GB/s), so the H100's Ring figure "
                              "(NVIDIA/nccl-tests#212); NVLink SHARP reaches ~475 GB/s (https://github.com/NVIDIA/nccl-tests/issues/272)"),
+    # PCIe platforms: GPUs without NVLink/NVSwitch (or with NVLink bridges between pairs only, which a ring over all the
+    # node's GPUs does not run on alone), 4 or 8 GPUs in one node. No public source gives a Ring all_reduce figure at 8 GiB
+    # for these; they are CONSERVATIVE ESTIMATES, below what a healthy node reaches, so that a broken or down-trained
+    # link (x8, Gen3, a socket fallback: 2x to 10x less) fails and a healthy node of any usual PCIe layout passes:
+    # "On PCI systems, the performance you get is usually determined by the bandwidth your CPU and memory can deliver"
+    # (sjeaugey, https://github.com/NVIDIA/nccl/issues/1639, where 8 PCIe Gen5 GPUs behind switches gave 28 GB/s and 4 of
+    # them 35 GB/s). Set validate_nccl_gate_curves (or validate_nccl_min_busbw_gbps) from your own healthy node's run.
+    "l40s-pcie": (20.0, "CONSERVATIVE ESTIMATE, no published figure: L40S, PCIe Gen4 x16 (~25 GB/s per direction), no NVLink; "
+                        "80 % of a Gen4 link as a ring through the CPU can carry (sjeaugey, https://github.com/NVIDIA/nccl/issues/1639)"),
+    "a100-pcie": (20.0, "CONSERVATIVE ESTIMATE, no published figure: A100 PCIe, PCIe Gen4 x16 (~25 GB/s per direction); NVLink "
+                        "bridges join pairs only (https://github.com/NVIDIA/nccl/issues/841: an 8 x A100 80GB PCIe node asking what is "
+                        "normal; sjeaugey, https://github.com/NVIDIA/nccl/issues/1639: PCIe rings are bound by CPU and memory)"),
+    "h100-pcie": (25.0, "CONSERVATIVE ESTIMATE, no published figure: H100 PCIe/NVL, PCIe Gen5 x16 (~50 GB/s per direction); NVLink "
+                        "bridges join pairs only (2 bridged H100 PCIe: ~116 GB/s, https://github.com/NVIDIA/nccl-tests/issues/194); 8 "
+                        "Gen5 GPUs through PCIe switches: 28 GB/s (https://github.com/NVIDIA/nccl/issues/1639)"),
     # Per InfiniBand NIC and node, across nodes (multiply by the NICs per node).
     "ib-hdr-200": (24.0, "per 200G HDR NIC (sjeaugey, NVIDIA/nccl-tests#119; ~190 GB/s for 8xHDR)"),
     "ib-ndr-400": (47.0, "per 400G NDR NIC (AddyLaddy, https://github.com/NVIDIA/nccl-tests/issues/290: 46-48 GB/s; 8 x NDR ~384 GB/s per node)"),

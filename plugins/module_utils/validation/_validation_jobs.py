@@ -258,24 +258,32 @@ def judge_jobs(jobs, results, params, mpi_plugin=None):
 
 
 def judge_pairs(jobs, records, params):
-    """The isolation records of the NCCL pair runs (rounds 2 and up): the slow node, link or leaf they name."""
-    pair_names = set(job['name'] for job in jobs if job['kind'] == 'nccl' and job.get('round', 0) >= 2 and len(job.get('hosts') or []) == 2)
-    if not pair_names:
-        return []
-    pair_records = [rec for rec in records if rec.get('node') in pair_names]
-    pairs = pair_measurements(pair_records)
+    """The isolation records of the NCCL pair runs (rounds 2 and up): the slow node, link or leaf they name, judged per
+    fabric group (a pair job's ``group``: nodes of one type; pairs of another type are never compared with them)."""
+    groups = {}
+    for job in jobs:
+        if job['kind'] == 'nccl' and job.get('round', 0) >= 2 and len(job.get('hosts') or []) == 2:
+            groups.setdefault(job.get('group'), set()).add(job['name'])
+    found = []
     leaf_of = (params.get('nccl') or {}).get('leaf_of') or {}
-    found = isolation_records(isolate(pairs, leaf_of), pairs)
-    # under a finding, the commands of the failed pair runs of its nodes: what reruns the evidence
-    for rec in found:
-        if rec['status'] == 'fail':
-            named = set(rec.get('hosts') or [rec['node']])
-            commands = []
-            for pair in pair_records:
-                if pair.get('command') and named & set(pair['hosts']) and pair['command'] not in commands:
-                    commands.append(pair['command'])
-            if commands:
-                rec['command'] = '\n'.join(commands)
+    for group in sorted(groups, key=lambda name: name or ''):
+        pair_records = [rec for rec in records if rec.get('node') in groups[group]]
+        pairs = pair_measurements(pair_records)
+        more = isolation_records(isolate(pairs, leaf_of), pairs)
+        # under a finding, the commands of the failed pair runs of its nodes: what reruns the evidence
+        for rec in more:
+            if group is not None and rec['node'] == 'pairs':
+                rec['node'] = 'pairs:%s' % group
+                rec['reason'] = '%s (fabric group %s)' % (rec['reason'], group)
+            if rec['status'] == 'fail':
+                named = set(rec.get('hosts') or [rec['node']])
+                commands = []
+                for pair in pair_records:
+                    if pair.get('command') and named & set(pair['hosts']) and pair['command'] not in commands:
+                        commands.append(pair['command'])
+                if commands:
+                    rec['command'] = '\n'.join(commands)
+        found.extend(more)
     return found
 
 

@@ -31,22 +31,81 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
 
 STAGE = 'nccl'
 NODE_TOPOLOGIES = (
-    # (substring of the NVML name, GPUs in the node, topology key of _nccl.DEFAULT_BUSBW_GBPS)
-    ('H200', 8, 'h200-nvlink-8'),
-    ('H100', 8, 'h100-nvlink-8'),
-    ('A100', 8, 'a100-nvlink-8'),
+    # (substrings that must all be in the NVML name, GPUs in the node, topology key of _nccl.DEFAULT_BUSBW_GBPS), first match
+    # wins: the PCIe cards before the SXM ones of the same GPU ("NVIDIA H100 PCIe" holds "H100"). NVML names: "NVIDIA L40S",
+    # "NVIDIA A100-PCIE-40GB", "NVIDIA A100 80GB PCIe", "NVIDIA H100 PCIe", "NVIDIA H100 NVL" (a PCIe card, NVLink-bridged pairs).
+    (('L40S',), 4, 'l40s-pcie'),
+    (('L40S',), 8, 'l40s-pcie'),
+    (('A100', 'PCIE'), 4, 'a100-pcie'),
+    (('A100', 'PCIE'), 8, 'a100-pcie'),
+    (('H100', 'PCIE'), 4, 'h100-pcie'),
+    (('H100', 'PCIE'), 8, 'h100-pcie'),
+    (('H100', 'NVL'), 4, 'h100-pcie'),
+    (('H100', 'NVL'), 8, 'h100-pcie'),
+    (('H200',), 8, 'h200-nvlink-8'),
+    (('H100',), 8, 'h100-nvlink-8'),
+    (('A100',), 8, 'a100-nvlink-8'),
 )
 DEFAULT_ARGS = ['-b', '8', '-e', '8G', '-f', '2']
 _SAFE_ENV_KEY = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 RING_NODES = 2
+# A fabric group's name (validate_nccl_fabric_group, or made from the GPU model): it goes into record names (fabric:<group>)
+FABRIC_GROUP = r'[A-Za-z0-9][A-Za-z0-9_.+-]*'
 
 
 def node_topology(model, gpus):
     """Topology key for a node of ``gpus`` GPUs named ``model`` (NVML name), or None when no default fits."""
-    for needle, count, key in NODE_TOPOLOGIES:
-        if needle.lower() in str(model or '').lower() and gpus == count:
+    name = str(model or '').upper()
+    for needles, count, key in NODE_TOPOLOGIES:
+        if all(needle in name for needle in needles) and gpus == count:
             return key
     return None
+
+
+def model_group(model):
+    """The fabric group of a node by its GPU model (NVML name): ``NVIDIA H100 80GB HBM3`` -> ``h100-80gb-hbm3``;
+    ``unknown`` without one."""
+    name = str(model or '').strip()
+    if name.upper().startswith('NVIDIA '):
+        name = name[len('NVIDIA '):]
+    name = re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')
+    return name or 'unknown'
+
+
+def fabric_groups(nodes):
+    """``[(group, [node, ...])]``: the nodes (plan nodes) by node type, in the order first met. A node's type is its
+    ``fabric_group`` (validate_nccl_fabric_group) where set, else its GPU model (``model_group``): nodes of different
+    GPU models never share a multi-node run or its gate."""
+    groups, order = {}, []
+    for node in nodes:
+        group = node.get('fabric_group') or model_group(node.get('model'))
+        if group not in groups:
+            groups[group] = []
+            order.append(group)
+        groups[group].append(node)
+    return [(group, groups[group]) for group in order]
+
+
+GROUP_GATE_KEYS = (('fabric_topology', 'validate_nccl_fabric_topology'), ('fabric_min_busbw_gbps', 'validate_nccl_fabric_min_busbw_gbps'),
+                   ('fabric_nics', 'validate_nccl_fabric_nics'))
+
+
+def group_gate(group, members, plan):
+    """``{fabric_topology, fabric_min_busbw_gbps, fabric_nics}`` of a fabric group: its nodes' own (set per host or group),
+    else the plan's. Nodes of one group that give different values are refused, naming both nodes and the variable."""
+    gate = {}
+    for key, variable in GROUP_GATE_KEYS:
+        given = [(n['name'], n.get(key)) for n in members if n.get(key) not in (None, '')]
+        values = []
+        for name, value in given:
+            if value not in [v for dummy, v in values]:
+                values.append((name, value))
+        if len(values) > 1:
+            raise ValueError('fabric group %s: %s is %r on %s but %r on %s; expected one value for the nodes of one group (set it in '
+                             'the group_vars of the node type, or put the nodes in different groups with validate_nccl_fabric_group)'
+                             % (group, variable, values[0][1], values[0][0], values[1][1], values[1][0]))
+        gate[key] = values[0][1] if values else plan.get(key)
+    return gate
 
 
 def pair_rounds(nodes):
@@ -218,7 +277,7 @@ def multi_node_run(env, names, gate):
 
 PLAN_KEYS = ('binary', 'nodes', 'env', 'args', 'timeout', 'time_limit', 'srun', 'srun_extra', 'node_topology', 'node_min_busbw_gbps', 'fabric',
              'fabric_topology', 'fabric_nics', 'fabric_min_busbw_gbps', 'expect_transport', 'thresholds', 'pairwise', 'mpi', 'pairs_only',
-             'leaf_of', 'gate_curves', 'dispatch', 'dispatch_min_nodes', 'allocation_wait', 'salloc', 'scancel')
+             'leaf_of', 'gate_curves', 'dispatch', 'dispatch_min_nodes', 'allocation_wait', 'salloc', 'scancel', 'pairs_groups')
 
 # How the per-node runs reach Slurm (``dispatch``): ``per_node`` one job each (one allocation per node: slurmctld
 # allocates jobs one at a time, and at 1,024 nodes at once its allocations took 0.3-2.3 s each, docs/scale.md);
@@ -367,6 +426,11 @@ def plan_jobs(plan):
         slurm_name('nodes[%d].name' % index, node['name'], 'a Slurm node name')
         if node.get('gres_type'):
             slurm_name('nodes[%d].gres_type' % index, node['gres_type'], 'a GRES type such as h100')
+        if node.get('fabric_group'):
+            require_match('nodes[%d].fabric_group' % index, node['fabric_group'], FABRIC_GROUP,
+                          'a fabric group name (validate_nccl_fabric_group: letters, digits, _ . + -, such as dgx-h100)')
+    require_list('pairs_groups', plan.get('pairs_groups'), allow_none=True,
+                 element=lambda item, value: require_str(item, value, allow_empty=True))
     if plan.get('mpi'):
         check_mpi(plan['mpi'])
     # srun options and all_reduce_perf arguments on purpose (validate_nccl_srun_args, validate_nccl_args): passed as given
@@ -422,28 +486,71 @@ def plan_jobs(plan):
     fabric_gate = dict(topology=plan.get('fabric_topology'), min_busbw_gbps=plan.get('fabric_min_busbw_gbps'), thresholds=thresholds,
                        nics=plan.get('fabric_nics') or 1, expect_transport=transport, gate_curves=curves)
     expect_for(**fabric_gate)  # checked even where no multi-node run follows
-    gpus_per_node = min([n['gpus'] for n in usable]) if usable else 0
+    # The multi-node runs go per node type (fabric_groups): nodes of different GPU models are never in one run nor under
+    # one gate. One group (a cluster of one node type) keeps the names fabric and pairs; several are fabric:<group>.
+    groups = fabric_groups(usable) or [(None, [])]
+    named = len(groups) > 1
+    # pairs_groups: the groups whose fabric run failed (the isolation follow-up runs their pairs only); empty: every group
+    wanted = [name for name in plan.get('pairs_groups') or [] if name]
+    for group, members in groups:
+        gate = group_gate(group, members, plan) if members else dict((key, plan.get(key)) for key, dummy in GROUP_GATE_KEYS)
+        group_fabric = dict(fabric_gate, topology=gate['fabric_topology'], min_busbw_gbps=gate['fabric_min_busbw_gbps'],
+                            nics=gate['fabric_nics'] or 1)
+        expect_for(**group_fabric)
+        jobs += group_jobs(plan, group if named else None, members, group_fabric,
+                           pairs_only and (not named or not wanted or group in wanted))
+    return jobs
+
+
+def group_jobs(plan, group, members, fabric_gate, pairs=False):
+    """The multi-node jobs of one fabric group (``group`` None: the only one, whose runs keep the names ``fabric`` and
+    ``a+b``): its fabric run (round 1) and, with ``pairwise`` or ``pairs`` (the isolation follow-up of a failed fabric run
+    of this group), its node pairs in rounds (2 and up), all gated by ``fabric_gate`` (``expect_for``'s arguments)."""
+    env = plan.get('env') or {}
+    args = plan.get('args')
+    extra = plan.get('srun_extra') or []
+    srun = plan.get('srun') or 'srun'
+    timeout = plan.get('timeout') or 600
+    time_limit = str(plan.get('time_limit') or 10)
+    pairs_only = bool(plan.get('pairs_only'))
+    label = 'fabric' if group is None else 'fabric:%s' % group
+    jobs = []
+    gpus_per_node = min([n['gpus'] for n in members]) if members else 0
     # One GRES type for a multi-node run only when every node has it (one srun asks the same of every node).
-    types = set(n.get('gres_type') or '' for n in usable)
+    types = set(n.get('gres_type') or '' for n in members)
     multi_type = types.pop() if len(types) == 1 else None
     # Slurm 22.05 refuses the step of an --exclusive job that asks for untyped GPUs on a node with GPU GRES
     # of several types (MIG instances and whole GPUs): "Step requested gres_per_node=gpu:7 is more than the
     # job's gres_per_node=gpu:2". Such a run goes without --exclusive.
-    multi_exclusive = bool(multi_type) or all(int(n.get('gres_types') or 1) <= 1 for n in usable)
-    if plan.get('fabric') and len(usable) >= 2 and not pairs_only:
-        names = [n['name'] for n in usable]
+    multi_exclusive = bool(multi_type) or all(int(n.get('gres_types') or 1) <= 1 for n in members)
+    names = [n['name'] for n in members]
+    if plan.get('fabric') and len(members) >= 2 and not pairs_only:
         expect, run_env = multi_node_run(env, names, fabric_gate)
-        jobs.append({'name': 'fabric', 'kind': 'nccl', 'round': 1, 'hosts': names, 'expect': expect, 'timeout': timeout,
-                     'argv': srun_argv(plan['binary'], names, gpus_per_node, True, plan.get('mpi'), run_env, args, srun, extra, time_limit,
-                                       multi_type or None, multi_exclusive)})
+        job = {'name': label, 'kind': 'nccl', 'round': 1, 'hosts': names, 'expect': expect, 'timeout': timeout,
+               'argv': srun_argv(plan['binary'], names, gpus_per_node, True, plan.get('mpi'), run_env, args, srun, extra, time_limit,
+                                 multi_type or None, multi_exclusive)}
+        if group is not None:
+            job['group'] = group
+        jobs.append(job)
     elif plan.get('fabric') and not pairs_only:
-        jobs.append({'name': 'fabric', 'kind': 'skip', 'check': 'all_reduce', 'reason': 'a fabric run needs at least 2 GPU nodes, there are %d' % len(usable)})
-    if (plan.get('pairwise') or pairs_only) and len(usable) >= (2 if pairs_only else 3):
-        for number, pairs in enumerate(pair_rounds([n['name'] for n in usable])):
-            for pair in pairs:
+        if group is None:
+            reason = 'a fabric run needs at least 2 GPU nodes, there are %d' % len(members)
+        else:
+            reason = ('a fabric run needs at least 2 GPU nodes of one type, fabric group %s has %d (%s); nodes of other GPU models are '
+                      'not run nor gated with it (validate_nccl_fabric_group puts nodes in one group)' % (group, len(members), ', '.join(names)))
+        job = {'name': label, 'kind': 'skip', 'check': 'all_reduce', 'reason': reason}
+        if group is not None:
+            job['hosts'] = names
+        jobs.append(job)
+    if (plan.get('pairwise') or pairs) and len(members) >= (2 if pairs_only else 3):
+        for number, rounds in enumerate(pair_rounds(names)):
+            for pair in rounds:
                 expect, run_env = multi_node_run(env, list(pair), fabric_gate)
-                jobs.append({'name': '%s+%s' % pair, 'kind': 'nccl', 'round': 2 + number, 'hosts': list(pair), 'expect': expect,
-                             'timeout': timeout,
-                             'argv': srun_argv(plan['binary'], list(pair), gpus_per_node, True, plan.get('mpi'), run_env, args, srun, extra,
-                                               time_limit, multi_type or None, multi_exclusive)})
+                job = {'name': '%s+%s' % pair, 'kind': 'nccl', 'round': 2 + number, 'hosts': list(pair), 'expect': expect,
+                       'timeout': timeout,
+                       'argv': srun_argv(plan['binary'], list(pair), gpus_per_node, True, plan.get('mpi'), run_env, args, srun, extra,
+                                         time_limit, multi_type or None, multi_exclusive)}
+                if group is not None:
+                    job['group'] = group
+                jobs.append(job)
     return jobs

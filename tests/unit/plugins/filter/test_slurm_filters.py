@@ -17,9 +17,10 @@ HW = {'NodeName': 'gpu-01', 'CPUs': 2, 'Boards': 1, 'SocketsPerBoard': 1, 'Cores
 
 
 def test_filter_names():
-    assert sorted(FILTERS) == ['slurm_change_actions', 'slurm_conf_lines', 'slurm_conf_settings', 'slurm_gres_conf_lines', 'slurm_gres_errors',
+    assert sorted(FILTERS) == ['slurm_change_actions', 'slurm_conf_kept_nodes', 'slurm_conf_lines', 'slurm_conf_settings', 'slurm_gres_conf_lines',
+                               'slurm_gres_errors',
                                'slurm_hook_files', 'slurm_large_system', 'slurm_large_system_files', 'slurm_large_system_warnings',
-                               'slurm_parse_slurmd_c', 'slurm_settings_lines', 'slurm_show_config',
+                               'slurm_parse_slurmd_c', 'slurm_running_config', 'slurm_settings_lines', 'slurm_show_config',
                                'slurm_unreachable_nodes', 'slurm_upgrade_packages', 'slurm_upgrade_pins', 'slurm_upgrade_plan',
                                'slurm_upgrade_problem', 'slurm_version_behaviour']
 

@@ -29,8 +29,8 @@ def file_entry(**extra):
     ([{"dest": "/etc/./x", "state": "absent"}], "expected a normalised absolute path"),
     ([{"dest": "/etc/x", "state": "touch"}], "files[0] (/etc/x): state is 'touch', expected one of file, directory, link, absent"),
     ([{"dest": "/etc/x", "state": ["file"]}], "state is ['file'], expected one of file"),
-    ([file_entry(target="y")], "files[0] (/etc/x): target is set, expected only dest, state, checksum, mode, owner, group, secret with state file"),
-    ([{"dest": "/etc/x", "state": "absent", "mode": "0644", "owner": "root"}], "mode, owner are set, expected only dest, state with state absent"),
+    ([file_entry(target="y")], "files[0] (/etc/x): target is set, expected only dest, state, checksum, mode, owner, group, secret, restarts with state file"),
+    ([{"dest": "/etc/x", "state": "absent", "mode": "0644", "owner": "root"}], "mode, owner are set, expected only dest, state, restarts with state absent"),
     ([{"dest": "/etc/x", "state": "absent", 1: 2}], "1 is set, expected only dest, state"),
     ([file_entry(), {"dest": "/etc/x/", "state": "absent"}], "files[1] (/etc/x/): dest is '/etc/x', expected each path once, but files[0] names it"),
     ([file_entry(), {"dest": "/etc/x/y", "state": "absent"}], "files[1] (/etc/x/y): dest is '/etc/x/y', expected a path whose parents are directories, "

@@ -241,7 +241,8 @@ def test_threshold_for(expect, want):
     ("h100", "expect must be a dict with keys topology, min_busbw_gbps, thresholds, nics, large_size_bytes, top_rows, expect_transport, "
              "gate_curves, nodes, notes, got 'h100'"),
     ({"topolgy": "h100-nvlink-8"}, "unknown expect key(s) topolgy; valid keys: topology, min_busbw_gbps, thresholds"),
-    ({"topology": "x100-nvlink-8"}, "unknown topology 'x100-nvlink-8'; valid topologies: a100-nvlink-8, h100-nvlink-8, h200-nvlink-8, ib-hdr-200, ib-ndr-400"),
+    ({"topology": "x100-nvlink-8"}, "unknown topology 'x100-nvlink-8'; valid topologies: a100-nvlink-8, a100-pcie, h100-nvlink-8, h100-pcie, "
+        "h200-nvlink-8, ib-hdr-200, ib-ndr-400, l40s-pcie"),
     ({"nics": 0}, "nics is 0, expected an integer of at least 1"),
     ({"large_size_bytes": "1G"}, "large_size_bytes is '1G', expected an integer of at least 1"),
     ({"top_rows": True}, "top_rows is True, expected an integer of at least 1"),

@@ -62,10 +62,21 @@ SIZES = [64 * MIB, 128 * MIB, 256 * MIB, 512 * MIB, GIB, 2 * GIB, 4 * GIB, 8 * G
     ("h200-nvlink-8", [149.2, 198.9, 238.7, 265.2, 280.8, 289.3, 293.7, 296.0]),
     ("ib-hdr-200", [9.7, 12.9, 15.5, 17.2, 18.2, 18.8, 19.1, 19.2]),
     ("ib-ndr-400", [18.9, 25.3, 30.3, 33.7, 35.7, 36.7, 37.3, 37.6]),
+    # the PCIe platforms: conservative estimates (no published figure), 80 % of 20 / 20 / 25 GB/s
+    ("l40s-pcie", [8.1, 10.8, 12.9, 14.3, 15.2, 15.6, 15.9, 16.0]),
+    ("a100-pcie", [8.1, 10.8, 12.9, 14.3, 15.2, 15.6, 15.9, 16.0]),
+    ("h100-pcie", [10.1, 13.4, 16.1, 17.9, 19.0, 19.5, 19.8, 20.0]),
 ])
 def test_builtin_curves_exactly(topology, gbps):
     assert [(size, value) for size, value, dummy in BUILTIN_GATE_CURVES[topology]] == list(zip(SIZES, gbps))
     assert gate_curve({"topology": topology}) == [[size, value] for size, value in zip(SIZES, gbps)]
+
+
+@pytest.mark.parametrize("topology", ["l40s-pcie", "a100-pcie", "h100-pcie"])
+def test_pcie_curves_say_they_are_estimates_and_cite_a_public_thread(topology):
+    source = REPORTED_BUSBW_GBPS[topology][1]
+    assert source.startswith("CONSERVATIVE ESTIMATE, no published figure")
+    assert "https://github.com/NVIDIA/nccl/issues/1639" in source
 
 
 @pytest.mark.parametrize("topology", sorted(REPORTED_BUSBW_GBPS))
@@ -253,7 +264,8 @@ def test_bad_gate_curves_exactly(curves, message):
     ({"topology": "h100-nvlink-8", "thresholds": {"h100-nvlink-8": 300}, "gate_curves": {"h100-nvlink-8": [["8G", 300]]}},
      "topology 'h100-nvlink-8' has both a threshold (thresholds) and a gate curve (gate_curves); give one of them"),
     ({"topology": "b200-nvlink-8", "gate_curves": {"gb200": [["8G", 600]]}},
-     "unknown topology 'b200-nvlink-8'; valid topologies: a100-nvlink-8, gb200, h100-nvlink-8, h200-nvlink-8, ib-hdr-200, ib-ndr-400"),
+     "unknown topology 'b200-nvlink-8'; valid topologies: a100-nvlink-8, a100-pcie, gb200, h100-nvlink-8, h100-pcie, "
+         "h200-nvlink-8, ib-hdr-200, ib-ndr-400, l40s-pcie"),
     ({"nodes": 0}, "nodes is 0, expected an integer of at least 1"),
     ({"notes": "x"}, "notes is 'x', expected a list of non-empty strings"),
     ({"notes": [""]}, "notes is [''], expected a list of non-empty strings"),

@@ -166,9 +166,9 @@ def test_slurmdbd_runs_on_the_slurmdbd_host():
 
 @pytest.mark.parametrize('adopt, cgroups, expected', [
     (True, False, ['slurm_pam_slurm_adopt needs slurm_cgroup_enabled (proctrack/cgroup and task/cgroup hold the adopted ssh sessions); '
-                   'gpu-02 has slurm_cgroup_enabled false']),
+                   'slurm_cgroup_enabled is false here']),
     ('yes', 'no', ['slurm_pam_slurm_adopt needs slurm_cgroup_enabled (proctrack/cgroup and task/cgroup hold the adopted ssh sessions); '
-                   'gpu-02 has slurm_cgroup_enabled false']),
+                   'slurm_cgroup_enabled is false here']),
     (True, True, []),
     (False, False, []),
 ])

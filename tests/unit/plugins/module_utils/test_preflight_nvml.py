@@ -231,7 +231,7 @@ def problems(host='gpu-02', **changes):
     ('gpu-02', {}, []),
     ('gpu-02', {'slurm_gres_autodetect': 'nvml'}, []),
     ('gpu-02', {'slurm_gres_autodetect': 'nvml', 'slurm_gres_enabled': 'no'},
-     ["slurm_gres_autodetect is nvml but gpu-02 has slurm_gres_enabled false: the Gres= of its slurm.conf line comes from the GRES facts, "
+     ["slurm_gres_autodetect is nvml but slurm_gres_enabled is false on this GPU node: the Gres= of its slurm.conf line comes from the GRES facts, "
       "so Slurm would ignore the GPUs AutoDetect finds; set slurm_gres_enabled: true or slurm_gres_autodetect: 'off'"]),
     # the controller reads no GRES: nothing to say there
     ('ctl', {'slurm_gres_autodetect': 'nvml', 'slurm_gres_enabled': False}, []),

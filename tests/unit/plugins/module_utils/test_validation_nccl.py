@@ -25,7 +25,17 @@ def fixture(name):
     ('NVIDIA A100-SXM4-40GB', 8, 'a100-nvlink-8'),
     ('NVIDIA H200', 8, 'h200-nvlink-8'),
     ('NVIDIA H100 80GB HBM3', 4, None),
-    ('NVIDIA L40S', 8, None),
+    # PCIe platforms (conservative estimates): the PCIe cards before the SXM ones of the same GPU
+    ('NVIDIA L40S', 8, 'l40s-pcie'),
+    ('NVIDIA L40S', 4, 'l40s-pcie'),
+    ('NVIDIA L40S', 2, None),
+    ('NVIDIA A100-PCIE-40GB', 8, 'a100-pcie'),
+    ('NVIDIA A100 80GB PCIe', 4, 'a100-pcie'),
+    ('NVIDIA A100-SXM4-80GB', 4, None),
+    ('NVIDIA H100 PCIe', 8, 'h100-pcie'),
+    ('NVIDIA H100 NVL', 8, 'h100-pcie'),
+    ('NVIDIA H100 NVL', 4, 'h100-pcie'),
+    ('NVIDIA L4', 8, None),
     (None, 8, None),
 ])
 def test_node_topology(model, gpus, topology):
@@ -148,7 +158,8 @@ def test_evaluate_run_busy_failure_names_the_cuda_error():
 
 
 @pytest.mark.parametrize('kwargs, message', [
-    (dict(topology='b300-nvlink-8'), "unknown topology 'b300-nvlink-8'; valid topologies: a100-nvlink-8, h100-nvlink-8, h200-nvlink-8, ib-hdr-200, ib-ndr-400"),
+    (dict(topology='b300-nvlink-8'), "unknown topology 'b300-nvlink-8'; valid topologies: a100-nvlink-8, a100-pcie, h100-nvlink-8, h100-pcie, "
+                                     "h200-nvlink-8, ib-hdr-200, ib-ndr-400, l40s-pcie"),
     (dict(min_busbw_gbps=-1), 'min_busbw_gbps is -1, expected a number of GB/s above 0'),
     (dict(expect_transport='roce'), "expect_transport is 'roce'; valid values: ib (or leave it unset)"),
 ])
@@ -169,15 +180,95 @@ NODES = [{'name': 'gpu-01', 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'}, {'name
 
 
 def test_plan_jobs_rounds_and_expectations():
-    jobs = vn.plan_jobs({'binary': '/opt/nccl-tests/build/all_reduce_perf', 'nodes': NODES, 'env': {'NCCL_DEBUG': 'INFO'}, 'fabric': True,
+    same = [dict(NODES[0]), dict(NODES[1], model='NVIDIA H100 80GB HBM3'), NODES[2]]
+    jobs = vn.plan_jobs({'binary': '/opt/nccl-tests/build/all_reduce_perf', 'nodes': same, 'env': {'NCCL_DEBUG': 'INFO'}, 'fabric': True,
                          'mpi': '{mpi}', 'fabric_topology': 'ib-ndr-400', 'fabric_nics': 8, 'expect_transport': 'ib'})
     assert [(j['name'], j['kind'], j.get('round')) for j in jobs] == [
         ('gpu-01', 'nccl', 0), ('gpu-02', 'nccl', 0), ('ctl', 'skip', None), ('fabric', 'nccl', 1)]
-    assert jobs[0]['expect']['topology'] == 'h100-nvlink-8' and jobs[1]['expect']['topology'] == 'a100-nvlink-8'
+    assert jobs[0]['expect']['topology'] == 'h100-nvlink-8' and jobs[1]['expect']['topology'] == 'h100-nvlink-8'
     assert jobs[0]['argv'][-2:] == ['-g', '8'] and '--mpi={mpi}' not in jobs[0]['argv']
     assert jobs[3]['hosts'] == ['gpu-01', 'gpu-02'] and '--mpi={mpi}' in jobs[3]['argv'] and jobs[3]['argv'][-2:] == ['-g', '1']
     assert jobs[3]['expect']['nics'] == 8 and jobs[3]['expect']['expect_transport'] == 'ib'
     assert jobs[2]['reason'] == 'no GPU GRES on ctl'
+    assert 'group' not in jobs[3]
+
+
+def test_plan_jobs_two_gpu_models_are_two_fabric_groups_never_one_run():
+    """gpu-01 H100, gpu-02 A100 (the simulated cluster): no run and no gate over both; each group says why it has no run."""
+    jobs = vn.plan_jobs({'binary': 'arp', 'nodes': NODES, 'fabric': True, 'pairwise': True, 'fabric_topology': 'ib-ndr-400'})
+    assert [(j['name'], j['kind']) for j in jobs] == [
+        ('gpu-01', 'nccl'), ('gpu-02', 'nccl'), ('ctl', 'skip'), ('fabric:h100-80gb-hbm3', 'skip'), ('fabric:a100-sxm4-40gb', 'skip')]
+    assert jobs[3]['hosts'] == ['gpu-01'] and jobs[4]['hosts'] == ['gpu-02']
+    assert jobs[3]['reason'].startswith('a fabric run needs at least 2 GPU nodes of one type, fabric group h100-80gb-hbm3 has 1 (gpu-01)')
+    assert 'validate_nccl_fabric_group' in jobs[3]['reason']
+
+
+DGX = [{'name': 'dgx-%02d' % i, 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'} for i in range(1, 5)]
+L40S = [{'name': 'l40s-%02d' % i, 'gpus': 8, 'model': 'NVIDIA L40S'} for i in range(1, 3)]
+
+
+@pytest.mark.parametrize('nodes, plan, want', [
+    # (the issue's site) 4 DGX H100 and 2 L40S: one fabric run per type, each over its own nodes with its own gate
+    (DGX + L40S, {}, [('fabric:h100-80gb-hbm3', [n['name'] for n in DGX]), ('fabric:l40s', ['l40s-01', 'l40s-02'])]),
+    # interleaved in the inventory: the groups keep the order first met, each its nodes in order
+    ([DGX[0], L40S[0], DGX[1], L40S[1]], {}, [('fabric:h100-80gb-hbm3', ['dgx-01', 'dgx-02']), ('fabric:l40s', ['l40s-01', 'l40s-02'])]),
+    # one type: the run keeps its name
+    (DGX, {}, [('fabric', [n['name'] for n in DGX])]),
+    # validate_nccl_fabric_group puts nodes of two models in one group on purpose (one run, named fabric)
+    ([dict(n, fabric_group='all') for n in DGX[:2] + L40S], {}, [('fabric', ['dgx-01', 'dgx-02', 'l40s-01', 'l40s-02'])]),
+    # ... or splits one model over two fabrics (two rails, two IB islands)
+    ([dict(DGX[0], fabric_group='isle-a'), dict(DGX[1], fabric_group='isle-a'), dict(DGX[2], fabric_group='isle-b'),
+      dict(DGX[3], fabric_group='isle-b')], {}, [('fabric:isle-a', ['dgx-01', 'dgx-02']), ('fabric:isle-b', ['dgx-03', 'dgx-04'])]),
+])
+def test_fabric_runs_per_node_type(nodes, plan, want):
+    jobs = vn.plan_jobs(dict({'binary': 'arp', 'nodes': nodes, 'fabric': True}, **plan))
+    assert [(j['name'], j['hosts']) for j in jobs if j.get('round') == 1] == want
+
+
+def test_each_fabric_group_has_its_own_gate():
+    nodes = [dict(n, fabric_topology='ib-ndr-400', fabric_nics=8) for n in DGX] + [dict(n, fabric_min_busbw_gbps=5.0) for n in L40S]
+    jobs = vn.plan_jobs({'binary': 'arp', 'nodes': nodes, 'fabric': True, 'fabric_nics': 1})
+    fabric = dict((j['name'], j['expect']) for j in jobs if j.get('round') == 1)
+    assert (fabric['fabric:h100-80gb-hbm3']['topology'], fabric['fabric:h100-80gb-hbm3']['nics']) == ('ib-ndr-400', 8)
+    assert fabric['fabric:h100-80gb-hbm3']['min_busbw_gbps'] is None
+    assert (fabric['fabric:l40s']['topology'], fabric['fabric:l40s']['min_busbw_gbps'], fabric['fabric:l40s']['nics']) == (None, 5.0, 1)
+    # the per-node runs: the L40S nodes get the PCIe curve, the DGX the NVLink one
+    assert [j['expect']['topology'] for j in jobs if j.get('round') == 0] == ['h100-nvlink-8'] * 4 + ['l40s-pcie'] * 2
+
+
+def test_pairs_stay_inside_their_group_and_the_isolation_runs_only_the_failed_groups():
+    jobs = vn.plan_jobs({'binary': 'arp', 'nodes': DGX + L40S, 'fabric': True, 'pairwise': True})
+    pairs = [(j['name'], j['group']) for j in jobs if j.get('round', 0) >= 2]
+    assert pairs == [('dgx-01+dgx-02', 'h100-80gb-hbm3'), ('dgx-03+dgx-04', 'h100-80gb-hbm3'), ('dgx-02+dgx-03', 'h100-80gb-hbm3'),
+                     ('dgx-04+dgx-01', 'h100-80gb-hbm3')]  # (two L40S: their fabric run is their one pair)
+    follow = vn.plan_jobs({'binary': 'arp', 'nodes': DGX + L40S, 'fabric': True, 'pairs_only': True, 'pairs_groups': ['l40s']})
+    assert [j['name'] for j in follow] == ['l40s-01+l40s-02']
+    every = vn.plan_jobs({'binary': 'arp', 'nodes': DGX + L40S, 'fabric': True, 'pairs_only': True, 'pairs_groups': ['']})
+    assert len(every) == 5
+    # one group: pairs_groups [''] (the failed run named fabric) runs its pairs
+    one = vn.plan_jobs({'binary': 'arp', 'nodes': DGX, 'fabric': True, 'pairs_only': True, 'pairs_groups': ['']})
+    assert len(one) == 4 and all('group' not in j for j in one)
+
+
+@pytest.mark.parametrize('nodes, message', [
+    ([dict(DGX[0], fabric_topology='ib-ndr-400'), dict(DGX[1], fabric_topology='ib-hdr-200')],
+     "fabric group h100-80gb-hbm3: validate_nccl_fabric_topology is 'ib-ndr-400' on dgx-01 but 'ib-hdr-200' on dgx-02; expected one value"),
+    ([dict(DGX[0], fabric_nics=8), dict(DGX[1], fabric_nics=4)],
+     "fabric group h100-80gb-hbm3: validate_nccl_fabric_nics is 8 on dgx-01 but 4 on dgx-02"),
+    ([dict(DGX[0], fabric_group='isle a'), DGX[1]], "nodes[0].fabric_group is 'isle a', expected a fabric group name"),
+])
+def test_fabric_group_input_is_refused_naming_nodes_and_variable(nodes, message):
+    with pytest.raises(ValueError) as err:
+        vn.plan_jobs({'binary': 'arp', 'nodes': nodes, 'fabric': True})
+    assert message in str(err.value)
+
+
+@pytest.mark.parametrize('model, group', [
+    ('NVIDIA H100 80GB HBM3', 'h100-80gb-hbm3'), ('NVIDIA A100-SXM4-40GB', 'a100-sxm4-40gb'), ('NVIDIA L40S', 'l40s'),
+    ('NVIDIA A100 80GB PCIe', 'a100-80gb-pcie'), ('', 'unknown'), (None, 'unknown'), ('Tesla V100-SXM2-32GB', 'tesla-v100-sxm2-32gb'),
+])
+def test_model_group(model, group):
+    assert vn.model_group(model) == group
 
 
 @pytest.mark.parametrize('types, node_gres, fabric_gres', [
@@ -249,3 +340,15 @@ def test_plan_jobs_unusable_nodes_are_skipped():
     jobs = vn.plan_jobs({'binary': 'arp', 'nodes': [dict(NODES[0], usable=False), NODES[1]], 'fabric': True})
     assert [(j['name'], j['kind']) for j in jobs] == [('gpu-01', 'skip'), ('gpu-02', 'nccl'), ('fabric', 'skip')]
     assert jobs[0]['reason'] == 'not run: gpu-01 cannot take jobs (see its node_state check)'
+
+
+def test_pairs_are_isolated_per_fabric_group():
+    """A slow L40S pair is judged against L40S pairs only: the DGX pairs' busbw (ten times more) makes no L40S pair slow."""
+    from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import judge_pairs
+    jobs = [{'name': 'dgx-01+dgx-02', 'kind': 'nccl', 'round': 2, 'hosts': ['dgx-01', 'dgx-02'], 'group': 'h100-80gb-hbm3'},
+            {'name': 'l40s-01+l40s-02', 'kind': 'nccl', 'round': 2, 'hosts': ['l40s-01', 'l40s-02'], 'group': 'l40s'}]
+    records = [{'stage': 'nccl', 'node': 'dgx-01+dgx-02', 'check': 'busbw', 'status': 'pass', 'value': 300.0, 'hosts': ['dgx-01', 'dgx-02']},
+               {'stage': 'nccl', 'node': 'l40s-01+l40s-02', 'check': 'busbw', 'status': 'pass', 'value': 20.0, 'hosts': ['l40s-01', 'l40s-02']}]
+    found = judge_pairs(jobs, records, {'nccl': {}})
+    assert [(r['node'], r['status']) for r in found] == [('pairs:h100-80gb-hbm3', 'pass'), ('pairs:l40s', 'pass')]
+    assert found[1]['reason'].endswith('(fabric group l40s)')

@@ -143,8 +143,10 @@ def argv_text(job):
 
 def test_plan_jobs_whole_plan():
     """Every plan option set; node z has no GPU, c lacks the binary, d cannot take jobs; a, b, e share the GRES type h100."""
-    nodes = [{'name': 'a', 'gpus': '2', 'model': 'm', 'gres_type': 'h100'}, {'name': 'z', 'gpus': 0}, {'name': 'b', 'gpus': 4, 'gres_type': 'h100'},
-             {'name': 'c', 'gpus': 4, 'present': 'no'}, {'name': 'd', 'gpus': 2, 'usable': False}, {'name': 'e', 'gpus': 2, 'gres_type': 'h100'}]
+    # (a, b and e: one GPU model, so one fabric group)
+    nodes = [{'name': 'a', 'gpus': '2', 'model': 'm', 'gres_type': 'h100'}, {'name': 'z', 'gpus': 0},
+             {'name': 'b', 'gpus': 4, 'model': 'm', 'gres_type': 'h100'}, {'name': 'c', 'gpus': 4, 'present': 'no'},
+             {'name': 'd', 'gpus': 2, 'usable': False}, {'name': 'e', 'gpus': 2, 'model': 'm', 'gres_type': 'h100'}]
     plan = {'binary': 'arp', 'nodes': nodes, 'fabric': True, 'pairwise': True, 'args': ['-b', '1M'], 'srun': '/usr/bin/srun', 'timeout': 900,
             'time_limit': '5', 'env': {'NCCL_DEBUG': 'WARN'}, 'srun_extra': ['--container-image=x'], 'mpi': 'pmix', 'thresholds': {'t1': 50.0},
             'node_topology': 't1', 'fabric_topology': 't2', 'fabric_nics': 2, 'fabric_min_busbw_gbps': 40, 'expect_transport': 'ib'}
@@ -229,7 +231,7 @@ def test_plan_jobs_pairs_on_mixed_untyped_nodes_go_without_exclusive():
     ({'binary': 'x', 'gpus': 8, 'cores': 4}, 'unknown NCCL plan key(s) cores, gpus; valid keys: binary, nodes, env, args, timeout, time_limit, srun, '
                                              'srun_extra, node_topology, node_min_busbw_gbps, fabric, fabric_topology, fabric_nics, '
                                              'fabric_min_busbw_gbps, expect_transport, thresholds, pairwise, mpi, pairs_only, leaf_of, gate_curves, '
-                                             'dispatch, dispatch_min_nodes, allocation_wait, salloc, scancel'),
+                                             'dispatch, dispatch_min_nodes, allocation_wait, salloc, scancel, pairs_groups'),
     ({'binary': 'x', 'nodes': [{'name': 'gpu-01', 'gpus': 'eight'}]}, "node gpu-01: gpus is 'eight', expected a whole number"),
     ({'binary': 'x', 'nodes': [{'name': 'gpu-01', 'gpus': [8]}]}, 'node gpu-01: gpus is [8], expected a whole number'),
 ])

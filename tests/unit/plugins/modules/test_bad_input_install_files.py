@@ -54,7 +54,12 @@ def good(n):
 
 
 def case(files, **extra):
-    return lambda n: args_for(good(n) + files(n), **extra)
+    return lambda n: args_for(good(n) + files(n), **dict((key, value(n) if callable(value) else value) for key, value in extra.items()))
+
+
+def n_pending(n):
+    return n + '/pending'
+
 
 
 # (id, arguments (a function of the node directory n), fragments of the message (n filled in), fault to arrange)
@@ -81,7 +86,7 @@ CASES = [
     ('state-bad', case(lambda n: [{'dest': n + '/x', 'state': 'touch'}]),
      ["files[2] ({n}/x): state is 'touch', expected one of file, directory, link, absent"], None),
     ('key-unknown', case(lambda n: [fentry(n + '/x', backup=True)]),
-     ['files[2] ({n}/x): backup is set, expected only dest, state, checksum, mode, owner, group, secret with state file'], None),
+     ['files[2] ({n}/x): backup is set, expected only dest, state, checksum, mode, owner, group, secret, restarts with state file'], None),
     ('content-on-the-node', case(lambda n: [{'dest': n + '/x', 'content': 'x', 'mode': '0644'}]),
      ['files[2] ({n}/x): content is set, expected only dest, state, checksum'], None),
     ('mode-missing-file', case(lambda n: [{'dest': n + '/x', 'checksum': sha1(NEW)}]),
@@ -112,7 +117,7 @@ CASES = [
     ('link-target-missing', case(lambda n: [{'dest': n + '/made/l', 'state': 'link'}]), ['files[2] ({n}/made/l): target is None, expected'],
      None),
     ('link-with-mode', case(lambda n: [{'dest': n + '/made/l', 'state': 'link', 'target': 'x', 'mode': '0644'}]),
-     ['files[2] ({n}/made/l): mode is set, expected only dest, state, target with state link'], None),
+     ['files[2] ({n}/made/l): mode is set, expected only dest, state, target, restarts with state link'], None),
     ('directory-on-a-file', case(lambda n: [{'dest': n + '/afile', 'state': 'directory', 'mode': '0755'}]),
      ["files[2] ({n}/afile): state is 'directory', but {n}/afile is a file; expected a directory or nothing there"], None),
     ('absent-on-a-directory', case(lambda n: [{'dest': n + '/adir', 'state': 'absent'}]),
@@ -152,6 +157,23 @@ CASES = [
      ['contents[{n}/made/first.conf] has SHA-1 %s, expected the content of files[1] ({n}/made/first.conf)' % sha1(b'other')], None),
     ('contents-unknown-path', lambda n: dict(args_for(good(n)), contents={n + '/elsewhere': base64.b64encode(NEW).decode()}),
      ["contents has '{n}/elsewhere', expected only the dest of a file entry of files"], None),
+    # restarts (pending-restart markers): checked with the whole set, before any marker or file is written
+    ('restarts-not-list', case(lambda n: [fentry(n + '/x', restarts='slurmd')], pending_dir=n_pending),
+     ["files[2] ({n}/x): restarts is 'slurmd', expected a list of {daemon"], None),
+    ('restarts-daemon-option', case(lambda n: [fentry(n + '/x', restarts=['--user'])], pending_dir=n_pending),
+     ["files[2] ({n}/x): restarts[0].daemon is '--user'", 'systemd unit name'], None),
+    ('restarts-action', case(lambda n: [fentry(n + '/x', restarts=[{'daemon': 'slurmd', 'action': 'kill'}])], pending_dir=n_pending),
+     ["restarts[0].action is 'kill', expected one of restart, reconfigure"], None),
+    ('restarts-unknown-key', case(lambda n: [fentry(n + '/x', restarts=[{'daemon': 'slurmd', 'signal': 9}])], pending_dir=n_pending),
+     ["restarts[0] has the key 'signal', expected only daemon, action and reason"], None),
+    ('restarts-reason-lines', case(lambda n: [fentry(n + '/x', restarts=[{'daemon': 'slurmd', 'reason': 'a\nb'}])], pending_dir=n_pending),
+     ['restarts[0].reason is', 'one line of text'], None),
+    ('restarts-on-directory', case(lambda n: [{'dest': n + '/d', 'state': 'directory', 'mode': '0755', 'restarts': ['slurmd']}]),
+     ['files[2] ({n}/d): restarts is set, expected only dest, state, mode, owner, group with state directory'], None),
+    ('pending-dir-relative', case(lambda n: [fentry(n + '/x', restarts=['slurmd'])], pending_dir='var/pending'),
+     ["pending_dir is 'var/pending', expected an absolute path"], None),
+    ('pending-dir-nul', case(lambda n: [fentry(n + '/x', restarts=['slurmd'])], pending_dir='/var/p\x00'),
+     ["pending_dir is '/var/p\\x00'", 'without control characters'], None),
 ]
 
 

@@ -99,3 +99,28 @@ def test_the_default_daemons(systemctl):
 def test_there_are_enough_cases():
     assert len(CASES) >= 15
     assert len(set(c[0] for c in CASES)) == len(CASES)
+
+
+# the pending-restart options: checked before systemctl runs or a marker is read or removed
+OPTION_CASES = [
+    ('dir-relative', {'pending_dir': 'pending'}, ["pending_dir is 'pending'", 'an absolute path']),
+    ('dir-nul', {'pending_dir': '/var/lib/x\x00'}, ["pending_dir is '/var/lib/x\\x00'", 'without control characters']),
+    ('dir-newline', {'pending_dir': '/var/lib/x\ny'}, ['pending_dir is', 'without control characters']),
+    ('dir-dotdot', {'pending_dir': '/var/../etc'}, ["pending_dir is '/var/../etc'", '".."']),
+    ('dir-empty', {'pending_dir': ''}, ["pending_dir is ''", 'an absolute path']),
+    ('reconfigured-option', {'reconfigured': ['--user']}, ["reconfigured[0] is '--user'", 'a systemd unit name such as "slurmctld"']),
+    ('reconfigured-shell', {'reconfigured': ['slurmctld;reboot']}, ["reconfigured[0] is 'slurmctld;reboot'", 'systemd unit name']),
+    ('reconfigured-empty', {'reconfigured': ['']}, ["reconfigured[0] is ''", 'systemd unit name']),
+]
+
+
+@pytest.mark.parametrize('check_mode', [False, True], ids=['run', 'check'])
+@pytest.mark.parametrize('args, fragments', [c[1:] for c in OPTION_CASES], ids=[c[0] for c in OPTION_CASES])
+def test_bad_pending_options_are_one_clear_error(systemctl, tmp_path, args, fragments, check_mode):
+    (tmp_path / 'pending').mkdir()
+    (tmp_path / 'pending' / 'slurmd.json').write_text('{}')
+    before = snapshot(str(tmp_path))
+    args = dict({'daemons': ['slurmd'], 'settle': True, 'fail_pending': True}, **args)
+    outcome = bad_input(slurm_daemons.main, args, *fragments, check_mode=check_mode)
+    assert 'pending' not in outcome.result and systemctl == []
+    assert snapshot(str(tmp_path)) == before

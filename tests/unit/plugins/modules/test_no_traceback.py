@@ -91,6 +91,7 @@ def _base(name, tmp):
         'validation_jobs': {'jobs': [], 'srun': '/nonexistent/srun'},
         'validation_report': {'records': [], 'dest': os.path.join(tmp, 'report')},
         'validation_resume': {'names': []},
+        'validation_munge': {'node': 'ctl', 'unmunge': '/nonexistent/unmunge'},
         'health_deep': {'names': [], 'program': '/nonexistent/gpucluster-healthcheck'},
         'slurm_topology': {'nodes': ['gpu-01'], 'dest': os.path.join(tmp, 'topology.conf')},
     }.get(name, {})

@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""The controller preflight over large generated inventories (issue #44): wall time and peak memory per size.
+
+    .venv/bin/python benchmarks/preflight_scale.py                 # 100, 1000 and 4000 hosts
+    .venv/bin/python benchmarks/preflight_scale.py 100 1000        # the sizes given
+
+Each inventory has one head node (slurm_controller and slurmdbd) and N compute nodes in 4 node types, as a mixed
+site's: DGX H100 (8 x H100, every fourth with MIG 1g.10gb x 7 on GPUs 0-3), L40S (4 x L40S), A100 (8 x A100-SXM4-40GB)
+and CPU-only nodes, each type a group with its own expectations (group_vars), two partitions per GPU type, the
+associations of the example inventory (inventory/examples/mixed-site).
+
+It runs what a site runs: ``ansible-playbook playbooks/preflight.yml`` (the play site.yml imports first) in a
+subprocess, every host unreachable (127.0.0.1, port 1; no node is contacted: the preflight runs on the controller
+only), and checks that it passed. Wall time is the subprocess's; peak memory is the largest resident set of the
+ansible-playbook processes (getrusage of the children: the controller process and its forked worker, which runs
+the action). Goal (issue #44): 1,000 hosts in at most 30 s on 2 cores.
+"""
+
+import os
+import pathlib
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PLAYBOOK = ROOT / "playbooks" / "preflight.yml"
+ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
+TYPES = (
+    ("dgx", {"validate_gpu_count": 8, "validate_gpu_models": ["H100"], "slurm_healthcheck_gpu_count": 8,
+             "slurm_healthcheck_gpu_models": ["H100"]}),
+    ("l40s", {"validate_gpu_count": 4, "validate_gpu_models": ["L40S"], "slurm_healthcheck_gpu_count": 4,
+              "slurm_healthcheck_gpu_models": ["L40S"]}),
+    ("a100", {"validate_gpu_count": 8, "validate_gpu_models": ["A100-SXM4-40GB"], "slurm_healthcheck_gpu_count": 8,
+              "slurm_healthcheck_gpu_models": ["A100-SXM4-40GB"]}),
+    ("cpu", {"slurm_healthcheck_gpu_count": 0}),
+)
+MIG = [{"gpu": str(i), "instances": [{"profile": "1g.10gb", "count": 7}]} for i in range(4)] + \
+      [{"gpu": str(i), "mig": False} for i in range(4, 8)]
+
+
+def write_inventory(directory, size):
+    example = yaml.safe_load((ROOT / "inventory" / "examples" / "mixed-site" / "group_vars" / "all.yml").read_text())
+    per_type = [size // len(TYPES) + (1 if i < size % len(TYPES) else 0) for i in range(len(TYPES))]
+    children = {"slurm_controller": {"hosts": {"head-01": None}}, "slurmdbd": {"hosts": {"head-01": None}},
+                "slurm_compute": {"children": {}}, "gpu_nodes": {"children": {}}}
+    partitions = []
+    group_vars = directory / "group_vars"
+    host_vars = directory / "host_vars"
+    group_vars.mkdir(parents=True)
+    host_vars.mkdir()
+    for (name, expectations), count in zip(TYPES, per_type):
+        if not count:
+            continue
+        width = len(str(count))
+        hosts = ["%s-%0*d" % (name, width, i) for i in range(1, count + 1)]
+        children[name] = {"hosts": dict((h, None) for h in hosts)}
+        children["slurm_compute"]["children"][name] = None
+        if name != "cpu":
+            children["gpu_nodes"]["children"][name] = None
+        (group_vars / ("%s.yml" % name)).write_text(yaml.safe_dump(expectations))
+        partitions.append({"name": name, "nodes": "%s-[%0*d-%0*d]" % (name, width, 1, width, count), "default": name == "dgx",
+                           "options": {"MaxTime": "1-00:00:00", "State": "UP"}})
+        if name == "dgx":
+            for host in hosts[::4]:
+                (host_vars / ("%s.yml" % host)).write_text(yaml.safe_dump({"mig_layout": "half-1g",
+                                                                            "mig_layouts_custom": {"half-1g": MIG}}))
+    example["slurm_partitions"] = partitions
+    (group_vars / "all.yml").write_text(yaml.safe_dump(example))
+    (directory / "hosts.yml").write_text(yaml.safe_dump({"all": {"children": children}}))
+
+
+def run(size):
+    with tempfile.TemporaryDirectory() as tmp:
+        inventory = pathlib.Path(tmp) / "inventory"
+        write_inventory(inventory, size)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+        env.update(ANSIBLE_NOCOLOR="1", ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".build" / "collections"))
+        argv = [str(ANSIBLE_PLAYBOOK), "-i", str(inventory), str(PLAYBOOK), "-e",
+                "ansible_connection=ssh ansible_host=127.0.0.1 ansible_port=1"]
+        start = time.monotonic()
+        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=tmp, check=False)
+        wall = time.monotonic() - start
+    if result.returncode != 0 or "unreachable=1" in result.stdout:
+        sys.exit("the preflight over %d hosts did not pass:\n%s" % (size, result.stdout[-4000:]))
+    return wall
+
+
+def main(argv):
+    sizes = [int(a.replace(",", "")) for a in argv] or [100, 1000, 4000]
+    print("%8s %10s %14s" % ("hosts", "wall s", "peak RSS MiB"))
+    for size in sizes:
+        wall = run(size)
+        # the largest resident set of any child so far (ansible-playbook or its worker); sizes run in increasing order
+        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0
+        print("%8d %10.1f %14.0f" % (size + 1, wall, peak), flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

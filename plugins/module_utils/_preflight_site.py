@@ -1,0 +1,735 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The preflight's checks across roles and hosts: what the whole inventory says, before any node is contacted.
+
+:mod:`_preflight` checks each role's variables on each host on their own.  This module checks what only the
+inventory as a whole can say, from the templated values of every host (plain data the action plugin hands over):
+
+* MIG layouts against the GPU catalogue (the MIG User Guide's profile tables of ``_mig_plan.GUIDE_TABLES``) for
+  the GPU model the inventory declares for the host (``validate_gpu_models``, else ``slurm_healthcheck_gpu_models``,
+  when it names exactly one model) and the GPU count it declares (``validate_gpu_count``, else
+  ``slurm_healthcheck_gpu_count``): profile names, counts that fit (the planner's own placement search, on GPUs
+  made from the tables), GPU indices within the count, MIG asked of a model without MIG;
+* the partitions of the controller's ``slurm_partitions``: option keys that ``slurm.conf`` knows for a
+  ``PartitionName`` line, node keys (``Gres``, ``Features`` ...) given as partition options, ``Nodes`` given as an
+  option, node sets that name nodes of the inventory, accounts and QOS of ``AllowAccounts``/``AllowQos``/``QOS``
+  that the associations define, a compute node in no partition (a warning);
+* ``slurm_node_params`` ``Gres`` against what the MIG layout and the declared GPUs yield;
+* the associations (``slurmdbd_qos``, ``slurmdbd_accounts``, ``slurmdbd_users`` of the controller, where the
+  association stage runs): every bad value with ``_sacctmgr``'s own value checks, parents, accounts and QOS that
+  neither the inventory nor Slurm itself defines;
+* the expectations of the health check and of the validation against the declared node type (models the
+  catalogue does not know, counts and models the two disagree on, a count that the MIG layout's indices exceed,
+  a ``validate_partition`` that no partition has).
+
+:func:`site_problems` returns ``(problems, warnings)``: problems as ``(host, role, message)`` for
+``_preflight.report``, warnings as plain lines.  Standard library only.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan as mig_plan
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as sacctmgr
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres import DEFAULT_TYPE_MAP, gpu_type
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import parse_gres_value
+
+# The variables each role contributes to these checks (the action templates them per host, the role's default
+# when the inventory does not set them).
+SITE_VARIABLES = {
+    'mig': ('mig_layout', 'mig_layouts', 'mig_layouts_custom', 'mig_require_all_gpus'),
+    'slurm': ('slurm_partitions', 'slurm_node_params', 'slurm_node_name', 'slurm_gres_enabled', 'slurm_gres_type_map'),
+    'slurm_healthcheck': ('slurm_healthcheck_gpu_count', 'slurm_healthcheck_gpu_models'),
+    'validate': ('validate_gpu_count', 'validate_gpu_models', 'validate_partition'),
+    'slurmdbd': ('slurmdbd_qos', 'slurmdbd_accounts', 'slurmdbd_users'),
+}
+# Inventory variable (no role's): GPU names the preflight accepts besides its catalogue (no MIG profile check for them).
+EXTRA_MODELS_VAR = 'preflight_gpu_models'
+
+# GPU names as NVML reports them.  MIG with a known profile table: _mig_plan.GUIDE_TABLES.  MIG without a table
+# here (their profiles are not checked): below.  No MIG at all: below.
+MIG_OTHER_MODELS = (
+    'NVIDIA A30', 'NVIDIA A100-PCIE-80GB', 'NVIDIA A800-SXM4-80GB', 'NVIDIA A800 80GB PCIe', 'NVIDIA H100 NVL',
+    'NVIDIA H800', 'NVIDIA H800 PCIe', 'NVIDIA H20', 'NVIDIA H200 NVL', 'NVIDIA GH200 480GB', 'NVIDIA GH200 144G HBM3e',
+    'NVIDIA B200', 'NVIDIA GB200', 'NVIDIA B300', 'NVIDIA RTX PRO 6000 Blackwell Server Edition',
+)
+NO_MIG_MODELS = (
+    'NVIDIA L40S', 'NVIDIA L40', 'NVIDIA L4', 'NVIDIA L20', 'NVIDIA A40', 'NVIDIA A10', 'NVIDIA A10G', 'NVIDIA A16',
+    'NVIDIA A2', 'Tesla T4', 'Tesla V100-SXM2-16GB', 'Tesla V100-SXM2-32GB', 'Tesla V100-PCIE-16GB', 'Tesla V100-PCIE-32GB',
+    'Tesla V100S-PCIE-32GB', 'Tesla P100-PCIE-16GB', 'Tesla P40', 'NVIDIA RTX A6000', 'NVIDIA RTX A5000', 'NVIDIA RTX A4000',
+    'NVIDIA RTX 6000 Ada Generation', 'NVIDIA RTX 5000 Ada Generation', 'NVIDIA RTX 4000 Ada Generation',
+    'NVIDIA GeForce RTX 4090', 'NVIDIA GeForce RTX 3090',
+)
+
+# PartitionName options of slurm.conf(5), Slurm 22.05 to 26.05 (src/common/read_config.c, _partition_options);
+# lower case -> the spelling of the man page.
+PARTITION_KEYS = dict((key.lower(), key) for key in (
+    'AllocNodes', 'AllowAccounts', 'AllowGroups', 'AllowQos', 'Alternate', 'CpuBind', 'DefCpuPerGPU', 'DefMemPerCPU',
+    'DefMemPerGPU', 'DefMemPerNode', 'Default', 'DefaultTime', 'DenyAccounts', 'DenyQos', 'DisableRootJobs', 'Exclusive',
+    'ExclusiveUser', 'ExclusiveTopo', 'GraceTime', 'Hidden', 'LLN', 'MaxCPUsPerNode', 'MaxCPUsPerSocket', 'MaxMemPerCPU',
+    'MaxMemPerNode', 'MaxNodes', 'MaxTime', 'MinNodes', 'Nodes', 'OverSubscribe', 'OverTimeLimit', 'PowerDownOnIdle',
+    'PreemptMode', 'Priority', 'PriorityJobFactor', 'PriorityTier', 'QOS', 'ReqResv', 'ResumeTimeout', 'RootOnly',
+    'SelectTypeParameters', 'Shared', 'State', 'SuspendTime', 'SuspendTimeout', 'Topology', 'TRESBillingWeights'))
+# NodeName options of slurm.conf(5) (_nodename_options) that are no partition's.
+NODE_KEYS = dict((key.lower(), key) for key in (
+    'BcastAddr', 'Boards', 'CoreSpecCount', 'CoresPerSocket', 'CPUs', 'CPUSpecList', 'Feature', 'Features', 'Gres',
+    'GresConf', 'MemSpecLimit', 'NodeAddr', 'NodeHostname', 'Parameters', 'Port', 'Procs', 'RealMemory', 'Reason',
+    'RestrictedCoresPerGPU', 'Sockets', 'SocketsPerBoard', 'ThreadsPerCore', 'TmpDisk', 'TRESWeights', 'Weight'))
+_PARTITION_STATES = ('UP', 'DOWN', 'DRAIN', 'INACTIVE')
+_PARTITION_BOOLS = ('default', 'disablerootjobs', 'exclusiveuser', 'exclusivetopo', 'hidden', 'lln', 'powerdownonidle',
+                    'reqresv', 'rootonly')
+_PARTITION_UINTS = ('defcpupergpu', 'defmempercpu', 'defmempergpu', 'defmempernode', 'gracetime', 'maxcpuspernode',
+                    'maxcpuspersocket', 'maxmempercpu', 'maxmempernode', 'minnodes', 'priority', 'priorityjobfactor',
+                    'prioritytier', 'resumetimeout', 'suspendtimeout')
+_UINT16 = ('priority', 'priorityjobfactor', 'prioritytier', 'resumetimeout', 'suspendtimeout')
+_MAX_LISTED = 100
+
+
+def _show(value):
+    text = repr(value) if not isinstance(value, bool) else ('true' if value else 'false')
+    return text if len(text) <= 80 else text[:77] + '...'
+
+
+def _whole(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _names_text(names):
+    names = sorted(set(names), key=_natural)
+    try:
+        text = compress(names)
+    except ValueError:
+        text = ', '.join(names)
+    return text if len(text) <= _MAX_LISTED else text[:_MAX_LISTED - 3] + '...'
+
+
+def _natural(name):
+    return [(0, int(part), '') if part.isdigit() else (1, 0, part) for part in re.split(r'([0-9]+)', str(name))]
+
+
+# ----------------------------------------------------------------------------------------------- GPU models
+
+def resolve_model(text, extra=()):
+    """What the catalogue says of a model-name substring ``text`` (case-insensitive, as the checks match it).
+
+    Returns ``{'kind': 'mig' | 'mig-unknown' | 'no-mig' | 'extra' | 'unknown', 'name': NVML name or None,
+    'names': [matching names]}``; ``mig`` when the matching names of ``GUIDE_TABLES`` share one profile table
+    (``name`` is one of them), ``mig-unknown`` when the model has MIG but no table (or several tables) here.
+    """
+    wanted = text.strip().lower()
+    guide = [name for name in mig_plan.GUIDE_TABLES if wanted in name.lower()]
+    if guide:
+        tables = set(mig_plan.GUIDE_TABLES[name] for name in guide)
+        return {'kind': 'mig' if len(tables) == 1 else 'mig-unknown', 'name': guide[0], 'names': guide}
+    other = [name for name in MIG_OTHER_MODELS if wanted in name.lower()]
+    none = [name for name in NO_MIG_MODELS if wanted in name.lower()]
+    if other and not none:
+        return {'kind': 'mig-unknown', 'name': None, 'names': other}
+    if none and not other:
+        return {'kind': 'no-mig', 'name': none[0], 'names': none}
+    if other or none:
+        return {'kind': 'mig-unknown', 'name': None, 'names': other + none}
+    if any(wanted in str(name).lower() for name in extra if isinstance(name, str)):
+        return {'kind': 'extra', 'name': None, 'names': []}
+    return {'kind': 'unknown', 'name': None, 'names': []}
+
+
+def _model_list(value):
+    if isinstance(value, list) and value and all(isinstance(item, str) and item.strip() for item in value):
+        return value
+    return None
+
+
+def declared_models(values):
+    """``(variable, [substrings])`` the inventory declares for the host's GPUs, or ``(None, None)``."""
+    for name in ('validate_gpu_models', 'slurm_healthcheck_gpu_models'):
+        models = _model_list(values.get(name))
+        if models:
+            return name, models
+    return None, None
+
+
+def declared_count(values):
+    """``(variable, count)`` of the host's GPUs as the inventory declares them, or ``(None, None)``."""
+    for name in ('validate_gpu_count', 'slurm_healthcheck_gpu_count'):
+        value = values.get(name)
+        if _whole(value) and value >= 0:
+            return name, value
+    return None, None
+
+
+def _catalogue_text():
+    return ('H100, H200, A100-SXM4-40GB, A100 80GB PCIe, L40S, L4, A40, V100 ... (a part of the name nvidia-smi -L prints; '
+            'set %s: [<name>] in the inventory for a GPU the collection does not know yet)' % EXTRA_MODELS_VAR)
+
+
+def _expectation_problems(host, values, extra):
+    """Model names the catalogue does not know; the health check and the validation disagreeing."""
+    problems = []
+    count = values.get('validate_gpu_count')
+    if count is not None and not (_whole(count) and count >= 0):
+        problems.append((host, 'validate', 'validate_gpu_count is %s; expected the number of GPUs of this node type (a whole number, 0 or '
+                         'more), or null not to check it' % _show(count)))
+    models = values.get('validate_gpu_models')
+    if models is not None and models != [] and _model_list(models) is None:
+        problems.append((host, 'validate', 'validate_gpu_models is %s; expected a list of parts of GPU names such as [H100] or [L40S] '
+                         '([] not to check them)' % _show(models)))
+    for name in ('validate_gpu_models', 'slurm_healthcheck_gpu_models'):
+        models = _model_list(values.get(name))
+        for index, model in enumerate(models or ()):
+            if resolve_model(model, extra)['kind'] == 'unknown':
+                role = 'validate' if name.startswith('validate') else 'slurm_healthcheck'
+                problems.append((host, role, '%s[%d] is %s, which is part of no GPU name the collection knows; expected part of the '
+                                 'name NVML reports for the node\'s GPUs, such as %s' % (name, index, _show(model), _catalogue_text())))
+    check, validate = values.get('slurm_healthcheck_gpu_count'), values.get('validate_gpu_count')
+    if _whole(check) and _whole(validate) and check != validate:
+        problems.append((host, 'validate', 'validate_gpu_count is %d but slurm_healthcheck_gpu_count is %d for the same node; expected one '
+                         'count of GPUs per node type (the health check would drain a node the validation passes, or the other way round)'
+                         % (validate, check)))
+    check_models, validate_models = _model_list(values.get('slurm_healthcheck_gpu_models')), _model_list(values.get('validate_gpu_models'))
+    if check_models and validate_models:
+        def names(models):
+            found = set()
+            for model in models:
+                resolved = resolve_model(model, extra)
+                if resolved['kind'] in ('unknown', 'extra'):
+                    return None
+                found.update(resolved['names'])
+            return found
+        left, right = names(validate_models), names(check_models)
+        if left is not None and right is not None and not left & right:
+            problems.append((host, 'validate', 'validate_gpu_models is %s but slurm_healthcheck_gpu_models is %s for the same node: no GPU '
+                             'matches both; expected the models of this node type in both (the health check drains a node whose GPUs '
+                             'match none of its models)' % (_show(validate_models), _show(check_models))))
+    return problems
+
+
+# ----------------------------------------------------------------------------------------------- MIG
+
+def _layout_of(values):
+    """``(layout name, variable holding it, entries)`` of the host's mig_layout, or None when there is none to check."""
+    layout = values.get('mig_layout')
+    if not isinstance(layout, str) or not layout:
+        return None
+    custom, builtin = values.get('mig_layouts_custom'), values.get('mig_layouts')
+    if isinstance(custom, dict) and layout in custom:
+        entries, where = custom[layout], 'mig_layouts_custom'
+    elif isinstance(builtin, dict) and layout in builtin:
+        entries, where = builtin[layout], 'mig_layouts'
+    else:
+        return None  # not in the catalogue: _preflight._mig names it
+    if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
+        return None  # _preflight._mig names it
+    return layout, where, entries
+
+
+def _declared_gpu(index, name, mig):
+    return {'index': index, 'uuid': 'declared', 'name': name, 'mig_capable': mig, 'mig_current': False, 'mig_pending': False,
+            'profiles': mig_plan.guide_table(name) if mig else None, 'instances': [], 'processes': []}
+
+
+def _mig_message(text, where):
+    return text.replace('gpus[0]', where)
+
+
+def _mig_problems(host, values, extra):
+    """The host's MIG layout against its declared GPUs; ``(problems, devices)``.
+
+    ``devices``: ``{gres type: count}`` the layout yields on the declared GPUs (whole GPUs by their GRES type), or None
+    when that cannot be computed from the inventory alone.
+    """
+    found = _layout_of(values)
+    if found is None:
+        return [], None
+    layout, var, entries = found
+    label = 'mig_layout %s (%s[%s])' % (_show(layout), var, _show(layout))
+    problems = []
+    model_var, models = declared_models(values)
+    count_var, count = declared_count(values)
+    resolved = resolve_model(models[0], extra) if models and len(models) == 1 else None
+    shapes_ok = True
+    for number, entry in enumerate(entries):
+        where = '%s[%s][%d]' % (var, _show(layout), number)
+        try:
+            mig_plan.check_request([entry])
+        except mig_plan.MigPlanError as exc:
+            problems.append(('mig', '%s (mig_layout %s): %s' % (where, _show(layout), _mig_message(str(exc), where))))
+            shapes_ok = False
+    if not shapes_ok:
+        return [(host, role, message) for role, message in problems], None
+    indices = []
+    for number, entry in enumerate(entries):
+        selector = entry.get('gpu', 'all')
+        if _whole(selector) or (isinstance(selector, str) and selector.strip().isdigit()):
+            indices.append((number, int(str(selector).strip())))
+    if count is not None:
+        for number, index in indices:
+            if index >= count:
+                problems.append(('mig', '%s[%s][%d].gpu is %d, but %s says the node has %d GPU%s; expected a GPU index from 0 to %d%s'
+                                 % (var, _show(layout), number, index, count_var, count, '' if count == 1 else 's', count - 1,
+                                    ' (or fix %s)' % count_var)))
+    seen = {}
+    for number, index in indices:
+        if index in seen:
+            problems.append(('mig', '%s[%s][%d].gpu is %d, already selected by %s[%s][%d]; select each GPU once'
+                             % (var, _show(layout), number, index, var, _show(layout), seen[index])))
+        else:
+            seen[index] = number
+    if resolved is None or resolved['kind'] in ('unknown', 'extra', 'mig-unknown'):
+        # no one model, or one whose profile table is not here: profiles are checked on the node
+        return [(host, role, message) for role, message in problems], None
+    mig = resolved['kind'] == 'mig'
+    name = resolved['name']
+    total = count if count is not None else max([index for _n, index in indices] + [0]) + 1
+    gpus = [_declared_gpu(index, name, mig) for index in range(total)]
+    selected = {}
+    uuids = False
+    for number, entry in enumerate(entries):
+        where = '%s[%s][%d]' % (var, _show(layout), number)
+        selector = entry.get('gpu', 'all')
+        filter_ = entry.get('model')
+        matches = not filter_ or filter_.lower() in name.lower() or any(filter_.lower() in n.lower() for n in resolved['names'])
+        if selector == 'all':
+            picked = gpus if matches else []
+        elif _whole(selector) or str(selector).strip().isdigit():
+            index = int(str(selector).strip())
+            picked = [gpus[index]] if index < len(gpus) else []
+            if picked and not matches:
+                problems.append(('mig', '%s.model is %s, but %s says GPU %d is %s; expected part of that name, or leave model out'
+                                 % (where, _show(filter_), model_var, index, name)))
+                picked = []
+        else:
+            uuids = True  # a UUID: only the node knows
+            continue
+        for gpu in picked:
+            if gpu['index'] in selected:
+                other = selected[gpu['index']][1]
+                if selector == 'all' or entries[other].get('gpu', 'all') == 'all':
+                    problems.append(('mig', '%s selects GPU %d, already selected by %s[%s][%d]; select each GPU once (gpu: all '
+                                     'selects every GPU the model filter lets through)' % (where, gpu['index'], var, _show(layout), other)))
+                    break
+                continue  # two explicit indices: named above
+            selected[gpu['index']] = (entry, number)
+            wants = entry.get('mig', True)
+            if not mig and wants:
+                problems.append(('mig', '%s (mig_layout %s) asks for MIG on GPU %d, but %s says the node\'s GPUs are %s (%s), which have '
+                                 'no MIG; expected no mig_layout on this node (or entries with mig: false)'
+                                 % (where, _show(layout), gpu['index'], model_var, _show(models[0]), name)))
+                break
+            try:
+                mig_plan.plan_gpu(gpu, entry)
+            except mig_plan.MigPlanError as exc:
+                text = str(exc).replace('(declared, %s)' % name, '(%s, as %s %s declares)' % (name, model_var, _show(models)))
+                problems.append(('mig', '%s (mig_layout %s): %s' % (where, _show(layout), text)))
+                break
+    if count is not None and not uuids and values.get('mig_require_all_gpus') is not False:
+        uncovered = [gpu['index'] for gpu in gpus if gpu['index'] not in selected]
+        if uncovered:
+            problems.append(('mig', '%s selects none of GPUs %s of the %d the node has (%s %d); expected an entry for each GPU '
+                             '({gpu: "%d", mig: false} leaves one whole) or mig_require_all_gpus: false'
+                             % (label, ', '.join(str(i) for i in uncovered), count, count_var, count, uncovered[0])))
+    if problems:
+        return [(host, role, message) for role, message in problems], None
+    devices = {}
+    type_map = dict(DEFAULT_TYPE_MAP)
+    if isinstance(values.get('slurm_gres_type_map'), dict):
+        type_map.update(values['slurm_gres_type_map'])
+    for gpu in gpus:
+        entry = (selected.get(gpu['index']) or (None, None))[0]
+        if entry is not None and entry.get('mig', True) and mig:
+            for spec in entry.get('instances') or []:
+                if spec.get('compute_instances'):
+                    return [], None  # the GRES of a split GPU instance: left to the node
+                profile = spec['profile'].split('+', 1)[0]
+                devices[profile] = devices.get(profile, 0) + (spec.get('count') or 1)
+            continue
+        try:
+            whole = gpu_type(name, type_map)
+        except ValueError:
+            return [], None
+        devices[whole] = devices.get(whole, 0) + 1
+    if count is None:
+        devices = None
+    return [], devices
+
+
+def _node_gres(values):
+    params = values.get('slurm_node_params')
+    if not isinstance(params, dict):
+        return None, None
+    for key, value in params.items():
+        if isinstance(key, str) and key.lower() == 'gres':
+            return key, value
+    return None, None
+
+
+def _gres_problems(host, values, devices, extra):
+    """A hand-set Gres of slurm_node_params against what the declared GPUs (and the MIG layout) yield."""
+    key, value = _node_gres(values)
+    if key is None or not isinstance(value, str):
+        return []
+    try:
+        parsed = parse_gres_value(value)
+    except ValueError as exc:
+        return [(host, 'slurm', 'slurm_node_params.%s is %s: %s' % (key, _show(value), exc))]
+    gpus = {}
+    for name, gres_type, number in parsed:
+        if name == 'gpu':
+            gpus[gres_type or ''] = gpus.get(gres_type or '', 0) + number
+    if devices is None and _layout_of(values) is None:
+        count_var, count = declared_count(values)
+        if count is None or not gpus:
+            return []
+        total = sum(gpus.values())
+        if total != count:
+            return [(host, 'slurm', 'slurm_node_params.%s is %s: %d GPU%s, but %s says the node has %d; slurmd would register %d and '
+                     'the node would go INVALID (drained); expected gpu counts adding up to %d, or leave Gres out (the collection '
+                     'writes it from the GPUs the node has)' % (key, _show(value), total, '' if total == 1 else 's', count_var, count,
+                                                                count, count))]
+        return []
+    if devices is None:
+        return []
+    wanted = ','.join('gpu:%s:%d' % item for item in sorted(devices.items()))
+    have = dict((t.lower(), n) for t, n in gpus.items())
+    if have != dict((t.lower(), n) for t, n in devices.items()):
+        layout = values.get('mig_layout')
+        return [(host, 'slurm', 'slurm_node_params.%s is %s, but mig_layout %s on the GPUs the inventory declares yields %s; slurmd would '
+                 'register those and the node would go INVALID (drained); expected %s, or leave Gres out (the collection writes it '
+                 'from the MIG layout)' % (key, _show(value), _show(layout), wanted, wanted))]
+    return []
+
+
+# ----------------------------------------------------------------------------------------------- partitions
+
+def node_names(host, values):
+    """The Slurm node names the inventory host may have (its slurm_node_name, its name, its first label)."""
+    names = {host, host.split('.', 1)[0]}
+    given = values.get('slurm_node_name')
+    if isinstance(given, str) and given and '{' not in given:
+        names.add(given)
+    return names
+
+
+def _partition_nodes(nodes):
+    if nodes is None or (isinstance(nodes, str) and nodes.strip().lower() == 'all'):
+        return None  # (ALL in another case is named by _preflight)
+    if isinstance(nodes, str):
+        try:
+            return expand(nodes)
+        except ValueError:
+            return []
+    if isinstance(nodes, list):
+        return [str(n) for n in nodes]
+    return []
+
+
+def _option_value_problem(path, key, value):
+    lower = key.lower()
+    text = str(value).strip() if value is not None and not isinstance(value, (dict, list)) else None
+    if isinstance(value, bool):
+        text = 'YES' if value else 'NO'
+    if text is None:
+        return '%s is %s; expected a single value' % (path, _show(value))
+    if lower == 'state' and text.upper() not in _PARTITION_STATES:
+        return '%s is %s; valid values: %s' % (path, _show(value), ', '.join(_PARTITION_STATES))
+    if lower in _PARTITION_BOOLS and text.upper() not in ('YES', 'NO'):
+        return '%s is %s; expected YES or NO' % (path, _show(value))
+    if lower in _PARTITION_UINTS:
+        top = 65533 if lower in _UINT16 else 4294967293
+        if lower in ('maxmempernode', 'maxmempercpu', 'defmempercpu', 'defmempernode', 'defmempergpu') and text.upper() in ('UNLIMITED', 'INFINITE'):
+            return None
+        if not re.match(r'^[0-9]+$', text) or int(text) > top:
+            return '%s is %s; expected a whole number from 0 to %d' % (path, _show(value), top)
+    if lower in ('maxnodes',) and text.upper() not in ('UNLIMITED', 'INFINITE') and not re.match(r'^[0-9]+$', text):
+        return '%s is %s; expected a whole number or UNLIMITED' % (path, _show(value))
+    return None
+
+
+def _partition_problems(controller, values, compute_names, accounts, qos, warnings, compute_hosts):
+    partitions = values.get('slurm_partitions')
+    problems = []
+    if not isinstance(partitions, list):
+        return problems, set()
+    covered = set()
+    names = set()
+    for index, part in enumerate(partitions):
+        if not isinstance(part, dict):
+            continue
+        pname = part.get('name')
+        if isinstance(pname, str):
+            names.add(pname)
+        label = ' (partition %s)' % pname if isinstance(pname, str) else ''
+        members = _partition_nodes(part.get('nodes'))
+        if members is None:
+            covered.update(compute_names)
+        else:
+            unknown = [n for n in members if n not in compute_names]
+            if unknown:
+                problems.append((controller, 'slurm', 'slurm_partitions[%d].nodes is %s%s: %s %s not a compute node of the inventory; '
+                                 'expected ALL or names of hosts of slurm_compute (%s)'
+                                 % (index, _show(part.get('nodes')), label, _names_text(unknown), 'is' if len(unknown) == 1 else 'are',
+                                    _names_text(compute_names) or 'none')))
+            covered.update(n for n in members if n in compute_names)
+        options = part.get('options')
+        if not isinstance(options, dict):
+            continue
+        for key in sorted(options, key=str):
+            path = 'slurm_partitions[%d].options.%s' % (index, key)
+            lower = str(key).lower()
+            if lower == 'nodes':
+                problems.append((controller, 'slurm', '%s is %s%s: give the nodes of a partition as slurm_partitions[%d].nodes '
+                                 '(ALL, a hostlist or a list), not among its options' % (path, _show(options[key]), label, index)))
+                continue
+            if lower == 'default':
+                problems.append((controller, 'slurm', '%s is %s%s: mark the default partition with slurm_partitions[%d].default: true, '
+                                 'not among its options' % (path, _show(options[key]), label, index)))
+                continue
+            if lower in ('partitionname', 'name'):
+                problems.append((controller, 'slurm', '%s is %s%s: the name is slurm_partitions[%d].name' % (path, _show(options[key]), label, index)))
+                continue
+            if lower not in PARTITION_KEYS:
+                if lower in NODE_KEYS:
+                    problems.append((controller, 'slurm', '%s is %s%s: %s is a key of a node (NodeName line), not of a partition; '
+                                     'set it per node in slurm_node_params (the GPU Gres is written from the nodes\' GPUs), valid '
+                                     'partition keys: %s' % (path, _show(options[key]), label, NODE_KEYS[lower], _partition_key_text())))
+                else:
+                    problems.append((controller, 'slurm', '%s%s: %s is not a PartitionName option of slurm.conf (slurmctld would refuse the '
+                                     'file); valid keys: %s' % (path, label, _show(key), _partition_key_text())))
+                continue
+            problem = _option_value_problem(path, key, options[key])
+            if problem:
+                problems.append((controller, 'slurm', problem + label))
+                continue
+            if accounts is not None and lower in ('allowaccounts', 'denyaccounts'):
+                listed = [a.strip() for a in str(options[key]).split(',') if a.strip() and a.strip().upper() != 'ALL']
+                bad = [a for a in listed if a.lower() not in accounts]
+                if bad:
+                    problems.append((controller, 'slurm', '%s is %s%s: %s %s not an account of slurmdbd_accounts; expected accounts the '
+                                     'associations define (%s)' % (path, _show(options[key]), label, ', '.join(bad),
+                                                                   'is' if len(bad) == 1 else 'are', ', '.join(sorted(accounts)))))
+            if qos is not None and lower in ('allowqos', 'denyqos', 'qos'):
+                listed = [a.strip() for a in str(options[key]).split(',') if a.strip() and a.strip().upper() != 'ALL']
+                bad = [a for a in listed if a.lower() not in qos]
+                if bad:
+                    problems.append((controller, 'slurm', '%s is %s%s: QOS %s %s not defined; expected a QOS of slurmdbd_qos or normal (%s)'
+                                     % (path, _show(options[key]), label, ', '.join(bad), 'is' if len(bad) == 1 else 'are',
+                                        ', '.join(sorted(qos)))))
+    alone = [host for host in compute_hosts if not (compute_hosts[host] & covered)]
+    if alone:
+        warnings.append('%s: in no partition of slurm_partitions (host %s): Slurm configures the node%s but no job can run there; add '
+                        '%s to a partition\'s nodes (or ALL)' % (_names_text(alone), controller, '' if len(alone) == 1 else 's',
+                                                                'it' if len(alone) == 1 else 'them'))
+    return problems, names
+
+
+def _partition_key_text():
+    return ', '.join(sorted((v for k, v in PARTITION_KEYS.items() if k not in ('nodes', 'default')), key=str.lower))
+
+
+# ----------------------------------------------------------------------------------------------- associations
+
+def _assoc_settings(controller, var, index, spec, fields, reserved, what):
+    problems, settings = [], {}
+    for key in spec:
+        if key in reserved:
+            continue
+        path = '%s[%d].%s' % (var, index, key)
+        try:
+            field = sacctmgr.lookup_field(key, fields, what, reserved)
+        except ValueError:
+            problems.append((controller, 'slurmdbd', '%s: %s is not a setting of %s; valid settings: %s'
+                             % (path, _show(key), what, ', '.join(sorted(list(reserved) + [f.name for f in fields])))))
+            continue
+        try:
+            settings[field.name] = sacctmgr.inventory_value(field, spec[key], what)
+        except ValueError as exc:
+            problems.append((controller, 'slurmdbd', '%s is %s: %s' % (path, _show(spec[key]), exc)))
+    return problems, settings
+
+
+def _entries(controller, values, var):
+    entries = values.get(var)
+    if entries is None:
+        return [], []
+    if not isinstance(entries, list):
+        return [], []  # the argument spec names it
+    good, problems, seen = [], [], {}
+    for index, spec in enumerate(entries):
+        if not isinstance(spec, dict) or not isinstance(spec.get('name'), str) or not spec['name']:
+            continue  # _preflight._slurmdbd and the argument spec name it
+        name = spec['name'].lower()
+        try:
+            sacctmgr.check_inventory_name(spec['name'], var.split('_', 1)[1].rstrip('s'))
+        except ValueError as exc:
+            problems.append((controller, 'slurmdbd', '%s[%d].name is %s: %s' % (var, index, _show(spec['name']), exc)))
+            try:
+                # (a name in upper case still defines the lower-case one: its references are not named again)
+                sacctmgr.check_name(name, var)
+            except ValueError:
+                continue
+        if name in seen:
+            problems.append((controller, 'slurmdbd', '%s[%d].name is %s, also %s[%d]; give each once' % (var, index, _show(name), var, seen[name])))
+            continue
+        seen[name] = index
+        good.append((index, name, spec))
+    return good, problems
+
+
+def association_problems(controller, values):
+    """Every problem of the controller's slurmdbd_qos/accounts/users; ``(problems, accounts, qos)`` (the names defined)."""
+    problems = []
+    qos_entries, found = _entries(controller, values, 'slurmdbd_qos')
+    problems.extend(found)
+    account_entries, found = _entries(controller, values, 'slurmdbd_accounts')
+    problems.extend(found)
+    user_entries, found = _entries(controller, values, 'slurmdbd_users')
+    problems.extend(found)
+    qos = set(sacctmgr.PROTECTED_QOS) | set(name for _i, name, spec in qos_entries if spec.get('state', 'present') == 'present')
+    accounts = set(sacctmgr.PROTECTED_ACCOUNTS) | set(name for _i, name, spec in account_entries if spec.get('state', 'present') == 'present')
+    preempts = []
+    for index, name, spec in qos_entries:
+        found, settings = _assoc_settings(controller, 'slurmdbd_qos', index, spec, sacctmgr.QOS_FIELDS, ('name', 'state'), 'QOS %s' % name)
+        problems.extend(found)
+        preempts.extend(('slurmdbd_qos[%d].Preempt' % index, ref) for ref in settings.get('Preempt') or ())
+    refs = []
+    parents = {}
+    for index, name, spec in account_entries:
+        entity_keys = ('description', 'organization')
+        found, dummy = _assoc_settings(controller, 'slurmdbd_accounts', index, dict((k, v) for k, v in spec.items() if str(k).lower() in entity_keys),
+                                       sacctmgr.ACCOUNT_FIELDS, (), 'account %s' % name)
+        problems.extend(found)
+        found, settings = _assoc_settings(controller, 'slurmdbd_accounts', index,
+                                          dict((k, v) for k, v in spec.items() if str(k).lower() not in entity_keys),
+                                          sacctmgr.ASSOC_FIELDS, ('name', 'state', 'parent'), 'account %s' % name)
+        problems.extend(found)
+        refs.append(('slurmdbd_accounts[%d]' % index, settings))
+        parent = spec.get('parent', 'root')
+        if not isinstance(parent, str) or not parent:
+            problems.append((controller, 'slurmdbd', 'slurmdbd_accounts[%d].parent is %s; expected the name of an account' % (index, _show(parent))))
+            continue
+        if parent == name:
+            problems.append((controller, 'slurmdbd', 'slurmdbd_accounts[%d].parent is %s, the account itself; expected another account or root'
+                             % (index, _show(parent))))
+            continue
+        parents[name] = parent
+        if parent.lower() not in accounts:
+            problems.append((controller, 'slurmdbd', 'slurmdbd_accounts[%d].parent is %s (account %s), which is not an account of slurmdbd_accounts; '
+                             'expected root or one of %s' % (index, _show(parent), name, ', '.join(sorted(accounts)))))
+    for name in sorted(parents):
+        seen, parent = [name], parents[name]
+        while parent in parents and parent not in seen:
+            seen.append(parent)
+            parent = parents[parent]
+        if parent in seen and parent == name:
+            problems.append((controller, 'slurmdbd', 'slurmdbd_accounts: the parents of %s form a loop (%s); expected a tree below root'
+                             % (name, ' -> '.join(seen + [parent]))))
+    for index, name, spec in user_entries:
+        what = 'user %s' % name
+        found, common = _assoc_settings(controller, 'slurmdbd_users', index, spec, sacctmgr.ASSOC_FIELDS,
+                                        ('name', 'state', 'accounts', 'default_account', 'admin_level'), what)
+        problems.extend(found)
+        refs.append(('slurmdbd_users[%d]' % index, common))
+        listed = spec.get('accounts')
+        names = []
+        if isinstance(listed, list):
+            for position, entry in enumerate(listed):
+                path = 'slurmdbd_users[%d].accounts[%d]' % (index, position)
+                entry = {'name': entry} if isinstance(entry, str) else entry
+                if not isinstance(entry, dict) or not isinstance(entry.get('name'), str):
+                    problems.append((controller, 'slurmdbd', '%s is %s; expected an account name or {name, <association option>}'
+                                     % (path, _show(listed[position]))))
+                    continue
+                names.append(entry['name'].lower())
+                found, settings = _assoc_settings(controller, 'slurmdbd_users', index, dict((k, v) for k, v in entry.items() if k != 'name'),
+                                                  sacctmgr.ASSOC_FIELDS, (), '%s account %s' % (what, entry['name']))
+                problems.extend(found)
+                refs.append((path, settings))
+                if entry['name'].lower() not in accounts:
+                    problems.append((controller, 'slurmdbd', '%s is %s (user %s), which is not an account of slurmdbd_accounts; expected one '
+                                     'of %s' % (path, _show(entry['name']), name, ', '.join(sorted(accounts)))))
+        elif listed is not None:
+            problems.append((controller, 'slurmdbd', 'slurmdbd_users[%d].accounts is %s; expected a list of account names' % (index, _show(listed))))
+        if spec.get('state', 'present') == 'present' and isinstance(listed, list) and not listed:
+            problems.append((controller, 'slurmdbd', 'slurmdbd_users[%d].accounts is [] (user %s); expected at least one account (a user '
+                             'exists only through an association)' % (index, name)))
+        default = spec.get('default_account')
+        if isinstance(default, str) and names and default.lower() not in names:
+            problems.append((controller, 'slurmdbd', 'slurmdbd_users[%d].default_account is %s (user %s); expected one of its accounts: %s'
+                             % (index, _show(default), name, ', '.join(names))))
+        admin = spec.get('admin_level')
+        if admin is not None:
+            try:
+                sacctmgr.inventory_value(sacctmgr.USER_FIELDS[1], admin, what)
+            except ValueError as exc:
+                problems.append((controller, 'slurmdbd', 'slurmdbd_users[%d].admin_level is %s: %s' % (index, _show(admin), exc)))
+    for path, settings in refs:
+        used = set(settings.get('QOS') or ())
+        if settings.get('DefaultQOS'):
+            used.add(settings['DefaultQOS'])
+        for ref in sorted(used - qos):
+            problems.append((controller, 'slurmdbd', '%s uses QOS %s, which is not in slurmdbd_qos; expected one of %s'
+                             % (path, _show(ref), ', '.join(sorted(qos)))))
+        default = settings.get('DefaultQOS')
+        if default and 'QOS' in settings and default not in settings['QOS']:
+            problems.append((controller, 'slurmdbd', '%s.DefaultQOS is %s, not in its QOS list (%s); expected one of them'
+                             % (path, _show(default), ', '.join(sorted(settings['QOS'])) or 'empty')))
+    for path, ref in preempts:
+        if ref not in qos:
+            problems.append((controller, 'slurmdbd', '%s names QOS %s, which is not in slurmdbd_qos; expected one of %s'
+                             % (path, _show(ref), ', '.join(sorted(qos)))))
+    return problems, accounts, qos
+
+
+# ----------------------------------------------------------------------------------------------- all of it
+
+def site_problems(values, groups, controller, run_hosts, compute_group='slurm_compute', gpu_group='gpu_nodes', accounting=True):
+    """Problems and warnings of the inventory as a whole.
+
+    ``values``: host -> its templated values of :data:`SITE_VARIABLES` (only what could be templated);
+    ``groups``: the inventory groups; ``controller``: the controller host (its slurm_partitions and associations
+    are the cluster's) or None; ``run_hosts``: the hosts of this run (--limit); ``accounting``: whether the
+    association stage runs (the slurmdbd group has a host).
+    """
+    problems, warnings = [], []
+    compute = [h for h in (groups.get(compute_group) or []) if isinstance(h, str)]
+    gpu_nodes = set(h for h in (groups.get(gpu_group) or []) if isinstance(h, str))
+    run = set(run_hosts)
+    for host in sorted(compute, key=_natural):
+        if host not in run or host not in values:
+            continue
+        host_values = values[host]
+        extra = host_values.get(EXTRA_MODELS_VAR)
+        extra = extra if isinstance(extra, list) else []
+        problems.extend(_expectation_problems(host, host_values, extra))
+        devices = None
+        if host in gpu_nodes:
+            found, devices = _mig_problems(host, host_values, extra)
+            problems.extend(found)
+            if found:
+                continue
+        problems.extend(_gres_problems(host, host_values, devices, extra))
+    accounts = qos = None
+    ctl_values = values.get(controller) if controller else None
+    if ctl_values is not None and accounting:
+        found, accounts, qos = association_problems(controller, ctl_values)
+        problems.extend(found)
+    if ctl_values is not None:
+        compute_hosts = dict((h, node_names(h, values.get(h) or {})) for h in compute if h in run)
+        names = set()
+        for host in compute:
+            names.update(node_names(host, values.get(host) or {}))
+        found, partitions = _partition_problems(controller, ctl_values, names, accounts, qos, warnings, compute_hosts)
+        problems.extend(found)
+        if isinstance(ctl_values.get('slurm_partitions'), list):
+            for host in sorted(set(compute) | {controller}, key=_natural):
+                wanted = (values.get(host) or {}).get('validate_partition')
+                if host in run and isinstance(wanted, str) and wanted and wanted not in partitions:
+                    problems.append((host, 'validate', 'validate_partition is %s, which is not a partition of slurm_partitions; expected one '
+                                     'of %s, or "" for the default partition' % (_show(wanted), ', '.join(sorted(partitions)) or 'none')))
+    return problems, warnings

@@ -1,0 +1,83 @@
+"""_preflight_site: the checks of the inventory as a whole, on plain data (the action's values)."""
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight_site as site
+
+GROUPS = {'slurm_controller': ['ctl'], 'slurm_compute': ['dgx-01', 'l40s-01'], 'gpu_nodes': ['dgx-01', 'l40s-01'], 'slurmdbd': ['ctl']}
+LAYOUT = [{'gpu': str(i), 'instances': [{'profile': '1g.10gb', 'count': 7}]} for i in range(4)] + [{'gpu': str(i), 'mig': False} for i in range(4, 8)]
+PARTS = [{'name': 'dgx', 'nodes': 'dgx-01', 'default': True, 'options': {'State': 'UP'}},
+         {'name': 'l40s', 'nodes': ['l40s-01'], 'options': {'MaxTime': '1-00:00:00'}}]
+
+
+def values():
+    return {
+        'ctl': {'slurm_partitions': PARTS, 'slurmdbd_qos': [{'name': 'gpu', 'MaxJobsPerUser': 4}],
+                'slurmdbd_accounts': [{'name': 'research', 'QOS': ['normal', 'gpu']}], 'slurmdbd_users': [{'name': 'alice', 'accounts': ['research']}]},
+        'dgx-01': {'validate_gpu_count': 8, 'validate_gpu_models': ['H100'], 'mig_layout': 'half', 'mig_layouts': {},
+                   'mig_layouts_custom': {'half': LAYOUT}, 'mig_require_all_gpus': True,
+                   'slurm_node_params': {'Gres': 'gpu:1g.10gb:28,gpu:h100:4'}},
+        'l40s-01': {'validate_gpu_count': 4, 'validate_gpu_models': ['L40S'], 'slurm_healthcheck_gpu_count': 4,
+                    'slurm_healthcheck_gpu_models': ['l40s']},
+    }
+
+
+def check(data):
+    return site.site_problems(data, GROUPS, 'ctl', ['ctl', 'dgx-01', 'l40s-01'])
+
+
+def test_a_consistent_site_passes():
+    assert check(values()) == ([], [])
+
+
+@pytest.mark.parametrize('text, kind, name', [
+    ('H100', 'mig', 'NVIDIA H100 80GB HBM3'), ('h200', 'mig', 'NVIDIA H200'), ('A100', 'mig-unknown', 'NVIDIA A100-SXM4-40GB'),
+    ('L40S', 'no-mig', 'NVIDIA L40S'), ('B200', 'mig-unknown', None), ('H10O', 'unknown', None),
+])
+def test_models_resolve_against_the_catalogue(text, kind, name):
+    found = site.resolve_model(text)
+    assert (found['kind'], found['name']) == (kind, name)
+
+
+def test_an_extra_model_is_known():
+    assert site.resolve_model('X9000', ['NVIDIA X9000'])['kind'] == 'extra'
+
+
+def test_every_problem_of_the_associations_at_once():
+    data = values()
+    data['ctl']['slurmdbd_accounts'] = [{'name': 'research', 'Fairshare': -1.5, 'MaxJobs': -7, 'parent': 'physics'}]
+    data['ctl']['slurmdbd_users'] = [{'name': 'alice', 'accounts': ['reserch'], 'MaxSubmitJobs': -2}]
+    problems, warnings = check(data)
+    lines = [message for host, role, message in problems]
+    assert all(host == 'ctl' and role == 'slurmdbd' for host, role, message in problems)
+    assert [line.split(' ', 1)[0] for line in lines] == ['slurmdbd_accounts[0].Fairshare', 'slurmdbd_accounts[0].MaxJobs',
+                                                         'slurmdbd_accounts[0].parent', 'slurmdbd_users[0].MaxSubmitJobs',
+                                                         'slurmdbd_users[0].accounts[0]'], lines
+    assert warnings == []
+
+
+def test_a_node_in_no_partition_is_a_warning():
+    data = values()
+    data['ctl']['slurm_partitions'] = PARTS[:1]
+    problems, warnings = check(data)
+    assert problems == []
+    assert warnings == ['l40s-01: in no partition of slurm_partitions (host ctl): Slurm configures the node but no job can run there; '
+                        "add it to a partition's nodes (or ALL)"]
+
+
+def test_the_gres_of_a_mig_node_is_computed_from_the_layout():
+    data = values()
+    data['dgx-01']['slurm_node_params'] = {'Gres': 'gpu:1g.10gb:28,gpu:h100:8'}
+    problems, warnings = check(data)
+    assert [m for h, r, m in problems] == [
+        "slurm_node_params.Gres is 'gpu:1g.10gb:28,gpu:h100:8', but mig_layout 'half' on the GPUs the inventory declares yields "
+        'gpu:1g.10gb:28,gpu:h100:4; slurmd would register those and the node would go INVALID (drained); expected '
+        'gpu:1g.10gb:28,gpu:h100:4, or leave Gres out (the collection writes it from the MIG layout)']
+
+
+def test_odd_types_are_left_to_the_argument_spec():
+    data = values()
+    data['dgx-01'].update(mig_layouts_custom={'half': [None, 3]}, validate_gpu_models=[None], slurm_node_params='x')
+    data['ctl'].update(slurm_partitions=[None, {'name': 'x', 'nodes': 5, 'options': ['a']}], slurmdbd_qos='x',
+                       slurmdbd_accounts=[3, {'name': None}], slurmdbd_users=[{'name': 'bob', 'accounts': 'x'}])
+    problems, warnings = check(data)
+    assert all(isinstance(m, str) for h, r, m in problems)
