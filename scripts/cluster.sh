@@ -177,19 +177,12 @@ link_collection() {
     export ANSIBLE_CONNECTION_PLUGINS="$GPUCLUSTER_SIM_ROOT/scripts/lib/connection_plugins"
 }
 
-# The STAND-IN enroot packages and pyxis source archive the simulated
-# inventory installs (inventory/simulated/group_vars/all/simulated.yml), built
-# once: a rebuilt .deb differs in its timestamps.
-ensure_standins() {
-    local dir="$GPUCLUSTER_SIM_ROOT/.build/standins"
-    if [ ! -f "$dir/debs/enroot_0.0.0~standin-1_amd64.deb" ] || [ ! -f "$dir/debs/enroot+caps_0.0.0~standin-1_amd64.deb" ]; then
-        bash "$GPUCLUSTER_SIM_ROOT/tests/standins/build-standin-debs.sh" "$dir/debs" >/dev/null \
-            || die "building the stand-in enroot packages failed"
-    fi
-    if [ ! -f "$dir/pyxis/pyxis-standin-0.0.0-standin.tar.gz" ]; then
-        bash "$GPUCLUSTER_SIM_ROOT/tests/standins/build-standin-pyxis-archive.sh" "$dir/pyxis" >/dev/null \
-            || die "building the stand-in pyxis source archive failed"
-    fi
+# The real enroot packages and pyxis source archive the simulated inventory
+# installs (inventory/simulated/group_vars/all/simulated.yml): built or
+# checked once from the local mirror of release files, cached under .build.
+ensure_enroot_pyxis() {
+    bash "$GPUCLUSTER_SIM_LIB/enroot-build.sh" >/dev/null || die "the enroot packages could not be built (scripts/lib/enroot-build.sh)"
+    bash "$GPUCLUSTER_SIM_LIB/pyxis-source.sh" >/dev/null || die "the pyxis source archive could not be had (scripts/lib/pyxis-source.sh)"
 }
 
 # ansible-playbook against the running simulated cluster: the example
@@ -198,7 +191,7 @@ cmd_playbook() {
     local playbook
     playbook=$(venv_tool ansible-playbook)
     link_collection
-    ensure_standins
+    ensure_enroot_pyxis
     export GPUCLUSTER_SIM_ROOT
     (cd "$GPUCLUSTER_SIM_ROOT" && "$playbook" -i inventory/hosts.yml -i inventory/simulated/hosts.yml "$@")
 }

@@ -59,6 +59,13 @@ for s in "${scenarios[@]}"; do
     GPUCLUSTER_SIM_SUITE=$suite bash scripts/cluster.sh images 9>&- || die "the node images of $suite could not be built"
     scenario_image[$s]=$(GPUCLUSTER_SIM_SUITE=$suite bash -c '. scripts/lib/common.sh && . scripts/lib/images.sh && node_image')
 done
+# The real enroot packages and pyxis source archive the scenarios install
+# (inventory/simulated: built from the local mirror of release files, cached
+# under .build; molecule's prepare.yml asks for them again and finds them).
+start=$(date +%s)
+bash scripts/lib/enroot-build.sh 9>&- >/dev/null || die "the enroot packages could not be built (scripts/lib/enroot-build.sh)"
+bash scripts/lib/pyxis-source.sh 9>&- >/dev/null || die "the pyxis source archive could not be had (scripts/lib/pyxis-source.sh)"
+log "enroot packages and pyxis source archive ready ($(($(date +%s) - start))s)"
 export MOLECULE_PODMAN_EXECUTABLE="$ROOT/scripts/lib/podman"
 
 parent=.build/collections/ansible_collections/gpucluster

@@ -83,13 +83,15 @@ ensure_nvml_reference() {
 }
 
 stage_deps() {
-    # docker-registry, skopeo, squashfs-tools, jq, curl: the real registry and
-    # the tools behind the enroot stand-in; slurm-client, libslurm-dev, gcc,
-    # make: the pyxis stand-in is built and loaded by a real srun. ibsim-utils,
+    # docker-registry, skopeo: the real registry; squashfs-tools, jq, curl,
+    # parallel, zstd: what the real enroot runs (its package's dependencies;
+    # scripts/lib/enroot-build.sh builds it, cached, and installs its own build
+    # dependencies); slurm-client, libslurm-dev, gcc, make: the real pyxis is
+    # built and loaded by a real srun. ibsim-utils,
     # infiniband-diags: the real ibnetdiscover over simulated InfiniBand fabrics
     # (topology.conf tests). chromium: the validation report opened in a real
     # headless browser (tests/browser).
-    ensure_apt_packages git shellcheck rsync docker-registry skopeo squashfs-tools jq curl \
+    ensure_apt_packages git shellcheck rsync docker-registry skopeo squashfs-tools jq curl parallel zstd \
         slurm-client libslurm-dev gcc make ibsim-utils infiniband-diags chromium || return 1
     ensure_venv || return 1
     ensure_nvml_reference || return 1

@@ -494,7 +494,7 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
             assert node(name).file("/etc/munge/munge.key").md5sum == node(CONTROLLER).file("/etc/munge/munge.key").md5sum
         assert ctl("timeout 60 srun -w %s --gres=gpu:a100:1 printenv SLURMD_NODENAME CUDA_VISIBLE_DEVICES" % NEW_NODE).stdout.split() \
             == [NEW_NODE, "0"]
-        assert "pyxis STAND-IN" in node(NEW_NODE).check_output("srun --help")
+        assert "[pyxis] the image to use for the container" in node(NEW_NODE).check_output("srun --help")
         after = start_times(DAEMONS)
         assert after[("slurmctld", CONTROLLER)] != before[("slurmctld", CONTROLLER)]
         for name in COMPUTE:

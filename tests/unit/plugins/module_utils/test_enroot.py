@@ -9,12 +9,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
-import os
-import subprocess
 
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot
+from ansible_collections.gpucluster.bringup.tests.unit import realenroot
 
 DIGEST_A = 'sha256:' + 'a' * 64
 DIGEST_B = 'sha256:' + 'b' * 64
@@ -79,26 +78,15 @@ def test_parse_uri_valid(uri, expected, name):
     assert _enroot.default_output_name(ref) == name
 
 
-STANDIN = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'standins', 'enroot-standin', 'enroot')
-
-
-def standin_split(uri, tmp_path):
-    """How the stand-in enroot (which follows enroot 4.x's docker::_parse_uri) reads uri, or None when it rejects it."""
-    env = {'PATH': os.environ['PATH'], 'HOME': str(tmp_path), 'ENROOT_SYSCONF_PATH': str(tmp_path / 'none'),
-           'ENROOT_STANDIN_PARSE_ONLY': 'y'}
-    proc = subprocess.run(['bash', STANDIN, 'digest', '--', uri], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True, check=False)
-    if proc.returncode != 0:
-        assert proc.stderr == '[ERROR] Invalid image reference: %s\n' % uri
-        return None
-    user, registry, image, reference = proc.stdout.split('\n')[:4]
-    return (user or None, registry, image, reference)
+def enroot_split(uri, tmp_path):
+    """How NVIDIA's enroot 4.1.2 (src/docker.sh docker::_parse_uri, from the real package) reads uri, or None when it rejects it."""
+    return realenroot.split_uri(uri, tmp_path)
 
 
 @pytest.mark.parametrize('uri, expected, name', [case for case in VALID if case[1][0] == 'docker'])
-def test_parse_uri_agrees_with_the_standin(uri, expected, name, tmp_path):
+def test_parse_uri_agrees_with_enroot(uri, expected, name, tmp_path):
     ref = _enroot.parse_uri(uri)
-    assert standin_split(uri, tmp_path) == (ref.user, ref.registry, ref.image, ref.reference)
+    assert enroot_split(uri, tmp_path) == (ref.user, ref.registry, ref.image, ref.reference)
 
 
 @pytest.mark.parametrize('uri, warnings', [
@@ -151,7 +139,7 @@ def test_parse_uri_invalid(uri, reason):
 @pytest.mark.parametrize('uri', ['docker://Ubuntu', 'docker://ubuntu:22.04:x', 'docker://ubuntu@sha256:abc', 'docker://reg.io:abc/x',
                                  'docker://Nvidia/cuda'])
 def test_rejected_parts_enroot_would_pass_on(uri, tmp_path):
-    assert standin_split(uri, tmp_path) is not None
+    assert enroot_split(uri, tmp_path) is not None
     with pytest.raises(ValueError):
         _enroot.parse_uri(uri)
 
@@ -159,7 +147,7 @@ def test_rejected_parts_enroot_would_pass_on(uri, tmp_path):
 @pytest.mark.parametrize('uri', ['docker://', 'docker://nvcr.io#', 'docker://#nvidia/pytorch', 'docker://us er@nvcr.io#nvidia/pytorch',
                                  'docker://x.io/Foo', 'docker://a#b#c'])
 def test_rejected_by_enroot_too(uri, tmp_path):
-    assert standin_split(uri, tmp_path) is None
+    assert enroot_split(uri, tmp_path) is None
     with pytest.raises(ValueError):
         _enroot.parse_uri(uri)
 
@@ -525,7 +513,7 @@ def test_directory_problem(directory, create, problem):
     ('4.1.2', '1', 'x86_64', True, ['enroot_4.1.2-1_amd64.deb', 'enroot+caps_4.1.2-1_amd64.deb']),
     ('4.1.2', '1', 'aarch64', False, ['enroot_4.1.2-1_arm64.deb']),
     ('4.1.2', '2', 'ppc64le', True, ['enroot_4.1.2-2_ppc64el.deb', 'enroot+caps_4.1.2-2_ppc64el.deb']),
-    ('0.0.0~standin', '1', 'x86_64', True, ['enroot_0.0.0~standin-1_amd64.deb', 'enroot+caps_0.0.0~standin-1_amd64.deb']),
+    ('4.2.0~rc1', '1', 'x86_64', True, ['enroot_4.2.0~rc1-1_amd64.deb', 'enroot+caps_4.2.0~rc1-1_amd64.deb']),
     ('4.1.2', '1', 'riscv64', False, ['enroot_4.1.2-1_riscv64.deb']),
 ])
 def test_package_files(version, release, machine, caps, files):

@@ -59,7 +59,7 @@ def role_templar(**overrides):
     ('4.1.2', '1', 'x86_64', True),
     ('4.1.2', '1', 'aarch64', True),
     ('4.1.2', '1', 'ppc64le', False),
-    ('0.0.0~standin', '1', 'x86_64', True),
+    ('4.2.0~rc1', '1', 'x86_64', True),
     ('4.1.2', '2', 's390x', True),
 ])
 def test_role_release_file_names(version, release, machine, caps):

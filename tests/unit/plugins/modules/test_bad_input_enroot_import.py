@@ -4,8 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """enroot_import refuses bad input with one message, before anything runs.
 
-Each case runs the module in-process (modrun) with the stand-in enroot first in PATH and its
-argv log switched on, and asserts: the module failed, the message names the option, the bad
+Each case runs the module in-process (modrun) with NVIDIA's real enroot (tests/unit/realenroot.py)
+first in PATH behind a recorder that logs each call's argv, and asserts: the module failed, the message names the option, the bad
 value and what is valid, enroot was never run, and nothing under the test directory (the
 image directory, HOME with its container record directory) changed - no temporary import
 directory, no record, no file.
@@ -20,10 +20,10 @@ import os
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.modules import enroot_import
+from ansible_collections.gpucluster.bringup.tests.unit import realenroot
 from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
-STANDIN_DIR = os.path.join(ROOT, 'tests', 'standins', 'enroot-standin')
 URI = 'docker://127.0.0.1:5000/test/tiny:1.0'
 HEX = '0123456789abcdef' * 4
 FORMS = 'valid forms are docker://[USER@][REGISTRY/]IMAGE[:TAG][@sha256:DIGEST]'
@@ -125,9 +125,10 @@ def world(tmp_path, monkeypatch):
     home.mkdir()
     log = tmp_path / 'enroot-argv.log'
     log.write_text('')
-    monkeypatch.setenv('PATH', STANDIN_DIR + os.pathsep + os.environ['PATH'])
+    for key, value in realenroot.recorder(tmp_path / 'recorder', 'ENROOT_CALLS_LOG').items():
+        monkeypatch.setenv(key, value)
     monkeypatch.setenv('HOME', str(home))
-    monkeypatch.setenv('ENROOT_STANDIN_LOG', str(log))
+    monkeypatch.setenv('ENROOT_CALLS_LOG', str(log))
     monkeypatch.setenv('ENROOT_ALLOW_HTTP', 'yes')
     monkeypatch.setenv('ENROOT_SYSCONF_PATH', str(tmp_path / 'no-sysconf'))
     return tmp_path

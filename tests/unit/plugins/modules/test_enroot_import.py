@@ -2,12 +2,14 @@
 # Copyright (c) gpucluster.bringup contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""enroot_import, run the way Ansible runs it, against a real registry and the stand-in enroot.
+"""enroot_import, run the way Ansible runs it, against a real registry and NVIDIA's real enroot.
 
 * The registry is Debian's ``docker-registry`` (Distribution 2.8) on 127.0.0.1, holding the
   stand-in test image pushed with ``skopeo copy`` as Docker v2 schema 2 and as OCI.
-* ``enroot`` is the STAND-IN of ``tests/standins/enroot-standin/enroot`` (it is not enroot):
-  it follows enroot's CLI, talks HTTP to the registry and writes real squashfs files.
+* ``enroot`` is NVIDIA's enroot 4.1.2 from the package scripts/lib/enroot-build.sh builds
+  (tests/unit/realenroot.py), behind a recorder that logs each call's argv. Four cases still
+  run the STAND-IN of ``tests/standins/enroot-standin/enroot`` (``standin``): an import hanging
+  mid-write (interrupt, timeout, SIGKILL) and a registry whose token server does not answer.
 * The module runs as its own process (``python -m ...enroot_import ARGS.json``), so signals,
   timeouts and the atomic rename are exercised for real.
 
@@ -33,6 +35,8 @@ import urllib.error
 import urllib.request
 
 import pytest
+
+from ansible_collections.gpucluster.bringup.tests.unit import realenroot
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 STANDIN_DIR = os.path.join(ROOT, 'tests', 'standins', 'enroot-standin')
@@ -122,8 +126,11 @@ def env(tmp_path):
     home.mkdir()
     log = tmp_path / 'enroot-argv.log'
     log.write_text('')
+    # records each call (argv) and runs NVIDIA's enroot
+    real = realenroot.recorder(tmp_path / 'recorder', 'ENROOT_STANDIN_LOG')
     return {
-        'PATH': STANDIN_DIR + os.pathsep + os.environ['PATH'],
+        'PATH': real['PATH'],
+        'ENROOT_LIBRARY_PATH': real['ENROOT_LIBRARY_PATH'],
         'HOME': str(home),
         'ENROOT_ALLOW_HTTP': 'yes',
         'ENROOT_SYSCONF_PATH': str(tmp_path / 'no-sysconf'),
@@ -131,6 +138,12 @@ def env(tmp_path):
         'PYTHONPATH': COLLECTIONS,
         'LANG': 'C.UTF-8',
     }
+
+
+def standin(env):
+    """The STAND-IN enroot (tests/standins/enroot-standin) instead of the real one, for the cases the real enroot cannot be
+    made to show here yet: an import hanging mid-write (ENROOT_STANDIN_HANG) and a registry whose token server refuses."""
+    return dict(env, PATH=STANDIN_DIR + os.pathsep + env['PATH'])
 
 
 STARTED = []
@@ -347,7 +360,7 @@ def test_unreachable_registry(registries, env, tmp_path, registry, detail):
 def test_registry_asking_for_credentials(registries, env, tmp_path):
     host = registries['auth'].host
     uri = 'docker://%s#test/v2img:1.0' % host
-    result = run_module(tmp_path, env, uri=uri, dest=str(tmp_path / 'auth.sqsh'))
+    result = run_module(tmp_path, standin(env), uri=uri, dest=str(tmp_path / 'auth.sqsh'))
     assert result['error_kind'] == 'auth'
     assert result['msg'] == ('the registry refused access to %s (http://%s/v2/test/v2img/manifests/1.0): check the credentials in '
                              '$ENROOT_CONFIG_PATH/.credentials (netrc format; NGC needs nvcr.io and authn.nvidia.com lines)'
@@ -498,7 +511,7 @@ def _standin_processes(tmp_path):
 def test_interrupted_import_leaves_no_partial_file(registries, env, tmp_path, signum):
     dest = tmp_path / 'interrupted.sqsh'
     uri = 'docker://%s#test/v2img:1.0' % registries['plain'].host
-    proc = start_module(tmp_path, dict(env, ENROOT_STANDIN_HANG='yes'), uri=uri, dest=str(dest))
+    proc = start_module(tmp_path, dict(standin(env), ENROOT_STANDIN_HANG='yes'), uri=uri, dest=str(dest))
     partial = _wait_for_partial(tmp_path, proc)
     assert os.path.getsize(partial) == 65536  # the stand-in really left a partial squashfs there
     proc.send_signal(signum)
@@ -515,7 +528,7 @@ def test_interrupted_import_leaves_no_partial_file(registries, env, tmp_path, si
 def test_timeout_stops_and_cleans(registries, env, tmp_path):
     dest = tmp_path / 'slow.sqsh'
     uri = 'docker://%s#test/v2img:1.0' % registries['plain'].host
-    result = run_module(tmp_path, dict(env, ENROOT_STANDIN_HANG='yes'), uri=uri, dest=str(dest), timeout=3)
+    result = run_module(tmp_path, dict(standin(env), ENROOT_STANDIN_HANG='yes'), uri=uri, dest=str(dest), timeout=3)
     assert result['error_kind'] == 'timeout'
     assert result['msg'] == ('enroot import of %s did not finish within timeout=3 seconds; stopped it and removed its partial output'
                              % uri)
@@ -526,7 +539,7 @@ def test_timeout_stops_and_cleans(registries, env, tmp_path):
 def test_killed_import_leftover_is_removed_by_next_run(registries, env, tmp_path):
     dest = tmp_path / 'killed.sqsh'
     uri = 'docker://%s#test/v2img:1.0' % registries['plain'].host
-    proc = start_module(tmp_path, dict(env, ENROOT_STANDIN_HANG='yes'), uri=uri, dest=str(dest))
+    proc = start_module(tmp_path, dict(standin(env), ENROOT_STANDIN_HANG='yes'), uri=uri, dest=str(dest))
     _wait_for_partial(tmp_path, proc)
     proc.kill()  # SIGKILL: the module cannot clean up; the partial file stays in its hidden directory
     proc.wait()

@@ -2,16 +2,16 @@
 # Copyright (c) gpucluster.bringup contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The STAND-INs the enroot and pyxis roles are tested with (tests/standins/).
+"""NVIDIA's real enroot packages and pyxis plugin, as the simulated cluster installs them (tests/unit/realenroot.py).
 
-* the stand-in .deb packages are built, named and described as stand-ins;
-* the stand-in pyxis source archive builds a real SPANK plugin against the installed
-  Slurm's spank.h, and the real Slurm 22.05 srun/sbatch of this machine load it only
-  through plugstack.conf, list its options, and refuse an unknown plugstack option the
-  way pyxis does (sbatch fails, srun only registers options).
+* the ``enroot`` and ``enroot+caps`` .deb packages scripts/lib/enroot-build.sh builds from the release source have
+  the names, versions and files the enroot role expects (its release file names, the Slurm hooks it links);
+* pyxis 0.24.0 from its release archive builds against this machine's Slurm headers with its own ``make``, and the
+  real Slurm srun/sbatch of this machine load it only through plugstack.conf, list its options, and refuse an
+  unknown or invalid plugstack option (sbatch fails, srun only registers options); the pyxis role's verify tasks
+  pass and fail on it.
 
-Needs the Debian packages slurm-client, libslurm-dev, gcc, make and dpkg-dev tools;
-a missing one fails the tests.
+Needs the Debian packages slurm-client, libslurm-dev, gcc, make and dpkg; a missing one fails the tests.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,8 +25,9 @@ import tarfile
 
 import pytest
 
+from ansible_collections.gpucluster.bringup.tests.unit import realenroot
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
-STANDINS = os.path.join(ROOT, 'tests', 'standins')
 REQUIRED = {'srun': 'slurm-client', 'sbatch': 'slurm-client', 'gcc': 'gcc', 'make': 'make', 'dpkg-deb': 'dpkg'}
 
 
@@ -38,51 +39,61 @@ def _require():
         pytest.fail('these tests need the Debian packages %s (apt-get install -y %s)' % (', '.join(missing), ' '.join(missing)))
 
 
-def test_standin_debs(tmp_path):
+def _fields(deb):
+    text = subprocess.run(['dpkg-deb', '-f', deb, 'Package', 'Version', 'Depends', 'Maintainer'], stdout=subprocess.PIPE,
+                          universal_newlines=True, check=True).stdout
+    return dict(line.split(': ', 1) for line in text.splitlines())
+
+
+def test_enroot_packages_are_the_release():
     _require()
-    out = str(tmp_path / 'debs')
-    subprocess.run(['bash', os.path.join(STANDINS, 'build-standin-debs.sh'), out], check=True, stdout=subprocess.PIPE)
-    arch = subprocess.run(['dpkg', '--print-architecture'], stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout.strip()
-    for package in ('enroot', 'enroot+caps'):
-        deb = os.path.join(out, '%s_0.0.0~standin-1_%s.deb' % (package, arch))
-        fields = subprocess.run(['dpkg-deb', '-f', deb, 'Package', 'Version', 'Description'], stdout=subprocess.PIPE,
-                                universal_newlines=True, check=True).stdout
-        assert 'Package: %s\n' % package in fields
-        assert 'Version: 0.0.0~standin-1\n' in fields
-        assert 'STAND-IN' in fields and 'NOT enroot' in fields
-    listing = subprocess.run(['dpkg-deb', '-c', os.path.join(out, 'enroot_0.0.0~standin-1_%s.deb' % arch)], stdout=subprocess.PIPE,
-                             universal_newlines=True, check=True).stdout
-    for path in ('./usr/bin/enroot', './etc/enroot/enroot.conf', './etc/enroot/hooks.d/',
-                 './usr/share/enroot/hooks.d/50-slurm-pmi.sh', './usr/share/enroot/hooks.d/50-slurm-pytorch.sh'):
+    enroot = _fields(realenroot.deb('enroot'))
+    caps = _fields(realenroot.deb('enroot+caps'))
+    assert (enroot['Package'], enroot['Version']) == ('enroot', realenroot.ENROOT_VERSION + '-1')
+    assert (caps['Package'], caps['Version']) == ('enroot+caps', realenroot.ENROOT_VERSION + '-1')
+    assert enroot['Maintainer'] == 'NVIDIA CORPORATION <cudatools@nvidia.com>'
+    assert caps['Depends'] == 'enroot (= %s-1), libcap2-bin' % realenroot.ENROOT_VERSION
+    for dep in ('curl', 'jq (>= 1.5)', 'parallel', 'squashfs-tools', 'zstd'):
+        assert dep in enroot['Depends'].split(', ')
+    listing = subprocess.run(['dpkg-deb', '-c', realenroot.deb('enroot')], stdout=subprocess.PIPE, universal_newlines=True,
+                             check=True).stdout
+    for path in ('./usr/bin/enroot', './usr/bin/enroot-mksquashovlfs', './usr/bin/enroot-aufs2ovlfs', './etc/enroot/enroot.conf',
+                 './etc/enroot/hooks.d/', './usr/share/enroot/hooks.d/50-slurm-pmi.sh', './usr/share/enroot/hooks.d/50-slurm-pytorch.sh'):
         assert path in listing
+    # enroot+caps grants the helpers their capabilities when installed (NVIDIA's postinst)
+    control = subprocess.run(['dpkg-deb', '-I', realenroot.deb('enroot+caps'), 'postinst'], stdout=subprocess.PIPE,
+                             universal_newlines=True, check=True).stdout
+    assert 'setcap cap_sys_admin+pe "$(command -v enroot-mksquashovlfs)"' in control
 
 
-@pytest.mark.parametrize('argv, rc, first_line', [
-    (['version'], 0, '0.0.0~standin'),
-    (['no-such-command'], 0, 'Usage: enroot COMMAND [ARG...]'),
-    (['digest'], 0, 'Usage: enroot COMMAND [ARG...]'),
-])
-def test_standin_enroot_cli(tmp_path, argv, rc, first_line):
-    env = dict(os.environ, HOME=str(tmp_path), ENROOT_SYSCONF_PATH=str(tmp_path))
-    proc = subprocess.run([os.path.join(STANDINS, 'enroot-standin', 'enroot')] + argv, stdout=subprocess.PIPE,
-                          universal_newlines=True, env=env, check=False)
-    assert proc.returncode == rc
-    assert proc.stdout.splitlines()[0] == first_line
+def test_enroot_package_names_are_the_roles():
+    """The built files are the ones the enroot role installs from enroot_local_dir at its default version."""
+    import yaml
+    with open(os.path.join(ROOT, 'roles', 'enroot', 'defaults', 'main.yml')) as handle:
+        defaults = yaml.safe_load(handle)
+    assert defaults['enroot_version'] == realenroot.ENROOT_VERSION
+    from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot
+    machine = {'amd64': 'x86_64', 'arm64': 'aarch64'}.get(realenroot.arch(), realenroot.arch())
+    expected = _enroot.package_files(defaults['enroot_version'], defaults['enroot_package_release'], machine, True)
+    assert sorted(f for f in os.listdir(realenroot.debs()) if f.endswith('.deb')) == sorted(expected)
+
+
+def test_enroot_runs_from_the_package(tmp_path):
+    env = realenroot.env({'PATH': os.environ['PATH'], 'HOME': str(tmp_path), 'ENROOT_SYSCONF_PATH': str(tmp_path / 'none')})
+    proc = subprocess.run(['enroot', 'version'], stdout=subprocess.PIPE, universal_newlines=True, env=env, check=True)
+    assert proc.stdout.strip() == realenroot.ENROOT_VERSION
 
 
 @pytest.fixture(scope='module')
 def plugin(tmp_path_factory):
-    """The stand-in plugin built from its source archive, as the pyxis role builds pyxis."""
+    """pyxis built from its release archive with its own Makefile, as the pyxis role builds it on a node."""
     _require()
     work = tmp_path_factory.mktemp('pyxis')
-    archive = subprocess.run(['bash', os.path.join(STANDINS, 'build-standin-pyxis-archive.sh'), str(work)], check=True,
-                             stdout=subprocess.PIPE, universal_newlines=True).stdout.strip()
-    with tarfile.open(archive) as tar:
-        names = tar.getnames()
-        assert sorted(names) == ['pyxis-0.0.0-standin', 'pyxis-0.0.0-standin/Makefile',
-                                 'pyxis-0.0.0-standin/spank_pyxis_standin.c']
+    with tarfile.open(realenroot.pyxis_archive()) as tar:
+        top = {name.split('/')[0] for name in tar.getnames()}
+        assert top == {'pyxis-%s' % realenroot.PYXIS_VERSION}
         tar.extractall(str(work))
-    src = str(work / 'pyxis-0.0.0-standin')
+    src = str(work / ('pyxis-%s' % realenroot.PYXIS_VERSION))
     subprocess.run(['make', '-s', 'prefix=/usr/local'], cwd=src, check=True)
     subprocess.run(['make', '-s', 'install', 'prefix=/usr/local', 'DESTDIR=%s' % (work / 'root')], cwd=src, check=True)
     path = str(work / 'root' / 'usr' / 'local' / 'lib' / 'slurm' / 'spank_pyxis.so')
@@ -101,7 +112,7 @@ def _slurm(tmp_path, plugin, line, include=True):
     plugstack = tmp_path / 'plugstack.conf'
     plugstack.write_text(('include %s/*.conf\n' % dropins) if include else '# nothing\n')
     conf = tmp_path / 'slurm.conf'
-    conf.write_text('ClusterName=standin\nSlurmctldHost=localhost\nPlugStackConfig=%s\n' % plugstack)
+    conf.write_text('ClusterName=pyxis\nSlurmctldHost=localhost\nPlugStackConfig=%s\n' % plugstack)
     env = dict(os.environ, SLURM_CONF=str(conf))
     results = {}
     for cmd in ('srun', 'sbatch'):
@@ -117,7 +128,7 @@ def test_loaded_through_plugstack_lists_options(tmp_path, plugin):
         rc, out, err = res[cmd]
         assert rc == 0, err
         assert '--container-image=[USER@][REGISTRY#]IMAGE[:TAG]|PATH' in out
-        assert '[pyxis STAND-IN]' in out
+        assert '[pyxis] the image to use for the container' in out
         for option in ('--container-mounts', '--container-name', '--no-container-mount-home', '--container-env'):
             assert option in out
 
@@ -134,7 +145,7 @@ def test_not_loaded_without_plugstack(tmp_path, plugin, line, include):
     ('container_scope=node', 'pyxis: container_scope: invalid value: node'),
     ('sbatch_support=maybe', 'pyxis: sbatch_support: invalid value: maybe'),
 ])
-def test_bad_plugstack_option_fails_like_pyxis(tmp_path, plugin, option, error):
+def test_bad_plugstack_option_fails(tmp_path, plugin, option, error):
     res = _slurm(tmp_path, plugin, 'required PLUGIN ' + option)
     rc, _out, err = res['sbatch']
     assert rc != 0
