@@ -180,7 +180,8 @@ class ActionModule(ActionBase):
                 continue
             try:
                 key = (role, name, repr(values[name]))
-            except Exception:  # pylint: disable=broad-except  (a value without a repr: not cached)
+            # (a value without a repr: not cached)
+            except Exception:  # pylint: disable=broad-except
                 key = None
             errors = cache.get(key) if key is not None else None
             if errors is None:

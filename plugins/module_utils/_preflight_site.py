@@ -524,7 +524,7 @@ def _partition_problems(controller, values, compute_names, accounts, qos, warnin
     if alone:
         warnings.append('%s: in no partition of slurm_partitions (host %s): Slurm configures the node%s but no job can run there; add '
                         '%s to a partition\'s nodes (or ALL)' % (_names_text(alone), controller, '' if len(alone) == 1 else 's',
-                                                                'it' if len(alone) == 1 else 'them'))
+                                                                 'it' if len(alone) == 1 else 'them'))
     return problems, names
 
 

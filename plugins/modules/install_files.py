@@ -88,8 +88,7 @@ options:
           - Before the entry changes, a marker of each is written to O(pending_dir) (C(<daemon>.json)); it stays until the
             daemon has taken the change (M(gpucluster.bringup.slurm_daemons) with O(gpucluster.bringup.slurm_daemons#module:settle)),
             so a run stopped between the write and the restart leaves the restart to do on the node. Never in check mode.
-          - A daemon name, or C({daemon, action, reason}) with O(files[].restarts[].action) V(restart) (the default) or
-            V(reconfigure).
+          - A daemon name, or C({daemon, action, reason}) with C(action) V(restart) (the default) or V(reconfigure).
         type: list
         elements: raw
   owner:

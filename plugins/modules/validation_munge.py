@@ -93,7 +93,8 @@ def main():
             continue
         try:
             rc, out, err = module.run_command([params['unmunge']], data=item['credential'].strip(), handle_exceptions=False)
-        except Exception as exc:  # pylint: disable=broad-except  (a missing unmunge, an odd credential: a failed record, not a crash)
+        # (a missing unmunge, an odd credential: a failed record, not a crash)
+        except Exception as exc:  # pylint: disable=broad-except
             rc, out, err = None, '', str(exc)
         records.append(cross_record(item['node'], params['node'], {'rc': rc, 'stdout': out, 'stderr': err}))
     module.exit_json(changed=False, records=records)

@@ -806,52 +806,54 @@ def entry_params(node):
 # How each comparable key is printed: int ("%u", optionally followed by a unit word), plugin ("type/name"),
 # word (one token, any case), bool (yes/no), user ("name(uid)"), path (the file's string as it is), list
 # (comma list, any order and case), tasks (TaskPlugin: sorted, "task/" prefix), select (SelectTypeParameters).
-_RUNNING_KINDS = dict((key.lower(), kind) for kind, keys in (
-        ('int', ('AccountingStoragePort', 'AcctGatherNodeFreq', 'BatchStartTimeout', 'CompleteWait', 'DefMemPerCPU', 'DefMemPerNode',
-                 'EioTimeout', 'EpilogMsgTime', 'EpilogTimeout', 'FairShareDampeningFactor', 'FirstJobId', 'GroupUpdateForce',
-                 'GroupUpdateTime', 'HealthCheckInterval', 'HealthCheckTimeout', 'InactiveLimit', 'JobCompPort', 'JobFileAppend',
-                 'JobRequeue', 'KillOnBadExit', 'KillWait', 'MaxArraySize', 'MaxBatchRequeue', 'MaxDBDMsgs', 'MaxJobCount', 'MaxJobId',
-                 'MaxMemPerCPU', 'MaxMemPerNode', 'MaxNodeCount', 'MaxStepCount', 'MaxTasksPerNode', 'MessageTimeout', 'MinJobAge',
-                 'OverTimeLimit', 'PriorityWeightAge', 'PriorityWeightAssoc', 'PriorityWeightFairshare', 'PriorityWeightJobSize',
-                 'PriorityWeightPartition', 'PriorityWeightQOS', 'PrologEpilogTimeout', 'PrologTimeout', 'PropagatePrioProcess',
-                 'ResumeRate', 'ResumeTimeout', 'ResvOverRun', 'ReturnToService', 'SchedulerTimeSlice', 'SlurmctldPort',
-                 'SlurmctldTimeout', 'SlurmdPort', 'SlurmdTimeout', 'SlurmSchedLogLevel', 'SuspendRate', 'SuspendTime',
-                 'SuspendTimeout', 'TCPTimeout', 'TreeWidth', 'UnkillableStepTimeout', 'VSizeFactor', 'WaitTime')),
-        ('plugin', ('AccountingStorageType', 'AcctGatherFilesystemType', 'AcctGatherProfileType', 'AuthType', 'CredType',
-                    'JobAcctGatherType', 'JobCompType', 'MCSPlugin', 'PreemptType', 'PriorityType', 'PrioritySiteFactorPlugin',
-                    'ProctrackType', 'SchedulerType', 'SelectType', 'SwitchType', 'TopologyPlugin')),
-        ('word', ('AccountingStorageBackupHost', 'AccountingStorageExternalHost', 'AccountingStorageHost', 'ClusterName',
-                  'JobCompHost', 'JobCompUser', 'MailDomain', 'MpiDefault', 'SlurmctldAddr', 'SlurmctldHost')),
-        ('loglevel', ('SlurmctldDebug', 'SlurmctldSyslogDebug', 'SlurmdDebug', 'SlurmdSyslogDebug')),
-        ('bool', ('AllowSpecResourcesUsage', 'DisableRootJobs', 'PriorityFavorSmall', 'TrackWCKey', 'UsePam')),
-        ('user', ('SlurmUser', 'SlurmdUser')),
-        ('path', ('Epilog', 'EpilogSlurmctld', 'HealthCheckProgram', 'JobCompLoc', 'MailProg', 'PlugStackConfig', 'PluginDir',
-                  'Prolog', 'PrologSlurmctld', 'RebootProgram', 'ResumeFailProgram', 'ResumeProgram', 'ResvEpilog', 'ResvProlog',
-                  'SlurmSchedLogFile', 'SlurmctldLogFile', 'SlurmctldPidFile', 'SlurmctldPrimaryOffProg', 'SlurmctldPrimaryOnProg',
-                  'SlurmdLogFile', 'SlurmdPidFile', 'SlurmdSpoolDir', 'SrunEpilog', 'SrunProlog', 'StateSaveLocation',
-                  'SuspendProgram', 'TaskEpilog', 'TaskProlog', 'UnkillableStepProgram')),
-        ('list', ('AuthAltTypes', 'BurstBufferType', 'GresTypes', 'JobAcctGatherFrequency', 'JobAcctGatherParams',
-                  'JobSubmitPlugins', 'LaunchParameters', 'MpiParams', 'SchedulerParameters', 'SlurmctldParameters',
-                  'SlurmdParameters', 'X11Parameters')),
-        ('tasks', ('TaskPlugin',)),
-        ('select', ('SelectTypeParameters',))) for key in keys)
+_RUNNING_KINDS_KEYS = (
+    ('int', ('AccountingStoragePort', 'AcctGatherNodeFreq', 'BatchStartTimeout', 'CompleteWait', 'DefMemPerCPU', 'DefMemPerNode',
+             'EioTimeout', 'EpilogMsgTime', 'EpilogTimeout', 'FairShareDampeningFactor', 'FirstJobId', 'GroupUpdateForce',
+             'GroupUpdateTime', 'HealthCheckInterval', 'HealthCheckTimeout', 'InactiveLimit', 'JobCompPort', 'JobFileAppend',
+             'JobRequeue', 'KillOnBadExit', 'KillWait', 'MaxArraySize', 'MaxBatchRequeue', 'MaxDBDMsgs', 'MaxJobCount', 'MaxJobId',
+             'MaxMemPerCPU', 'MaxMemPerNode', 'MaxNodeCount', 'MaxStepCount', 'MaxTasksPerNode', 'MessageTimeout', 'MinJobAge',
+             'OverTimeLimit', 'PriorityWeightAge', 'PriorityWeightAssoc', 'PriorityWeightFairshare', 'PriorityWeightJobSize',
+             'PriorityWeightPartition', 'PriorityWeightQOS', 'PrologEpilogTimeout', 'PrologTimeout', 'PropagatePrioProcess',
+             'ResumeRate', 'ResumeTimeout', 'ResvOverRun', 'ReturnToService', 'SchedulerTimeSlice', 'SlurmctldPort',
+             'SlurmctldTimeout', 'SlurmdPort', 'SlurmdTimeout', 'SlurmSchedLogLevel', 'SuspendRate', 'SuspendTime',
+             'SuspendTimeout', 'TCPTimeout', 'TreeWidth', 'UnkillableStepTimeout', 'VSizeFactor', 'WaitTime')),
+    ('plugin', ('AccountingStorageType', 'AcctGatherFilesystemType', 'AcctGatherProfileType', 'AuthType', 'CredType',
+                'JobAcctGatherType', 'JobCompType', 'MCSPlugin', 'PreemptType', 'PriorityType', 'PrioritySiteFactorPlugin',
+                'ProctrackType', 'SchedulerType', 'SelectType', 'SwitchType', 'TopologyPlugin')),
+    ('word', ('AccountingStorageBackupHost', 'AccountingStorageExternalHost', 'AccountingStorageHost', 'ClusterName',
+              'JobCompHost', 'JobCompUser', 'MailDomain', 'MpiDefault', 'SlurmctldAddr', 'SlurmctldHost')),
+    ('loglevel', ('SlurmctldDebug', 'SlurmctldSyslogDebug', 'SlurmdDebug', 'SlurmdSyslogDebug')),
+    ('bool', ('AllowSpecResourcesUsage', 'DisableRootJobs', 'PriorityFavorSmall', 'TrackWCKey', 'UsePam')),
+    ('user', ('SlurmUser', 'SlurmdUser')),
+    ('path', ('Epilog', 'EpilogSlurmctld', 'HealthCheckProgram', 'JobCompLoc', 'MailProg', 'PlugStackConfig', 'PluginDir',
+              'Prolog', 'PrologSlurmctld', 'RebootProgram', 'ResumeFailProgram', 'ResumeProgram', 'ResvEpilog', 'ResvProlog',
+              'SlurmSchedLogFile', 'SlurmctldLogFile', 'SlurmctldPidFile', 'SlurmctldPrimaryOffProg', 'SlurmctldPrimaryOnProg',
+              'SlurmdLogFile', 'SlurmdPidFile', 'SlurmdSpoolDir', 'SrunEpilog', 'SrunProlog', 'StateSaveLocation',
+              'SuspendProgram', 'TaskEpilog', 'TaskProlog', 'UnkillableStepProgram')),
+    ('list', ('AuthAltTypes', 'BurstBufferType', 'GresTypes', 'JobAcctGatherFrequency', 'JobAcctGatherParams',
+              'JobSubmitPlugins', 'LaunchParameters', 'MpiParams', 'SchedulerParameters', 'SlurmctldParameters',
+              'SlurmdParameters', 'X11Parameters')),
+    ('tasks', ('TaskPlugin',)),
+    ('select', ('SelectTypeParameters',)))
+_RUNNING_KINDS = dict((key.lower(), kind) for kind, keys in _RUNNING_KINDS_KEYS for key in keys)
 
 # Keys scontrol prints as KEY[0], KEY[1] ... (one entry per host or program) from Slurm 23.02 on (SlurmctldHost always).
 _RUNNING_INDEXED = frozenset(('slurmctldhost', 'prolog', 'epilog', 'prologslurmctld', 'epilogslurmctld'))
 
 # Why a known key is not compared (the rest: "no certain comparison").
-_RUNNING_WHY = dict((key.lower(), why) for why, keys in (
-        ('Slurm adds its default TRES', ('AccountingStorageTRES',)),
-        ('scontrol prints the flags Slurm derives, implied ones added', (
-            'AccountingStorageEnforce', 'AccountingStoreFlags', 'DebugFlags', 'EnforcePartLimits', 'HealthCheckNodeState',
-            'PreemptMode', 'PriorityFlags', 'PrivateData', 'PrologFlags', 'ReconfigFlags', 'TaskPluginParam')),
-        ('scontrol prints its own time format', ('PreemptExemptTime', 'PriorityCalcPeriod', 'PriorityDecayHalfLife',
-                                                 'PriorityMaxAge')),
-        ('Slurm rewrites the value', ('AcctGatherEnergyType', 'AcctGatherInterconnectType', 'CommunicationParameters',
-                                      'TopologyParam', 'CryptoType', 'RoutePlugin')),
-        ('scontrol prints it under another name', ('ControlMachine', 'ControlAddr', 'BackupController', 'BackupAddr',
-                                                   'AcctGatherInfinibandType')),
-        ('a secret, not printed', ('AccountingStoragePass', 'JobCompPass'))) for key in keys)
+_RUNNING_WHY_KEYS = (
+    ('Slurm adds its default TRES', ('AccountingStorageTRES',)),
+    ('scontrol prints the flags Slurm derives, implied ones added', (
+        'AccountingStorageEnforce', 'AccountingStoreFlags', 'DebugFlags', 'EnforcePartLimits', 'HealthCheckNodeState',
+        'PreemptMode', 'PriorityFlags', 'PrivateData', 'PrologFlags', 'ReconfigFlags', 'TaskPluginParam')),
+    ('scontrol prints its own time format', ('PreemptExemptTime', 'PriorityCalcPeriod', 'PriorityDecayHalfLife',
+                                             'PriorityMaxAge')),
+    ('Slurm rewrites the value', ('AcctGatherEnergyType', 'AcctGatherInterconnectType', 'CommunicationParameters',
+                                  'TopologyParam', 'CryptoType', 'RoutePlugin')),
+    ('scontrol prints it under another name', ('ControlMachine', 'ControlAddr', 'BackupController', 'BackupAddr',
+                                               'AcctGatherInfinibandType')),
+    ('a secret, not printed', ('AccountingStoragePass', 'JobCompPass')))
+_RUNNING_WHY = dict((key.lower(), why) for why, keys in _RUNNING_WHY_KEYS for key in keys)
 
 # Lines that are not settings (scontrol show config has no NodeName/PartitionName lines).
 _RUNNING_LINE_KEYS = frozenset(('nodename', 'partitionname', 'nodeset', 'downnodes', 'frontendname'))

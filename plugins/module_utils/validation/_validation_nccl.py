@@ -494,8 +494,8 @@ def plan_jobs(plan):
     wanted = [name for name in plan.get('pairs_groups') or [] if name]
     for group, members in groups:
         gate = group_gate(group, members, plan) if members else dict((key, plan.get(key)) for key, dummy in GROUP_GATE_KEYS)
-        group_fabric = dict(fabric_gate, topology=gate['fabric_topology'], min_busbw_gbps=gate['fabric_min_busbw_gbps'],
-                            nics=gate['fabric_nics'] or 1)
+        group_fabric = dict(fabric_gate)
+        group_fabric.update(topology=gate['fabric_topology'], min_busbw_gbps=gate['fabric_min_busbw_gbps'], nics=gate['fabric_nics'] or 1)
         expect_for(**group_fabric)
         jobs += group_jobs(plan, group if named else None, members, group_fabric,
                            pairs_only and (not named or not wanted or group in wanted))

@@ -265,7 +265,7 @@ def test_bad_gate_curves_exactly(curves, message):
      "topology 'h100-nvlink-8' has both a threshold (thresholds) and a gate curve (gate_curves); give one of them"),
     ({"topology": "b200-nvlink-8", "gate_curves": {"gb200": [["8G", 600]]}},
      "unknown topology 'b200-nvlink-8'; valid topologies: a100-nvlink-8, a100-pcie, gb200, h100-nvlink-8, h100-pcie, "
-         "h200-nvlink-8, ib-hdr-200, ib-ndr-400, l40s-pcie"),
+     "h200-nvlink-8, ib-hdr-200, ib-ndr-400, l40s-pcie"),
     ({"nodes": 0}, "nodes is 0, expected an integer of at least 1"),
     ({"notes": "x"}, "notes is 'x', expected a list of non-empty strings"),
     ({"notes": [""]}, "notes is [''], expected a list of non-empty strings"),

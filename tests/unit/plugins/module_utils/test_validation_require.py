@@ -51,7 +51,7 @@ RUNNING_CONFIG = [rec('slurm', 'slurmctld@ctl', 'running_config', 'pass')]
     (IMAGE_OK, ['container'], []),
     # the stage left no record at all (switched off)
     (NODE_OK + SLURM_OK, ['nccl'], [('nccl', 'required', ['stage nccl is required (validate_require) but could not run: no nccl check was run',
-                                                         'validate_nccl: true'])]),
+                                                          'validate_nccl: true'])]),
     (NODE_OK, ['mpi', 'deep'], [('mpi', 'required', ['stage mpi is required', 'set validate_mpi: true']),
                                 ('deep', 'required', ['stage deep is required', 'set validate_deep: true'])]),
     # slurm: running_config alone is not the Slurm jobs

@@ -61,7 +61,6 @@ def n_pending(n):
     return n + '/pending'
 
 
-
 # (id, arguments (a function of the node directory n), fragments of the message (n filled in), fault to arrange)
 CASES = [
     ('files-empty', lambda n: {'files': []}, ['files is [], expected a non-empty list of entries'], None),
