@@ -18,6 +18,9 @@ import functools
 import os
 import re
 
+import jinja2
+from jinja2 import nodes as jinja2_nodes
+
 from ansible.errors import AnsibleError, AnsibleUndefinedVariable
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
@@ -25,6 +28,12 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight as preflight
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight_site as site
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import preflight_errors
+
+try:  # ansible-core >= 2.19: a string is a template only when trusted as one
+    from ansible.template import is_trusted_as_template as _trusted_as_template
+except ImportError:  # earlier: every string is (an unsafe one has a type of its own, which the key names)
+    def _trusted_as_template(value):  # pylint: disable=unused-argument
+        return None
 
 # plugins/action/preflight.py -> the collection root
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -80,6 +89,142 @@ def _has_template(value, depth=0):
     return True
 
 
+# Templating the same default with the same inputs gives the same value on every host; Jinja compiling each role
+# default's template again for every host was most of the preflight's time over a large inventory. So a templated
+# value is kept per run under a key of everything it depends on: the value itself and, found from the templates'
+# syntax, the variables it names, and theirs in turn (each by type, trust and content). Anything the key cannot
+# capture is templated per host as before: a lookup, query, now() or vars (files, time, any variable), a filter
+# that draws at random or reads the clock, an include or import, a "#jinja2:" header, a value of a type not known
+# to be plain data.
+_UNKEYED_NAMES = frozenset(('lookup', 'query', 'q', 'now', 'vars', 'varnames', 'lipsum'))
+_UNKEYED_FILTERS = frozenset(('random', 'shuffle', 'random_mac', 'password_hash', 'strftime', 'vault', 'unvault'))
+_UNKEYED_NODES = (jinja2_nodes.Include, jinja2_nodes.Import, jinja2_nodes.FromImport, jinja2_nodes.Extends)
+# plain data: the built-in types and the tagged (not lazily templated) copies of them ansible-core's loaders give
+_PLAIN_SCALARS = frozenset((str, int, float, bool, type(None)))
+_PLAIN_TAGGED = frozenset(('_AnsibleTaggedStr', '_AnsibleTaggedInt', '_AnsibleTaggedFloat', '_AnsibleTaggedDict',
+                           '_AnsibleTaggedList', '_AnsibleTaggedTuple', 'AnsibleUnicode', 'AnsibleMapping', 'AnsibleSequence',
+                           'AnsibleUnsafeText'))
+_JINJA = jinja2.Environment()
+
+
+class _Unkeyed(Exception):
+    """A value whose templated result a key cannot capture."""
+
+
+def _template_strings(value, found, depth=0):
+    """Add to ``found`` every string of ``value`` (keys too) that holds a Jinja marker."""
+    if depth > 20:
+        raise _Unkeyed()
+    if isinstance(value, str):
+        if '{{' in value or '{%' in value or '{#' in value:
+            found.append(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _template_strings(key, found, depth + 1)
+            _template_strings(item, found, depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _template_strings(item, found, depth + 1)
+
+
+def _template_names(text, memo):
+    """The variables the template ``text`` names (a frozenset); ``_Unkeyed`` when its result may depend on more."""
+    text = str(text)
+    if text not in memo:
+        names = None
+        if not text.lstrip().startswith('#jinja2:'):
+            try:
+                tree = _JINJA.parse(text)
+            except jinja2.TemplateSyntaxError:
+                tree = None
+            if tree is not None and not any(True for dummy in tree.find_all(_UNKEYED_NODES)):
+                filters = set(n.name.rsplit('.', 1)[-1] for n in tree.find_all(jinja2_nodes.Filter))
+                # every name the template reads or sets (a loop's or a set's own names too: more names in the key than
+                # needed only makes it rarer to share)
+                names = frozenset(n.name for n in tree.find_all(jinja2_nodes.Name))
+                if filters & _UNKEYED_FILTERS or names & _UNKEYED_NAMES:
+                    names = None
+        memo[text] = names
+    if memo[text] is None:
+        raise _Unkeyed()
+    return memo[text]
+
+
+def _value_key(value, memo, depth=0):
+    """A hashable key of ``value``'s type, trust and content; ``_Unkeyed`` for anything but plain data."""
+    kind = type(value)
+    if kind not in _PLAIN_SCALARS and kind not in (dict, list, tuple):
+        if kind.__name__ not in _PLAIN_TAGGED or not kind.__module__.startswith('ansible.'):
+            raise _Unkeyed()
+    if depth > 20:
+        raise _Unkeyed()
+    if isinstance(value, str):
+        return (kind.__name__, str(value), _trusted_as_template(value))
+    if isinstance(value, (bool, int, float)) or value is None:
+        return (kind.__name__, value)
+    if isinstance(value, (dict, list, tuple)):
+        # a large container (the inventory's groups) is keyed once a run
+        known = memo.get(id(value))
+        if known is not None and known[0] is value:
+            return known[1]
+        if isinstance(value, dict):
+            key = (kind.__name__, tuple((_value_key(k, memo, depth + 1), _value_key(v, memo, depth + 1)) for k, v in value.items()))
+        else:
+            key = (kind.__name__, tuple(_value_key(v, memo, depth + 1) for v in value))
+        memo[id(value)] = (value, key)
+        return key
+    raise _Unkeyed()
+
+
+def _template_strings_of(value, memo):
+    """The strings of ``value`` that hold a Jinja marker; those of a container found once a run (the inventory's groups)."""
+    if not isinstance(value, (dict, list, tuple)):
+        found = []
+        _template_strings(value, found)
+        return found
+    known = memo.get(id(value))
+    if known is None or known[0] is not value:
+        found = []
+        _template_strings(value, found)
+        known = memo[id(value)] = (value, found)
+    return known[1]
+
+
+def _template_key(value, variables, constants, memos):
+    """The key of ``value`` templated with ``variables``: ``value`` and every variable it depends on, in turn; None
+    when a key cannot capture what the result depends on (then the value is templated for each host).
+
+    ``constants``: the objects of the run (the role's context: its vars, ``groups``, ``hostvars``), keyed by identity
+    while a host's variable is that very object. ``memos``: ``(template names, value keys, template strings)`` kept for
+    the run.
+    """
+    names_memo, keys_memo, strings_memo = memos
+    try:
+        parts = {}
+        pending = []
+        for text in _template_strings_of(value, strings_memo):
+            pending.extend(_template_names(text, names_memo))
+        while pending:
+            name = pending.pop()
+            if name in parts:
+                continue
+            if name not in variables:
+                parts[name] = None
+                continue
+            item = variables[name]
+            if name in constants and item is constants[name]:
+                # the run's own object (kept by the role's cache while the run lasts, so its id names it); a template
+                # in it may still name a variable of the host, followed below
+                parts[name] = ('constant', id(item))
+            else:
+                parts[name] = _value_key(item, keys_memo)
+            for text in _template_strings_of(item, strings_memo):
+                pending.extend(_template_names(text, names_memo))
+        return (_value_key(value, keys_memo), tuple((name, parts[name]) for name in sorted(parts)))
+    except (_Unkeyed, TypeError, ValueError, RecursionError):
+        return None
+
+
 def _first_line(text):
     lines = str(text).strip().splitlines()
     return lines[0] if lines else str(text)
@@ -130,8 +275,11 @@ class ActionModule(ActionBase):
 
         ``context``: what else a default may name (the role's own vars, ``groups``, ``hostvars``).
         """
-        templar = None
+        templar = variables = None
         values, skipped, problems = {}, [], []
+        # what was templated this run (see _template_key); a failure other than a skip is not kept
+        templated = self.__dict__.setdefault('_preflight_templated', {})
+        memos = self.__dict__.setdefault('_preflight_memos', ({}, {}, {}))
         for name in sorted(options):
             if name in raw:
                 value = raw[name]
@@ -144,15 +292,27 @@ class ActionModule(ActionBase):
                 # inventory spends its time here)
                 values[name] = _plain(value)
                 continue
-            if templar is None:
+            if variables is None:
                 variables = dict(context or {})
                 variables.update(defaults)
                 variables.update(raw)
+            key = _template_key(value, variables, context or {}, memos)
+            if key is not None and key in templated:
+                if templated[key] is _Skip:
+                    skipped.append(name)
+                else:
+                    values[name] = _plain(templated[key])
+                continue
+            if templar is None:
                 templar = self._templar.copy_with_new_env(available_variables=variables)
             try:
                 values[name] = self._template(templar, value)
+                if key is not None:
+                    templated[key] = _plain(values[name])
             except _Skip:
                 skipped.append(name)
+                if key is not None:
+                    templated[key] = _Skip
             except AnsibleError as exc:
                 missing = _lookup_file_problem(exc)
                 if missing:

@@ -38,6 +38,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand
@@ -427,6 +428,26 @@ def _topology_problems(values, groups, controller_file=None):
 _PARTITION_NODES = 'expected ALL, a hostlist (gpu-[01-04]) or a list of node names'
 
 
+@functools.lru_cache(maxsize=1024)
+def _hostlist_problem(nodes):
+    """``(stage, why)`` of the hostlist ``nodes``: ``(None, '')`` when it expands to valid node names, else the stage that
+    refused it (``expand`` or ``name``) and the reason.
+
+    Kept per hostlist: every host's check reads the same partitions (over a large inventory, expanding them for each
+    host again was a cost that grew with the square of the hosts).
+    """
+    try:
+        names = expand(nodes)
+    except ValueError as exc:
+        return 'expand', str(exc)
+    for node in names:
+        try:
+            validate_node_name(node)
+        except ValueError as exc:
+            return 'name', str(exc)
+    return None, ''
+
+
 def _partition_nodes_problems(index, name, nodes):
     """``nodes`` of partition ``index`` as the slurm role reads them (ALL, a hostlist it expands, or node names)."""
     label = ' (partition %s)' % name if isinstance(name, str) and name else ''
@@ -437,15 +458,11 @@ def _partition_nodes_problems(index, name, nodes):
         if nodes.strip().lower() == 'all':
             return ['%s is %s%s; expected ALL (upper case: Slurm reads any other spelling as a node name), a hostlist (gpu-[01-04]) '
                     'or a list of node names' % (path, show(nodes), label)]
-        try:
-            names = expand(nodes)
-        except ValueError as exc:
-            return ['%s is %s%s: %s; %s' % (path, show(nodes), label, exc, _PARTITION_NODES)]
-        for node in names:
-            try:
-                validate_node_name(node)
-            except ValueError as exc:
-                return ['%s is %s%s: %s' % (path, show(nodes), label, exc)]
+        stage, problem = _hostlist_problem(str(nodes))
+        if stage == 'expand':
+            return ['%s is %s%s: %s; %s' % (path, show(nodes), label, problem, _PARTITION_NODES)]
+        if stage == 'name':
+            return ['%s is %s%s: %s' % (path, show(nodes), label, problem)]
         return []
     problems = []
     for position, node in enumerate(nodes):
@@ -515,6 +532,10 @@ def _slurm(host, values, groups, controller_file=None):
 def _enroot(host, values, groups):
     problems = []
     source = values.get('enroot_package_source')
+    # keep (the vendor's enroot, installed already) needs no location. It is not refused together with enroot_version or
+    # the other package options: they have defaults, so the controller cannot tell a pin from a default, and keep never
+    # reads them (no conflict: the installed enroot is used whatever its version). What keep needs is on the node: an
+    # enroot that answers "enroot version", 3.4.0 or later (enroot.conf.d) - the role's preflight checks that there.
     needs = {'url': 'enroot_release_url', 'mirror': 'enroot_mirror_url', 'local': 'enroot_local_dir'}
     if source in needs and values.get(needs[source]) == '':
         problems.append('enroot_package_source is %s but %s is empty; set it (%s)'

@@ -112,6 +112,14 @@ options:
     description: enroot's configuration file.
     type: path
     default: /etc/enroot/enroot.conf
+  container_gpu:
+    description:
+      - GPU containers must start. On a GPU node (O(nvml=true)) with O(enroot=true) the C(enroot) check looks for
+        libnvidia-container's C(nvidia-container-cli) in PATH, which enroot's NVIDIA hook C(98-nvidia.sh) runs for every
+        image that sets C(NVIDIA_VISIBLE_DEVICES) (CUDA images) and without which such a container does not start.
+      - V(true) fails the C(enroot) check when it is absent; V(false) passes it and names the absence in the reason.
+    type: bool
+    default: false
   pyxis:
     description: pyxis must be loaded (C(srun --help) lists C(--container-image)).
     type: bool
@@ -151,6 +159,7 @@ EXAMPLES = r'''
     mig_result: "{{ mig }}"
     gres_conf_expected: "{{ ansible_facts.slurm_gres.gres_conf_lines }}"
     enroot: true
+    container_gpu: true
     pyxis: true
   register: node
 '''
@@ -375,7 +384,11 @@ class NodeChecker(object):
         if not enroot:
             return {'rc': None, 'conf_path': conf_path}
         rc, out, err = self._run([enroot, 'version'])
-        return {'rc': rc, 'output': (out or err).strip(), 'conf_path': conf_path, 'conf_present': os.path.isfile(conf_path)}
+        found = {'rc': rc, 'output': (out or err).strip(), 'conf_path': conf_path, 'conf_present': os.path.isfile(conf_path)}
+        if self.params['nvml']:
+            # a GPU node: enroot's 98-nvidia.sh hook needs nvidia-container-cli (libnvidia-container) to give containers GPUs
+            found['nvidia_cli'] = self._bin('nvidia-container-cli')
+        return found
 
     def pyxis(self):
         srun = self._bin('srun')
@@ -388,7 +401,8 @@ class NodeChecker(object):
         params = self.params
         name = self.name
         try:
-            records = node_records(name, self.observed, dict(params['expect'], enroot=params['enroot'], pyxis=params['pyxis'], node_name=name))
+            records = node_records(name, self.observed, dict(params['expect'], enroot=params['enroot'], pyxis=params['pyxis'],
+                                                            container_gpu=params['container_gpu'], node_name=name))
         except ValueError as exc:
             raise InputError(str(exc))
         records = [rec for rec in records if rec['check'] in params['checks']]
@@ -437,6 +451,7 @@ def main():
             slurm_state=dict(type='bool', default=True),
             enroot=dict(type='bool', default=False),
             enroot_conf_path=dict(type='path', default='/etc/enroot/enroot.conf'),
+            container_gpu=dict(type='bool', default=False),
             pyxis=dict(type='bool', default=False),
             hook_log=dict(type='bool', default=False),
             hook_log_ident=dict(type='str', default='slurm-hooks'),

@@ -221,7 +221,7 @@ def check_expect(name, expect):
 
 
 def _validate_expect(expect):
-    known = tuple(EXPECT) + ('enroot', 'pyxis', 'gres_conf_path', 'node_name')
+    known = tuple(EXPECT) + ('enroot', 'pyxis', 'container_gpu', 'gres_conf_path', 'node_name')
     unknown = sorted(set(expect) - set(known))
     if unknown:
         raise ValueError('unknown node check expectation(s) %s; valid: %s' % (', '.join(unknown), ', '.join(known)))
@@ -236,8 +236,10 @@ def node_records(node, observed, expect, stage='node'):
     ``nvml_error`` (text or None), ``gpus`` ([{index, name}]), ``mig`` ({actions: [...], reset_required: [...]}
     from ``nvidia_mig`` in check mode, or None when no layout is wanted), ``gres_conf`` ({path, text, expected}),
     ``munge`` ({rc, output}), ``munge_key`` (``_munge_key.observe``), ``services`` ({unit: state}), ``scontrol`` (``scontrol -o show node`` text),
-    ``enroot`` ({rc, output, conf_present, conf_path}), ``pyxis`` ({rc, output}).
-    ``expect``: ``gpu_count``, ``gpu_models``, ``enroot`` (bool), ``pyxis`` (bool), ``node_name``.
+    ``enroot`` ({rc, output, conf_present, conf_path}, and on a GPU node ``nvidia_cli``: the path of libnvidia-container's
+    ``nvidia-container-cli``, which enroot's NVIDIA hook runs, or None), ``pyxis`` ({rc, output}).
+    ``expect``: ``gpu_count``, ``gpu_models``, ``enroot`` (bool), ``pyxis`` (bool), ``container_gpu`` (bool: a GPU node
+    without ``nvidia-container-cli`` fails the enroot check; otherwise the pass names the absence), ``node_name``.
     """
     _validate_expect(expect)
     name = expect.get('node_name') or node
@@ -297,7 +299,7 @@ def node_records(node, observed, expect, stage='node'):
         rec = node_state_record(stage, name, parse_scontrol_nodes(observed['scontrol']))
         rec['node'] = node
         records.append(rec)
-    records.append(_enroot_record(stage, node, observed.get('enroot'), expect.get('enroot')))
+    records.append(_enroot_record(stage, node, observed.get('enroot'), expect.get('enroot'), expect.get('container_gpu')))
     records.append(_pyxis_record(stage, node, observed.get('pyxis'), expect.get('pyxis')))
     return records
 
@@ -343,7 +345,7 @@ def _munge_record(stage, node, munge, service_state, key=None):
     return record(stage, node, 'munge', 'pass', ', '.join(done))
 
 
-def _enroot_record(stage, node, enroot, wanted):
+def _enroot_record(stage, node, enroot, wanted, container_gpu=False):
     if not wanted:
         return record(stage, node, 'enroot', 'skip', 'not checked: enroot not expected (validate_enroot is false)')
     if enroot is None or enroot.get('rc') is None:
@@ -353,7 +355,20 @@ def _enroot_record(stage, node, enroot, wanted):
     if not enroot.get('conf_present'):
         return record(stage, node, 'enroot', 'fail', 'enroot %s is installed but %s is missing' % (
             _clip(enroot.get('output'), 40), enroot.get('conf_path')))
-    return record(stage, node, 'enroot', 'pass', 'enroot %s installed, %s present' % (_clip(enroot.get('output'), 40), enroot.get('conf_path')))
+    reason = 'enroot %s installed, %s present' % (_clip(enroot.get('output'), 40), enroot.get('conf_path'))
+    if 'nvidia_cli' not in enroot:
+        # not a GPU node (NVML not queried): containers there get no GPUs anyway
+        return record(stage, node, 'enroot', 'pass', reason)
+    if enroot['nvidia_cli']:
+        return record(stage, node, 'enroot', 'pass', '%s, %s for its NVIDIA hook (GPU containers)' % (reason, enroot['nvidia_cli']))
+    # enroot's hook 98-nvidia.sh (enroot 4.1.2 conf/hooks/98-nvidia.sh) runs for an image that sets NVIDIA_VISIBLE_DEVICES
+    # (CUDA images do) and stops the container with "Command not found: nvidia-container-cli"
+    missing = ("nvidia-container-cli (libnvidia-container's tools) is not in PATH: enroot's NVIDIA hook 98-nvidia.sh stops "
+               "every container whose image sets NVIDIA_VISIBLE_DEVICES (CUDA images), so GPU containers cannot start")
+    if container_gpu:
+        return record(stage, node, 'enroot', 'fail', '%s, but %s; install libnvidia-container-tools (or set validate_container_gpu '
+                      'to false where no GPU container runs)' % (reason, missing))
+    return record(stage, node, 'enroot', 'pass', '%s; %s (not required: validate_container_gpu is false)' % (reason, missing))
 
 
 def _pyxis_record(stage, node, pyxis, wanted):

@@ -195,7 +195,7 @@ def test_node_records_skips_what_is_not_asked():
     ({'gpu_count': True}, 'gpu_count is True, expected a whole number of at least 0'),
     ({'gpu_models': 'H100'}, "gpu_models is 'H100', expected a list"),
     ({'gpu_models': ['H100', '']}, "gpu_models[1] is '', expected a non-empty string"),
-    ({'gpus': 8}, 'unknown node check expectation(s) gpus; valid: gpu_count, gpu_models, enroot, pyxis, gres_conf_path, node_name'),
+    ({'gpus': 8}, 'unknown node check expectation(s) gpus; valid: gpu_count, gpu_models, enroot, pyxis, container_gpu, gres_conf_path, node_name'),
 ])
 def test_node_records_bad_expectations(expect, message):
     with pytest.raises(ValueError) as err:

@@ -366,7 +366,7 @@ def test_node_records_lists_every_unknown_expectation():
     with pytest.raises(ValueError) as err:
         vc.node_records('gpu-01', {}, {'gpus': 8, 'models': ['H100']})
     assert str(err.value) == ('unknown node check expectation(s) gpus, models; '
-                              'valid: gpu_count, gpu_models, enroot, pyxis, gres_conf_path, node_name')
+                              'valid: gpu_count, gpu_models, enroot, pyxis, container_gpu, gres_conf_path, node_name')
 
 
 # ---------------------------------------------------------------- job records

@@ -55,6 +55,8 @@ CASES = [
     ({'gres_conf_path': ''}, ['gres_conf_path is', 'a non-empty string']),
     ({'checks': ['nvml', 'bogus']}, ['checks', 'bogus']),
     ({'nvml': 'perhaps'}, ['nvml', 'perhaps']),
+    ({'container_gpu': 'perhaps'}, ['container_gpu', 'perhaps']),
+    ({'expect': {'container_gpu': True}}, ['expect has unknown key(s) container_gpu', 'valid keys: gpu_count, gpu_models']),
     ({'unknown_option': 1}, ['unknown_option']),
 ]
 
