@@ -402,7 +402,7 @@ class NodeChecker(object):
         name = self.name
         try:
             records = node_records(name, self.observed, dict(params['expect'], enroot=params['enroot'], pyxis=params['pyxis'],
-                                                            container_gpu=params['container_gpu'], node_name=name))
+                                                             container_gpu=params['container_gpu'], node_name=name))
         except ValueError as exc:
             raise InputError(str(exc))
         records = [rec for rec in records if rec['check'] in params['checks']]
