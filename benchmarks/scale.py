@@ -128,9 +128,12 @@ def plan(fleet, fabric=False, pairs_only=False, dispatch='auto'):
     nodes = []
     for node in fleet['nodes']:
         kind = fleet['types'][node['type']]
+        # one fabric group for the whole emulated fleet (validate_nccl_fabric_group): its node types are laid out in blocks
+        # that match whole leaves, and a slow leaf is told from its slow nodes only by pairs that leave it, which a group
+        # of one leaf's nodes has none of; what this measures is the isolation over every node of the fabric
         nodes.append({'name': node['name'], 'gpus': kind['gpus'], 'model': MODELS[node['type']],
                       'gres_type': kind['gres'].split(',')[0].split(':')[1],
-                      'gres_types': len(kind['gres'].split(',')), 'present': True, 'usable': True})
+                      'gres_types': len(kind['gres'].split(',')), 'present': True, 'usable': True, 'fabric_group': 'scale'})
     # the fabric gate of the acceptance test of the slow-fabric isolation (molecule test_validate):
     # the stand-in's two-node recording passes 300 GB/s, a pair with a node at 50 % does not
     return {'binary': '/opt/nccl-tests-STANDIN/build/all_reduce_perf', 'nodes': nodes, 'fabric': fabric,
