@@ -10,10 +10,11 @@ __metaclass__ = type
 
 import errno
 import os
-import tempfile
 import time
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _pending_restart as pending
+from ansible_collections.gpucluster.bringup.plugins.module_utils._atomic_write import write_atomic
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_upgrade import process_start
 
 
 def boot_id():
@@ -34,12 +35,10 @@ def boot_clock():
 
 
 def process_started(pid):
-    """When process ``pid`` started (seconds since boot), or None when it is gone or cannot be read."""
+    """When process ``pid`` started (seconds since boot, the clock of boot_clock), or None when it is gone or cannot be read."""
     try:
         with open('/proc/%d/stat' % pid) as handle:
-            text = handle.read()
-        # the command name (field 2) is in parentheses and may hold spaces: count the fields after its closing one
-        return int(text[text.rindex(')') + 2:].split()[19]) / float(os.sysconf('SC_CLK_TCK'))
+            return process_start(handle.read(), 0, os.sysconf('SC_CLK_TCK'))
     except (IOError, OSError, ValueError, IndexError):
         return None
 
@@ -77,7 +76,7 @@ def write_markers(directory, restarts):
         old = read_marker(directory, daemon, current)
         reasons = [item['reason']] if item.get('reason') else []
         marker = pending.merge(old, daemon, item['action'], reasons, current, boot_clock(), time.time())
-        _write(path_of(directory, daemon), pending.marker_text(marker).encode('utf-8'))
+        write_atomic(path_of(directory, daemon), pending.marker_text(marker).encode('utf-8'), 0o644)
         written.append(daemon)
     _sync_dir(directory)
     return written
@@ -92,23 +91,6 @@ def remove_marker(directory, daemon):
         return False
     _sync_dir(directory)
     return True
-
-
-def _write(path, data):
-    handle, temp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=os.path.dirname(path))
-    try:
-        with os.fdopen(handle, 'wb') as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, 0o644)
-        os.replace(temp, path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
 
 
 def _sync_dir(directory):

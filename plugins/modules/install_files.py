@@ -175,13 +175,13 @@ import hashlib
 import os
 import pwd
 import stat
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _file_set as file_set
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _pending_restart_io as pending_io
+from ansible_collections.gpucluster.bringup.plugins.module_utils._atomic_write import write_atomic
 from ansible_collections.gpucluster.bringup.plugins.module_utils._pending_restart import check_dir
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, show
 
@@ -433,24 +433,8 @@ def write_file(dest, content, entry):
 
     On any failure the temporary file is removed and ``dest`` is as it was.
     """
-    handle, temp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(dest), dir=os.path.dirname(dest))
-    try:
-        with os.fdopen(handle, 'wb') as out:
-            out.write(content)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, entry['mode'])
-        uid = _uid(entry['owner']) if 'owner' in entry else -1
-        gid = _gid(entry['group']) if 'group' in entry else -1
-        if uid != -1 or gid != -1:
-            os.chown(temp, uid, gid)
-        os.replace(temp, dest)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+    write_atomic(dest, content, entry['mode'], _uid(entry['owner']) if 'owner' in entry else -1,
+                 _gid(entry['group']) if 'group' in entry else -1)
 
 
 def apply(entry, steps, content, done):

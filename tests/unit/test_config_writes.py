@@ -56,7 +56,7 @@ ATOMIC_MODULES = {
     'ansible.builtin.get_url': 'downloads to a temp file, checks the checksum, atomic_move',
     'ansible.builtin.uri': 'with dest: downloads to a temp file, atomic_move',
     'ansible.builtin.assemble': 'assembles into a temp file, atomic_move',
-    'gpucluster.bringup.install_files': 'mkstemp in the destination directory, fsync, rename (plugins/modules/install_files.py, '
+    'gpucluster.bringup.install_files': 'mkstemp in the destination directory, fsync, rename (plugins/module_utils/_atomic_write.py, '
                                         'whose Python test_python_writers_are_atomic scans too)',
 }
 # No file content written: directories, modes, links, removal, empty files.

@@ -273,6 +273,18 @@ def run_awx_job(playbook, workdir, verbosity=0, diff=False, extra_vars=None, ide
     return result.returncode, stdout, status
 
 
+def wait_booted(name, timeout=120):
+    """Wait until a restarted node's systemd has finished booting (running, or degraded); returns that state."""
+    deadline = time.time() + timeout
+    state = ""
+    while time.time() < deadline:
+        state = podman("exec", PREFIX + name, "systemctl", "is-system-running", check=False).strip()
+        if state in ("running", "degraded"):
+            return state
+        time.sleep(2)
+    raise AssertionError("%s did not finish booting in %ds: %s" % (name, timeout, state))
+
+
 def wait_ssh(name, timeout=120):
     """Wait until a node that was restarted answers on its ssh port again, as an admin waits for a rebooted node
     (wait_for_connection): its container gets a new network interface for the same address, and this machine

@@ -8,9 +8,8 @@ slurmd starts, and slurmd registers the same GRES as before, without an admin.
 test_zz_mig_changes.py's reboot test.)
 """
 import re
-import time
 
-from simcluster import NODES, PREFIX, SITE, ctl, podman, recap, run_playbook, sh, wait_idle, wait_ssh
+from simcluster import NODES, PREFIX, SITE, ctl, podman, recap, run_playbook, sh, wait_booted, wait_idle, wait_ssh
 from simcluster import fixture_mig_node  # noqa: F401  pylint: disable=unused-import  (the mig_node fixture)
 
 UUID = re.compile(r"\(UUID: [^)]*\)")
@@ -27,17 +26,6 @@ def _what_slurm_and_nvml_see(name):
 
 def _monotonic(name, unit, prop):
     return int(sh(name, "systemctl show -p %s --value %s" % (prop, unit)).stdout.strip() or 0)
-
-
-def _wait_booted(name, timeout=120):
-    deadline = time.time() + timeout
-    state = ""
-    while time.time() < deadline:
-        state = podman("exec", PREFIX + name, "systemctl", "is-system-running", check=False).strip()
-        if state in ("running", "degraded"):
-            return state
-        time.sleep(2)
-    raise AssertionError("%s did not finish booting in %ds: %s" % (name, timeout, state))
 
 
 def test_a_node_that_is_down_stops_site_yml_before_any_change_and_returns_by_itself_after_a_reboot(mig_node, tmp_path):
@@ -57,7 +45,7 @@ def test_a_node_that_is_down_stops_site_yml_before_any_change_and_returns_by_its
         assert all(c["changed"] == 0 for c in counts.values()), counts
     finally:
         podman("start", PREFIX + mig_node)
-    _wait_booted(mig_node)
+    wait_booted(mig_node)
     wait_ssh(mig_node)
     # the boot unit re-created the layout, and finished before slurmd started
     mig_done = _monotonic(mig_node, "gpucluster-mig.service", "ExecMainExitTimestampMonotonic")

@@ -6,12 +6,12 @@ Now the node keeps its last known definition, its NodeName line of the controlle
 with a warning naming the node and the file, the controller's slurm.conf keeps the node's line and partitions as
 they were, slurmctld is not restarted, sinfo still lists the node, and nothing on the node changed when it is back.
 """
-import re
+import sys
 import time
 
 import pytest
 
-from simcluster import COMPUTE, CONTROLLER, PREFIX, SITE, ctl, podman, recap, run_playbook, sh, start_times, wait_idle, wait_ssh
+from simcluster import COMPUTE, CONTROLLER, PREFIX, ROOT, SITE, ctl, podman, recap, run_playbook, sh, start_times, wait_booted, wait_idle, wait_ssh
 
 pytestmark = pytest.mark.acceptance
 
@@ -19,18 +19,10 @@ CONF = "/etc/slurm/slurm.conf"
 
 
 def _expand(hostlist):
-    """The names of a slurm.conf hostlist (as the collection writes them: prefix[a-b,c], comma-separated)."""
-    names = []
-    for item in re.findall(r"[^,\[]+(?:\[[^\]]*\])?", hostlist):
-        match = re.match(r"^(.*)\[(.*)\]$", item)
-        if not match:
-            names.append(item)
-            continue
-        for part in match.group(2).split(","):
-            low, _, high = part.partition("-")
-            width = len(low) if low.startswith("0") else 0
-            names.extend("%s%0*d" % (match.group(1), width, n) for n in range(int(low), int(high or low) + 1))
-    return names
+    """The names of a slurm.conf hostlist, read by the collection's own hostlist code."""
+    sys.path.insert(0, str(ROOT / ".build" / "collections"))
+    from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import expand  # pylint: disable=import-outside-toplevel
+    return expand(hostlist)
 
 
 def _definition(text, name):
@@ -39,20 +31,9 @@ def _definition(text, name):
     return lines, [line for line in text.splitlines() if line.startswith("PartitionName=")]
 
 
-def _wait_booted(name, timeout=120):
-    deadline = time.time() + timeout
-    state = ""
-    while time.time() < deadline:
-        state = podman("exec", PREFIX + name, "systemctl", "is-system-running", check=False).strip()
-        if state in ("running", "degraded"):
-            return state
-        time.sleep(2)
-    raise AssertionError("%s did not finish booting in %ds: %s" % (name, timeout, state))
-
-
 def _bring_back(name):
     podman("start", PREFIX + name, check=False)
-    _wait_booted(name)
+    wait_booted(name)
     wait_ssh(name)
     # (ReturnToService=2: a node Slurm marked DOWN for not responding returns when its slurmd registers)
     deadline = time.time() + 300

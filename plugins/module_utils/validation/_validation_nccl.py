@@ -386,6 +386,12 @@ def _count(value, name):
         raise ValueError('node %s: gpus is %r, expected a whole number' % (name, value))
 
 
+def run_settings(plan):
+    """``(env, args, srun_extra, srun, timeout, time_limit)`` of every run of the plan, its defaults filled in."""
+    return (plan.get('env') or {}, plan.get('args'), plan.get('srun_extra') or [], plan.get('srun') or 'srun', plan.get('timeout') or 600,
+            str(plan.get('time_limit') or 10))
+
+
 def plan_jobs(plan):
     """``validation_jobs`` jobs of the NCCL stage from a plan.
 
@@ -448,12 +454,7 @@ def plan_jobs(plan):
     jobs += [{'name': n['name'], 'kind': 'skip', 'status': 'fail', 'check': 'all_reduce', 'hosts': [n['name']],
               'reason': '%s not found on %s (other nodes have it)' % (plan['binary'], n['name'])} for n in nodes if is_false(n.get('present', True))]
     nodes = present
-    env = plan.get('env') or {}
-    args = plan.get('args')
-    extra = plan.get('srun_extra') or []
-    srun = plan.get('srun') or 'srun'
-    timeout = plan.get('timeout') or 600
-    time_limit = str(plan.get('time_limit') or 10)
+    env, args, extra, srun, timeout, time_limit = run_settings(plan)
     thresholds = plan.get('thresholds') or {}
     curves = plan.get('gate_curves') or {}
     transport = plan.get('expect_transport') or None
@@ -506,12 +507,7 @@ def group_jobs(plan, group, members, fabric_gate, pairs=False):
     """The multi-node jobs of one fabric group (``group`` None: the only one, whose runs keep the names ``fabric`` and
     ``a+b``): its fabric run (round 1) and, with ``pairwise`` or ``pairs`` (the isolation follow-up of a failed fabric run
     of this group), its node pairs in rounds (2 and up), all gated by ``fabric_gate`` (``expect_for``'s arguments)."""
-    env = plan.get('env') or {}
-    args = plan.get('args')
-    extra = plan.get('srun_extra') or []
-    srun = plan.get('srun') or 'srun'
-    timeout = plan.get('timeout') or 600
-    time_limit = str(plan.get('time_limit') or 10)
+    env, args, extra, srun, timeout, time_limit = run_settings(plan)
     pairs_only = bool(plan.get('pairs_only'))
     label = 'fabric' if group is None else 'fabric:%s' % group
     jobs = []
