@@ -52,14 +52,14 @@ COLLECTION = 'gpucluster.bringup'
 # The roles of site.yml and the inventory groups each runs on (the playbooks
 # slurm_munge.yml, nvml.yml, mig_layout.yml, accounting.yml, slurm_cluster.yml, enroot.yml).
 SITE_ROLES = (
-    ('munge', ('slurm_controller', 'slurm_compute', 'slurmdbd')),
+    ('munge', ('slurm_controller', 'slurm_compute', 'slurmdbd', 'slurm_login')),
     ('nvml', ('gpu_nodes',)),
     ('mig', ('gpu_nodes',)),
     ('slurmdbd', ('slurmdbd',)),
     ('slurm_healthcheck', ('slurm_compute',)),
-    ('slurm', ('slurm_controller', 'slurm_compute')),
-    ('enroot', ('slurm_controller', 'slurm_compute')),
-    ('pyxis', ('slurm_controller', 'slurm_compute')),
+    ('slurm', ('slurm_controller', 'slurm_compute', 'slurm_login')),
+    ('enroot', ('slurm_controller', 'slurm_compute', 'slurm_login')),
+    ('pyxis', ('slurm_controller', 'slurm_compute', 'slurm_login')),
 )
 
 _SECRET_WORDS = ('pass', 'key', 'secret', 'token', 'credential')
@@ -76,6 +76,7 @@ _DB_NAME = re.compile(r'^[A-Za-z0-9_]+$')
 _DB_HOST = re.compile(r'^[A-Za-z0-9_.:%-]+$')
 _PARTITION_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*$')
 _ENROOT_KEY = re.compile(r'^ENROOT_[A-Z_]+$')
+_ENROOT_HOOK = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]*\.sh$')
 _HOOK_NAME = re.compile(r'^[0-9]{2}-[A-Za-z0-9]+-[A-Za-z0-9._-]+$')
 
 
@@ -475,8 +476,27 @@ def _partition_nodes_problems(index, name, nodes):
     return problems
 
 
+def login_problems(host, values, groups):
+    """A login node (slurm_login_group, optional) runs the client commands only: it may not also be the controller or a
+    compute node (the slurm role would install and start slurmctld or slurmd there too). Its name is not a Slurm node
+    name, so any inventory host name is valid; it needs no GPU (the GPU group's hosts must be compute hosts already)."""
+    group = values.get('slurm_login_group')
+    if not isinstance(group, str) or host not in _hosts_of(groups, group):
+        return []
+    problems = []
+    for option, what in (('slurm_controller_group', 'the controller (slurmctld)'), ('slurm_compute_group', 'a compute node (slurmd)')):
+        other = values.get(option)
+        if isinstance(other, str) and other != group and host in _hosts_of(groups, other):
+            problems.append('slurm_login_group is %s and this host is also in %s %s, %s; expected a login node in %s only '
+                            '(client commands, no Slurm daemon): take it out of one of the two groups (the %s can submit '
+                            'jobs already)' % (show(group), option, show(other), what, show(group),
+                                               'controller' if option == 'slurm_controller_group' else 'compute node'))
+    return problems
+
+
 def _slurm(host, values, groups, controller_file=None):
     problems = _topology_problems(values, groups, controller_file)
+    problems.extend(login_problems(host, values, groups))
     if values.get('slurm_cluster_name') == '':
         problems.append("slurm_cluster_name is ''; expected the name of the cluster (slurm.conf ClusterName, the cluster's name in "
                         'the accounting database), e.g. gpucluster')
@@ -555,6 +575,12 @@ def _enroot(host, values, groups):
                 # the role's own message; the machine is a host name, never the secret
                 problems.append('enroot_credentials[%d] (machine %s) needs the keys machine, login and password, all non-empty'
                                 % (index, entry.get('machine') if isinstance(entry.get('machine'), str) and entry['machine'] else '<missing>'))
+    disabled = values.get('enroot_hooks_disabled')
+    if isinstance(disabled, list):
+        bad = [str(name) for name in disabled if not isinstance(name, str) or not _ENROOT_HOOK.match(name)]
+        if bad:
+            problems.append('enroot_hooks_disabled names %s; expected the file names of hooks in /etc/enroot/hooks.d '
+                            '(such as 10-cgroups.sh or 99-mellanox.sh: no directory, ending in .sh)' % ', '.join(show(b) for b in bad))
     mode = values.get('enroot_shared_dir_mode')
     if isinstance(mode, str) and not re.match(r'^[0-7]{3,4}$', mode):
         problems.append('enroot_shared_dir_mode is %s; expected an octal mode such as "1777"' % show(mode))

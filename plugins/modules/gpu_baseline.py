@@ -117,6 +117,7 @@ import socket
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_baseline as gb
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_holders_io as holders_io
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet
@@ -124,15 +125,6 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _h
 BINDINGS = nvml.import_bindings()
 PROC_DIR = '/proc'
 DEV_DIR = '/dev'
-
-
-def _read(path):
-    """A file's text (bytes that are not UTF-8 replaced: a process may name itself anything), None when it cannot be read."""
-    try:
-        with open(path, 'rb') as handle:
-            return handle.read().decode('utf-8', 'replace')
-    except (IOError, OSError):
-        return None
 
 
 def read_gpus(client):
@@ -164,28 +156,7 @@ def ib_port_count(root):
 
 def holders(minors):
     """Processes with /dev/nvidia<minor> open: ``[{pid, name, unit, job, gpu, device}]``."""
-    targets = dict((os.path.join(DEV_DIR, 'nvidia%d' % minor), index) for index, minor in minors)
-    found = []
-    for name in os.listdir(PROC_DIR):
-        if not name.isdigit():
-            continue
-        fd_dir = os.path.join(PROC_DIR, name, 'fd')
-        try:
-            fds = os.listdir(fd_dir)
-        except OSError:
-            continue
-        seen = set()
-        for fd in fds:
-            try:
-                target = os.readlink(os.path.join(fd_dir, fd))
-            except OSError:
-                continue
-            if target in targets and target not in seen:
-                seen.add(target)
-                cgroup = _read(os.path.join(PROC_DIR, name, 'cgroup')) or ''
-                found.append({'pid': int(name), 'name': (_read(os.path.join(PROC_DIR, name, 'comm')) or '').strip() or None,
-                              'unit': gb.unit_of(cgroup), 'job': gb.is_job(cgroup), 'gpu': targets[target], 'device': target})
-    return sorted(found, key=lambda h: (h['pid'], h['device']))
+    return holders_io.holders(minors, PROC_DIR, DEV_DIR)
 
 
 def main():

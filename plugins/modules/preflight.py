@@ -17,7 +17,9 @@ description:
   - Runs on the Ansible controller (an action plugin) and contacts no host. It is the first task of C(playbooks/site.yml),
     and each role of the collection runs it for its own inputs first (O(inventory=false), O(hosts) the host running the role).
   - Checks the shape of the inventory - exactly one host in O(controller_group), at least one in O(compute_group), every host
-    of O(gpu_group) also in O(compute_group), host names Slurm accepts as node names.
+    of O(gpu_group) also in O(compute_group), host names Slurm accepts as node names. Among the slurm role's checks, a host
+    of its C(slurm_login_group) (login nodes, optional) that is also the controller or a compute node is refused; a login
+    node's name is no Slurm node name (any inventory host name), and it needs no GPU.
   - With O(inventory), also the play's strategy - one that lets hosts run ahead of each other (V(free), V(host_pinned),
     V(mitogen_free) ...) is refused; the collection's plays read other hosts' results of the same play and rely on
     C(any_errors_fatal).
@@ -87,8 +89,9 @@ options:
     description:
       - The roles to check and the inventory groups each runs on.
       - Not set, the roles of C(playbooks/site.yml) on the groups of their playbooks - C(munge) on C(slurm_controller),
-        C(slurm_compute) and C(slurmdbd); C(nvml) and C(mig) on C(gpu_nodes); C(slurmdbd) on C(slurmdbd); C(slurm_healthcheck) on
-        C(slurm_compute); C(slurm), C(enroot) and C(pyxis) on C(slurm_controller) and C(slurm_compute).
+        C(slurm_compute), C(slurmdbd) and C(slurm_login); C(nvml) and C(mig) on C(gpu_nodes); C(slurmdbd) on C(slurmdbd);
+        C(slurm_healthcheck) on C(slurm_compute); C(slurm), C(enroot) and C(pyxis) on C(slurm_controller), C(slurm_compute) and
+        C(slurm_login) (login nodes, optional - the group may be empty or absent).
     type: list
     elements: dict
     suboptions:

@@ -34,8 +34,10 @@ GPUCLUSTER_SIM_SUBNET=${GPUCLUSTER_SIM_SUBNET:-10.89.42.0/24}
 GPUCLUSTER_SIM_NET_BASE=${GPUCLUSTER_SIM_SUBNET%.*}
 # node name, last octet of its address; the GPU model of each GPU node is the
 # gpucluster_sim_gpu_preset variable in inventory/simulated/host_vars/<node>.yml
+# (login: the login node of group slurm_login, no GPU, like ctl; .13 is left
+# for the node tests add, gpu-03)
 # shellcheck disable=SC2034
-GPUCLUSTER_SIM_NODES=(ctl:10 gpu-01:11 gpu-02:12)
+GPUCLUSTER_SIM_NODES=(ctl:10 gpu-01:11 gpu-02:12 login:14)
 
 log() {
     printf '[cluster] %s\n' "$*" >&2

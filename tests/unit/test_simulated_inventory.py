@@ -112,12 +112,18 @@ def test_a_molecule_scenarios_inventory_gives_each_node_its_address_literally(sc
 
 
 def test_the_molecule_addresses_are_the_scenarios_platforms_and_literal(tmp_path):
-    """Read through a link named as a scenario's inventory names it (without the dot, which hides it from a directory source)."""
-    link = tmp_path / "molecule-addresses.yml"
-    link.symlink_to(MOLECULE_ADDRESSES)
-    found = _host_vars([link])
+    """Read through the links named as a scenario's inventory names them (without the dot, which hides them from a
+    directory source): .molecule-addresses.yml (every scenario) and .molecule-login.yml (the login node, linked by the
+    scenarios that have a login container)."""
     for scenario in SCENARIOS:
         config = yaml.safe_load((ROOT / "molecule" / scenario / "molecule.yml").read_text())
+        links = config["provisioner"]["inventory"]["links"]
+        directory = tmp_path / scenario
+        directory.mkdir()
+        for name in ("molecule-addresses.yml", "molecule-login.yml"):
+            if name in links:
+                (directory / name).symlink_to((ROOT / "molecule" / scenario / links[name]).resolve())
+        found = _host_vars(sorted(directory.iterdir()))
         ips = dict((p["name"], p["ip"]) for p in config["platforms"])
         assert dict((name, raw) for name, (raw, _t) in found.items()) == ips, scenario
         net = config["provisioner"]["connection_options"].get("gpucluster_sim_net")

@@ -29,9 +29,23 @@ CONNECTION = "podman_pipelined"
 
 
 def _groups():
-    inventory = yaml.safe_load((ROOT / "inventory" / "hosts.yml").read_text())
-    children = inventory["all"]["children"]
-    return {name: sorted((group or {}).get("hosts") or {}) for name, group in children.items()}
+    """The inventory groups of the cluster under test: inventory/hosts.yml, plus the login node the simulated layer adds
+    (group slurm_login): inventory/simulated/.molecule-login.yml where the molecule scenario links it into its
+    inventory (the default scenario; bookworm has no login container), inventory/simulated/hosts.yml for the demo."""
+    sources = [ROOT / "inventory" / "hosts.yml"]
+    inventory_file = os.environ.get("MOLECULE_INVENTORY_FILE")
+    if inventory_file:
+        linked = pathlib.Path(inventory_file).parent / "molecule-login.yml"
+        if linked.exists():
+            sources.append(linked)
+    else:
+        sources.append(ROOT / "inventory" / "simulated" / "hosts.yml")
+    groups = {}
+    for source in sources:
+        children = (yaml.safe_load(source.read_text()) or {}).get("all", {}).get("children") or {}
+        for name, group in children.items():
+            groups.setdefault(name, set()).update((group or {}).get("hosts") or {})
+    return {name: sorted(hosts) for name, hosts in groups.items()}
 
 
 GROUPS = _groups()

@@ -83,6 +83,7 @@ def _base(name, tmp):
         'gpu_baseline': {'ib_sysfs_root': os.path.join(tmp, 'ib'), 'module_root': os.path.join(tmp, 'module'),
                          'driver_proc': os.path.join(tmp, 'version')},
         'preflight': {'roles': [{'name': 'munge', 'groups': ['slurm_controller']}]},
+        'node_preflight': {'packages': ['slurmd'], 'gpus': False, 'os_release': os.path.join(tmp, 'os-release')},
         'install_files': {'files': [{'dest': os.path.join(tmp, 'gone'), 'state': 'absent'}]},
         'slurm_assoc': {'cluster': 'probe', 'executable': '/nonexistent/sacctmgr'},
         'slurm_daemons': {'daemons': ['slurmd']},

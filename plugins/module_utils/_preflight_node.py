@@ -1,0 +1,314 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The node preflight: what every node says, judged before the first change on any node.
+
+The module ``gpucluster.bringup.node_preflight`` reads one node (its OS release, the Slurm packages installed and
+the versions the package source would give, its GPUs through NVML, the processes holding them) and judges nothing;
+``playbooks/node_preflight.yml`` hands every node's reading, with what the inventory asks of the node, to
+:func:`node_problems` once.  The rules:
+
+* the Slurm release each host has or would get (the installed package, else the candidate of the package source)
+  is 22.05 or newer;
+* SchedMD's version rules: slurmdbd >= slurmctld >= slurmd and the client commands, each at most
+  ``_slurm_version.upgrade_window`` releases older than the daemon it talks to;
+* Slurm hosts of several OS releases that would get several Slurm releases (one line naming each OS release);
+* the MIG layout against the node's real GPUs with the mig role's own planner (``_mig_plan``): profile names,
+  counts that fit, GPU indices, MIG asked of a GPU without MIG, every GPU covered with ``mig_require_all_gpus``;
+  a node whose NVIDIA driver cannot be loaded is refused when it has a layout;
+* before a MIG mode change, the processes holding the GPUs that the mig role would refuse
+  (``_gpu_baseline.reset_blocker_failures``, as the role's reset-blockers check).
+
+:func:`node_problems` returns ``(lines, warnings)``: one line per problem, the same problem of several hosts one
+line naming them as a hostlist.  :func:`package_file` reads a package file's name and version from its file name.
+Standard library only.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import re
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._gpu_baseline import reset_blocker_failures
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
+from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan as mig_plan
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as sv
+
+# The oldest Slurm release the collection runs (roles/slurm README: Debian 12's 22.05).
+OLDEST = (22, 5)
+ROLES = ('controller', 'compute', 'slurmdbd')
+# The daemon each role runs; the client commands come with every role.
+DAEMONS = (('controller', 'slurmctld'), ('compute', 'slurmd'), ('slurmdbd', 'slurmdbd'))
+# Packages of the client commands: Debian's slurm-client, the RHEL family's slurm, SchedMD's Debian build
+CLIENT_PACKAGES = ('slurm-client', 'slurm', 'slurm-smd-client')
+SOURCES = ('distro', 'local')
+HOW_TO_GET = ('a newer distribution release (Debian 12 bookworm has 22.05, Debian 13 trixie 24.11, Ubuntu 24.04 noble 23.11), '
+              'or SchedMD\'s own packages built from the release tarball (https://download.schedmd.com/slurm/, '
+              'slurm.spec or debian/ of the tarball) installed with slurm_install_source: local and slurm_local_package_dir '
+              '(or slurm_local_packages)')
+NO_DRIVER = 'no NVIDIA driver: libnvidia-ml.so.1 cannot be loaded'
+
+# name_version_arch.deb (Debian policy), name-version-release.arch.rpm
+_DEB_FILE = re.compile(r'^(?P<name>[a-z0-9][a-z0-9.+-]*)_(?P<version>[0-9][A-Za-z0-9.+~:-]*)_(?P<arch>[a-z0-9-]+)\.deb$')
+_RPM_FILE = re.compile(r'^(?P<name>[A-Za-z0-9_.+-]+?)-(?P<version>[0-9][A-Za-z0-9._+~]*-[A-Za-z0-9._+~]+)\.(?P<arch>[A-Za-z0-9_]+)\.rpm$')
+_GPUS_ENTRY = re.compile(r'\bgpus\[(\d+)\]')
+# "GPU 0 (GPU-9b3c..., NVIDIA H100 80GB HBM3)": the UUID left out, so the same problem of several nodes is one line
+_GPU_UUID = re.compile(r'\((?:GPU|MIG)-[0-9A-Fa-f-]+, ')
+
+
+def _natural(name):
+    return [(0, int(part), '') if part.isdigit() else (1, 0, part) for part in re.split(r'([0-9]+)', str(name))]
+
+
+def host_text(hosts):
+    """Hosts as one Slurm hostlist (``gpu-[01-04]``), or comma-separated where they make none."""
+    hosts = sorted(set(hosts), key=_natural)
+    try:
+        return compress(hosts)
+    except ValueError:
+        return ', '.join(hosts)
+
+
+def package_file(file_name):
+    """``{'file', 'name', 'version'}`` of a package file named as Debian or RPM name them, or None."""
+    base = str(file_name).rsplit('/', 1)[-1]
+    for pattern in (_DEB_FILE, _RPM_FILE):
+        match = pattern.match(base)
+        if match:
+            return {'file': base, 'name': match.group('name'), 'version': match.group('version')}
+    return None
+
+
+def _release(text):
+    """``(major, minor, micro)`` of a package version, or None when it names no Slurm release."""
+    try:
+        return sv.parse_version(text)
+    except ValueError:
+        return None
+
+
+def _serves(package, daemon):
+    return package == daemon or package.endswith('-' + daemon)
+
+
+def _version_of(reading, want, daemon):
+    """``(version tuple, package, version text, where)`` this host has or would get for ``daemon``, or a problem text."""
+    packages = reading.get('packages') or {}
+    names = [name for name in want.get('packages') or [] if
+             (_serves(name, daemon) if daemon != 'client' else name in CLIENT_PACKAGES)]
+    if not names:
+        return None
+    name = names[0]
+    found = packages.get(name) or {}
+    # the slurm role installs every local package file (apt deb:, dnf), over an installed package too; the slurmdbd
+    # role installs from the distribution only
+    if want.get('source') == 'local' and daemon != 'slurmdbd':
+        files = reading.get('local_files') or []
+        matching = [f for f in files if _serves(str(f.get('name') or ''), daemon)
+                    or (daemon == 'client' and f.get('name') in CLIENT_PACKAGES)]
+        if not matching:
+            matching = [f for f in files if str(f.get('name') or '').startswith('slurm')]
+        versions = sorted(set(f['version'] for f in matching if _release(f.get('version') or '')), key=_release)
+        if versions:
+            return _release(versions[-1]), name, versions[-1], 'a local package file'
+        if not found.get('installed'):
+            return ('package %s is not installed and slurm_install_source is local, but the local package files (%s) hold no Slurm '
+                    'package; expected SchedMD\'s packages of one Slurm release in slurm_local_package_dir (or slurm_local_packages)'
+                    % (name, ', '.join(sorted(str(f.get('file', '?')) for f in files)) or 'none'))
+    if found.get('installed'):
+        version = _release(found['installed'])
+        if version is None:
+            return 'package %s is installed as version %r, which names no Slurm release' % (name, found['installed'])
+        return version, name, found['installed'], 'installed'
+    candidate = found.get('candidate')
+    if not candidate:
+        return ('package %s is not installed and the distribution offers no candidate for it (%s); expected a Slurm package '
+                'the package manager can install: enable the repository that has it, or slurm_install_source: local'
+                % (name, reading.get('package_error') or 'Candidate: (none)'))
+    version = _release(candidate)
+    if version is None:
+        return 'package %s would be installed as version %r, which names no Slurm release' % (name, candidate)
+    return version, name, candidate, "the distribution's candidate"
+
+
+def _os_text(reading):
+    osr = reading.get('os') or {}
+    text = ' '.join(str(osr.get(k)) for k in ('id', 'version_id') if osr.get(k)) or 'unknown OS'
+    if osr.get('codename'):
+        text += ' (%s)' % osr['codename']
+    return text
+
+
+# --------------------------------------------------------------------------------------------- Slurm versions
+
+def _slurm_problems(readings, wants, add, lines):
+    got = {}  # host -> daemon -> (version, package, text, where)
+    for host in sorted(readings, key=_natural):
+        want, reading = wants.get(host) or {}, readings[host]
+        roles = [r for r in want.get('roles') or [] if r in ROLES]
+        if not roles:
+            continue
+        daemons = [d for r, d in DAEMONS if r in roles] + ['client']
+        old = {}  # (version, text, where) -> packages: one line per host and version
+        for daemon in daemons:
+            found = _version_of(reading, want, daemon)
+            if found is None:
+                continue
+            if isinstance(found, str):
+                add(host, found)
+                continue
+            version, name, text, where = found
+            if version[:2] < OLDEST:
+                old.setdefault((version, text, where), []).append(name)
+                continue
+            got.setdefault(host, {})[daemon] = found
+        for (version, text, where), names in sorted(old.items()):
+            add(host, 'Slurm %s (package%s %s %s, %s) is older than %s, the oldest release the collection supports '
+                '(slurm_install_source %s); install a supported one: %s'
+                % (sv.version_name(version), 's' if len(names) > 1 else '', ', '.join(names), text, where, sv.release_name(OLDEST),
+                   want.get('source', 'distro'), HOW_TO_GET))
+    ctl = [(h, d['slurmctld']) for h, d in got.items() if 'slurmctld' in d]
+    dbd = [(h, d['slurmdbd']) for h, d in got.items() if 'slurmdbd' in d]
+    if ctl:
+        ctl_host, (ctl_version, _n, _t, _w) = sorted(ctl, key=lambda item: _natural(item[0]))[0]
+        window = sv.upgrade_window(ctl_version)
+        for host, (version, name, text, where) in dbd:
+            ahead = sv.releases_ahead(ctl_version, version)
+            if ahead < 0:
+                add(host, 'slurmdbd would be Slurm %s (package %s %s, %s) but slurmctld on %s %s; Slurm\'s version rules: slurmdbd >= '
+                    'slurmctld >= slurmd and the client commands; expected slurmdbd of release %s or newer'
+                    % (sv.version_name(version), name, text, where, ctl_host, sv.version_name(ctl_version), sv.release_name(ctl_version)))
+            elif ahead > sv.upgrade_window(version):
+                add(host, 'slurmdbd would be Slurm %s (package %s %s, %s), %d releases after slurmctld %s on %s; slurmdbd %s talks to '
+                    'slurmctld of at most %d releases back (SchedMD\'s upgrade rules); expected the same release on both'
+                    % (sv.version_name(version), name, text, where, ahead, sv.version_name(ctl_version), ctl_host,
+                       sv.release_name(version), sv.upgrade_window(version)))
+        for host in sorted(got, key=_natural):
+            for daemon in ('slurmd', 'client'):
+                if daemon not in got[host]:
+                    continue
+                version, name, text, where = got[host][daemon]
+                what = 'slurmd' if daemon == 'slurmd' else 'the client commands'
+                behind = sv.releases_ahead(version, ctl_version)
+                if behind < 0:
+                    add(host, '%s would be Slurm %s (package %s %s, %s) but slurmctld on %s %s; Slurm\'s version rules: slurmdbd >= '
+                        'slurmctld >= slurmd and the client commands; expected release %s or older for %s'
+                        % (what, sv.version_name(version), name, text, where, ctl_host, sv.version_name(ctl_version),
+                           sv.release_name(ctl_version), what))
+                elif behind > window:
+                    add(host, '%s would be Slurm %s (package %s %s, %s), %d releases before slurmctld %s on %s, which talks to at most %d '
+                        'releases back (SchedMD\'s upgrade rules); expected release %s or at most %d before it'
+                        % (what, sv.version_name(version), name, text, where, behind, sv.version_name(ctl_version), ctl_host, window,
+                           sv.release_name(ctl_version), window))
+    # several OS releases that give several Slurm releases
+    by_os = {}
+    releases = set()
+    for host in got:
+        for version, _n, _t, _w in got[host].values():
+            releases.add(tuple(version[:2]))
+    for host in readings:
+        roles = [r for r in (wants.get(host) or {}).get('roles') or [] if r in ROLES]
+        if roles and host in got:
+            key = _os_text(readings[host])
+            versions = sorted(set(sv.version_name(v[0]) for v in got[host].values()), key=_natural)
+            by_os.setdefault(key, {}).setdefault(', '.join(versions), []).append(host)
+    if len(by_os) > 1 and len(releases) > 1:
+        parts = []
+        for osr in sorted(by_os):
+            parts.append('%s: %s' % (osr, '; '.join('%s would get Slurm %s' % (host_text(hosts), versions)
+                                                   for versions, hosts in sorted(by_os[osr].items()))))
+        lines.append('the Slurm hosts run %d OS releases that give %d Slurm releases: %s; expected one Slurm release on every '
+                     'host: the same OS release everywhere, or one build of SchedMD\'s packages (slurm_install_source: local)'
+                     % (len(by_os), len(releases), ' | '.join(parts)))
+
+
+# --------------------------------------------------------------------------------------------- MIG
+
+def _entry_path(want):
+    return '%s[%r]' % (want.get('mig_layout_var') or 'mig_layouts', want.get('mig_layout'))
+
+
+def _mig_problems(host, reading, want, add, warnings):
+    layout = want.get('mig_layout')
+    entries = want.get('mig_gpus')
+    if not layout or not isinstance(entries, list) or not entries:
+        return  # no layout, or one not in the catalogue: the controller preflight names it
+    nvml = reading.get('nvml') or {}
+    label = 'mig_layout %r' % layout
+    if not nvml.get('available'):
+        if nvml.get('reason') == 'library':
+            add(host, '%s (%s); %s needs the driver: install the NVIDIA driver (nvidia-smi must work), or remove mig_layout '
+                'from this node' % (NO_DRIVER, nvml.get('error') or 'NVML does not answer', label))
+        else:
+            warnings.append('%s: %s not checked against the node\'s GPUs: %s; the mig role checks it after the nvml stage'
+                            % (host, label, nvml.get('error') or 'NVML cannot be read'))
+        return
+    gpus = copy.deepcopy(nvml.get('gpus') or [])
+    path = _entry_path(want)
+
+    def where(text):
+        return _GPU_UUID.sub('(', _GPUS_ENTRY.sub(lambda m: '%s[%s]' % (path, m.group(1)), text))
+    try:
+        mig_plan.check_request(entries)
+        selected = mig_plan.select_gpus(gpus, entries)
+        plans = mig_plan.plan_node(gpus, entries, force=True)
+    except mig_plan.MigPlanError as exc:
+        add(host, '%s on the node\'s GPUs (%s): %s' % (label, _gpu_text(gpus), where(str(exc))))
+        return
+    if want.get('mig_require_all_gpus', True) is not False:
+        chosen = set(gpu['index'] for gpu, _e, _n in selected)
+        left = [gpu for gpu in gpus if gpu['index'] not in chosen]
+        if left:
+            add(host, '%s selects none of the node\'s GPUs %s; expected an entry for each GPU ({gpu: "%d", mig: false} leaves one '
+                'whole) or mig_require_all_gpus: false' % (label, ', '.join('%d (%s)' % (g['index'], g['name']) for g in left),
+                                                           left[0]['index']))
+    if any(plan['set_mode'] is not None for plan in plans):
+        failures = reset_blocker_failures(reading.get('holders') or [], reading.get('modules') or [], want.get('mig_reset_blockers') or [])
+        for _check, gpu, detail in failures:
+            add(host, '%s changes the MIG mode (a GPU reset)%s: %s' % (label, '' if gpu is None else ' of GPU %d' % gpu, detail))
+
+
+def _gpu_text(gpus):
+    if not gpus:
+        return 'none'
+    names = {}
+    for gpu in gpus:
+        names.setdefault(gpu.get('name'), []).append(gpu['index'])
+    return ', '.join('%d x %s' % (len(indices), name) for name, indices in sorted(names.items(), key=lambda kv: kv[1][0]))
+
+
+# --------------------------------------------------------------------------------------------- all of it
+
+def node_problems(readings, wants, missing=()):
+    """The problems of every node: ``(lines, warnings)``.
+
+    ``readings``: host -> the module's ``reading``; ``wants``: host -> what the inventory asks of it:
+    ``roles`` (controller, compute, slurmdbd), ``packages`` (the Slurm packages its roles install), ``source``
+    (distro or local), ``mig_layout``, ``mig_layout_var``, ``mig_gpus`` (the layout's entries), ``mig_require_all_gpus``,
+    ``mig_reset_blockers``; ``missing``: ``host: why`` of hosts that gave no reading (unreachable).
+    """
+    grouped, order = {}, []
+    lines = []
+
+    def add(host, message):
+        if message not in grouped:
+            grouped[message] = []
+            order.append(message)
+        if host not in grouped[message]:
+            grouped[message].append(host)
+    warnings = []
+    for why in missing:
+        lines.append('%s; nothing was read from it (bring it back, or leave it out with --limit)' % why)
+    _slurm_problems(readings, wants, add, lines)
+    for host in sorted(readings, key=_natural):
+        _mig_problems(host, readings[host], wants.get(host) or {}, add, warnings)
+    return ['%s: %s' % (host_text(grouped[message]), message) for message in order] + lines, warnings
+
+
+def failure_message(lines):
+    """The whole failure: a count, then one line per problem."""
+    return ('the node preflight found %d problem%s, nothing was changed:\n%s'
+            % (len(lines), '' if len(lines) == 1 else 's', '\n'.join(lines)))

@@ -1,0 +1,248 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The node preflight's judgement (_preflight_node.node_problems): a table of realistic sites.
+
+Each case is a small site (a head node with slurmctld and slurmdbd, DGX H100 nodes, L40S nodes) given as the
+readings node_preflight would return and what the inventory asks of each node; the expected result is the exact
+number of problem lines and fragments each line must hold (host or hostlist first, the bad value, what is valid).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight_node as pn
+
+H100 = 'NVIDIA H100 80GB HBM3'
+L40S = 'NVIDIA L40S'
+BOOKWORM = ('debian', '12', 'bookworm')
+TRIXIE = ('debian', '13', 'trixie')
+JAMMY = ('ubuntu', '22.04', 'jammy')
+DEB12 = '22.05.8-4+deb12u3'
+DEB13 = '24.11.5-4'
+JAMMY_SLURM = '21.08.5-2ubuntu1'
+CTL_PKGS = ['slurmctld', 'slurm-client', 'libpmix-dev']
+NODE_PKGS = ['slurmd', 'slurm-client', 'libpmix-dev']
+DBD_PKGS = ['slurmdbd', 'slurm-client']
+SMD = ['slurm-smd_24.11.5-1_amd64.deb', 'slurm-smd-client_24.11.5-1_amd64.deb', 'slurm-smd-slurmctld_24.11.5-1_amd64.deb',
+       'slurm-smd-slurmd_24.11.5-1_amd64.deb']
+
+
+SERIAL = [0]
+
+
+def gpu(index, name=H100, mig=True, current=False, pending=None, processes=(), instances=()):
+    SERIAL[0] += 1  # every GPU of the site has its own UUID
+    return {'index': index, 'uuid': 'GPU-%08x-1b2c-3d4e-5f60-%012x' % (index, SERIAL[0]), 'name': name, 'mig_capable': mig,
+            'mig_current': current and mig, 'mig_pending': (current if pending is None else pending) and mig,
+            'profiles': None, 'instances': list(instances), 'processes': list(processes), 'minor': index}
+
+
+def reading(os_=BOOKWORM, installed=None, candidate=DEB12, packages=('slurmctld', 'slurmd', 'slurmdbd', 'slurm-client'),
+            gpus=None, nvml=None, holders=(), modules=('nvidia', 'nvidia_uvm'), local=()):
+    pk = dict((name, {'installed': (installed or {}).get(name), 'candidate': candidate}) for name in packages)
+    if nvml is None:
+        nvml = {'available': gpus is not None, 'reason': None if gpus is not None else 'not read', 'error': None,
+                'driver_version': '570.133.20', 'gpus': gpus or []}
+    return {'os': {'id': os_[0], 'version_id': os_[1], 'codename': os_[2]}, 'os_family': 'Debian', 'source': 'distro',
+            'packages': pk, 'package_error': None, 'local_files': [pn.package_file(f) for f in local],
+            'nvml': nvml, 'holders': list(holders), 'modules': list(modules), 'fabric_manager': {}}
+
+
+def want(roles=('compute',), source='distro', layout='', entries=None, var='mig_layouts_custom', require=True,
+         blockers=('nvidia-persistenced', 'nvidia-dcgm', 'dcgm', 'dcgm-exporter', 'nvsm')):
+    packages = []
+    for role, names in (('controller', CTL_PKGS), ('compute', NODE_PKGS), ('slurmdbd', DBD_PKGS)):
+        if role in roles:
+            packages += [n for n in names if n not in packages]
+    return {'roles': list(roles), 'packages': packages, 'source': source, 'mig_layout': layout, 'mig_layout_var': var,
+            'mig_gpus': entries, 'mig_require_all_gpus': require, 'mig_reset_blockers': list(blockers)}
+
+
+def site(head=None, nodes=None, n=4, node_reading=None, node_want=None):
+    """head-01 (slurmctld, slurmdbd) and gpu-01..gpu-0n (compute) on Debian 12 unless overridden."""
+    readings = {'head-01': head or reading()}
+    wants = {'head-01': want(('controller', 'slurmdbd'))}
+    for i in range(1, n + 1):
+        host = 'gpu-%02d' % i
+        readings[host] = (nodes or {}).get(host) or (node_reading() if node_reading else reading())
+        wants[host] = node_want(host) if node_want else want()
+    return readings, wants
+
+
+def h100_node(**kw):
+    return reading(gpus=[gpu(i) for i in range(8)], **kw)
+
+
+ALL_1G = [{'model': 'H100 80GB HBM3', 'instances': [{'profile': '1g.10gb', 'count': 7}]}]
+TELEGRAF = {'pid': 4242, 'name': 'telegraf', 'unit': 'telegraf.service', 'job': False, 'gpu': 0, 'device': '/dev/nvidia0'}
+DCGM = {'pid': 77, 'name': 'nv-hostengine', 'unit': 'nvidia-dcgm.service', 'job': False, 'gpu': 0, 'device': '/dev/nvidia0'}
+JOB = {'pid': 91, 'name': 'python3', 'unit': None, 'job': True, 'gpu': 1, 'device': '/dev/nvidia1'}
+
+
+def _mixed_os():
+    nodes = {'gpu-03': reading(os_=TRIXIE, candidate=DEB13), 'gpu-04': reading(os_=TRIXIE, candidate=DEB13)}
+    return site(nodes=nodes)
+
+
+def _local_everywhere_two_os():
+    readings, wants = site(head=reading(local=SMD), nodes=dict(('gpu-%02d' % i, reading(os_=TRIXIE, candidate=DEB13, local=SMD))
+                                                                for i in (3, 4)),
+                           node_reading=lambda: reading(local=SMD))
+    for host in wants:
+        wants[host]['source'] = 'local'
+    # slurmdbd comes from the distribution: Debian 12's 22.05 against SchedMD's 24.11 slurmctld
+    return readings, wants
+
+
+def _mig(layout_entries, node=None, n=1, **kw):
+    return site(n=n, node_reading=node or h100_node,
+                node_want=lambda host: want(layout='dgx-1g', entries=layout_entries, **kw))
+
+
+def _ctl_local(version_files, node_candidate=DEB12, dbd_installed=None):
+    head = reading(local=version_files, installed=dbd_installed)
+    readings, wants = site(head=head, node_reading=lambda: reading(candidate=node_candidate))
+    wants['head-01']['source'] = 'local'
+    return readings, wants
+
+
+def _smd(release):
+    return [f.replace('24.11.5', release) for f in SMD]
+
+
+# (id, (readings, wants) or a function giving them, missing, [fragments per expected line], warnings expected)
+CASES = [
+    ('ok-bookworm-distro', site(), (), [], 0),
+    ('ok-trixie-distro', site(head=reading(os_=TRIXIE, candidate=DEB13), node_reading=lambda: reading(os_=TRIXIE, candidate=DEB13)),
+     (), [], 0),
+    ('ok-installed-wins-over-candidate', site(node_reading=lambda: reading(candidate='23.02.7-1',
+                                                                             installed={'slurmd': DEB12, 'slurm-client': DEB12})), (), [], 0),
+    ('jammy-2108-everywhere', site(head=reading(os_=JAMMY, candidate=JAMMY_SLURM), node_reading=lambda: reading(os_=JAMMY, candidate=JAMMY_SLURM)),
+     (), [['gpu-[01-04]: Slurm 21.08.5 (packages slurmd, slurm-client 21.08.5-2ubuntu1', "the distribution's candidate",
+           'older than 22.05', 'slurm_local_package_dir'],
+          ['head-01: Slurm 21.08.5 (packages slurmctld, slurmdbd, slurm-client 21.08.5-2ubuntu1', 'older than 22.05']],
+     0),
+    ('jammy-one-node-installed-2108', site(nodes={'gpu-02': reading(installed={'slurmd': JAMMY_SLURM})}), (),
+     [['gpu-02: Slurm 21.08.5 (package slurmd 21.08.5-2ubuntu1, installed) is older than 22.05', 'a newer distribution release',
+       "SchedMD's own packages"]], 0),
+    ('slurmd-newer-than-slurmctld', site(nodes={'gpu-01': reading(installed={'slurmd': '23.02.7-1'})}), (),
+     [['gpu-01: slurmd would be Slurm 23.02.7 (package slurmd 23.02.7-1, installed) but slurmctld on head-01 22.05.8',
+       'slurmdbd >= slurmctld >= slurmd', 'expected release 22.05 or older for slurmd']], 0),
+    ('client-newer-than-slurmctld', site(nodes={'gpu-03': reading(installed={'slurm-client': '23.02.7-1', 'slurmd': DEB12})}), (),
+     [['gpu-03: the client commands would be Slurm 23.02.7 (package slurm-client', 'expected release 22.05 or older']], 0),
+    ('slurmd-4-releases-behind-2411', _ctl_local(SMD, dbd_installed={'slurmdbd': '24.11.5-1'}), (),
+     [['gpu-[01-04]: slurmd would be Slurm 22.05.8', '4 releases before slurmctld 24.11.5 on head-01', 'at most 3 releases back'],
+      ['gpu-[01-04]: the client commands would be Slurm 22.05.8', '4 releases before']], 0),
+    ('slurmd-3-behind-2411-ok', _ctl_local(SMD, node_candidate='23.02.7-1', dbd_installed={'slurmdbd': '24.11.5-1'}), (), [], 0),
+    ('slurmd-2-behind-2311-ok', _ctl_local(_smd('23.11.10'), dbd_installed={'slurmdbd': '23.11.10-1'}), (), [], 0),
+    ('slurmd-3-behind-2405-refused', _ctl_local(_smd('24.05.8'), dbd_installed={'slurmdbd': '24.05.8-1'}), (),
+     [['gpu-[01-04]: slurmd would be Slurm 22.05.8', '3 releases before slurmctld 24.05.8 on head-01, which talks to at most 2'],
+      ['gpu-[01-04]: the client commands']], 0),
+    ('slurmdbd-older-than-local-slurmctld', _ctl_local(SMD, node_candidate='24.11.5-4'), (),
+     [['head-01: slurmdbd would be Slurm 22.05.8 (package slurmdbd 22.05.8-4+deb12u3', 'but slurmctld on head-01 24.11.5',
+       'expected slurmdbd of release 24.11 or newer']], 0),
+    ('slurmdbd-newer-ok', site(head=reading(installed={'slurmdbd': '23.02.7-1', 'slurmctld': DEB12, 'slurm-client': DEB12})), (), [], 0),
+    ('mixed-os-mixed-slurm', _mixed_os(), (),
+     [['gpu-[03-04]: slurmd would be Slurm 24.11.5', 'but slurmctld on head-01 22.05.8'],
+      ['gpu-[03-04]: the client commands would be Slurm 24.11.5'],
+      ['the Slurm hosts run 2 OS releases that give 2 Slurm releases', 'debian 12 (bookworm): gpu-[01-02],head-01 would get Slurm 22.05.8',
+       'debian 13 (trixie): gpu-[03-04] would get Slurm 24.11.5', 'expected one Slurm release on every host']], 0),
+    ('mixed-os-one-local-slurm-but-dbd-distro', _local_everywhere_two_os(), (),
+     [['head-01: slurmdbd would be Slurm 22.05.8', 'expected slurmdbd of release 24.11 or newer'],
+      ['the Slurm hosts run 2 OS releases']], 0),
+    ('no-candidate', site(nodes={'gpu-04': reading(candidate=None)}), (),
+     [['gpu-04: package slurmd is not installed and the distribution offers no candidate', 'Candidate: (none)', 'slurm_install_source: local'],
+      ['gpu-04: package slurm-client is not installed']], 0),
+    ('local-without-slurm-files', _ctl_local(['libpmix-dev_5.0.6-2_amd64.deb']), (),
+     [['head-01: package slurmctld is not installed and slurm_install_source is local', 'libpmix-dev_5.0.6-2_amd64.deb'],
+      ['head-01: package slurm-client is not installed and slurm_install_source is local']], 0),
+    ('installed-garbage-version', site(nodes={'gpu-01': reading(installed={'slurmd': '1.0-1'})}), (),
+     [["gpu-01: package slurmd is installed as version '1.0-1', which names no Slurm release"]], 0),
+    ('unreachable', site(n=2), ['gpu-03: cannot be read (Failed to connect to the host via ssh: ssh: connect to host gpu-03 port 22: '
+                                'No route to host)'],
+     [['gpu-03: cannot be read (Failed to connect', 'leave it out with --limit']], 0),
+    ('gpu-node-without-slurm-role', ({'gpu-09': reading(candidate=JAMMY_SLURM)}, {'gpu-09': want(roles=())}), (), [], 0),
+    # MIG against the node's GPUs
+    ('mig-ok-all-1g', _mig(ALL_1G), (), [], 0),
+    ('mig-profile-typo', _mig([{'gpu': 'all', 'instances': [{'profile': '1g.10gbb', 'count': 7}]}]), (),
+     [["gpu-01: mig_layout 'dgx-1g' on the node's GPUs (8 x NVIDIA H100 80GB HBM3): GPU 0 (NVIDIA H100 80GB HBM3): "
+       "instances[0] profile '1g.10gbb' is not a MIG profile of this GPU; valid: 1g.10gb, 1g.10gb+me, 1g.20gb"]], 0),
+    ('mig-count-too-many', _mig([{'gpu': 'all', 'instances': [{'profile': '1g.10gb', 'count': 8}]}]), (),
+     [["gpu-01: mig_layout 'dgx-1g'", '1g.10gb']], 0),
+    ('mig-index-out-of-range', _mig([{'gpu': 9, 'instances': [{'profile': '3g.40gb', 'count': 2}]}], require=False), (),
+     [["gpu-01: mig_layout 'dgx-1g'", "mig_layouts_custom['dgx-1g'][0]: GPU index 9 is out of range", 'GPU indices 0, 1, 2']], 0),
+    ('mig-on-l40s', _mig([{'gpu': 'all', 'instances': [{'profile': '1g.10gb', 'count': 7}]}],
+                         node=lambda: reading(gpus=[gpu(i, L40S, mig=False) for i in range(4)])), (),
+     [["gpu-01: mig_layout 'dgx-1g' on the node's GPUs (4 x NVIDIA L40S)", 'does not support MIG']], 0),
+    ('mig-no-driver', _mig(ALL_1G, node=lambda: reading(nvml={'available': False, 'reason': 'library',
+                                                              'error': 'libnvidia-ml.so.1 cannot be loaded: libnvidia-ml.so.1: '
+                                                                       'cannot open shared object file'})), (),
+     [['gpu-01: no NVIDIA driver: libnvidia-ml.so.1 cannot be loaded', "mig_layout 'dgx-1g' needs the driver"]], 0),
+    ('mig-no-bindings-yet-warns', _mig(ALL_1G, node=lambda: reading(nvml={'available': False, 'reason': 'bindings',
+                                                                          'error': 'the Python NVML bindings cannot be imported'})),
+     (), [], 1),
+    ('mig-model-filter-leaves-gpus', _mig([{'model': 'A100', 'instances': [{'profile': '1g.10gb', 'count': 7}]}]), (),
+     [["gpu-01: mig_layout 'dgx-1g' selects none of the node's GPUs 0 (NVIDIA H100 80GB HBM3)", 'mig_require_all_gpus: false']], 0),
+    ('mig-model-filter-allowed', _mig([{'model': 'A100', 'instances': [{'profile': '1g.10gb', 'count': 7}]}], require=False), (), [], 0),
+    ('mig-reset-blocked-by-telegraf', _mig(ALL_1G, node=lambda: h100_node(holders=[TELEGRAF])), (),
+     [["gpu-01: mig_layout 'dgx-1g' changes the MIG mode (a GPU reset) of GPU 0: process 4242 (telegraf) of telegraf.service holds "
+       '/dev/nvidia0', 'add telegraf to mig_reset_blockers']], 0),
+    ('mig-reset-dcgm-and-job-fine', _mig(ALL_1G, node=lambda: h100_node(holders=[DCGM, JOB])), (), [], 0),
+    ('mig-reset-nvidia-drm', _mig(ALL_1G, node=lambda: h100_node(modules=['nvidia', 'nvidia_drm', 'nvidia_modeset'])), (),
+     [["gpu-01: mig_layout 'dgx-1g' changes the MIG mode (a GPU reset): nvidia_drm is loaded"]], 0),
+    ('mig-no-mode-change-holder-fine', _mig([{'gpu': 'all', 'mig': False}],
+                                            node=lambda: reading(gpus=[gpu(i) for i in range(8)], holders=[TELEGRAF])), (), [], 0),
+    ('mig-same-typo-four-nodes-one-line', _mig([{'gpu': 'all', 'instances': [{'profile': '2g.20gbx'}]}], n=4), (),
+     [["gpu-[01-04]: mig_layout 'dgx-1g' on the node's GPUs (8 x NVIDIA H100 80GB HBM3)", '2g.20gbx']], 0),
+]
+
+
+@pytest.mark.parametrize('case', CASES, ids=[c[0] for c in CASES])
+def test_node_problems(case):
+    _id, built, missing, expected, warnings = case
+    readings, wants = built
+    lines, warned = pn.node_problems(readings, wants, missing)
+    assert len(lines) == len(expected), '\n'.join(lines)
+    for line, fragments in zip(lines, expected):
+        for fragment in fragments:
+            assert fragment in line, 'line %r lacks %r' % (line, fragment)
+    assert len(warned) == warnings, warned
+
+
+def test_failure_message_counts_and_lists_lines():
+    readings, wants = _mixed_os()
+    lines, _warnings = pn.node_problems(readings, wants)
+    text = pn.failure_message(lines)
+    assert text.startswith('the node preflight found 3 problems, nothing was changed:\n')
+    assert text.count('\n') == 3
+
+
+def test_the_layout_entries_are_named_by_the_inventory_variable():
+    readings, wants = _mig([{'gpu': 9, 'instances': [{'profile': '3g.40gb'}]}], var='mig_layouts', require=False)
+    lines, _w = pn.node_problems(readings, wants)
+    assert "mig_layouts['dgx-1g'][0]" in lines[0] and 'gpus[0]' not in lines[0]
+
+
+def test_the_readings_are_not_changed():
+    readings, wants = _mig(ALL_1G)
+    before = repr(readings)
+    pn.node_problems(readings, wants)
+    assert repr(readings) == before
+
+
+@pytest.mark.parametrize('name, expected', [
+    ('slurm-smd-slurmd_24.11.5-1_amd64.deb', ('slurm-smd-slurmd', '24.11.5-1')),
+    ('slurmd_22.05.8-4+deb12u3_amd64.deb', ('slurmd', '22.05.8-4+deb12u3')),
+    ('/srv/slurm/slurm-slurmctld-24.11.5-1.el9.x86_64.rpm', ('slurm-slurmctld', '24.11.5-1.el9')),
+    ('slurm-24.11.5-1.el9.x86_64.rpm', ('slurm', '24.11.5-1.el9')),
+    ('README', None),
+    ('slurmd.deb', None),
+])
+def test_package_file(name, expected):
+    found = pn.package_file(name)
+    assert (found and (found['name'], found['version'])) == expected if expected else found is None
