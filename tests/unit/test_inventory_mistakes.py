@@ -340,6 +340,8 @@ CASES = [
      [EVERY + "pyxis_container_scope is 'node'; valid values: global, job"]),
     ("containers", "enroot-dir-mode", {ALL: {"enroot_shared_dir_mode": "rwxrwxrwt"}},
      [EVERY + "enroot_shared_dir_mode is 'rwxrwxrwt'; expected an octal mode"]),
+    ("containers", "enroot-hook-path", {ALL: {"enroot_hooks_disabled": ["/etc/enroot/hooks.d/99-mellanox.sh"]}},
+     [EVERY + "enroot_hooks_disabled names '/etc/enroot/hooks.d/99-mellanox.sh'; expected the file names of hooks"]),
     ("containers", "registry-credentials-incomplete", {ALL: {"enroot_credentials": [{"machine": "nvcr.io", "login": "$oauthtoken"}]}},
      [EVERY + "enroot_credentials[0] (machine nvcr.io) needs the keys machine, login and password"]),
     # ---------------------------------------------------------------- groups and hosts

@@ -130,6 +130,10 @@ BAD = [
     pytest.param('enroot', dict(enroot_extra_config={'ENROOT_ZSTD_OPTIONS': '-1', 'zstd': 1}),
                  ['enroot_extra_config keys must look like ENROOT_NAME (upper case, enroot reads no other keys), these do not: zstd'],
                  id='enroot-extra-key'),
+    pytest.param('enroot', dict(enroot_hooks_disabled=['10-cgroups.sh', '/etc/enroot/hooks.d/99-mellanox.sh', '98-nvidia']),
+                 ["enroot_hooks_disabled names '/etc/enroot/hooks.d/99-mellanox.sh', '98-nvidia'; expected the file names of hooks in "
+                  "/etc/enroot/hooks.d (such as 10-cgroups.sh or 99-mellanox.sh: no directory, ending in .sh)"], id='enroot-hooks-disabled'),
+    pytest.param('enroot', dict(enroot_hooks_disabled=['10-cgroups.sh', '99-mellanox.sh']), [], id='enroot-hooks-disabled-ok'),
     pytest.param('enroot', dict(enroot_shared_dir_mode='rwx'), ["enroot_shared_dir_mode is 'rwx'; expected an octal mode such as \"1777\""],
                  id='enroot-mode'),
     pytest.param('pyxis', dict(pyxis_importer='bin/imp', pyxis_runtime_path='/run/py xis'),
