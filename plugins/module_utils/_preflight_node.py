@@ -218,8 +218,8 @@ def _slurm_problems(readings, wants, add, lines):
     if len(by_os) > 1 and len(releases) > 1:
         parts = []
         for osr in sorted(by_os):
-            parts.append('%s: %s' % (osr, '; '.join('%s would get Slurm %s' % (host_text(hosts), versions)
-                                                   for versions, hosts in sorted(by_os[osr].items()))))
+            gets = ['%s would get Slurm %s' % (host_text(hosts), versions) for versions, hosts in sorted(by_os[osr].items())]
+            parts.append('%s: %s' % (osr, '; '.join(gets)))
         lines.append('the Slurm hosts run %d OS releases that give %d Slurm releases: %s; expected one Slurm release on every '
                      'host: the same OS release everywhere, or one build of SchedMD\'s packages (slurm_install_source: local)'
                      % (len(by_os), len(releases), ' | '.join(parts)))

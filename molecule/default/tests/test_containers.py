@@ -136,8 +136,8 @@ def test_one_job_on_every_compute_node(image):
 
 def test_sbatch_runs_the_batch_script_inside_the_image(image):
     script = "#!/bin/sh\n#SBATCH --container-image %s\n%s\n" % (image.replace("#", "\\#"), PROBE)
-    job = _as_user("sh -c %s" % shlex.quote("printf %%s %s | sbatch --parsable --wait -w %s -o /var/tmp/gc-batch-%%j.out"
-                                              % (shlex.quote(script), NODE))).stdout.strip().split(";")[0]
+    submit = "printf %%s %s | sbatch --parsable --wait -w %s -o /var/tmp/gc-batch-%%j.out" % (shlex.quote(script), NODE)
+    job = _as_user("sh -c %s" % shlex.quote(submit)).stdout.strip().split(";")[0]
     output = sh(NODE, "cat /var/tmp/gc-batch-%s.out && rm -f /var/tmp/gc-batch-%s.out" % (job, job)).stdout
     assert [line for line in output.splitlines() if not line.startswith("pyxis:")] == INSIDE, output
 

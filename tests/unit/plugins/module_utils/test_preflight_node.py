@@ -90,9 +90,8 @@ def _mixed_os():
 
 
 def _local_everywhere_two_os():
-    readings, wants = site(head=reading(local=SMD), nodes=dict(('gpu-%02d' % i, reading(os_=TRIXIE, candidate=DEB13, local=SMD))
-                                                                for i in (3, 4)),
-                           node_reading=lambda: reading(local=SMD))
+    nodes = dict(('gpu-%02d' % i, reading(os_=TRIXIE, candidate=DEB13, local=SMD)) for i in (3, 4))
+    readings, wants = site(head=reading(local=SMD), nodes=nodes, node_reading=lambda: reading(local=SMD))
     for host in wants:
         wants[host]['source'] = 'local'
     # slurmdbd comes from the distribution: Debian 12's 22.05 against SchedMD's 24.11 slurmctld
@@ -120,8 +119,8 @@ CASES = [
     ('ok-bookworm-distro', site(), (), [], 0),
     ('ok-trixie-distro', site(head=reading(os_=TRIXIE, candidate=DEB13), node_reading=lambda: reading(os_=TRIXIE, candidate=DEB13)),
      (), [], 0),
-    ('ok-installed-wins-over-candidate', site(node_reading=lambda: reading(candidate='23.02.7-1',
-                                                                             installed={'slurmd': DEB12, 'slurm-client': DEB12})), (), [], 0),
+    ('ok-installed-wins-over-candidate',
+     site(node_reading=lambda: reading(candidate='23.02.7-1', installed={'slurmd': DEB12, 'slurm-client': DEB12})), (), [], 0),
     ('jammy-2108-everywhere', site(head=reading(os_=JAMMY, candidate=JAMMY_SLURM), node_reading=lambda: reading(os_=JAMMY, candidate=JAMMY_SLURM)),
      (), [['gpu-[01-04]: Slurm 21.08.5 (packages slurmd, slurm-client 21.08.5-2ubuntu1', "the distribution's candidate",
            'older than 22.05', 'slurm_local_package_dir'],
