@@ -52,8 +52,8 @@ def test_bad_input(case, tmp_path, monkeypatch):
     fragments = [f.replace('{tmp}', str(tmp_path)) for f in fragments]
     commands = forbid_commands(monkeypatch)
     opened = []
-    monkeypatch.setattr(node_preflight.nvml, 'session', lambda lib: opened.append(lib))
-    monkeypatch.setattr(node_preflight, 'read_nvml', lambda bindings: opened.append(bindings))
+    monkeypatch.setattr(node_preflight.nvml, 'session', opened.append)
+    monkeypatch.setattr(node_preflight, 'read_nvml', opened.append)
     before = snapshot(tmp_path)
     bad_input(node_preflight.main, args, *fragments)
     assert commands == [] and opened == []
