@@ -17,6 +17,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _s
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_upgrade as slurm_upgrade
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_large as slurm_large
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._sacctmgr import accounting_tres
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_hooks import task_prolog_needs
 
 
 def _wrap(func):
@@ -81,6 +82,24 @@ def slurm_conf_lines(nodes, settings, overrides=None, partitions=None, extra_gre
 def slurm_settings_lines(settings, overrides=None):
     """``KEY=value`` lines of a flat Slurm config file (cgroup.conf): settings updated with overrides."""
     return conf.render_pairs(conf.merge_settings(settings, overrides or {}))
+
+
+def slurm_task_prolog_needs(hosts, hostvars, gpu_hosts, defaults):
+    """The compute nodes that need the TaskProlog and why (``[[host, reason]]``): each node's inventory values of
+    slurm_task_prolog_uuids, slurm_gres_autodetect, slurm_gres_sharing and slurm_hooks_shipped, else ``defaults``
+    (the role's values on the host that writes slurm.conf), and its mig_layout (GPU nodes of ``gpu_hosts``)."""
+    table = {}
+    for host in hosts or []:
+        own = hostvars[host] if host in hostvars else {}
+
+        def value(name, own=own):
+            found = own.get(name)
+            return defaults.get(name) if found is None else found
+        shipped = value('slurm_hooks_shipped') or []
+        table[host] = {'uuids': value('slurm_task_prolog_uuids'), 'autodetect': value('slurm_gres_autodetect'),
+                       'sharing': value('slurm_gres_sharing'), 'mps_shipped': 'mps' in shipped,
+                       'mig_layout': (own.get('mig_layout') or '') if host in (gpu_hosts or []) else ''}
+    return [list(need) for need in task_prolog_needs(table)]
 
 
 def slurm_gres_errors(nodes):
@@ -275,4 +294,4 @@ class FilterModule(object):
             slurm_change_actions, slurm_unreachable_nodes, slurm_conf_kept_nodes, slurm_hook_files, slurm_version_behaviour,
             slurm_upgrade_problem, slurm_gres_conf_lines, slurm_upgrade_plan, slurm_upgrade_packages,
             slurm_show_config, slurm_conf_settings, slurm_upgrade_pins, slurm_large_system, slurm_large_system_warnings,
-            slurm_large_system_files, slurm_running_config))
+            slurm_large_system_files, slurm_running_config, slurm_task_prolog_needs))

@@ -39,12 +39,14 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as sacctmgr
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres import DEFAULT_TYPE_MAP, gpu_type
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import parse_gres_value
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_hooks import task_prolog_needs
 
 # The variables each role contributes to these checks (the action templates them per host, the role's default
 # when the inventory does not set them).
 SITE_VARIABLES = {
     'mig': ('mig_layout', 'mig_layouts', 'mig_layouts_custom', 'mig_require_all_gpus'),
-    'slurm': ('slurm_partitions', 'slurm_node_params', 'slurm_node_name', 'slurm_gres_enabled', 'slurm_gres_type_map'),
+    'slurm': ('slurm_partitions', 'slurm_node_params', 'slurm_node_name', 'slurm_gres_enabled', 'slurm_gres_type_map',
+              'slurm_task_prolog_uuids', 'slurm_gres_autodetect', 'slurm_gres_sharing', 'slurm_hooks_shipped', 'slurm_conf_overrides'),
     'slurm_healthcheck': ('slurm_healthcheck_gpu_count', 'slurm_healthcheck_gpu_models'),
     'validate': ('validate_gpu_count', 'validate_gpu_models', 'validate_partition'),
     'slurmdbd': ('slurmdbd_qos', 'slurmdbd_accounts', 'slurmdbd_users'),
@@ -688,6 +690,30 @@ def association_problems(controller, values):
 
 # ----------------------------------------------------------------------------------------------- all of it
 
+def _task_prolog_warnings(compute, gpu_nodes, values, ctl_values):
+    """The nodes that make the slurm role configure its TaskProlog, unless the controller's slurm_conf_overrides removes
+    it: slurmstepd runs the TaskProlog inside pyxis containers, where it cannot run (a warning: a site without
+    container jobs keeps it)."""
+    overrides = (ctl_values or {}).get('slurm_conf_overrides')
+    if isinstance(overrides, dict) and any(str(k).lower() == 'taskprolog' and v is None for k, v in overrides.items()):
+        return []
+    table = {}
+    for host in compute:
+        own = values.get(host) or {}
+        shipped = own.get('slurm_hooks_shipped')
+        table[host] = {'uuids': own.get('slurm_task_prolog_uuids'), 'autodetect': own.get('slurm_gres_autodetect'),
+                       'sharing': own.get('slurm_gres_sharing'), 'mps_shipped': isinstance(shipped, list) and 'mps' in shipped,
+                       'mig_layout': (own.get('mig_layout') or '') if host in gpu_nodes else ''}
+    needs = task_prolog_needs(table)
+    if not needs:
+        return []
+    shown = '; '.join('%s: %s' % (host, reason) for host, reason in needs[:4])
+    more = ' and %d more node(s)' % (len(needs) - 4) if len(needs) > 4 else ''
+    return ['TaskProlog: the slurm role configures it for %s%s. slurmstepd runs it inside pyxis containers, where it cannot '
+            'run, so every container job of the cluster fails (pyxis issues 83 and 163); where jobs run in containers set '
+            'slurm_conf_overrides: {TaskProlog: null} on the controller (README, Troubleshooting)' % (shown, more)]
+
+
 def site_problems(values, groups, controller, run_hosts, compute_group='slurm_compute', gpu_group='gpu_nodes', accounting=True):
     """Problems and warnings of the inventory as a whole.
 
@@ -732,4 +758,5 @@ def site_problems(values, groups, controller, run_hosts, compute_group='slurm_co
                 if host in run and isinstance(wanted, str) and wanted and wanted not in partitions:
                     problems.append((host, 'validate', 'validate_partition is %s, which is not a partition of slurm_partitions; expected one '
                                      'of %s, or "" for the default partition' % (_show(wanted), ', '.join(sorted(partitions)) or 'none')))
+    warnings.extend(_task_prolog_warnings(compute, gpu_nodes, values, ctl_values))
     return problems, warnings

@@ -228,3 +228,22 @@ def test_hook_files_bad_input(shipped, table, fragment):
     with pytest.raises(AnsibleFilterError) as err:
         FILTERS['slurm_hook_files'](shipped, table, [], '/etc/slurm')
     assert fragment in str(err.value)
+
+
+TASK_PROLOG_DEFAULTS = {'slurm_task_prolog_uuids': 'mig', 'slurm_gres_autodetect': 'off', 'slurm_gres_sharing': 'none',
+                        'slurm_hooks_shipped': ['enroot-dirs', 'gpu-healthcheck', 'gpu-cleanup', 'mps']}
+
+
+@pytest.mark.parametrize('hostvars, expected', [
+    # the role's defaults and no MIG layout, no MPS: no node needs the TaskProlog (container jobs can run)
+    ({'gpu-01': {}, 'gpu-02': {}}, []),
+    ({'gpu-01': {'mig_layout': 'all-1g'}, 'gpu-02': {}},
+     [['gpu-01', "mig_layout all-1g with hand-written MIG GRES (slurm_task_prolog_uuids 'mig': the MIG UUIDs)"]]),
+    ({'gpu-01': {'mig_layout': 'all-1g', 'slurm_gres_autodetect': 'nvml'}, 'gpu-02': {}}, []),
+    ({'gpu-01': {}, 'gpu-02': {'slurm_gres_sharing': 'mps'}}, [['gpu-02', "slurm_gres_sharing is 'mps' (the MPS variables of the job)"]]),
+    # a CPU node's mig_layout is not a GPU node's
+    ({'gpu-01': {}, 'cpu-01': {'mig_layout': 'all-1g'}}, []),
+], ids=['none', 'mig', 'mig-nvml', 'mps', 'cpu-node'])
+def test_slurm_task_prolog_needs(hostvars, expected):
+    slurm_task_prolog_needs = FilterModule().filters()['slurm_task_prolog_needs']
+    assert slurm_task_prolog_needs(sorted(hostvars), hostvars, ['gpu-01', 'gpu-02'], TASK_PROLOG_DEFAULTS) == expected

@@ -81,3 +81,41 @@ def test_odd_types_are_left_to_the_argument_spec():
                        slurmdbd_accounts=[3, {'name': None}], slurmdbd_users=[{'name': 'bob', 'accounts': 'x'}])
     problems, warnings = check(data)
     assert all(isinstance(m, str) for h, r, m in problems)
+
+
+def _prolog(**dgx):
+    data = values()
+    for host in ('dgx-01', 'l40s-01'):
+        data[host].update(slurm_task_prolog_uuids='mig', slurm_gres_autodetect='off', slurm_gres_sharing='none',
+                          slurm_hooks_shipped=['enroot-dirs', 'mps'])
+    data['dgx-01'].update(dgx)
+    if not data['dgx-01']['mig_layout']:
+        del data['dgx-01']['slurm_node_params']  # (its Gres is the MIG layout's)
+    return data
+
+
+@pytest.mark.parametrize('dgx, ctl_overrides, reason', [
+    ({}, None, "dgx-01: mig_layout half with hand-written MIG GRES (slurm_task_prolog_uuids 'mig': the MIG UUIDs)"),
+    ({'slurm_gres_autodetect': 'nvml'}, None, None),
+    ({'mig_layout': ''}, None, None),
+    ({'slurm_task_prolog_uuids': 'off'}, None, None),
+    ({'mig_layout': '', 'slurm_task_prolog_uuids': 'all'}, None, "dgx-01: slurm_task_prolog_uuids is 'all' (every allocated GPU exported by UUID)"),
+    ({'mig_layout': '', 'slurm_gres_sharing': 'mps'}, None, "dgx-01: slurm_gres_sharing is 'mps' (the MPS variables of the job)"),
+    ({'mig_layout': '', 'slurm_gres_sharing': 'mps', 'slurm_hooks_shipped': ['enroot-dirs']}, None, None),
+    ({}, {'taskprolog': None}, None),
+    ({}, {'TaskProlog': '/opt/site/task-prolog'}, "dgx-01: mig_layout half"),
+], ids=['mig-files', 'mig-nvml', 'no-mig', 'uuids-off', 'uuids-all', 'mps', 'mps-hooks-not-shipped', 'removed-by-override',
+        'replaced-by-override'])
+def test_a_task_prolog_with_containers_is_a_warning(dgx, ctl_overrides, reason):
+    """slurmstepd runs the TaskProlog inside pyxis containers: the nodes that make the role configure it are named,
+    unless the controller's slurm_conf_overrides removes it."""
+    data = _prolog(**dgx)
+    if ctl_overrides is not None:
+        data['ctl']['slurm_conf_overrides'] = ctl_overrides
+    problems, warnings = check(data)
+    assert problems == []
+    if reason is None:
+        assert warnings == []
+    else:
+        assert len(warnings) == 1 and warnings[0].startswith('TaskProlog: the slurm role configures it for ' + reason), warnings
+        assert 'every container job of the cluster fails' in warnings[0] and 'slurm_conf_overrides: {TaskProlog: null}' in warnings[0]
