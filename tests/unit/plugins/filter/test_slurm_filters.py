@@ -21,7 +21,7 @@ def test_filter_names():
                                'slurm_gres_errors',
                                'slurm_hook_files', 'slurm_large_system', 'slurm_large_system_files', 'slurm_large_system_warnings',
                                'slurm_parse_slurmd_c', 'slurm_running_config', 'slurm_settings_lines', 'slurm_show_config',
-                               'slurm_unreachable_nodes', 'slurm_upgrade_packages', 'slurm_upgrade_pins', 'slurm_upgrade_plan',
+                               'slurm_task_prolog_needs', 'slurm_unreachable_nodes', 'slurm_upgrade_packages', 'slurm_upgrade_pins', 'slurm_upgrade_plan',
                                'slurm_upgrade_problem', 'slurm_version_behaviour']
 
 
@@ -247,3 +247,13 @@ TASK_PROLOG_DEFAULTS = {'slurm_task_prolog_uuids': 'mig', 'slurm_gres_autodetect
 def test_slurm_task_prolog_needs(hostvars, expected):
     slurm_task_prolog_needs = FilterModule().filters()['slurm_task_prolog_needs']
     assert slurm_task_prolog_needs(sorted(hostvars), hostvars, ['gpu-01', 'gpu-02'], TASK_PROLOG_DEFAULTS) == expected
+
+
+def test_a_contributed_null_removes_the_task_prolog():
+    """tasks/conf.yml contributes {TaskProlog: null} when no compute node needs the TaskProlog: no TaskProlog line."""
+    nodes = [{'name': 'gpu-01', 'hardware': {'NodeName': 'gpu-01', 'CPUs': 4}}]
+    settings = {'ClusterName': 'x', 'TaskProlog': '/usr/local/lib/gpucluster-slurm/task-prolog'}
+    removed = FILTERS['slurm_conf_lines'](nodes, settings, {}, None, contributions=[{}, {'TaskProlog': None}])
+    kept = FILTERS['slurm_conf_lines'](nodes, settings, {}, None, contributions=[{}, {}])
+    assert [line for line in removed if line.startswith('TaskProlog')] == []
+    assert [line for line in kept if line.startswith('TaskProlog')] == ['TaskProlog=/usr/local/lib/gpucluster-slurm/task-prolog']
