@@ -121,6 +121,13 @@ def import_bindings(extra_dir=BINDINGS_DIR):
     return pynvml, None
 
 
+def check_mode_skip(missing):
+    """The message of a reader skipped in check mode because the bindings are not installed yet (``missing``:
+    import_bindings' message): in a real run the nvml role installs them before any other stage reads NVML."""
+    return ('check mode: the GPUs were not read: %s. In a real run the nvml stage (role gpucluster.bringup.nvml) '
+            'installs them before this task' % missing)
+
+
 def uuid_text(raw):
     """16 bytes (a sequence of ints) as the 8-4-4-4-12 lowercase UUID text, None when they are all zero."""
     values = [int(value) & 0xff for value in raw]

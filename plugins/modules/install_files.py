@@ -112,7 +112,8 @@ options:
 notes:
   - Owners and groups are names; a link's own owner is not managed.
   - In check mode an owner or group that does not exist yet is not an error - on a fresh node it is often made by a package
-    that the same run would install.
+    that the same run would install. Nor is a missing directory of a new file or link (such as C(/etc/slurm) before the
+    Slurm packages are installed), for the same reason.
 seealso:
   - module: ansible.builtin.copy
   - module: ansible.builtin.file
@@ -261,9 +262,10 @@ def _writable(path):
     return os.access(path, os.W_OK | os.X_OK, effective_ids=os.access in os.supports_effective_ids)
 
 
-def _container(place, dest, future, make):
+def _container(place, dest, future, make, check_mode=False):
     """The directory the entry's path is created in: ``(path, made_by)``, ``made_by`` the index of the earlier entry that
-    makes it (None: it is there now).  A directory entry (``make``) may be under missing directories (made with it)."""
+    makes it (None: it is there now).  A directory entry (``make``) may be under missing directories (made with it); so
+    may any entry in check mode (an earlier task of the run, a package or another role, would make its directory)."""
     parent = os.path.dirname(dest)
     path = parent
     while True:
@@ -275,7 +277,7 @@ def _container(place, dest, future, make):
             made = ' (files[%d] makes it one)' % by if by is not None else ''
             raise _but(place, 'dest', dest, '%s is a %s%s, not a directory' % (path, kind, made),
                        'a path whose parents are directories')
-        if path != parent and not make:
+        if path != parent and not (make or check_mode):
             raise _but(place, 'dest', dest, 'its directory %s does not exist' % parent,
                        'its directory to exist or an earlier entry to make it (add it as a directory entry before this one)')
         return path, by
@@ -306,13 +308,14 @@ def _check_owner_change(place, entry, steps, info, euid):
                 raise _but(place, 'group', value, 'this process (uid %d) is not in that group' % euid, 'to run as root (become: true)')
 
 
-def check_places(entries, plans):
+def check_places(entries, plans, check_mode=False):
     """Every change the set makes can be made, judged before the first one: InputError naming the first that cannot.
 
     The node is looked at as the earlier entries leave it: a directory entry makes its missing parents; a path that an
     earlier entry makes a file or a link, or removes, holds nothing.  A path created or removed needs its directory
     writable by this process and on a writable file system; a changed mode, owner or group needs a writable file system and
-    the right to make the change.
+    the right to make the change.  In check mode a missing directory of a new file or link is not an error: on a fresh
+    node an earlier task of the same run (a package it installs) would make it.
     """
     future = {}
     euid = os.geteuid()
@@ -323,7 +326,7 @@ def check_places(entries, plans):
             try:
                 places = any(step in ('create', 'content', 'remove') for step, dummy in steps)
                 if places:
-                    container, by = _container(place, dest, future, make=entry['state'] == 'directory')
+                    container, by = _container(place, dest, future, make=entry['state'] == 'directory', check_mode=check_mode)
                     if by is None:
                         if not _writable(container):
                             raise _but(place, 'dest', dest, 'this process may not create or remove entries in %s' % container,
@@ -485,7 +488,7 @@ def plan(entries, check_mode, defaults):
             plans.append((current, file_set.plan_entry(entry, current)))
         except ValueError as exc:
             raise InputError('%s: %s' % (place, exc))
-    check_places(entries, plans)
+    check_places(entries, plans, check_mode)
     return plans
 
 

@@ -38,7 +38,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Plans and reports the changes; no NVML call that changes the GPU is made.
+    details:
+      - Plans and reports the changes; no NVML call that changes the GPU is made.
+      - Where the NVML bindings are not installed yet, the task is skipped with a message (nothing read, nothing planned).
   diff_mode:
     support: full
     details: Before and after layout of every selected GPU.
@@ -208,7 +210,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_nvml import MigFailure, apply_layout
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_plan import container_problem
-from ansible_collections.gpucluster.bringup.plugins.module_utils._nvml import import_bindings
+from ansible_collections.gpucluster.bringup.plugins.module_utils._nvml import check_mode_skip, import_bindings
 
 # nvidia-ml-py: the Python's own, or where the nvml role's pip route put it
 BINDINGS = import_bindings()   # (module, None) or (None, message)
@@ -258,6 +260,8 @@ def main():
     )
     module.raw_gpus = None
     if pynvml is None:
+        if module.check_mode:  # the nvml role installs them in a real run
+            module.exit_json(changed=False, skipped=True, msg=check_mode_skip(PYNVML_IMPORT_ERROR))
         module.fail_json(msg='%s: %s' % (missing_required_lib('nvidia-ml-py'), PYNVML_IMPORT_ERROR))
     try:
         result = apply_layout(pynvml, module.params['gpus'], force=module.params['force'], check_mode=module.check_mode)

@@ -41,6 +41,7 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
+    details: Reads only. Where the NVML bindings are not installed yet, the task is skipped with a message and returns no facts.
   diff_mode:
     support: none
   facts:
@@ -531,6 +532,8 @@ def main():
         supports_check_mode=True,
     )
     if pynvml is None:
+        if module.check_mode:  # the nvml role installs them in a real run
+            module.exit_json(changed=False, skipped=True, msg=nvml.check_mode_skip(PYNVML_IMPORT_ERROR))
         module.fail_json(msg='%s: %s' % (missing_required_lib('nvidia-ml-py'), PYNVML_IMPORT_ERROR))
     run_module(module)
 

@@ -7,6 +7,7 @@ daemons: sinfo/srun/scontrol output, file modes, systemd start timestamps, the
 output of a real ansible-playbook run. The second run of site.yml (changed=0,
 nothing restarted, no secret in -vvv --diff) is test_00_second_run.py.
 """
+import difflib
 import json
 import re
 import subprocess
@@ -405,6 +406,62 @@ def _start_new_node(like):
     assert prepared.returncode == 0, prepared.stdout
 
 
+# What a dry run must leave as it was on a node: the packages, every path under /etc, /var/lib, /usr and /opt with its
+# modification time, size, mode and owner, and the services running.
+NODE_SNAPSHOT = ("dpkg -l | sed 1,5d; "
+                 "find /etc /var/lib /usr /opt -xdev -printf '%p %T@ %s %m %u:%g\\n' | sort; "
+                 "systemctl list-units --type=service --state=running --no-legend --plain | awk '{print $1}' | sort")
+
+# The tasks a dry run of a fresh GPU node skips because an earlier stage would install what they need: each says so.
+CHECK_MODE_SKIPS = [
+    "check mode: skipped starting munged on %s: munge is not installed yet (the munge stage installs it" % NEW_NODE,
+    "check mode: skipped the node baseline checks of %s (driver, persistence, fabric-manager, gpudirect): not checked: "
+    "the Python NVML bindings cannot be imported" % NEW_NODE,
+    "check mode: skipped recording the GPU baseline of %s: /usr/local/sbin/gpucluster-healthcheck is not installed yet" % NEW_NODE,
+    "check mode: skipped 'slurmd -C' on %s: slurmd is not installed yet (the slurm stage installs it" % NEW_NODE,
+    "check mode: the GPUs were not read: the Python NVML bindings cannot be imported",
+    "check mode: skipped starting slurmd on %s: not installed yet (the slurm stage installs it" % NEW_NODE,
+    "check mode: skipped compiling and installing pyxis",
+    "would download and install enroot_",
+]
+
+
+def _node_snapshot(name):
+    return sh(name, NODE_SNAPSHOT).stdout
+
+
+def _snapshot_difference(before, after):
+    return "\n".join(list(difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0))[:40])
+
+
+def _dry_run_of_a_new_node(layer):
+    """Issue 44 item 5: `site.yml --limit NEW-NODE --check --diff` on the fresh node runs through (rc 0) and reports what it
+    would change there (changed > 0, the new node's line in every host's slurm.conf diff); every task that needs what an
+    earlier stage would install says so and is skipped; nothing changes on the node (packages, files, services), and
+    elsewhere neither slurm.conf nor any daemon nor a pending restart mark."""
+    node_before = _node_snapshot(NEW_NODE)
+    daemons = start_times(DAEMONS)
+    confs = {name: sh(name, "stat -c '%i %Y' /etc/slurm/slurm.conf; sha256sum /etc/slurm/slurm.conf; "
+                            "ls -A /var/lib/gpucluster/pending 2>/dev/null").stdout for name in NODES}
+    rc, output = run_playbook(SITE, ["-i", str(layer), "--limit", NEW_NODE, "--check", "--diff"])
+    assert rc == 0, output[-6000:]
+    counts = recap(output)
+    assert set(counts) == {NEW_NODE} and counts[NEW_NODE]["changed"] > 0 and counts[NEW_NODE]["failed"] == 0, counts
+    changed = {task for task, _host in _changes(output)}
+    assert {"Install the munge packages", "Install Slurm from the distribution", "Write slurm.conf"} <= changed, sorted(changed)
+    written = {("Write slurm.conf on the Slurm hosts outside this run", name) for name in NODES}
+    assert _delegated_changes(output) == written, _delegated_changes(output)
+    assert re.search(r"^\+NodeName=%s CPUs=\d+ " % NEW_NODE, output, re.M), output[-6000:]
+    for message in CHECK_MODE_SKIPS:
+        assert message in output, message
+    key = sh(CONTROLLER, "base64 -w0 /etc/munge/munge.key").stdout.strip()
+    assert key and key not in output
+    assert _node_snapshot(NEW_NODE) == node_before, _snapshot_difference(node_before, _node_snapshot(NEW_NODE))
+    assert start_times(DAEMONS) == daemons
+    assert {name: sh(name, "stat -c '%i %Y' /etc/slurm/slurm.conf; sha256sum /etc/slurm/slurm.conf; "
+                           "ls -A /var/lib/gpucluster/pending 2>/dev/null").stdout for name in NODES} == confs
+
+
 def _two_shard_jobs_share_one_gpu_at_the_same_time(name):
     """Two --gres=shard:2 jobs on the node (8 GPUs of 4 shards each) run at the same time on the same GPU: the
     same CUDA_VISIBLE_DEVICES, start and end times that overlap in sacct."""
@@ -450,7 +507,8 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
     slurmds restart (they must know the new node), on 23.11 and later one scontrol reconfigure does it (it
     starts new slurmctld and slurmd processes itself); munge, slurmdbd and everything else elsewhere stay as
     they were. Run again: changed=0. Then the node is taken out (the slurm stage without it, every host in the
-    run): on 22.05 slurmctld restarts first, then every slurmd; on 24.11 a reconfigure."""
+    run): on 22.05 slurmctld restarts first, then every slurmd; on 24.11 a reconfigure. Before the real run, a dry run
+    of the fresh node (--check --diff) changes nothing anywhere (_dry_run_of_a_new_node)."""
     wait_idle(COMPUTE)
     layer = tmp_path / "new-node.yml"
     host_vars = yaml.safe_load((ROOT / "inventory" / "simulated" / "host_vars" / "gpu-02.yml").read_text())
@@ -465,16 +523,21 @@ def test_adding_a_node_with_limit_changes_only_slurm_conf_elsewhere_and_shards_o
     others = {name: node(name).file("/etc/slurm/cgroup.conf").content_string for name in COMPUTE}
     try:
         _start_new_node(like=GPU_NODES[-1])
+        _dry_run_of_a_new_node(layer)
         rc, output = run_playbook(SITE, ["-i", str(layer), "--limit", NEW_NODE])
         assert rc == 0, output[-6000:]
         assert set(recap(output)) == {NEW_NODE}, recap(output)
         # on the other hosts, only slurm.conf is written and the daemons restarted
         written = {("Write slurm.conf on the Slurm hosts outside this run", name) for name in NODES}
+        # (each write marks the daemon it restarts or reconfigures; the check after the restart settles the mark: a change)
         if reconfigure_restarts():
-            assert _delegated_changes(output) == written | {("Reconfigure Slurm", CONTROLLER)}, _delegated_changes(output)
+            assert _delegated_changes(output) == written | {("Reconfigure Slurm", CONTROLLER), ("Check that slurmctld took the change", CONTROLLER)}, \
+                _delegated_changes(output)
         else:
-            assert _delegated_changes(output) == written | {("Restart slurmctld (before any slurmd)", CONTROLLER)} | {
-                ("Restart the slurmds outside this run", name) for name in COMPUTE}, _delegated_changes(output)
+            assert _delegated_changes(output) == written | {("Restart slurmctld (before any slurmd)", CONTROLLER),
+                                                            ("Check that slurmctld took the change", CONTROLLER)} | {
+                ("Restart the slurmds outside this run", name) for name in COMPUTE} | {
+                ("Check that the slurmds outside this run took the change", name) for name in COMPUTE}, _delegated_changes(output)
             ctld = output.index("TASK [gpucluster.bringup.slurm : Restart slurmctld (before any slurmd)]")
             outside = output.index("TASK [gpucluster.bringup.slurm : Restart the slurmds outside this run]")
             assert ctld < outside

@@ -246,6 +246,20 @@ def test_check_mode_judges_the_places_too(node, tmp_path):
     assert snapshot(str(tmp_path)) == before
 
 
+def test_check_mode_lets_a_missing_directory_through_a_run_does_not(node, tmp_path):
+    """A dry run of a fresh node (issue 44): /etc/slurm is made by the Slurm packages the same run would install, so in
+    check mode a file in a directory that is not there yet is reported as a change; a real run still refuses it whole."""
+    args = args_for([fentry(node + '/nodir/sub/x.conf'), {'dest': node + '/nodir/link', 'state': 'link', 'target': 'sub/x.conf'}])
+    before = snapshot(str(tmp_path))
+    checked = run_module(install_files.main, args, check_mode=True, diff=True)
+    assert not checked.failed and checked.result['changed'] is True, checked.result
+    assert [entry['dest'] for entry in checked.result['files'] if entry['changed']] == [node + '/nodir/sub/x.conf', node + '/nodir/link']
+    assert snapshot(str(tmp_path)) == before
+    bad_input(install_files.main, args, "files[0] (%s/nodir/sub/x.conf): dest is '%s/nodir/sub/x.conf', but its directory %s/nodir/sub "
+              "does not exist" % (node, node, node), 'nothing was changed')
+    assert snapshot(str(tmp_path)) == before
+
+
 def test_a_valid_entry_then_one_under_proc_writes_nothing(node):
     """The issue's case: the first entry was written, the second failed with changed false."""
     args = args_for([fentry(node + '/first.conf'), fentry('/proc/gpucluster-test-x')])

@@ -252,6 +252,17 @@ def test_missing_pynvml(monkeypatch):
     assert 'nvidia-ml-py' in result['msg'] and result['msg'].startswith('Failed to import the required Python library (nvidia-ml-py)')
 
 
+def test_check_mode_without_pynvml_is_skipped_with_the_reason(monkeypatch, calls):
+    """A dry run of a fresh node (issue 44): the nvml stage would install the bindings; the plan is skipped, saying why."""
+    monkeypatch.setattr(nvidia_mig, 'pynvml', None)
+    monkeypatch.setattr(nvidia_mig, 'PYNVML_IMPORT_ERROR', "the Python NVML bindings cannot be imported by /usr/bin/python3 (No module named 'pynvml')")
+    result = run_module(nvidia_mig.main, {'gpus': [{'gpu': 'all', 'mig': False}]}, check_mode=True).result
+    assert result.get('skipped') is True and not result.get('failed') and result['changed'] is False, result
+    assert result['msg'] == ("check mode: the GPUs were not read: the Python NVML bindings cannot be imported by /usr/bin/python3 (No module "
+                             "named 'pynvml'). In a real run the nvml stage (role gpucluster.bringup.nvml) installs them before this task")
+    assert calls == []
+
+
 def test_result_is_json(node):
     node('seed-003')
     json.dumps(ok({'gpus': [{'gpu': '3', 'instances': ALL_1G}]}))

@@ -114,6 +114,21 @@ def test_check_mode_gives_the_same_facts(node, capsys):
     assert checked['changed'] is False
 
 
+def test_check_mode_without_pynvml_is_skipped_with_the_reason(node, capsys, monkeypatch):
+    """A dry run of a fresh node (issue 44): no facts, a skip that names the missing bindings and the stage that installs them;
+    in a real run the same node fails as before."""
+    node.create('seed-003')
+    monkeypatch.setattr(slurm_gres_facts, 'pynvml', None)
+    monkeypatch.setattr(slurm_gres_facts, 'PYNVML_IMPORT_ERROR', 'the Python NVML bindings cannot be imported by /usr/bin/python3')
+    checked = run_module(capsys, node, check_mode=True)
+    assert checked.get('skipped') is True and not checked.get('failed') and checked['changed'] is False, checked
+    assert 'ansible_facts' not in checked
+    assert checked['msg'] == ('check mode: the GPUs were not read: the Python NVML bindings cannot be imported by /usr/bin/python3. '
+                              'In a real run the nvml stage (role gpucluster.bringup.nvml) installs them before this task')
+    failed = run_module(capsys, node)
+    assert failed['failed'] is True and failed['msg'].startswith('Failed to import the required Python library (nvidia-ml-py)'), failed
+
+
 def test_seed_003_ci_only(node, capsys):
     node.create('seed-003')
     facts = run_module(capsys, node, mig_device_files='ci_only', cores=False)['ansible_facts']['slurm_gres']
