@@ -34,6 +34,7 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._gpu_baseline import reset_blocker_failures
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight_site as site
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan as mig_plan
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as sv
 
@@ -231,6 +232,32 @@ def _entry_path(want):
     return '%s[%r]' % (want.get('mig_layout_var') or 'mig_layouts', want.get('mig_layout'))
 
 
+def _mig_catalogue_problems(host, smi_gpus, want, add, warnings):
+    """A fresh node (the driver, no NVML bindings yet): the layout against the catalogue's profiles of the GPUs
+    nvidia-smi lists there (model and count), with the controller preflight's own check of a declared model."""
+    names = sorted(set(gpu['name'] for gpu in smi_gpus))
+    label = 'mig_layout %r' % want.get('mig_layout')
+    if len(names) != 1:
+        warnings.append('%s: %s not checked against the node\'s GPUs: several models (%s); the mig role checks it after the '
+                        'nvml stage' % (host, label, ', '.join(names)))
+        return
+    var = want.get('mig_layout_var') or 'mig_layouts'
+    values = {'mig_layout': want.get('mig_layout'), var: {want.get('mig_layout'): want.get('mig_gpus')},
+              'mig_require_all_gpus': want.get('mig_require_all_gpus', True),
+              'validate_gpu_models': names, 'validate_gpu_count': len(smi_gpus)}
+    if site.resolve_model(names[0])['kind'] not in ('mig', 'no-mig'):
+        warnings.append('%s: %s not checked against the node\'s GPUs: no MIG profile table for %s here; the mig role checks it '
+                        'after the nvml stage' % (host, label, names[0]))
+        return
+    problems, _devices = site.mig_layout_problems(host, values, [])
+    seen = 'nvidia-smi on the node (%d x %s)' % (len(smi_gpus), names[0])
+    # the first problem, as the planner names it on a node with NVML (the others follow from it)
+    for _host, _role, message in problems[:1]:
+        text = message.replace("as validate_gpu_models %r declares" % names, 'as %s lists them' % seen)
+        add(host, text.replace('validate_gpu_models says', seen + ' says').replace('validate_gpu_count says', seen + ' says')
+            .replace('(validate_gpu_count %d)' % len(smi_gpus), '(%s)' % seen).replace(' (or fix validate_gpu_count)', ''))
+
+
 def _mig_problems(host, reading, want, add, warnings):
     layout = want.get('mig_layout')
     entries = want.get('mig_gpus')
@@ -242,6 +269,8 @@ def _mig_problems(host, reading, want, add, warnings):
         if nvml.get('reason') == 'library':
             add(host, '%s (%s); %s needs the driver: install the NVIDIA driver (nvidia-smi must work), or remove mig_layout '
                 'from this node' % (NO_DRIVER, nvml.get('error') or 'NVML does not answer', label))
+        elif (reading.get('nvidia_smi') or {}).get('gpus'):
+            _mig_catalogue_problems(host, reading['nvidia_smi']['gpus'], want, add, warnings)
         else:
             warnings.append('%s: %s not checked against the node\'s GPUs: %s; the mig role checks it after the nvml stage'
                             % (host, label, nvml.get('error') or 'NVML cannot be read'))

@@ -240,7 +240,7 @@ def _mig_message(text, where):
     return text.replace('gpus[0]', where)
 
 
-def _mig_problems(host, values, extra):
+def mig_layout_problems(host, values, extra):
     """The host's MIG layout against its declared GPUs; ``(problems, devices)``.
 
     ``devices``: ``{gres type: count}`` the layout yields on the declared GPUs (whole GPUs by their GRES type), or None
@@ -735,7 +735,7 @@ def site_problems(values, groups, controller, run_hosts, compute_group='slurm_co
         problems.extend(_expectation_problems(host, host_values, extra))
         devices = None
         if host in gpu_nodes:
-            found, devices = _mig_problems(host, host_values, extra)
+            found, devices = mig_layout_problems(host, host_values, extra)
             problems.extend(found)
             if found:
                 continue

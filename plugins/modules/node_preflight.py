@@ -119,6 +119,12 @@ reading:
           C(driver_version), C(gpus) (the mig planner's GPU state - index, uuid, name, mig_capable, mig_current,
           mig_pending, profiles, instances, processes, minor).
       type: dict
+    nvidia_smi:
+      description:
+        - Only where the NVML bindings are not installed yet (C(nvml.reason) V(bindings)) - the GPUs as the driver's
+          C(nvidia-smi --query-gpu=index,name) lists them, C({gpus: [{index, name}]}), or C({error}); the MIG layout is then
+          checked against the catalogue's profiles of that model.
+      type: dict
     holders:
       description: The processes holding C(/dev/nvidia<minor>) - C([{pid, name, unit, job, gpu, device}]).
       type: list
@@ -336,6 +342,21 @@ def read_nvml(bindings):
     return {'available': True, 'reason': None, 'error': None, 'driver_version': driver, 'gpus': gpus}
 
 
+def read_smi_gpus(module):
+    """The node's GPUs as the driver's nvidia-smi lists them (index, name), for a node without the NVML bindings yet:
+    ``{'gpus': [...]}`` or ``{'error': why}``."""
+    rc, out, err = _run(module, ['nvidia-smi', '--query-gpu=index,name', '--format=csv,noheader'])
+    if rc != 0:
+        return {'error': (err or out).strip() or 'nvidia-smi exited %s' % rc}
+    gpus = []
+    for line in out.splitlines():
+        fields = [field.strip() for field in line.split(',', 1)]
+        if len(fields) != 2 or not fields[0].isdigit() or not fields[1]:
+            return {'error': 'nvidia-smi --query-gpu=index,name printed %r, expected "<index>, <name>" lines' % line}
+        gpus.append({'index': int(fields[0]), 'name': fields[1]})
+    return {'gpus': gpus}
+
+
 def holders(minors):
     """Processes with /dev/nvidia<minor> open: ``[{pid, name, unit, job, gpu, device}]``."""
     return holders_io.holders(minors, PROC_DIR, DEV_DIR)
@@ -370,6 +391,9 @@ def main():
                    'fabric_manager': {}}
         if params['gpus']:
             reading['nvml'] = read_nvml(nvml.import_bindings())
+            if reading['nvml'].get('reason') == 'bindings':
+                # a fresh node: the driver answers, the nvml stage has not installed the bindings yet
+                reading['nvidia_smi'] = read_smi_gpus(module)
             gpus = reading['nvml'].get('gpus') or []
             reading['holders'] = holders([(g['index'], g.get('minor')) for g in gpus])
             reading['modules'] = gb.loaded_modules(params['module_root'])

@@ -63,6 +63,13 @@ def want(roles=('compute',), source='distro', layout='', entries=None, var='mig_
             'mig_gpus': entries, 'mig_require_all_gpus': require, 'mig_reset_blockers': list(blockers)}
 
 
+def _fresh(names):
+    """A node with the driver and without the NVML bindings yet: nvidia-smi lists its GPUs."""
+    found = reading(nvml={'available': False, 'reason': 'bindings', 'error': 'the Python NVML bindings cannot be imported'})
+    found['nvidia_smi'] = {'gpus': [{'index': i, 'name': name} for i, name in enumerate(names)]}
+    return found
+
+
 def site(head=None, nodes=None, n=4, node_reading=None, node_want=None):
     """head-01 (slurmctld, slurmdbd) and gpu-01..gpu-0n (compute) on Debian 12 unless overridden."""
     readings = {'head-01': head or reading()}
@@ -185,6 +192,19 @@ CASES = [
     ('mig-no-bindings-yet-warns', _mig(ALL_1G, node=lambda: reading(nvml={'available': False, 'reason': 'bindings',
                                                                           'error': 'the Python NVML bindings cannot be imported'})),
      (), [], 1),
+    # a fresh node: the driver, no NVML bindings yet; nvidia-smi names the GPUs and the catalogue has their profiles
+    ('mig-fresh-node-checked-by-catalogue', _mig([{'gpu': 'all', 'instances': [{'profile': '1g.10gbb', 'count': 7}]}],
+                                                 node=lambda: _fresh([H100] * 8)), (),
+     [["gpu-01: mig_layouts_custom['dgx-1g'][0] (mig_layout 'dgx-1g'):", '1g.10gbb', 'as nvidia-smi on the node (8 x NVIDIA H100 80GB HBM3) lists them']],
+     0),
+    ('mig-fresh-node-ok', _mig(ALL_1G, node=lambda: _fresh([H100] * 8)), (), [], 0),
+    ('mig-fresh-node-l40s', _mig([{'gpu': 'all', 'instances': [{'profile': '1g.10gb', 'count': 7}]}], node=lambda: _fresh([L40S] * 4)), (),
+     [["gpu-01: mig_layouts_custom['dgx-1g'][0] (mig_layout 'dgx-1g') asks for MIG on GPU 0", 'nvidia-smi on the node (4 x NVIDIA L40S) says',
+       'which have no MIG']], 0),
+    ('mig-fresh-node-index-out-of-range', _mig([{'gpu': 9, 'instances': [{'profile': '3g.40gb', 'count': 2}]}], require=False,
+                                               node=lambda: _fresh([H100] * 8)), (),
+     [["gpu-01: mig_layouts_custom['dgx-1g'][0].gpu is 9, but nvidia-smi on the node (8 x NVIDIA H100 80GB HBM3) says the node has 8 GPUs"]], 0),
+    ('mig-fresh-node-two-models-warns', _mig(ALL_1G, node=lambda: _fresh([H100] * 4 + [L40S] * 4)), (), [], 1),
     ('mig-model-filter-leaves-gpus', _mig([{'model': 'A100', 'instances': [{'profile': '1g.10gb', 'count': 7}]}]), (),
      [["gpu-01: mig_layout 'dgx-1g' selects none of the node's GPUs 0 (NVIDIA H100 80GB HBM3)", 'mig_require_all_gpus: false']], 0),
     ('mig-model-filter-allowed', _mig([{'model': 'A100', 'instances': [{'profile': '1g.10gb', 'count': 7}]}], require=False), (), [], 0),

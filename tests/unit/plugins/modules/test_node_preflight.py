@@ -75,7 +75,7 @@ DPKG = {
     'jammy': (1, 'slurmd\t\tun \n', 'dpkg-query: no packages found matching slurm-client\n'),
 }
 READ_ONLY = ('/usr/bin/dpkg-query', '/usr/bin/apt-cache', '/usr/bin/rpm', '/usr/bin/dnf', '/usr/bin/dpkg-deb', '/usr/bin/systemctl',
-             '/usr/bin/nv-fabricmanager')
+             '/usr/bin/nv-fabricmanager', '/usr/bin/nvidia-smi')
 WRITING_WORDS = ('install', 'remove', 'purge', 'update', 'upgrade', '-i', '--install', 'start', 'stop', 'restart', 'enable', 'makecache')
 
 
@@ -197,6 +197,38 @@ def test_no_bindings_no_library(host, monkeypatch):
     out = run_module(node_preflight.main, {'packages': ['slurmd'], 'os_release': host['use']('bookworm')})
     assert out.result['reading']['nvml']['reason'] == 'library'
     assert 'libnvidia-ml-not-here.so.1' in out.result['reading']['nvml']['error']
+
+
+@pytest.mark.parametrize('smi, expected', [
+    ((0, '0, NVIDIA H100 80GB HBM3\n1, NVIDIA H100 80GB HBM3\n', ''),
+     {'gpus': [{'index': 0, 'name': 'NVIDIA H100 80GB HBM3'}, {'index': 1, 'name': 'NVIDIA H100 80GB HBM3'}]}),
+    ((9, '', 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.'),
+     {'error': 'NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.'}),
+    ((0, 'No devices were found\n', ''),
+     {'error': "nvidia-smi --query-gpu=index,name printed 'No devices were found', expected \"<index>, <name>\" lines"}),
+], ids=['two-h100', 'driver-not-answering', 'garbled'])
+def test_a_fresh_node_lists_its_gpus_with_nvidia_smi(host, monkeypatch, smi, expected):
+    """The driver loads, the nvml stage has not installed the bindings yet: nvidia-smi (read-only) names the GPUs, so
+    that the MIG layout is checked against their model before any change."""
+    monkeypatch.setattr(node_preflight.nvml, 'import_bindings', lambda: (None, 'No module named pynvml'))
+    monkeypatch.setattr(node_preflight, 'library_loads', lambda: None)
+    answered = []
+
+    def run_command(self, args, **kwargs):
+        host['argv'].append(list(args))
+        if args[0].endswith('nvidia-smi'):
+            answered.append(list(args))
+            return smi
+        if args[0].endswith('dpkg-query'):
+            return DPKG['bookworm']
+        return 0, POLICY['bookworm'], ''
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    out = run_module(node_preflight.main, {'packages': ['slurmd'], 'os_release': host['use']('bookworm')})
+    reading = out.result['reading']
+    assert reading['nvml']['reason'] == 'bindings'
+    assert reading['nvidia_smi'] == expected
+    assert answered == [['/usr/bin/nvidia-smi', '--query-gpu=index,name', '--format=csv,noheader']]
+    _assert_read_only(host['argv'])
 
 
 def test_os_release_unreadable_is_read_as_such(host):
