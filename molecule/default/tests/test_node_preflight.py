@@ -28,13 +28,16 @@ def _state():
 
 
 def test_the_real_gpus_refuse_a_layout_the_inventory_allows(tmp_path):
-    layer = tmp_path / "h100-claim.yml"
-    layer.write_text(yaml.safe_dump({"all": {"hosts": {"gpu-02": {
+    # an inventory source of its own with host_vars: they win over the simulated inventory's host_vars/gpu-02.yml
+    layer = tmp_path / "h100-claim"
+    (layer / "host_vars").mkdir(parents=True)
+    (layer / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {"gpu-02": None}}}))
+    (layer / "host_vars" / "gpu-02.yml").write_text(yaml.safe_dump({
         "validate_gpu_models": ["H100"], "validate_gpu_count": 8, "mig_layout": "h100-1g-x7", "mig_layouts_custom": LAYOUT,
-        "mig_require_all_gpus": False}}}}))
+        "mig_require_all_gpus": False}))
     before, started = _state(), start_times(DAEMONS)
     mig_before = sh("gpu-02", "nvidia-smi --query-gpu=index,mig.mode.current --format=csv,noheader", check=False).stdout
-    rc, out = run_playbook(SITE, ["-i", str(layer)], log=tmp_path / "site.log")
+    rc, out = run_playbook(SITE, ["-i", str(layer / "hosts.yml")], log=tmp_path / "site.log")
     assert rc != 0, out[-4000:]
     # the controller preflight passed it, the node preflight refused it
     assert "TASK [Check the inventory and every role's inputs before anything changes]" in out
