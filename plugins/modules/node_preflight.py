@@ -122,7 +122,7 @@ reading:
     nvidia_smi:
       description:
         - Only where the NVML bindings are not installed yet (C(nvml.reason) V(bindings)) - the GPUs as the driver's
-          C(nvidia-smi --query-gpu=index,name) lists them, C({gpus: [{index, name}]}), or C({error}); the MIG layout is then
+          C(nvidia-smi --query-gpu=index,name) lists them - C(gpus) (each with C(index) and C(name)), or C(error); the MIG layout is then
           checked against the catalogue's profiles of that model.
       type: dict
     holders:
