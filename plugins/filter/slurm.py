@@ -91,14 +91,8 @@ def slurm_task_prolog_needs(hosts, hostvars, gpu_hosts, defaults):
     table = {}
     for host in hosts or []:
         own = hostvars[host] if host in hostvars else {}
-
-        def value(name, own=own):
-            found = own.get(name)
-            return defaults.get(name) if found is None else found
-        shipped = value('slurm_hooks_shipped') or []
-        table[host] = {'uuids': value('slurm_task_prolog_uuids'), 'autodetect': value('slurm_gres_autodetect'),
-                       'sharing': value('slurm_gres_sharing'), 'mps_shipped': 'mps' in shipped,
-                       'mig_layout': (own.get('mig_layout') or '') if host in (gpu_hosts or []) else ''}
+        table[host] = dict((name, defaults.get(name) if own.get(name) is None else own.get(name)) for name in defaults)
+        table[host]['mig_layout'] = (own.get('mig_layout') or '') if host in (gpu_hosts or []) else ''
     return [list(need) for need in task_prolog_needs(table)]
 
 

@@ -205,3 +205,8 @@ def _compress_numbers(numbers, width):
         start = prev = number
     parts.append(_range_text(start, prev, width))
     return ','.join(parts)
+
+
+def natural_key(name):
+    """Sort key of a host name in natural order (gpu-2 before gpu-10)."""
+    return [(0, int(part), '') if part.isdigit() else (1, 0, part) for part in re.split(r'([0-9]+)', str(name))]

@@ -41,7 +41,7 @@ __metaclass__ = type
 import functools
 import re
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand, natural_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import validate_node_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import (munge_key_errors, munge_key_file_errors,
                                                                                             munge_key_path_errors, munge_key_source_errors)
@@ -809,12 +809,8 @@ def argument_problems(args, role_names, groups):
     return problems
 
 
-def _natural(name):
-    return [(0, int(part), '') if part.isdigit() else (1, 0, part) for part in re.split(r'([0-9]+)', name)]
-
-
 def _host_text(hosts):
-    hosts = sorted(hosts, key=_natural)
+    hosts = sorted(hosts, key=natural_key)
     try:
         return compress(hosts)
     except ValueError:

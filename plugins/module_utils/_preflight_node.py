@@ -33,7 +33,7 @@ import copy
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._gpu_baseline import reset_blocker_failures
-from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, natural_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight_site as site
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan as mig_plan
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as sv
@@ -60,13 +60,9 @@ _GPUS_ENTRY = re.compile(r'\bgpus\[(\d+)\]')
 _GPU_UUID = re.compile(r'\((?:GPU|MIG)-[0-9A-Fa-f-]+, ')
 
 
-def _natural(name):
-    return [(0, int(part), '') if part.isdigit() else (1, 0, part) for part in re.split(r'([0-9]+)', str(name))]
-
-
 def host_text(hosts):
     """Hosts as one Slurm hostlist (``gpu-[01-04]``), or comma-separated where they make none."""
-    hosts = sorted(set(hosts), key=_natural)
+    hosts = sorted(set(hosts), key=natural_key)
     try:
         return compress(hosts)
     except ValueError:
@@ -147,7 +143,7 @@ def _os_text(reading):
 
 def _slurm_problems(readings, wants, add, lines):
     got = {}  # host -> daemon -> (version, package, text, where)
-    for host in sorted(readings, key=_natural):
+    for host in sorted(readings, key=natural_key):
         want, reading = wants.get(host) or {}, readings[host]
         roles = [r for r in want.get('roles') or [] if r in ROLES]
         if not roles:
@@ -174,7 +170,7 @@ def _slurm_problems(readings, wants, add, lines):
     ctl = [(h, d['slurmctld']) for h, d in got.items() if 'slurmctld' in d]
     dbd = [(h, d['slurmdbd']) for h, d in got.items() if 'slurmdbd' in d]
     if ctl:
-        ctl_host, (ctl_version, _n, _t, _w) = sorted(ctl, key=lambda item: _natural(item[0]))[0]
+        ctl_host, (ctl_version, _n, _t, _w) = sorted(ctl, key=lambda item: natural_key(item[0]))[0]
         window = sv.upgrade_window(ctl_version)
         for host, (version, name, text, where) in dbd:
             ahead = sv.releases_ahead(ctl_version, version)
@@ -187,7 +183,7 @@ def _slurm_problems(readings, wants, add, lines):
                     'slurmctld of at most %d releases back (SchedMD\'s upgrade rules); expected the same release on both'
                     % (sv.version_name(version), name, text, where, ahead, sv.version_name(ctl_version), ctl_host,
                        sv.release_name(version), sv.upgrade_window(version)))
-        for host in sorted(got, key=_natural):
+        for host in sorted(got, key=natural_key):
             for daemon in ('slurmd', 'client'):
                 if daemon not in got[host]:
                     continue
@@ -214,7 +210,7 @@ def _slurm_problems(readings, wants, add, lines):
         roles = [r for r in (wants.get(host) or {}).get('roles') or [] if r in ROLES]
         if roles and host in got:
             key = _os_text(readings[host])
-            versions = sorted(set(sv.version_name(v[0]) for v in got[host].values()), key=_natural)
+            versions = sorted(set(sv.version_name(v[0]) for v in got[host].values()), key=natural_key)
             by_os.setdefault(key, {}).setdefault(', '.join(versions), []).append(host)
     if len(by_os) > 1 and len(releases) > 1:
         parts = []
@@ -332,7 +328,7 @@ def node_problems(readings, wants, missing=()):
     for why in missing:
         lines.append('%s; nothing was read from it (bring it back, or leave it out with --limit)' % why)
     _slurm_problems(readings, wants, add, lines)
-    for host in sorted(readings, key=_natural):
+    for host in sorted(readings, key=natural_key):
         _mig_problems(host, readings[host], wants.get(host) or {}, add, warnings)
     return ['%s: %s' % (host_text(grouped[message]), message) for message in order] + lines, warnings
 

@@ -34,7 +34,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand, natural_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan as mig_plan
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as sacctmgr
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres import DEFAULT_TYPE_MAP, gpu_type
@@ -103,16 +103,12 @@ def _whole(value):
 
 
 def _names_text(names):
-    names = sorted(set(names), key=_natural)
+    names = sorted(set(names), key=natural_key)
     try:
         text = compress(names)
     except ValueError:
         text = ', '.join(names)
     return text if len(text) <= _MAX_LISTED else text[:_MAX_LISTED - 3] + '...'
-
-
-def _natural(name):
-    return [(0, int(part), '') if part.isdigit() else (1, 0, part) for part in re.split(r'([0-9]+)', str(name))]
 
 
 # ----------------------------------------------------------------------------------------------- GPU models
@@ -697,13 +693,8 @@ def _task_prolog_warnings(compute, gpu_nodes, values, ctl_values):
     overrides = (ctl_values or {}).get('slurm_conf_overrides')
     if isinstance(overrides, dict) and any(str(k).lower() == 'taskprolog' and v is None for k, v in overrides.items()):
         return []
-    table = {}
-    for host in compute:
-        own = values.get(host) or {}
-        shipped = own.get('slurm_hooks_shipped')
-        table[host] = {'uuids': own.get('slurm_task_prolog_uuids'), 'autodetect': own.get('slurm_gres_autodetect'),
-                       'sharing': own.get('slurm_gres_sharing'), 'mps_shipped': isinstance(shipped, list) and 'mps' in shipped,
-                       'mig_layout': (own.get('mig_layout') or '') if host in gpu_nodes else ''}
+    table = dict((host, dict(values.get(host) or {}, mig_layout=(values.get(host) or {}).get('mig_layout') if host in gpu_nodes else ''))
+                 for host in compute)
     needs = task_prolog_needs(table)
     if not needs:
         return []
@@ -726,7 +717,7 @@ def site_problems(values, groups, controller, run_hosts, compute_group='slurm_co
     compute = [h for h in (groups.get(compute_group) or []) if isinstance(h, str)]
     gpu_nodes = set(h for h in (groups.get(gpu_group) or []) if isinstance(h, str))
     run = set(run_hosts)
-    for host in sorted(compute, key=_natural):
+    for host in sorted(compute, key=natural_key):
         if host not in run or host not in values:
             continue
         host_values = values[host]
@@ -753,7 +744,7 @@ def site_problems(values, groups, controller, run_hosts, compute_group='slurm_co
         found, partitions = _partition_problems(controller, ctl_values, names, accounts, qos, warnings, compute_hosts)
         problems.extend(found)
         if isinstance(ctl_values.get('slurm_partitions'), list):
-            for host in sorted(set(compute) | {controller}, key=_natural):
+            for host in sorted(set(compute) | {controller}, key=natural_key):
                 wanted = (values.get(host) or {}).get('validate_partition')
                 if host in run and isinstance(wanted, str) and wanted and wanted not in partitions:
                     problems.append((host, 'validate', 'validate_partition is %s, which is not a partition of slurm_partitions; expected one '

@@ -317,22 +317,22 @@ def task_prolog_lines(env, uuid_text, mode='mig'):
 def task_prolog_needs(hosts):
     """Which compute nodes need the TaskProlog, and why: ``[(host, reason)]`` sorted by host.
 
-    ``hosts``: ``{host: {'uuids': slurm_task_prolog_uuids, 'mig_layout': the node's mig_layout ('' for none),
-    'autodetect': slurm_gres_autodetect, 'sharing': slurm_gres_sharing, 'mps_shipped': whether the MPS hooks
-    are installed}}``.  A node needs it for the MIG UUIDs (``uuids`` 'all', or 'mig' with a MIG layout whose GRES
-    are written by hand: Slurm's NVML autodetection exports the UUIDs itself) and for the MPS variables
-    (``sharing`` 'mps' with the shipped MPS hooks).  slurm.conf has one TaskProlog for the whole cluster, and
-    slurmstepd runs it inside pyxis containers, where it cannot run: it is configured only when a node needs it.
+    ``hosts``: ``{host: its values of slurm_task_prolog_uuids, slurm_gres_autodetect, slurm_gres_sharing,
+    slurm_hooks_shipped and mig_layout ('' or absent off the GPU nodes)}``.  A node needs it for the MIG UUIDs
+    (``uuids`` 'all', or 'mig' with a MIG layout whose GRES are written by hand: Slurm's NVML autodetection exports
+    the UUIDs itself) and for the MPS variables (sharing 'mps' with the shipped MPS hooks).  slurm.conf has one
+    TaskProlog for the whole cluster, and slurmstepd runs it inside pyxis containers, where it cannot run: it is
+    configured only when a node needs it.
     """
     needs = []
     for host in sorted(hosts):
         node = hosts[host] or {}
-        uuids, autodetect = node.get('uuids'), node.get('autodetect')
+        uuids, shipped = node.get('slurm_task_prolog_uuids'), node.get('slurm_hooks_shipped')
         if uuids == 'all':
             needs.append((host, "slurm_task_prolog_uuids is 'all' (every allocated GPU exported by UUID)"))
-        elif uuids == 'mig' and node.get('mig_layout') and autodetect != 'nvml':
+        elif uuids == 'mig' and node.get('mig_layout') and node.get('slurm_gres_autodetect') != 'nvml':
             needs.append((host, "mig_layout %s with hand-written MIG GRES (slurm_task_prolog_uuids 'mig': the MIG UUIDs)"
                           % node['mig_layout']))
-        elif node.get('sharing') == 'mps' and node.get('mps_shipped'):
+        elif node.get('slurm_gres_sharing') == 'mps' and isinstance(shipped, list) and 'mps' in shipped:
             needs.append((host, "slurm_gres_sharing is 'mps' (the MPS variables of the job)"))
     return needs
