@@ -123,8 +123,11 @@ options:
         C(time_limit), C(node_topology), C(node_min_busbw_gbps), C(fabric), C(fabric_topology), C(fabric_nics),
         C(fabric_min_busbw_gbps), C(expect_transport), C(thresholds), C(pairwise), C(mpi), C(pairs_only), C(leaf_of),
         C(gate_curves), C(dispatch) (V(auto), V(per_node), V(allocation)), C(dispatch_min_nodes), C(allocation_wait), C(salloc),
-        C(scancel). Two-node runs (a fabric run of two nodes, every pair) get C(NCCL_ALGO=Ring) unless C(env) sets
-        C(NCCL_ALGO).
+        C(scancel), C(json), C(tests_version). Two-node runs (a fabric run of two nodes, every pair) get C(NCCL_ALGO=Ring)
+        unless C(env) sets C(NCCL_ALGO).
+      - C(json) V(true) runs C(all_reduce_perf) under C(sh -c) on the node with C(-J) into a directory of its own and prints
+        the JSON report after the text, where the module takes it out of stdout and reads its figures; V(false) reads the
+        text; unset, JSON where C(tests_version) (the nccl-tests version the role built) writes it (2.18.3 and later).
       - Node names and GRES types must be Slurm names, C(binary), C(srun), C(salloc) and C(scancel) one word not
         starting with C(-) (srun reads every word before its program as its own option). C(srun_extra) are srun
         options and C(args) C(all_reduce_perf) arguments on purpose, passed as given.
@@ -207,7 +210,8 @@ mpi_available:
   elements: str
 results:
   description:
-    - Per job, its exit code, duration, whether it timed out, and the last 4000 characters of stdout and stderr.
+    - Per job, its exit code, duration, whether it timed out, and the last 4000 characters of stdout and stderr (an NCCL
+      run's JSON report taken out of stdout; C(json_reports) says how many it printed).
     - A per-node run dispatched as a step of an allocation says so in C(dispatch) (C(step of job N), or C(own job (...))
       with the reason when its allocation was not granted).
   returned: always
@@ -230,7 +234,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import (
     JobsFailure, allocation_groups, checked_jobs, fill_mpi, granted_job, idle_nodes, judge_jobs, needing_mpi, refusal, retry_allocation,
     split_idle, tails, use_allocation, use_own_jobs)
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import narrowed
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import narrowed, split_json_report
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 
 
@@ -351,6 +355,9 @@ class JobsManager(object):
             time.sleep(2 * attempt)
             attempt += 1
             result = self.client.run_job(job['argv'], job['timeout'], job.get('env'))
+        if job.get('json'):
+            # the -J report printed after the text (JSON_SCRIPT): out of stdout, so that tails never carry it
+            result.update(split_json_report(result['stdout']))
         if attempt > 1:
             result['attempts'] = attempt
         if job.get('dispatch'):

@@ -116,6 +116,12 @@ CHECKS = ("complete", "single_run", "test_errors", "wrong", "out_of_bounds", "bu
 EXPECT_KEYS = ("topology", "min_busbw_gbps", "thresholds", "nics", "large_size_bytes", "top_rows", "expect_transport", "gate_curves", "nodes",
                "notes")
 EXPECT_TRANSPORTS = ("ib",)
+# -J FILE: the JSON report. Read in the sources: nccl-tests 2.18.3 writes it (util.cu JSON_FILE_VERSION 1) and 2.19.6
+# (JSON_FILE_VERSION 3: per_iter_timing, per_iter_skip, <place>_per_iter with -I 1); earlier versions were not read,
+# so the validation asks for JSON from 2.18.3 on and reads the text report before.
+JSON_MIN_VERSION = (2, 18, 3)
+JSON_FILE_VERSIONS = {(2, 18): 1, (2, 19): 3}
+JSON_PER_ITER = (("min_us", "i_min"), ("max_us", "i_max"), ("p99_us", "i_p99"), ("cv_pct", "i_cv%"))
 
 _LABEL_RE = re.compile(r"^(?:\s*\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?)")
 _DEBUG_RE = re.compile(r"(?:[A-Za-z][\w.-]*:\d+:\d+ \[\d+\] )?NCCL (?:INFO|WARN|TRACE|ABORT)\b")
@@ -617,7 +623,20 @@ def _json_place(entry, place, index):
             _json_fail("results[%d].%s has no %s" % (index, place, {"algbw": "alg_bw", "busbw": "bus_bw"}.get(name, name)))
     wrong = _json_number(group.get("nwrong"), "results[%d].%s.nwrong" % (index, place))
     out["wrong"] = None if wrong is None or math.isnan(wrong) else int(wrong)
+    per_iter = entry.get(place + "_per_iter")
+    if isinstance(per_iter, dict):
+        # -I 1 (2.19): the text's i_min i_max i_p99 i_cv% columns
+        for key, name in JSON_PER_ITER:
+            if key in per_iter:
+                out[name] = _json_number(per_iter[key], "results[%d].%s_per_iter.%s" % (index, place, key))
     return out
+
+
+def _json_collective(args):
+    """The test a JSON report comes from: the name of the program in its ``args`` (``all_reduce_perf``), or None."""
+    if not isinstance(args, list) or not args or not isinstance(args[0], str) or not args[0].strip():
+        return None
+    return args[0].replace("\\", "/").rstrip("/").split("/")[-1] or None
 
 
 def _json_int(value, where):
@@ -674,6 +693,7 @@ def parse_json(text):
     result = _empty_result("json")
     result["runs"] = 1
     result["json_version"] = doc.get("version")
+    result["collective"] = _json_collective(doc.get("args"))
     if isinstance(doc.get("nccl_version"), int):
         result["nccl_library"] = doc["nccl_version"]
     config = doc.get("config") or {}
@@ -735,24 +755,71 @@ def parse_json(text):
     return result
 
 
+def version_tuple(version):
+    """``"2.19.6"`` -> ``(2, 19, 6)``; None when ``version`` does not start with numbers."""
+    match = re.match(r"^\s*(\d+)(?:\.(\d+))?(?:\.(\d+))?", str(version or ""))
+    if not match:
+        return None
+    return tuple(int(part or 0) for part in match.groups())
+
+
+def writes_json(version):
+    """True when nccl-tests ``version`` writes the ``-J FILE`` JSON report (``JSON_MIN_VERSION`` and later)."""
+    parsed = version_tuple(version)
+    return parsed is not None and parsed >= JSON_MIN_VERSION
+
+
+def _json_mismatch(text, result):
+    """Why the JSON report ``result`` is not from the run whose stdout is ``text`` (both parsed), or None."""
+    if text["collective"] and result["collective"] and text["collective"] != result["collective"]:
+        return "the JSON report is of %s but the text output of %s" % (result["collective"], text["collective"])
+    expected = JSON_FILE_VERSIONS.get((version_tuple(text["version"]) or (0, 0))[:2])
+    if expected is not None and result.get("json_version") is not None and result["json_version"] != expected:
+        return "the JSON report has format version %r, but nccl-tests %s writes version %d: it comes from another nccl-tests" % (
+            result["json_version"], text["version"], expected)
+    if text["hosts"] and result["hosts"] and text["hosts"] != result["hosts"]:
+        return "the JSON report names the hosts %s, the text output %s" % (", ".join(result["hosts"]), ", ".join(text["hosts"]))
+    return None
+
+
 def parse_run(stdout, json_text=None):
     """Parse one run: the JSON report when there is one (numbers), the stdout for the rest.
 
     nccl-tests writes ``Reducing maxBytes``, NCCL debug lines and test failures only to stdout,
-    so transports, networks, warnings and errors always come from ``stdout``.
+    so transports, networks, warnings and errors always come from ``stdout``. A JSON report that
+    cannot be read (cut short when the run was killed while writing it) or that is not from the
+    run of ``stdout`` (another test, another nccl-tests version, other hosts) leaves the numbers to
+    the text and becomes an error of the run (``errors``): never a pass. With no text to fall back
+    on, ``NcclParseError`` says what is wrong with the JSON.
     """
     if json_text is None or not json_text.strip():
         return parse_all_reduce(stdout)
-    result = parse_json(json_text)
-    if stdout is not None and stdout.strip():
+    has_text = stdout is not None and bool(stdout.strip())
+    try:
+        result = parse_json(json_text)
+    except NcclParseError as exc:
+        if not has_text:
+            raise
         text = parse_all_reduce(stdout)
-        for key in ("version", "version_commit", "nccl_headers", "nccl_version", "collective", "transports", "networks",
-                    "warnings", "nccl_warnings", "json_path"):
+        text["json_error"] = str(exc)
+        text["errors"].append("the -J JSON report cannot be read: %s" % exc)
+        return text
+    if not has_text:
+        return result
+    text = parse_all_reduce(stdout)
+    mismatch = _json_mismatch(text, result)
+    if mismatch is not None:
+        text["json_error"] = mismatch
+        text["errors"].append(mismatch)
+        return text
+    for key in ("version", "version_commit", "nccl_headers", "nccl_version", "collective", "transports", "networks",
+                "warnings", "nccl_warnings", "json_path"):
+        if text[key] or key != "collective":
             result[key] = text[key]
-        result["errors"] = text["errors"] + [err for err in result["errors"] if err not in text["errors"]]
-        result["runs"] = max(text["runs"], 1)
-        if not result["hosts"]:
-            result["ranks"], result["hosts"] = text["ranks"], text["hosts"]
+    result["errors"] = text["errors"] + [err for err in result["errors"] if err not in text["errors"]]
+    result["runs"] = max(text["runs"], 1)
+    if not result["hosts"]:
+        result["ranks"], result["hosts"] = text["ranks"], text["hosts"]
     return result
 
 

@@ -288,5 +288,8 @@ def judge_pairs(jobs, records, params):
 
 
 def tails(results):
-    """The job results as returned: stdout and stderr cut to their last ``TAIL`` characters."""
-    return dict((name, dict(result, stdout=result['stdout'][-TAIL:], stderr=result['stderr'][-TAIL:])) for name, result in results.items())
+    """The job results as returned: stdout and stderr cut to their last ``TAIL`` characters, without an NCCL run's JSON report
+    (its ``env`` holds the job's whole environment; its figures are in the records)."""
+    return dict((name, dict(((key, value) for key, value in result.items() if key != 'json'), stdout=result['stdout'][-TAIL:],
+                            stderr=result['stderr'][-TAIL:]))
+                for name, result in results.items())

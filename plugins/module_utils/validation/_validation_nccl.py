@@ -22,9 +22,9 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
-    require_choice, require_int, require_list, require_match, require_str, require_word, slurm_name)
+    require_bool, require_choice, require_int, require_list, require_match, require_str, require_word, slurm_name)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import (
-    DEFAULT_BUSBW_GBPS, NcclParseError, busbw_series, evaluate, gate_curve, parse_run, threshold_for)
+    DEFAULT_BUSBW_GBPS, NcclParseError, busbw_series, evaluate, gate_curve, parse_run, threshold_for, writes_json)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import (
     check_run_settings, command_words, is_false, slurm_names)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import check_records
@@ -155,8 +155,50 @@ def _env_args(env):
     return ','.join(['ALL'] + ['%s=%s' % (key, env[key]) for key in sorted(env or {})])
 
 
+# The -J report of a run comes back on the run's stdout: all_reduce_perf runs under ``sh -c JSON_SCRIPT`` on the node,
+# writes the report into a directory of its own (nccl-tests opens the file with "wx", so it must not exist, and writes
+# JSON only to a path ending in ".json"), and the script prints it between two marker lines once the binary has exited,
+# keeping its exit status. Only rank 0 of an MPI run writes the file; the other tasks print no report.
+JSON_BEGIN = '# gpucluster: the nccl-tests -J report follows'
+JSON_END = '# gpucluster: end of the nccl-tests -J report'
+JSON_SCRIPT = ('d=$(mktemp -d "${TMPDIR:-/tmp}/gpucluster-nccl.XXXXXX") || exit 127; "$0" "$@" -J "$d/nccl.json"; rc=$?; '
+               'if [ -s "$d/nccl.json" ]; then printf "%%s\\n" "%s"; cat "$d/nccl.json"; printf "\\n%%s\\n" "%s"; fi; '
+               'rm -rf "$d"; exit $rc' % (JSON_BEGIN, JSON_END))
+_MARK_LABEL = re.compile(r'^(?:\s*\d+: ?|\[\d+,\d+\]<std(?:out|err)>: ?)')
+
+
+def split_json_report(stdout):
+    """``{stdout, json, json_reports}`` of a run made with ``JSON_SCRIPT``: the text report without the JSON, the first
+    JSON report (its lines joined: srun --label may cut a long line, the writer itself writes none) and how many there
+    were (more than one: tasks that did not form one MPI job). A report whose end marker is missing (the run was killed
+    while printing it) is kept as far as it goes; ``json`` is None where there is none."""
+    text, reports, current = [], [], None
+    for line in (stdout or '').splitlines(True):
+        match = _MARK_LABEL.match(line)
+        body = line[match.end():] if match else line
+        if body.strip() == JSON_BEGIN:
+            current = []
+            reports.append(current)
+        elif body.strip() == JSON_END and current is not None:
+            current = None
+        elif current is not None:
+            current.append(body.rstrip('\r\n'))
+        else:
+            text.append(line)
+    return {'stdout': ''.join(text), 'json': ''.join(reports[0]) if reports else None, 'json_reports': len(reports)}
+
+
+def wants_json(plan):
+    """Whether the plan's runs ask all_reduce_perf for its -J JSON report: the plan's ``json`` (true or false) where given, else
+    when ``tests_version`` (the nccl-tests version the role built) writes one (``_nccl.writes_json``); an unknown version
+    (a binary the role did not build) is read as text, which every version prints."""
+    if plan.get('json') is not None:
+        return require_bool('json', plan['json'])
+    return writes_json(plan.get('tests_version'))
+
+
 def srun_argv(binary, nodes, gpus_per_node, per_gpu_tasks, mpi, env, args=None, srun='srun', extra=None, time_limit='10', gres_type=None,
-              exclusive=True):
+              exclusive=True, json=False):
     """argv of one ``all_reduce_perf`` run through srun.
 
     ``per_gpu_tasks`` False: one task per node driving its ``gpus_per_node`` GPUs (``-g N``);
@@ -168,7 +210,8 @@ def srun_argv(binary, nodes, gpus_per_node, per_gpu_tasks, mpi, env, args=None, 
     and MPI plugin inside ``--option=value`` words and checked as names (a "," would change the node list); the
     program ``binary`` one word not starting with "-" (srun reads every word before its program as an option).
     ``extra`` (``validate_nccl_srun_args``) are srun options on purpose and ``args`` all_reduce_perf's own: both
-    are passed as given.
+    are passed as given. ``json``: the binary runs under ``sh -c JSON_SCRIPT``, which adds ``-J`` and prints the
+    report after the text (``split_json_report`` takes it apart).
     """
     if not nodes:
         raise ValueError('an NCCL run needs at least one node')
@@ -192,6 +235,8 @@ def srun_argv(binary, nodes, gpus_per_node, per_gpu_tasks, mpi, env, args=None, 
     else:
         argv += ['--ntasks-per-node=1']
     argv += list(extra or [])
+    if json:
+        argv += ['sh', '-c', JSON_SCRIPT]
     argv += [binary] + list(args if args is not None else DEFAULT_ARGS) + ['-g', '1' if per_gpu_tasks else str(gpus_per_node)]
     return argv
 
@@ -277,7 +322,8 @@ def multi_node_run(env, names, gate):
 
 PLAN_KEYS = ('binary', 'nodes', 'env', 'args', 'timeout', 'time_limit', 'srun', 'srun_extra', 'node_topology', 'node_min_busbw_gbps', 'fabric',
              'fabric_topology', 'fabric_nics', 'fabric_min_busbw_gbps', 'expect_transport', 'thresholds', 'pairwise', 'mpi', 'pairs_only',
-             'leaf_of', 'gate_curves', 'dispatch', 'dispatch_min_nodes', 'allocation_wait', 'salloc', 'scancel', 'pairs_groups')
+             'leaf_of', 'gate_curves', 'dispatch', 'dispatch_min_nodes', 'allocation_wait', 'salloc', 'scancel', 'pairs_groups', 'json',
+             'tests_version')
 
 # How the per-node runs reach Slurm (``dispatch``): ``per_node`` one job each (one allocation per node: slurmctld
 # allocates jobs one at a time, and at 1,024 nodes at once its allocations took 0.3-2.3 s each, docs/scale.md);
@@ -455,6 +501,8 @@ def plan_jobs(plan):
               'reason': '%s not found on %s (other nodes have it)' % (plan['binary'], n['name'])} for n in nodes if is_false(n.get('present', True))]
     nodes = present
     env, args, extra, srun, timeout, time_limit = run_settings(plan)
+    require_str('tests_version', plan.get('tests_version'), allow_empty=True, allow_none=True)
+    json = wants_json(plan)
     thresholds = plan.get('thresholds') or {}
     curves = plan.get('gate_curves') or {}
     transport = plan.get('expect_transport') or None
@@ -474,7 +522,9 @@ def plan_jobs(plan):
         expect = expect_for(topology=topology, min_busbw_gbps=minimum, thresholds=thresholds, gate_curves=curves)
         per_node.append({'name': node['name'], 'kind': 'nccl', 'round': 0, 'hosts': [node['name']], 'expect': expect, 'timeout': timeout,
                          'argv': srun_argv(plan['binary'], [node['name']], gpus, False, None, env, args, srun, extra, time_limit,
-                                           node.get('gres_type') or None)})
+                                           node.get('gres_type') or None, json=json)})
+        if json:
+            per_node[-1]['json'] = True
         jobs.append(per_node[-1])
         # Untyped GPUs on a node with GPU GRES of several types stay a job of its own: Slurm 22.05 refuses such a step
         # of an --exclusive job (see multi_exclusive below).
@@ -508,6 +558,7 @@ def group_jobs(plan, group, members, fabric_gate, pairs=False):
     ``a+b``): its fabric run (round 1) and, with ``pairwise`` or ``pairs`` (the isolation follow-up of a failed fabric run
     of this group), its node pairs in rounds (2 and up), all gated by ``fabric_gate`` (``expect_for``'s arguments)."""
     env, args, extra, srun, timeout, time_limit = run_settings(plan)
+    json = wants_json(plan)
     pairs_only = bool(plan.get('pairs_only'))
     label = 'fabric' if group is None else 'fabric:%s' % group
     jobs = []
@@ -524,7 +575,9 @@ def group_jobs(plan, group, members, fabric_gate, pairs=False):
         expect, run_env = multi_node_run(env, names, fabric_gate)
         job = {'name': label, 'kind': 'nccl', 'round': 1, 'hosts': names, 'expect': expect, 'timeout': timeout,
                'argv': srun_argv(plan['binary'], names, gpus_per_node, True, plan.get('mpi'), run_env, args, srun, extra, time_limit,
-                                 multi_type or None, multi_exclusive)}
+                                 multi_type or None, multi_exclusive, json=json)}
+        if json:
+            job['json'] = True
         if group is not None:
             job['group'] = group
         jobs.append(job)
@@ -545,7 +598,9 @@ def group_jobs(plan, group, members, fabric_gate, pairs=False):
                 job = {'name': '%s+%s' % pair, 'kind': 'nccl', 'round': 2 + number, 'hosts': list(pair), 'expect': expect,
                        'timeout': timeout,
                        'argv': srun_argv(plan['binary'], list(pair), gpus_per_node, True, plan.get('mpi'), run_env, args, srun, extra,
-                                         time_limit, multi_type or None, multi_exclusive)}
+                                         time_limit, multi_type or None, multi_exclusive, json=json)}
+                if json:
+                    job['json'] = True
                 if group is not None:
                     job['group'] = group
                 jobs.append(job)

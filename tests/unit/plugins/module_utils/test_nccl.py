@@ -672,7 +672,7 @@ def test_json_matches_text_of_the_same_run():
     for key, value in from_text["params"].items():
         if key != "unalign":
             assert from_json["params"][key] == value
-    assert (from_json["nccl_library"], from_json["json_version"], from_json["avg_busbw_status"]) == (23004, 2, None)
+    assert (from_json["nccl_library"], from_json["json_version"], from_json["avg_busbw_status"]) == (23004, 1, None)
     assert statuses(evaluate(from_json, {"topology": "h200-nvlink-8"})) == statuses(evaluate(from_text, {"topology": "h200-nvlink-8"}))
 
 
@@ -720,9 +720,9 @@ def _mutate(path, value):
 
 @pytest.mark.parametrize("text,message", [
     ("", "nccl-tests JSON is not valid JSON at line 1 column 1: Expecting value (the file ends early"),
-    (fixture("v2.18.3_h200_two_nodes.json")[:5000],
-     "nccl-tests JSON is not valid JSON at line 1 column 4995: Unterminated string starting at (the file ends early: the run was probably killed"),
-    (fixture("v2.18.3_h200_two_nodes.json")[:4990], "nccl-tests JSON is not valid JSON at line 1 column 4991: Expecting ',' delimiter (the file ends early"),
+    (fixture("v2.18.3_h200_two_nodes.json")[:4974],
+     "nccl-tests JSON is not valid JSON at line 1 column 4969: Unterminated string starting at (the file ends early: the run was probably killed"),
+    (fixture("v2.18.3_h200_two_nodes.json")[:4964], "nccl-tests JSON is not valid JSON at line 1 column 4965: Expecting ',' delimiter (the file ends early"),
     ("all_reduce_perf: not json", "nccl-tests JSON is not valid JSON at line 1 column 1: Expecting value"),
     ("[1, 2]", "nccl-tests JSON: top level is a list, expected an object with 'config' and 'results'"),
     ('{"foo": 1}', "nccl-tests JSON: no 'config' and no 'results' key; keys found: foo"),
@@ -767,7 +767,11 @@ def test_parse_run_takes_numbers_from_json_and_transports_from_stdout():
 def test_parse_run_keeps_stdout_errors_when_json_is_complete():
     stdout = fixture("v2.17.8_gh200_busy_failure.txt")
     result = parse_run(stdout, fixture("v2.18.3_h200_two_nodes.json"))
-    assert len(result["errors"]) == 12
+    # the 12 failure lines of the text, then that the JSON is of another run (other hosts)
+    assert len(result["errors"]) == 13
+    assert result["errors"][0] == parse_all_reduce(stdout)["errors"][0]
+    assert result["errors"][-1] == ("the JSON report names the hosts nvidiatools-dell-h200-2-workload, nvidiatools-dell-h200-3-workload, "
+                                    "the text output gpu-1-1, gpu-1-7")
     assert statuses(evaluate(result))["test_errors"] == "fail"
 
 

@@ -231,7 +231,7 @@ def test_plan_jobs_pairs_on_mixed_untyped_nodes_go_without_exclusive():
     ({'binary': 'x', 'gpus': 8, 'cores': 4}, 'unknown NCCL plan key(s) cores, gpus; valid keys: binary, nodes, env, args, timeout, time_limit, srun, '
                                              'srun_extra, node_topology, node_min_busbw_gbps, fabric, fabric_topology, fabric_nics, '
                                              'fabric_min_busbw_gbps, expect_transport, thresholds, pairwise, mpi, pairs_only, leaf_of, gate_curves, '
-                                             'dispatch, dispatch_min_nodes, allocation_wait, salloc, scancel, pairs_groups'),
+                                             'dispatch, dispatch_min_nodes, allocation_wait, salloc, scancel, pairs_groups, json, tests_version'),
     ({'binary': 'x', 'nodes': [{'name': 'gpu-01', 'gpus': 'eight'}]}, "node gpu-01: gpus is 'eight', expected a whole number"),
     ({'binary': 'x', 'nodes': [{'name': 'gpu-01', 'gpus': [8]}]}, 'node gpu-01: gpus is [8], expected a whole number'),
 ])
