@@ -28,7 +28,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
     srun_record)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import NcclParseError, parse_run
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_isolate import isolate, isolation_records, pair_measurements
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import evaluate_run, plan_jobs
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import evaluate_run, plan_jobs, version_records
 
 TAIL = 4000
 JOB_KEYS = ('name', 'kind', 'argv', 'env', 'timeout', 'round', 'hosts', 'gpus', 'image', 'path', 'label', 'ranks', 'expect', 'check', 'reason',
@@ -254,6 +254,7 @@ def judge_jobs(jobs, results, params, mpi_plugin=None):
         series.extend(runs)
         warnings.extend(found)
     records.extend(judge_pairs(jobs, records, params))
+    records.extend(version_records(records))
     return records, series, warnings
 
 

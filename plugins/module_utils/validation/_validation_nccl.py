@@ -30,6 +30,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import check_records
 
 STAGE = 'nccl'
+COLLECTIVE = 'all_reduce_perf'
 NODE_TOPOLOGIES = (
     # (substrings that must all be in the NVML name, GPUs in the node, topology key of _nccl.DEFAULT_BUSBW_GBPS), first match
     # wins: the PCIe cards before the SXM ones of the same GPU ("NVIDIA H100 PCIe" holds "H100"). NVML names: "NVIDIA L40S",
@@ -268,17 +269,49 @@ def evaluate_run(name, result, hosts, expect, check='all_reduce'):
         text = ' '.join(((result.get('stderr') or '') + ' ' + stdout).split())
         if result.get('timed_out'):
             reason = 'all_reduce_perf timed out after %ss' % result.get('timeout')
+        elif parse_error and not stdout.strip():
+            reason = "all_reduce_perf's -J JSON report cannot be read and it printed no text report (%s); rc %s: %s" % (
+                parse_error, result.get('rc'), text[-240:] or 'no output')
         elif parse_error:
             reason = 'all_reduce_perf output is not nccl-tests output (%s); rc %s: %s' % (parse_error, result.get('rc'), text[-240:])
         else:
             reason = 'all_reduce_perf printed no results (rc %s): %s' % (result.get('rc'), text[-240:] or 'no output')
         return [{'stage': STAGE, 'node': name, 'check': check, 'status': 'fail', 'reason': reason, 'hosts': list(hosts)}], []
+    if parsed['collective'] not in (None, COLLECTIVE):
+        source = 'its -J JSON report (args %s)' % parsed['collective'] if parsed['format'] == 'json' else "its '# Collective test' line"
+        return [{'stage': STAGE, 'node': name, 'check': check, 'status': 'fail', 'hosts': list(hosts),
+                 'reason': 'the output is of %s, not %s (%s): is the binary path (validate_nccl_tests_path) right? Its figures are not '
+                           'gated' % (parsed['collective'], COLLECTIVE, source)}], []
     checks = evaluate(parsed, expect)
     if result.get('rc') not in (0, None) and not any(c['status'] == 'fail' for c in checks):
         checks.append({'check': 'exit', 'status': 'fail', 'reason': 'all_reduce_perf exited with rc %s' % result.get('rc')})
     records = check_records(STAGE, name, checks, hosts=list(hosts))
     series = busbw_series(parsed)
     return records, ([{'label': name, 'points': series, 'gate': gate_curve(expect)}] if series else [])
+
+
+def version_records(records):
+    """A failed record naming the nodes of each nccl-tests (or NCCL) version when the NCCL runs' ``records`` (their
+    ``versions``, see ``_validation_jobs.with_run_facts``) name more than one: nodes running different builds are not
+    measured alike, whatever their figures. ``[]`` when they agree or say nothing."""
+    out = []
+    for key, what in (('nccl_tests', 'nccl-tests'), ('nccl', 'NCCL')):
+        nodes = {}
+        for rec in records:
+            version = (rec.get('versions') or {}).get(key)
+            if version and rec.get('stage') == STAGE:
+                for host in rec.get('hosts') or [rec.get('node')]:
+                    nodes.setdefault(version, [])
+                    if host not in nodes[version]:
+                        nodes[version].append(host)
+        if len(nodes) > 1:
+            ordered = sorted(nodes, key=lambda version: (-len(nodes[version]), version))
+            hosts = sorted(set(h for names in nodes.values() for h in names))
+            out.append({'stage': STAGE, 'node': 'cluster', 'check': '%s_version' % key, 'status': 'fail', 'hosts': hosts,
+                        'reason': 'the NCCL runs report %d %s versions: %s; every node should run the same build (validate_nccl_tests_build '
+                                  'builds the pinned one)' % (len(nodes), what, '; '.join(
+                                      '%s on %s' % (version, compress(nodes[version])) for version in ordered))})
+    return out
 
 
 def skip_record(name, reason, hosts=None):
