@@ -77,8 +77,8 @@ def test_evaluate_run_without_result_rows_has_no_series():
      "all_reduce_perf output is not nccl-tests output (line 1: not nccl-tests output: no '# nThread N nGpus N minBytes N maxBytes N ...' "
      "header found; first line: 'hello world'); rc 1: " + 'e' * 228 + ' hello world'),
     ({'rc': 0, 'stdout': '', 'json': '{'},
-     'all_reduce_perf output is not nccl-tests output (nccl-tests JSON is not valid JSON at line 1 column 2: Expecting property name enclosed '
-     'in double quotes (the file ends early: the run was probably killed while writing it)); rc 0: '),
+     "all_reduce_perf's -J JSON report cannot be read and it printed no text report (nccl-tests JSON is not valid JSON at line 1 column 2: "
+     "Expecting property name enclosed in double quotes (the file ends early: the run was probably killed while writing it)); rc 0: no output"),
 ])
 def test_evaluate_run_without_nccl_tests_results(result, reason):
     records, series = vn.evaluate_run('gpu-01', result, ['gpu-01'], {})
