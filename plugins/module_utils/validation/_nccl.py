@@ -1162,6 +1162,11 @@ def _check_busbw(result, opts, gate):
         mean, scope, span, threshold, source, note), value=round(mean, 2), threshold=threshold)
 
 
+def _share(measured, required):
+    """``measured`` as a percentage of ``required``, rounded down to 0.1 (a figure below the curve never reads 100)."""
+    return "%.1f" % (math.floor(measured / required * 1000) / 10.0)
+
+
 def _check_busbw_curve(result, opts, gate):
     """Every measured size in the curve's range against the curve's figure there; names the worst size."""
     points, source = gate["points"], gate["source"]
@@ -1185,8 +1190,9 @@ def _check_busbw_curve(result, opts, gate):
     extra = dict(value=round(worst[1], 2), threshold=worst[2], size=worst[0])
     if below:
         names = ", ".join(size_label(item[0]) for item in below[:5]) + (", ..." if len(below) > 5 else "")
-        return _check("busbw", "fail", "at %s %s GB/s < %s GB/s required (%s); below the curve at %d of the %d sizes gated (%s)%s" % (
-            size_label(worst[0]), measured, required, source, len(below), len(gated), names, note), **extra)
+        # how far off: the measured share of what the curve asks there (the worst size)
+        return _check("busbw", "fail", "at %s %s GB/s < %s GB/s required, %s %% of it (%s); below the curve at %d of the %d sizes gated (%s)%s" % (
+            size_label(worst[0]), measured, required, _share(worst[1], worst[2]), source, len(below), len(gated), names, note), **extra)
     return _check("busbw", "pass", "busbw reaches the %s at all %d sizes gated (%s); closest at %s: %s GB/s >= %s GB/s required%s" % (
         source, len(gated), span, size_label(worst[0]), measured, required, note), **extra)
 

@@ -227,7 +227,7 @@ def test_failure_on_demand(tmp_path, mode, rc, failing, how):
         assert got["out_of_bounds"]["reason"] == "Out of bounds values: 2 FAILED"
     if mode == "busbw":
         # the a100-nvlink-8 gate curve names its worst size (before gate curves: the mean of the rows >= 1 GiB, 22.8 GB/s, against 184.0)
-        assert "at 8 GiB 22.9 GB/s < 184.0 GB/s required (a100-nvlink-8 gate curve); below the curve at 8 of the 8 sizes gated" in got["busbw"]["reason"]
+        assert "at 8 GiB 22.9 GB/s < 184.0 GB/s required, 12.4 % of it (a100-nvlink-8 gate curve); below the curve at 8 of the 8 sizes gated" in got["busbw"]["reason"]
     if mode == "abort":
         result = parse_all_reduce(out)
         assert len(result["rows"]) == 15 and "Test NCCL failure" in got["test_errors"]["reason"]
@@ -411,7 +411,7 @@ def test_the_collections_gate_reads_the_slowed_run(tmp_path, spec, nodelist, env
 
 @pytest.mark.parametrize("spec,message", [
     ("nodes gpu-01 0.5", "line 1: unknown rule 'nodes' (rules: leaf <leafname> <nodes> <factor>, link <nameA> <nameB> <factor>, "
-                         "node <name> <factor>): 'nodes gpu-01 0.5'"),
+                         "node <name> <factor>, nvls-off <nodes>, pcie-gen4-x8 <nodes>, rail-down <nodes> [<rails of the node, 8>]): 'nodes gpu-01 0.5'"),
     ("node gpu-01", "line 1: node wants 2 fields after 'node', got 1 (node <name> <factor>)"),
     ("node gpu-01 0.5 0.6", "line 1: node wants 2 fields after 'node', got 3"),
     ("link gpu-01 0.5", "line 1: link wants 3 fields after 'link', got 2 (link <nameA> <nameB> <factor>)"),

@@ -157,10 +157,10 @@ def test_a_run_that_passes_at_8_gib_but_fails_at_64_mib_names_64_mib():
     result = run((32 * MIB, 60.0), (64 * MIB, 95.1), (128 * MIB, 250.0), (GIB, 300.0), (8 * GIB, 300.0))
     assert busbw(result, {"topology": "h100-nvlink-8"}) == {
         "check": "busbw", "status": "fail", "value": 95.1, "threshold": 149.2, "size": 64 * MIB,
-        "reason": "at 64 MiB 95.1 GB/s < 149.2 GB/s required (h100-nvlink-8 gate curve); below the curve at 1 of the 4 sizes gated (64 MiB)"}
+        "reason": "at 64 MiB 95.1 GB/s < 149.2 GB/s required, 63.7 % of it (h100-nvlink-8 gate curve); below the curve at 1 of the 4 sizes gated (64 MiB)"}
     # the same run against a site's own curve
     mine = {"topology": "h100-nvlink-8", "gate_curves": {"h100-nvlink-8": [["64M", 120], ["8G", 296]]}}
-    assert busbw(result, mine)["reason"].startswith("at 64 MiB 95.1 GB/s < 120.0 GB/s required (h100-nvlink-8 gate curve)")
+    assert busbw(result, mine)["reason"].startswith("at 64 MiB 95.1 GB/s < 120.0 GB/s required, 79.2 % of it (h100-nvlink-8 gate curve)")
     # the flat threshold of before looks at the large sizes only, and passes it
     assert busbw(result, {"topology": "h100-nvlink-8", "thresholds": {"h100-nvlink-8": 296}})["status"] == "pass"
 
@@ -189,7 +189,7 @@ def test_a_figure_just_below_the_curve_is_shown_to_the_hundredth():
 def test_many_sizes_below_the_curve_are_listed_up_to_five():
     result = run(*[(size, 10.0) for size in SIZES])
     assert busbw(result, {"topology": "a100-nvlink-8"})["reason"] == (
-        "at 8 GiB 10.0 GB/s < 184.0 GB/s required (a100-nvlink-8 gate curve); below the curve at 8 of the 8 sizes gated "
+        "at 8 GiB 10.0 GB/s < 184.0 GB/s required, 5.4 % of it (a100-nvlink-8 gate curve); below the curve at 8 of the 8 sizes gated "
         "(64 MiB, 128 MiB, 256 MiB, 512 MiB, 1 GiB, ...)")
 
 
@@ -200,7 +200,7 @@ def test_a_multi_node_run_is_gated_at_its_stretched_sizes():
     assert (check["status"], check["size"], check["threshold"]) == ("pass", 256 * MIB, 151.2)
     assert "ib-ndr-400 x 8 NIC(s) gate curve, sizes x 4 for 8 nodes at all 2 sizes gated (256 MiB..8 GiB)" in check["reason"]
     assert busbw(result, {"topology": "ib-ndr-400", "nics": 8, "nodes": 2})["reason"].startswith(
-        "at 128 MiB 5.0 GB/s < 202.4 GB/s required (ib-ndr-400 x 8 NIC(s) gate curve); below the curve at 3 of the 4 sizes gated "
+        "at 128 MiB 5.0 GB/s < 202.4 GB/s required, 2.4 % of it (ib-ndr-400 x 8 NIC(s) gate curve); below the curve at 3 of the 4 sizes gated "
         "(64 MiB, 128 MiB, 256 MiB)")
 
 
