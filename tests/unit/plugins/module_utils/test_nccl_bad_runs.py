@@ -41,7 +41,8 @@ def closed_at_exit(doc_text, rows):
     return json.dumps(doc)
 
 
-FAILED_TEXT = TEXT[:TEXT.index('     2097152  ')] + "gpu-h100-01: Test NCCL failure common.cu:1042 'unhandled cuda error (run with NCCL_DEBUG=INFO for details) / '\n"
+FAILED_TEXT = (TEXT[:TEXT.index('     2097152  ')]
+               + "gpu-h100-01: Test NCCL failure common.cu:1042 'unhandled cuda error (run with NCCL_DEBUG=INFO for details) / '\n")
 
 # (case, result of the run, failed check, reason: its start and a part of it)
 CASES = [

@@ -53,7 +53,8 @@ def test_the_script_prints_the_report_between_markers_and_keeps_the_exit_status(
     # writes its -J file as nccl-tests does (the path after -J) and fails as a run with #wrong does
     fake.write_text('#!/bin/sh\nwhile [ "$1" != "-J" ]; do shift; done\nprintf \'{"version":3}\' > "$2"\necho "# text"\nexit 1\n')
     fake.chmod(0o755)
-    proc = subprocess.run(['sh', '-c', JSON_SCRIPT, str(fake), '-b', '8'], capture_output=True, text=True, env={'TMPDIR': str(tmp_path), 'PATH': '/usr/bin:/bin'})
+    proc = subprocess.run(['sh', '-c', JSON_SCRIPT, str(fake), '-b', '8'], capture_output=True, text=True, check=False,
+                          env={'TMPDIR': str(tmp_path), 'PATH': '/usr/bin:/bin'})
     assert proc.returncode == 1
     assert proc.stdout == '# text\n%s\n{"version":3}\n%s\n' % (JSON_BEGIN, JSON_END)
     assert split_json_report(proc.stdout) == {'stdout': '# text\n', 'json': '{"version":3}', 'json_reports': 1}
