@@ -62,12 +62,14 @@ def _pytest_files():
 
 
 def _molecule_selection():
-    """(environment variable, default, marker) of the default scenario's split into core and acceptance tests."""
+    """(environment variable, default, marker, also-in-core marker) of the default scenario's split into core and
+    acceptance tests: a test carrying the marker is an acceptance test; one that also carries the second runs in
+    the core set too."""
     text = (ROOT / "molecule" / "default" / "tests" / "conftest.py").read_text()
     env = re.search(r'os\.environ\.get\("(\w+)", "(\w+)"\)', text)
-    marker = re.search(r'get_closest_marker\("(\w+)"\)', text)
-    assert env and marker, "molecule/default/tests/conftest.py: no test selection found"
-    return env.group(1), env.group(2), marker.group(1)
+    markers = re.findall(r'get_closest_marker\("(\w+)"\)', text)
+    assert env and len(markers) == 2, "molecule/default/tests/conftest.py: no test selection found"
+    return env.group(1), env.group(2), markers[0], markers[1]
 
 
 def _scenario_test_dir(scenario):
@@ -81,7 +83,7 @@ def stage_plan():
     """{stage: [(path collected, selection or None)]}, and the set of stages CI runs."""
     text = TEST_SH.read_text()
     main, extra = _bash_array(text, "ALL_STAGES"), _bash_array(text, "EXTRA_STAGES")
-    env_name, env_default, _marker = _molecule_selection()
+    env_name, env_default, _marker, _also = _molecule_selection()
     scenarios = sorted(p.parent.name for p in (ROOT / "molecule").glob("*/molecule.yml"))
     plan = {}
     for stage in main + extra:
@@ -118,22 +120,35 @@ def _has_marker(node, marker):
     return any(isinstance(n, ast.Attribute) and n.attr == marker for n in ast.walk(node))
 
 
-def named_tests(path, name, marker):
-    """[(test name, carries marker)] of a test file, or of the one test or class ``name`` in it."""
+def named_tests(path, name, marker, also=None):
+    """[(test name, carries marker, carries also)] of a test file, or of the one test or class ``name`` in it."""
     tree = ast.parse((ROOT / path).read_text())
-    module_marked = any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in n.targets)
-                        and _has_marker(n.value, marker) for n in tree.body)
+
+    def module_marked(wanted):
+        return wanted is not None and any(isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in n.targets)
+                                          and _has_marker(n.value, wanted) for n in tree.body)
+
+    def marked(node, wanted):
+        return module_marked(wanted) or (wanted is not None and any(_has_marker(d, wanted) for d in node.decorator_list))
+
     found = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and (node.name.startswith("test_") or node.name.startswith("Test")):
-            found.append((node.name, module_marked or any(_has_marker(d, marker) for d in node.decorator_list)))
+            found.append((node.name, marked(node, marker), marked(node, also)))
         elif isinstance(node, ast.ImportFrom):  # tests run from another module (molecule/bookworm imports default's)
-            found.extend((a.asname or a.name, module_marked) for a in node.names if (a.asname or a.name).startswith("test_"))
+            found.extend((a.asname or a.name, module_marked(marker), module_marked(also))
+                         for a in node.names if (a.asname or a.name).startswith("test_"))
         elif isinstance(node, ast.Assign):  # test_x = check_x
-            found.extend((t.id, module_marked) for t in node.targets if isinstance(t, ast.Name) and t.id.startswith("test_"))
+            found.extend((t.id, module_marked(marker), module_marked(also))
+                         for t in node.targets if isinstance(t, ast.Name) and t.id.startswith("test_"))
     if name is not None:
         found = [item for item in found if item[0] == name]
     return found
+
+
+def _selected(selection, marker, marked, also):
+    """Whether a test with these markers is in a molecule selection (``core``, ``acceptance``)."""
+    return marked if selection == marker else (not marked or also)
 
 
 def stages_of(reference, plan):
@@ -141,8 +156,8 @@ def stages_of(reference, plan):
     path, _sep, name = reference.partition("::")
     name = name or None
     assert (ROOT / path).is_file(), "%s: no such file" % path
-    marker = _molecule_selection()[2]
-    tests = named_tests(path, name, marker)
+    _env, _default, marker, also = _molecule_selection()
+    tests = named_tests(path, name, marker, also)
     assert tests, "%s: %s" % (reference, "no test of that name" if name else "no test in the file")
     patterns = _pytest_files()
     stages = set()
@@ -151,7 +166,7 @@ def stages_of(reference, plan):
             inside = path == where or (path.startswith(where + "/") and any(fnmatch.fnmatch(pathlib.PurePath(path).name, p) for p in patterns))
             if not inside:
                 continue
-            if selection is None or selection == "all" or any(marked == (selection == marker) for _n, marked in tests):
+            if selection is None or selection == "all" or any(_selected(selection, marker, m, a) for _n, m, a in tests):
                 stages.add(stage)
     return stages
 
@@ -240,8 +255,13 @@ def test_the_stages_are_read_from_the_test_command():
 
 def test_a_files_stages_come_from_its_markers():
     plan, _ci = stage_plan()
-    assert stages_of("molecule/default/tests/test_configless.py", plan) == {"acceptance"}
+    assert stages_of("molecule/default/tests/test_zy_sharing.py", plan) == {"acceptance"}
     assert stages_of("molecule/default/tests/test_accounting.py", plan) == {"molecule"}
+    # an acceptance test that also carries the ci marker runs in both; its file's other tests only in acceptance
+    assert stages_of("molecule/default/tests/test_configless.py", plan) == {"molecule", "acceptance"}
+    mig = "molecule/default/tests/test_zz_mig_changes.py::"
+    assert stages_of(mig + "test_changing_one_gpu_drains_waits_for_the_job_and_shrinks_the_gres", plan) == {"molecule", "acceptance"}
+    assert stages_of(mig + "test_a_gpu_with_a_running_process_is_refused_and_nothing_changes", plan) == {"acceptance"}
     # a file with tests of both kinds runs in both; one test of it in its own
     assert stages_of("molecule/default/tests/test_slurm.py", plan) == {"molecule", "acceptance"}
     assert stages_of("molecule/default/tests/test_slurm.py::test_sinfo_every_node_idle_with_its_gres", plan) == {"molecule"}

@@ -5,7 +5,10 @@ converged cluster that takes seconds. acceptance (the `acceptance` stage of scri
 `bookworm` and `upgrade`): the long acceptance tests of later issues, each of which re-runs playbooks on the
 converged cluster for minutes (adding a node, air-gapped install, configless, NVML autodetect, GPU sharing,
 the health check tiers, the deep tier, MIG layout changes). Both together passed CI's 45 cold minutes on
-2 cores. A test is an acceptance test when it, or its module, carries ``pytest.mark.acceptance``.
+2 cores. A test is an acceptance test when it, or its module, carries ``pytest.mark.acceptance``. An acceptance
+test that also carries ``pytest.mark.ci`` runs in both sets: the few acceptance tests that guard the collection's
+core promises (a MIG change on the running cluster, configless, a health-check drain and resume) run in CI too,
+and still in their place in the acceptance stage, where the tests after them rely on what they did.
 """
 import os
 
@@ -16,6 +19,7 @@ CHOICES = ("core", "acceptance", "all")
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "acceptance: a long acceptance test, run by the `acceptance` stage (not in CI)")
+    config.addinivalue_line("markers", "ci: an acceptance test CI's molecule stage (core) runs as well")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -25,7 +29,8 @@ def pytest_collection_modifyitems(config, items):
     if which == "all":
         return
     want_acceptance = which == "acceptance"
-    keep = [item for item in items if (item.get_closest_marker("acceptance") is not None) == want_acceptance]
+    keep = [item for item in items if (item.get_closest_marker("acceptance") is not None) == want_acceptance
+            or (not want_acceptance and item.get_closest_marker("ci") is not None)]
     dropped = [item for item in items if item not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)

@@ -101,6 +101,7 @@ def test_the_periodic_tier_drains_with_its_tag_and_resumes_after_two_passes(name
     resume_after_passes(name)
 
 
+@pytest.mark.ci  # also in CI's molecule stage (conftest.py)
 def test_xid_79_names_the_lost_gpu_and_the_xid(name=H100):
     sh(name, "nvmlsim xid --gpu 0 --code 79")
     rc, out, _seconds = periodic(name)

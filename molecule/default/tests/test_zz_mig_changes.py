@@ -98,6 +98,7 @@ def slurm_conf_node_gres(text, name):
 # ----------------------------------------------------------------------------- the layout in place
 
 
+@pytest.mark.ci  # also in CI's molecule stage (conftest.py)
 def test_all_balanced_gives_each_model_its_own_layout_and_slurm_follows():
     rc, output = playbook()
     assert rc == 0, output[-5000:]
@@ -115,6 +116,7 @@ def test_all_balanced_gives_each_model_its_own_layout_and_slurm_follows():
         assert sh(name, "cat /etc/slurm/slurm.conf").stdout == slurm_conf
 
 
+@pytest.mark.ci  # also in CI's molecule stage (conftest.py)
 def test_boot_unit_and_layout_file_are_installed():
     for name in GPU_NODES:
         host = node(name)
@@ -155,6 +157,7 @@ def test_reapplying_changes_nothing_and_makes_no_nvml_mutation():
 # ----------------------------------------------------------------------------- one GPU, a shrink, a running job
 
 
+@pytest.mark.ci  # also in CI's molecule stage (conftest.py)
 def test_changing_one_gpu_drains_waits_for_the_job_and_shrinks_the_gres():
     wait_idle(GPU_NODES)
     before = layout(H100)
