@@ -338,7 +338,11 @@ def test_air_gapped_install_from_a_local_package_directory_and_a_reconfigure_onl
     controller (downloaded with apt-get download on a node of the cluster's release, as a site would fill its
     directory): the packages are copied to every node and installed from there; the same versions change no
     daemon. The same run changes KillWait, which scontrol reconfigure applies: the role restarts no daemon
-    (on Slurm 23.11 and later the reconfigure itself starts new daemon processes, as it documents)."""
+    (on Slurm 23.11 and later the reconfigure itself starts new daemon processes, as it documents).
+
+    Air-gapped for real: every node's apt sources are emptied (and its package lists dropped) for the run, and one
+    package of the directory (libpmix-dev) is removed from every node first, so the run has to install it and can
+    only have it from the directory."""
     wait_idle(COMPUTE)
     debs = tmp_path / "debs"
     debs.mkdir()
@@ -349,8 +353,14 @@ def test_air_gapped_install_from_a_local_package_directory_and_a_reconfigure_onl
     podman("cp", "%s%s:/tmp/debs/." % (PREFIX, CONTROLLER), str(debs))
     ctl("rm -rf /tmp/debs")
     assert len(list(debs.iterdir())) == len(names), sorted(p.name for p in debs.iterdir())
+    wanted = ctl("dpkg-query -W -f='${Version}' libpmix-dev").stdout
     before = start_times(DAEMONS)
     try:
+        for name in [CONTROLLER] + COMPUTE:  # no package source left, and one package of the directory to install
+            node(name).run_test("cp /etc/apt/sources.list /etc/apt/sources.list.gpucluster-test && : > /etc/apt/sources.list && "
+                                "rm -rf /var/lib/apt/lists/* && dpkg -r libpmix-dev")
+            policy = node(name).run("apt-cache policy libpmix-dev").stdout
+            assert not re.search(r"Candidate: (?!\(none\))", policy), (name, policy)  # apt has nowhere to get it from
         rc, output = _slurm_stage({"slurm_install_source": "local", "slurm_local_package_dir": str(debs),
                                    "slurm_conf_overrides": dict(SIMULATED_VARS["slurm_conf_overrides"], KillWait=29)})
         assert rc == 0, output[-5000:]
@@ -361,6 +371,8 @@ def test_air_gapped_install_from_a_local_package_directory_and_a_reconfigure_onl
             skipped = "slurmd_" if name == CONTROLLER else "slurmctld_"
             assert sorted(cached) == sorted(p.name for p in debs.iterdir() if not p.name.startswith(skipped)), (name, cached)
             assert node(name).run("dpkg-query -W -f='${Status}' %s" % skipped[:-1]).stdout != "install ok installed"
+            # installed again, from the directory alone
+            assert node(name).run("dpkg-query -W -f='${Status} ${Version}' libpmix-dev").stdout == "install ok installed " + wanted
         changed = {task for task, _host in _changes(output)}
         assert "Reconfigure Slurm" in changed, output[-5000:]
         assert not changed & {"Restart slurmctld (before any slurmd)", "Restart slurmd", "Restart the slurmds outside this run"}, changed
@@ -374,6 +386,8 @@ def test_air_gapped_install_from_a_local_package_directory_and_a_reconfigure_onl
     finally:
         for name in NODES:
             node(name).run("rm -rf /var/cache/gpucluster-slurm-packages")
+            node(name).run("test -e /etc/apt/sources.list.gpucluster-test && mv /etc/apt/sources.list.gpucluster-test /etc/apt/sources.list "
+                           "&& apt-get -qq update")
         rc, output = _slurm_stage()
         assert rc == 0, output[-5000:]
         wait_idle(COMPUTE)

@@ -93,6 +93,7 @@ def test_an_mps_job_reaches_a_daemon_of_its_user_and_none_is_left_after_it(mps_l
     assert re.match(r"^%s/%s-\d+/pipe$" % (MPS_DIR, uid("alice")), job["pipe"]), out
     assert job["pinned"] == "0=20480M", out  # half of the simulated A100's 40960 MiB
     assert job["answer"] == "0", out  # its daemon answered
+    wait_idle([MPS_NODE])  # the epilog that stops the daemon runs after srun returns (the node is COMPLETING until then)
     assert daemons() == []
     assert sh(MPS_NODE, "ls -A %s/jobs" % MPS_DIR).stdout.strip() == ""
 
@@ -100,9 +101,13 @@ def test_an_mps_job_reaches_a_daemon_of_its_user_and_none_is_left_after_it(mps_l
 def test_two_users_jobs_share_the_gpu_each_with_its_own_daemon(mps_layer):
     alice_uid = uid("alice")
     # bob's job, once alice's runs, also asks alice's daemon: her directory is hers (0700), so it cannot
-    cross = ("sleep 3; ls -d %s/%s-*; for d in %s/%s-*; do echo get_server_list | CUDA_MPS_PIPE_DIRECTORY=$d/pipe "
-             "nvidia-cuda-mps-control; echo cross=$?; done" % (MPS_DIR, alice_uid, MPS_DIR, alice_uid))
-    jobs = run_jobs_together(MPS_NODE, [("alice", "mps:50", PROBE), ("bob", "mps:50", PROBE + "; " + cross)], seconds=8)
+    cross = ("sleep 3; ls -d %s/%s-*; echo crossed_at=$(date +%%s.%%N); for d in %s/%s-*; do echo get_server_list | "
+             "CUDA_MPS_PIPE_DIRECTORY=$d/pipe nvidia-cuda-mps-control; echo cross=$?; done" % (MPS_DIR, alice_uid, MPS_DIR, alice_uid))
+    # alice's job shows its daemon alive before and after bob's try (the same processes, answering her again), so
+    # his refusal is her directory's doing, not a daemon that had already gone
+    alive = "echo alive=$(pgrep -u alice -x nvidia-cuda-mps | sort | tr '\\n' ' ')@$(date +%s.%N)"
+    again = "%s; sleep 8; echo get_server_list | nvidia-cuda-mps-control >/dev/null; echo again=$?; %s" % (alive, alive)
+    jobs = run_jobs_together(MPS_NODE, [("alice", "mps:50", PROBE + "; " + again), ("bob", "mps:50", PROBE + "; " + cross)], seconds=2)
     assert [job["state"] for job in jobs] == ["COMPLETED", "COMPLETED"], jobs
     assert overlap(*jobs), jobs
     alice, bob = parse(jobs[0]["output"]), parse(jobs[1]["output"])
@@ -113,5 +118,12 @@ def test_two_users_jobs_share_the_gpu_each_with_its_own_daemon(mps_layer):
     assert alice["pipe"].split("-")[-1] == bob["pipe"].split("-")[-1], jobs
     assert alice["pipe"].rsplit("/", 1)[0] in jobs[1]["output"], jobs  # bob saw alice's daemon directory ...
     crossed = re.findall(r"cross=(\d+)", jobs[1]["output"])
-    assert crossed and all(code != "0" for code in crossed), jobs  # ... and her daemon did not answer him
+    assert crossed and all(code != "0" for code in crossed), jobs  # ... and her daemon did not answer him ...
+    # ... while it ran: alice's daemon processes were the same before and after his try, and answered her after it
+    seen = re.findall(r"^alive=([\d ]*)@([\d.]+)$", jobs[0]["output"], re.M)
+    crossed_at = float(re.search(r"^crossed_at=([\d.]+)$", jobs[1]["output"], re.M).group(1))
+    assert len(seen) == 2 and seen[0][0].strip() and seen[0][0] == seen[1][0], jobs
+    assert float(seen[0][1]) < crossed_at < float(seen[1][1]), (seen, crossed_at)
+    assert re.search(r"^again=0$", jobs[0]["output"], re.M), jobs
+    wait_idle([MPS_NODE])  # both epilogs ran (each stops its user's daemon)
     assert daemons() == []
