@@ -10,9 +10,13 @@ the versions the package source would give, its GPUs through NVML, the processes
 :func:`node_problems` once.  The rules:
 
 * the Slurm release each host has or would get (the installed package, else the candidate of the package source)
-  is 22.05 or newer;
-* SchedMD's version rules: slurmdbd >= slurmctld >= slurmd and the client commands, each at most
-  ``_slurm_version.upgrade_window`` releases older than the daemon it talks to;
+  is 22.05 or newer (``_slurm_version.OLDEST``, the collection's version policy); an older one (Ubuntu 22.04's 21.08)
+  is refused naming why and the ways to a supported release for that host's OS (SchedMD's slurm-smd packages built
+  from the release tarball; the distribution releases whose own Slurm the collection runs, ``_distributions``);
+* SchedMD's version rules (``_slurm_version.skew_problem``): slurmdbd >= slurmctld >= slurmd and the client
+  commands, each at most ``_slurm_version.upgrade_window`` releases older than the daemon it talks to;
+* SchedMD's support window (``_slurm_version.support_warnings``, on the day given as ``today``): a release past it,
+  or older than its security release, is a warning naming the month, not a refusal;
 * Slurm hosts of several OS releases that would get several Slurm releases (one line naming each OS release);
 * the MIG layout against the node's real GPUs with the mig role's own planner (``_mig_plan``): profile names,
   counts that fit, GPU indices, MIG asked of a GPU without MIG, every GPU covered with ``mig_require_all_gpus``;
@@ -21,7 +25,7 @@ the versions the package source would give, its GPUs through NVML, the processes
   (``_gpu_baseline.reset_blocker_failures``, as the role's reset-blockers check).
 
 :func:`node_problems` returns ``(lines, warnings)``: one line per problem, the same problem of several hosts one
-line naming them as a hostlist.  :func:`package_file` reads a package file's name and version from its file name.
+line naming them as a hostlist (warnings too).  :func:`package_file` reads a package file's name and version from its file name.
 Standard library only.
 """
 
@@ -32,24 +36,21 @@ __metaclass__ = type
 import copy
 import re
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _distributions as distributions
 from ansible_collections.gpucluster.bringup.plugins.module_utils._gpu_baseline import reset_blocker_failures
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, natural_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight_site as site
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan as mig_plan
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as sv
 
-# The oldest Slurm release the collection runs (roles/slurm README: Debian 12's 22.05).
-OLDEST = (22, 5)
+# The oldest Slurm release the collection runs (the version policy: _slurm_version.OLDEST).
+OLDEST = sv.OLDEST
 ROLES = ('controller', 'compute', 'slurmdbd')
 # The daemon each role runs; the client commands come with every role.
 DAEMONS = (('controller', 'slurmctld'), ('compute', 'slurmd'), ('slurmdbd', 'slurmdbd'))
 # Packages of the client commands: Debian's slurm-client, the RHEL family's slurm, SchedMD's Debian build
 CLIENT_PACKAGES = ('slurm-client', 'slurm', 'slurm-smd-client')
 SOURCES = ('distro', 'local')
-HOW_TO_GET = ('a newer distribution release (Debian 12 bookworm has 22.05, Debian 13 trixie 24.11, Ubuntu 24.04 noble 23.11), '
-              'or SchedMD\'s own packages built from the release tarball (https://download.schedmd.com/slurm/, '
-              'slurm.spec or debian/ of the tarball) installed with slurm_install_source: local and slurm_local_package_dir '
-              '(or slurm_local_packages)')
 NO_DRIVER = 'no NVIDIA driver: libnvidia-ml.so.1 cannot be loaded'
 
 # name_version_arch.deb (Debian policy), name-version-release.arch.rpm
@@ -141,7 +142,28 @@ def _os_text(reading):
 
 # --------------------------------------------------------------------------------------------- Slurm versions
 
-def _slurm_problems(readings, wants, add, lines):
+def how_to_get(reading, today=None):
+    """The ways to a Slurm release the collection runs, for the OS of ``reading`` (one text)."""
+    osr = reading.get('os') or {}
+    row = distributions.find(osr.get('id'), osr.get('version_id'))
+    day = sv.as_date(today)
+    current = ', '.join(sv.release_name(r) for r in sv.supported_releases(day))
+    head = ''
+    if row['slurm'] and sv.too_old(sv.parse_version(row['slurm'])):
+        head = '%s has no newer Slurm than %s in its %s component; ' % (row['name'], row['slurm'], row['slurm_component'])
+    others = []
+    for other in distributions.DISTRIBUTIONS:
+        version = sv.parse_version(other['slurm'])
+        if other is row or sv.too_old(version):
+            continue
+        ends = sv.support(version)['ends']
+        others.append('%s (Slurm %s%s)' % (other['name'], other['slurm'],
+                                           ', past SchedMD\'s support since %s' % sv.month_name(ends) if (day.year, day.month) >= ends else ''))
+    return ('%sinstall a supported one: %s (the way to a release SchedMD supports on %s: %s); or move the Slurm hosts to a '
+            'distribution release whose own Slurm the collection runs: %s' % (head, sv.SMD_BUILD, day.isoformat(), current, ', '.join(others)))
+
+
+def _slurm_problems(readings, wants, add, lines, warn, today):
     got = {}  # host -> daemon -> (version, package, text, where)
     for host in sorted(readings, key=natural_key):
         want, reading = wants.get(host) or {}, readings[host]
@@ -158,48 +180,38 @@ def _slurm_problems(readings, wants, add, lines):
                 add(host, found)
                 continue
             version, name, text, where = found
-            if version[:2] < OLDEST:
+            if sv.too_old(version):
                 old.setdefault((version, text, where), []).append(name)
                 continue
             got.setdefault(host, {})[daemon] = found
         for (version, text, where), names in sorted(old.items()):
             add(host, 'Slurm %s (package%s %s %s, %s) is older than %s, the oldest release the collection supports '
-                '(slurm_install_source %s); install a supported one: %s'
+                '(slurm_install_source %s): %s; %s'
                 % (sv.version_name(version), 's' if len(names) > 1 else '', ', '.join(names), text, where, sv.release_name(OLDEST),
-                   want.get('source', 'distro'), HOW_TO_GET))
+                   want.get('source', 'distro'), sv.TOO_OLD_WHY, how_to_get(reading, today)))
+    for host in sorted(got, key=natural_key):
+        for version in sorted(set(found[0] for found in got[host].values())):
+            for text in sv.support_warnings(version, today):
+                warn(host, text)
     ctl = [(h, d['slurmctld']) for h, d in got.items() if 'slurmctld' in d]
     dbd = [(h, d['slurmdbd']) for h, d in got.items() if 'slurmdbd' in d]
     if ctl:
         ctl_host, (ctl_version, _n, _t, _w) = sorted(ctl, key=lambda item: natural_key(item[0]))[0]
-        window = sv.upgrade_window(ctl_version)
         for host, (version, name, text, where) in dbd:
-            ahead = sv.releases_ahead(ctl_version, version)
-            if ahead < 0:
-                add(host, 'slurmdbd would be Slurm %s (package %s %s, %s) but slurmctld on %s %s; Slurm\'s version rules: slurmdbd >= '
-                    'slurmctld >= slurmd and the client commands; expected slurmdbd of release %s or newer'
-                    % (sv.version_name(version), name, text, where, ctl_host, sv.version_name(ctl_version), sv.release_name(ctl_version)))
-            elif ahead > sv.upgrade_window(version):
-                add(host, 'slurmdbd would be Slurm %s (package %s %s, %s), %d releases after slurmctld %s on %s; slurmdbd %s talks to '
-                    'slurmctld of at most %d releases back (SchedMD\'s upgrade rules); expected the same release on both'
-                    % (sv.version_name(version), name, text, where, ahead, sv.version_name(ctl_version), ctl_host,
-                       sv.release_name(version), sv.upgrade_window(version)))
+            problem = sv.skew_problem('slurmdbd', version, ctl_version)
+            if problem:
+                add(host, 'slurmdbd would be Slurm %s (package %s %s, %s) but slurmctld on %s %s: %s'
+                    % (sv.version_name(version), name, text, where, ctl_host, sv.version_name(ctl_version), problem))
         for host in sorted(got, key=natural_key):
             for daemon in ('slurmd', 'client'):
                 if daemon not in got[host]:
                     continue
                 version, name, text, where = got[host][daemon]
-                what = 'slurmd' if daemon == 'slurmd' else 'the client commands'
-                behind = sv.releases_ahead(version, ctl_version)
-                if behind < 0:
-                    add(host, '%s would be Slurm %s (package %s %s, %s) but slurmctld on %s %s; Slurm\'s version rules: slurmdbd >= '
-                        'slurmctld >= slurmd and the client commands; expected release %s or older for %s'
-                        % (what, sv.version_name(version), name, text, where, ctl_host, sv.version_name(ctl_version),
-                           sv.release_name(ctl_version), what))
-                elif behind > window:
-                    add(host, '%s would be Slurm %s (package %s %s, %s), %d releases before slurmctld %s on %s, which talks to at most %d '
-                        'releases back (SchedMD\'s upgrade rules); expected release %s or at most %d before it'
-                        % (what, sv.version_name(version), name, text, where, behind, sv.version_name(ctl_version), ctl_host, window,
-                           sv.release_name(ctl_version), window))
+                problem = sv.skew_problem(daemon, version, ctl_version)
+                if problem:
+                    add(host, '%s would be Slurm %s (package %s %s, %s) but slurmctld on %s %s: %s'
+                        % ('slurmd' if daemon == 'slurmd' else 'the client commands', sv.version_name(version), name, text, where,
+                           ctl_host, sv.version_name(ctl_version), problem))
     # several OS releases that give several Slurm releases
     by_os = {}
     releases = set()
@@ -307,29 +319,35 @@ def _gpu_text(gpus):
 
 # --------------------------------------------------------------------------------------------- all of it
 
-def node_problems(readings, wants, missing=()):
+def node_problems(readings, wants, missing=(), today=None):
     """The problems of every node: ``(lines, warnings)``.
 
     ``readings``: host -> the module's ``reading``; ``wants``: host -> what the inventory asks of it:
     ``roles`` (controller, compute, slurmdbd), ``packages`` (the Slurm packages its roles install), ``source``
     (distro or local), ``mig_layout``, ``mig_layout_var``, ``mig_gpus`` (the layout's entries), ``mig_require_all_gpus``,
-    ``mig_reset_blockers``; ``missing``: ``host: why`` of hosts that gave no reading (unreachable).
+    ``mig_reset_blockers``; ``missing``: ``host: why`` of hosts that gave no reading (unreachable); ``today``: the day
+    SchedMD's support window is judged on (None: the calendar's).
     """
     grouped, order = {}, []
+    noted, noted_order = {}, []
     lines = []
 
-    def add(host, message):
-        if message not in grouped:
-            grouped[message] = []
-            order.append(message)
-        if host not in grouped[message]:
-            grouped[message].append(host)
+    def add(host, message, into=(grouped, order)):
+        if message not in into[0]:
+            into[0][message] = []
+            into[1].append(message)
+        if host not in into[0][message]:
+            into[0][message].append(host)
+
+    def warn(host, message):
+        add(host, message, (noted, noted_order))
     warnings = []
     for why in missing:
         lines.append('%s; nothing was read from it (bring it back, or leave it out with --limit)' % why)
-    _slurm_problems(readings, wants, add, lines)
+    _slurm_problems(readings, wants, add, lines, warn, today)
     for host in sorted(readings, key=natural_key):
         _mig_problems(host, readings[host], wants.get(host) or {}, add, warnings)
+    warnings = ['%s: %s' % (host_text(noted[message]), message) for message in noted_order] + warnings
     return ['%s: %s' % (host_text(grouped[message]), message) for message in order] + lines, warnings
 
 

@@ -22,6 +22,25 @@ and decide from :func:`behaviour` what that release does:
 * ``topology_block`` - the topology/block plugin (``BlockName=`` lines,
   NVLink domains) exists from 23.11 on (its release notes, topology.conf(5)).
 
+It also holds the collection's one version policy (issue 46), which the node
+preflight and ``docs/slurm-versions.md`` (checked by a unit test) take from here:
+
+* :data:`OLDEST` - the oldest release the collection runs (22.05): the slurm
+  role writes ``MultipleFiles=`` lines in gres.conf (MIG instances) and
+  ``CgroupPlugin=autodetect`` in cgroup.conf, which slurmd before 22.05
+  refuses, so it would not start (:data:`TOO_OLD_WHY`);
+* :func:`support` - SchedMD's support window of each major release: a
+  release is named for its month (``24.11``: November 2024) and supported for
+  :data:`SUPPORT_MONTHS` (18) months, so that since the six-monthly releases of
+  23.11 the three latest are supported (24.11 left support in May 2026, when
+  26.05 came; 25.05, 25.11 and 26.05 are the current ones);
+  :func:`support_warnings` says when a release is past it, naming the month,
+  or misses a security release (:data:`SECURITY_RELEASES`); the day is a
+  parameter (``today``), so that nothing here changes with the calendar;
+* :func:`skew_problem` - SchedMD's rules between the daemons: slurmdbd >=
+  slurmctld >= slurmd and the client commands, each at most
+  :func:`upgrade_window` releases apart.
+
 Standard library only; bad input raises ``ValueError`` naming the value.
 """
 
@@ -29,11 +48,30 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
 import re
 
 # Major releases, oldest first.  Since 23.11 SchedMD releases every six
 # months (YY.05, YY.11); later ones are computed by :func:`major_releases`.
-_KNOWN_RELEASES = ((20, 2), (20, 11), (21, 8), (22, 5), (23, 2), (23, 11), (24, 5), (24, 11))
+_KNOWN_RELEASES = ((20, 2), (20, 11), (21, 8), (22, 5), (23, 2), (23, 11), (24, 5), (24, 11), (25, 5), (25, 11), (26, 5))
+# The newest release this collection knows (its behaviour, its support window); a newer one is taken as this one
+NEWEST_KNOWN = _KNOWN_RELEASES[-1]
+# The oldest release the collection runs, and why
+OLDEST = (22, 5)
+TOO_OLD_WHY = ('the slurm role writes gres.conf MultipleFiles= lines (MIG instances) and cgroup.conf CgroupPlugin=autodetect, '
+               'which a slurmd before 22.05 does not take: it would not start')
+# SchedMD supports a major release for 18 months from its release month (the release's name: 24.11 is November 2024)
+SUPPORT_MONTHS = 18
+# SchedMD's security releases: the month, what they fixed, the first fixed version of each release still supported
+SECURITY_RELEASES = (
+    {'month': (2026, 9), 'fixes': 'eight CVEs', 'versions': ((25, 5, 9), (25, 11, 8), (26, 5, 4))},
+)
+# Where a site gets SchedMD's own packages of a current release (issue 46): the release tarball and its debian/ packaging
+SMD_BUILD = ("SchedMD's slurm-smd packages built from the release tarball (https://download.schedmd.com/slurm/, e.g. "
+             'slurm-26.05.4.tar.bz2: mk-build-deps -i debian/control; debuild -b -uc -us) and installed with '
+             'slurm_install_source: local and slurm_local_package_dir')
+_MONTHS = ('January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November',
+           'December')
 
 # "slurm 22.05.8", "slurm-wlm 24.11.5", "24.11.5-4+deb13u1", "22.05.8-4+deb12u3",
 # "slurm 25.05.0-0rc1": major.minor.micro (the minor with or without its 0).
@@ -137,3 +175,148 @@ def behaviour(version):
         'topology_block': release >= (23, 11),
         'upgrade_window': upgrade_window(version),
     }
+
+
+# --------------------------------------------------------------------------------------------- the version policy
+
+def month_name(month):
+    """``'May 2026'`` for ``(2026, 5)``."""
+    return '%s %d' % (_MONTHS[month[1] - 1], month[0])
+
+
+def _add_months(month, count):
+    index = month[0] * 12 + month[1] - 1 + count
+    return (index // 12, index % 12 + 1)
+
+
+def as_date(today=None):
+    """``today`` as a :class:`datetime.date`: None is the calendar's today, a date stays, ``'2026-09-30'`` is read."""
+    if today is None:
+        return datetime.date.today()
+    if isinstance(today, datetime.date):
+        return today
+    if isinstance(today, str):
+        try:
+            return datetime.datetime.strptime(today.strip(), '%Y-%m-%d').date()
+        except ValueError:
+            pass
+    raise ValueError("today is %r, expected a date such as '2026-09-30'" % (today,))
+
+
+def support(release):
+    """SchedMD's support window of a major release: ``{release, released, ends, known}``.
+
+    ``released`` and ``ends`` are ``(year, month)``: the release month (the release's name) and the month
+    :data:`SUPPORT_MONTHS` later, from which SchedMD no longer supports it; ``known`` is False for a release after
+    :data:`NEWEST_KNOWN`.
+    """
+    release = tuple(release[:2])
+    if release not in major_releases(release):
+        raise ValueError('%d.%02d is not a Slurm major release' % release)
+    released = (2000 + release[0], release[1])
+    return {'release': release_name(release), 'released': released, 'ends': _add_months(released, SUPPORT_MONTHS),
+            'known': release <= NEWEST_KNOWN}
+
+
+def supported_releases(today=None):
+    """The major releases SchedMD supports on ``today``, oldest first, of those this collection knows (up to
+    :data:`NEWEST_KNOWN`: a later one is not named before the collection has learnt it)."""
+    day = as_date(today)
+    now = (day.year, day.month)
+    return [r for r in major_releases(NEWEST_KNOWN) if support(r)['released'] <= now < support(r)['ends']]
+
+
+def support_warnings(version, today=None):
+    """What SchedMD's policy says of the installed ``version`` on ``today``: a list of texts, empty when nothing.
+
+    A release past its support window (naming the month it ended, the releases supported now and how far one upgrade
+    goes), a release newer than this collection knows, a version older than the security release of its major.
+    """
+    day = as_date(today)
+    now = (day.year, day.month)
+    release = tuple(version[:2])
+    found = support(release)
+    warnings = []
+    if not found['known']:
+        warnings.append('Slurm %s is newer than the releases this collection knows (up to %s): its behaviour is taken as %s\'s'
+                        % (version_name(version), release_name(NEWEST_KNOWN), release_name(NEWEST_KNOWN)))
+    elif now >= found['ends']:
+        current = supported_releases(day)
+        reach = [r for r in current if 0 < releases_ahead(release, r) <= upgrade_window(r)]
+        warnings.append('Slurm %s is past SchedMD\'s support: %s (released %s) was supported until %s; SchedMD supports %s on %s '
+                        '(of the releases this collection knows) and fixes security problems only there; %s'
+                        % (version_name(version), found['release'], month_name(found['released']), month_name(found['ends']),
+                           ', '.join(release_name(r) for r in current) or 'no release known here', day.isoformat(),
+                           ('an upgrade from %s reaches %s in one step' % (found['release'], release_name(reach[-1]))) if reach
+                           else 'upgrade through %s' % ' -> '.join(upgrade_path(release, current[-1])) if current else
+                           'upgrade to a current release'))
+    for security in SECURITY_RELEASES:
+        if now < security['month']:
+            continue
+        for fixed in security['versions']:
+            if tuple(fixed[:2]) == release and tuple(version[:3]) < tuple(fixed):
+                warnings.append('Slurm %s lacks the fixes of %s (%s, %s): upgrade to %s or later'
+                                % (version_name(version), version_name(fixed), security['fixes'], month_name(security['month']),
+                                   version_name(fixed)))
+    return warnings
+
+
+def too_old(version):
+    """True when the collection refuses ``version`` (older than :data:`OLDEST`)."""
+    return tuple(version[:2]) < OLDEST
+
+
+def skew_problem(daemon, version, ctl_version):
+    """How ``daemon`` (``slurmdbd``, ``slurmd`` or ``client``) of ``version`` breaks SchedMD's rules against slurmctld
+    ``ctl_version``: ``''``, or the rule and what would be valid.
+
+    slurmdbd >= slurmctld >= slurmd and the client commands; slurmdbd talks to a slurmctld of at most
+    ``upgrade_window(slurmdbd)`` releases back, slurmctld to slurmd and the commands of at most
+    ``upgrade_window(slurmctld)`` releases back.
+    """
+    rule = "Slurm's version rules: slurmdbd >= slurmctld >= slurmd and the client commands"
+    if daemon == 'slurmdbd':
+        ahead = releases_ahead(ctl_version, version)
+        if ahead < 0:
+            return '%s; expected slurmdbd of release %s or newer' % (rule, release_name(ctl_version))
+        if ahead > upgrade_window(version):
+            return ('%d releases after it, and slurmdbd %s talks to slurmctld of at most %d releases back (SchedMD\'s upgrade rules); '
+                    'expected the same release on both' % (ahead, release_name(version), upgrade_window(version)))
+        return ''
+    if daemon not in ('slurmd', 'client'):
+        raise ValueError("daemon is %r, expected slurmdbd, slurmd or client" % (daemon,))
+    what = 'slurmd' if daemon == 'slurmd' else 'the client commands'
+    behind = releases_ahead(version, ctl_version)
+    window = upgrade_window(ctl_version)
+    if behind < 0:
+        return '%s; expected release %s or older for %s' % (rule, release_name(ctl_version), what)
+    if behind > window:
+        return ('%d releases before it, and slurmctld %s talks to at most %d releases back (SchedMD\'s upgrade rules); expected release '
+                '%s or at most %d before it' % (behind, release_name(ctl_version), window, release_name(ctl_version), window))
+    return ''
+
+
+def policy_rows(first=(21, 8), last=NEWEST_KNOWN):
+    """The policy table of ``docs/slurm-versions.md``: one row of cells per major release from ``first`` to ``last``."""
+    rows = []
+    for release in major_releases(last):
+        if release < tuple(first):
+            continue
+        found = support(release)
+        fixes = ['%s (%s, %s)' % (version_name(fixed), security['fixes'], month_name(security['month']))
+                 for security in SECURITY_RELEASES for fixed in security['versions'] if tuple(fixed[:2]) == release]
+        rows.append([found['release'], month_name(found['released']), month_name(found['ends']),
+                     'refused: ' + TOO_OLD_WHY if too_old(release) else 'runs',
+                     str(upgrade_window(release)), '; '.join(fixes) or '-'])
+    return rows
+
+
+POLICY_HEADER = ('release', 'released', "SchedMD's support ends", 'the collection', 'upgrade from at most (releases back)',
+                 'security releases')
+
+
+def policy_table(first=(21, 8), last=NEWEST_KNOWN):
+    """:func:`policy_rows` as the Markdown table the docs carry."""
+    lines = ['| %s |' % ' | '.join(POLICY_HEADER), '|%s' % ('---|' * len(POLICY_HEADER))]
+    lines += ['| %s |' % ' | '.join(row) for row in policy_rows(first, last)]
+    return '\n'.join(lines)

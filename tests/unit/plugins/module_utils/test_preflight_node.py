@@ -25,6 +25,10 @@ JAMMY = ('ubuntu', '22.04', 'jammy')
 DEB12 = '22.05.8-4+deb12u3'
 DEB13 = '24.11.5-4'
 JAMMY_SLURM = '21.08.5-2ubuntu1'
+NOBLE = ('ubuntu', '24.04', 'noble')
+NOBLE_SLURM = '23.11.4-1.2ubuntu5'
+# the day SchedMD's support window is judged on: after the security releases of September 2026
+TODAY = '2026-10-01'
 CTL_PKGS = ['slurmctld', 'slurm-client', 'libpmix-dev']
 NODE_PKGS = ['slurmd', 'slurm-client', 'libpmix-dev']
 DBD_PKGS = ['slurmdbd', 'slurm-client']
@@ -130,24 +134,26 @@ CASES = [
      site(node_reading=lambda: reading(candidate='23.02.7-1', installed={'slurmd': DEB12, 'slurm-client': DEB12})), (), [], 0),
     ('jammy-2108-everywhere', site(head=reading(os_=JAMMY, candidate=JAMMY_SLURM), node_reading=lambda: reading(os_=JAMMY, candidate=JAMMY_SLURM)),
      (), [['gpu-[01-04]: Slurm 21.08.5 (packages slurmd, slurm-client 21.08.5-2ubuntu1', "the distribution's candidate",
-           'older than 22.05', 'slurm_local_package_dir'],
+           'older than 22.05', 'MultipleFiles=', 'Ubuntu 22.04 (jammy) has no newer Slurm than 21.08.5 in its universe component',
+          "SchedMD's slurm-smd packages built from the release tarball", 'slurm_local_package_dir'],
           ['head-01: Slurm 21.08.5 (packages slurmctld, slurmdbd, slurm-client 21.08.5-2ubuntu1', 'older than 22.05']],
      0),
     ('jammy-one-node-installed-2108', site(nodes={'gpu-02': reading(installed={'slurmd': JAMMY_SLURM})}), (),
-     [['gpu-02: Slurm 21.08.5 (package slurmd 21.08.5-2ubuntu1, installed) is older than 22.05', 'a newer distribution release',
-       "SchedMD's own packages"]], 0),
+     [['gpu-02: Slurm 21.08.5 (package slurmd 21.08.5-2ubuntu1, installed) is older than 22.05', "SchedMD's slurm-smd packages",
+       'Debian 13 (trixie) (Slurm 24.11.5, past SchedMD\'s support since May 2026), Ubuntu 24.04 (noble)']], 0),
     ('slurmd-newer-than-slurmctld', site(nodes={'gpu-01': reading(installed={'slurmd': '23.02.7-1'})}), (),
      [['gpu-01: slurmd would be Slurm 23.02.7 (package slurmd 23.02.7-1, installed) but slurmctld on head-01 22.05.8',
        'slurmdbd >= slurmctld >= slurmd', 'expected release 22.05 or older for slurmd']], 0),
     ('client-newer-than-slurmctld', site(nodes={'gpu-03': reading(installed={'slurm-client': '23.02.7-1', 'slurmd': DEB12})}), (),
      [['gpu-03: the client commands would be Slurm 23.02.7 (package slurm-client', 'expected release 22.05 or older']], 0),
     ('slurmd-4-releases-behind-2411', _ctl_local(SMD, dbd_installed={'slurmdbd': '24.11.5-1'}), (),
-     [['gpu-[01-04]: slurmd would be Slurm 22.05.8', '4 releases before slurmctld 24.11.5 on head-01', 'at most 3 releases back'],
+     [['gpu-[01-04]: slurmd would be Slurm 22.05.8', 'but slurmctld on head-01 24.11.5: 4 releases before it', 'at most 3 releases back'],
       ['gpu-[01-04]: the client commands would be Slurm 22.05.8', '4 releases before']], 0),
     ('slurmd-3-behind-2411-ok', _ctl_local(SMD, node_candidate='23.02.7-1', dbd_installed={'slurmdbd': '24.11.5-1'}), (), [], 0),
     ('slurmd-2-behind-2311-ok', _ctl_local(_smd('23.11.10'), dbd_installed={'slurmdbd': '23.11.10-1'}), (), [], 0),
     ('slurmd-3-behind-2405-refused', _ctl_local(_smd('24.05.8'), dbd_installed={'slurmdbd': '24.05.8-1'}), (),
-     [['gpu-[01-04]: slurmd would be Slurm 22.05.8', '3 releases before slurmctld 24.05.8 on head-01, which talks to at most 2'],
+     [['gpu-[01-04]: slurmd would be Slurm 22.05.8', 'slurmctld on head-01 24.05.8: 3 releases before it, and slurmctld 24.05 talks to at '
+       'most 2'],
       ['gpu-[01-04]: the client commands']], 0),
     ('slurmdbd-older-than-local-slurmctld', _ctl_local(SMD, node_candidate='24.11.5-4'), (),
      [['head-01: slurmdbd would be Slurm 22.05.8 (package slurmdbd 22.05.8-4+deb12u3', 'but slurmctld on head-01 24.11.5',
@@ -225,12 +231,13 @@ CASES = [
 def test_node_problems(case):
     _id, built, missing, expected, warnings = case
     readings, wants = built
-    lines, warned = pn.node_problems(readings, wants, missing)
+    lines, warned = pn.node_problems(readings, wants, missing, today=TODAY)
     assert len(lines) == len(expected), '\n'.join(lines)
     for line, fragments in zip(lines, expected):
         for fragment in fragments:
             assert fragment in line, 'line %r lacks %r' % (line, fragment)
-    assert len(warned) == warnings, warned
+    # (SchedMD's support window: test_support_warnings)
+    assert len([w for w in warned if "SchedMD's support" not in w]) == warnings, warned
 
 
 def test_failure_message_counts_and_lists_lines():
@@ -265,3 +272,68 @@ def test_the_readings_are_not_changed():
 def test_package_file(name, expected):
     found = pn.package_file(name)
     assert (found and (found['name'], found['version'])) == expected if expected else found is None
+
+
+# --- the version policy per OS: the ways to a supported release, SchedMD's support window ---------------------------
+
+def _everywhere(os_, candidate):
+    return site(head=reading(os_=os_, candidate=candidate), node_reading=lambda: reading(os_=os_, candidate=candidate))
+
+
+SMD_WAY = ("install a supported one: SchedMD's slurm-smd packages built from the release tarball (https://download.schedmd.com/slurm/, "
+           'e.g. slurm-26.05.4.tar.bz2: mk-build-deps -i debian/control; debuild -b -uc -us) and installed with slurm_install_source: '
+           'local and slurm_local_package_dir (the way to a release SchedMD supports on 2026-10-01: 25.05, 25.11, 26.05); or move the '
+           'Slurm hosts to a distribution release whose own Slurm the collection runs: ')
+
+
+@pytest.mark.parametrize('os_, candidate, head, distributions', [
+    # Ubuntu 22.04: universe has 21.08 only; the message names the OS and its component, never Debian's contrib
+    (JAMMY, JAMMY_SLURM, 'Ubuntu 22.04 (jammy) has no newer Slurm than 21.08.5 in its universe component; ',
+     "Debian 12 (bookworm) (Slurm 22.05.8, past SchedMD's support since November 2023), Debian 13 (trixie) (Slurm 24.11.5, past "
+     "SchedMD's support since May 2026), Ubuntu 24.04 (noble) (Slurm 23.11.4, past SchedMD's support since May 2025)"),
+    # a Debian 12 node with an old Slurm from elsewhere: its own 22.05 is not offered to it again
+    (BOOKWORM, '21.08.8-2', '',
+     "Debian 13 (trixie) (Slurm 24.11.5, past SchedMD's support since May 2026), Ubuntu 24.04 (noble) (Slurm 23.11.4, past "
+     "SchedMD's support since May 2025)"),
+    # an OS the table does not know: every release in the table
+    (('rocky', '9.4', ''), '20.11.9-1', '', "Debian 12 (bookworm) (Slurm 22.05.8, past SchedMD's support since November 2023), "
+     "Debian 13 (trixie)"),
+])
+def test_too_old_names_the_ways_for_its_os(os_, candidate, head, distributions):
+    readings, wants = _everywhere(os_, candidate)
+    lines, _warnings = pn.node_problems(readings, wants, today=TODAY)
+    assert len(lines) == 2, lines
+    for line in lines:
+        assert ('is older than 22.05, the oldest release the collection supports (slurm_install_source distro): the slurm role '
+                'writes gres.conf MultipleFiles= lines (MIG instances) and cgroup.conf CgroupPlugin=autodetect, which a slurmd before '
+                '22.05 does not take: it would not start; ' + head + SMD_WAY + distributions) in line, line
+        assert 'contrib' not in line
+
+
+@pytest.mark.parametrize('built, today, expected', [
+    # Debian 13's 24.11: supported until May 2026, a warning from then on (one line for every host)
+    (_everywhere(TRIXIE, DEB13), '2026-04-30', []),
+    (_everywhere(TRIXIE, DEB13), '2026-05-01', ["gpu-[01-04],head-01: Slurm 24.11.5 is past SchedMD's support: 24.11 (released November "
+                                                '2024) was supported until May 2026; SchedMD supports 25.05, 25.11, 26.05 on 2026-05-01']),
+    # Ubuntu 24.04's 23.11 runs, with the warning
+    (_everywhere(NOBLE, NOBLE_SLURM), TODAY, ["gpu-[01-04],head-01: Slurm 23.11.4 is past SchedMD's support: 23.11 (released November "
+                                              '2023) was supported until May 2025', 'an upgrade from 23.11 reaches 25.05 in one step']),
+])
+def test_support_warnings(built, today, expected):
+    readings, wants = built
+    lines, warnings = pn.node_problems(readings, wants, today=today)
+    assert lines == []
+    assert len(warnings) == (1 if expected else 0), warnings
+    for fragment in expected:
+        assert fragment in warnings[0], warnings
+
+
+@pytest.mark.parametrize('today, expected', [
+    ('2026-08-31', []),
+    ('2026-09-01', ['gpu-[01-04],head-01: Slurm 25.05.3 lacks the fixes of 25.05.9 (eight CVEs, September 2026): upgrade to 25.05.9 or '
+                    'later']),
+])
+def test_security_release_warning(today, expected):
+    readings, wants = site(head=reading(candidate='25.05.3-1'), node_reading=lambda: reading(candidate='25.05.3-1'))
+    lines, warnings = pn.node_problems(readings, wants, today=today)
+    assert lines == [] and warnings == expected

@@ -6,8 +6,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import datetime
+import os
+import re
+
 import pytest
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as sv
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_version import (
     behaviour,
     major_releases,
@@ -112,3 +117,128 @@ def test_behaviour(version, reconfigure_restarts):
     # topology/block came with the same release (23.11)
     assert found['topology_block'] is reconfigure_restarts
     assert found['version'] == '%d.%02d.%d' % version
+
+
+# --- the version policy (issue 46) ------------------------------------------------------------------------------------
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+
+
+@pytest.mark.parametrize('release, released, ends', [
+    ((21, 8), (2021, 8), (2023, 2)),
+    ((22, 5), (2022, 5), (2023, 11)),
+    ((23, 11), (2023, 11), (2025, 5)),
+    ((24, 11), (2024, 11), (2026, 5)),    # issue 46: 24.11 left SchedMD's support in May 2026
+    ((25, 5), (2025, 5), (2026, 11)),
+    ((26, 5), (2026, 5), (2027, 11)),
+])
+def test_support_window(release, released, ends):
+    found = sv.support(release)
+    assert (found['released'], found['ends'], found['known']) == (released, ends, True)
+
+
+def test_support_of_a_release_after_the_known_ones_and_of_no_release():
+    assert sv.support((26, 11)) == {'release': '26.11', 'released': (2026, 11), 'ends': (2028, 5), 'known': False}
+    with pytest.raises(ValueError, match='24.06 is not a Slurm major release'):
+        sv.support((24, 6))
+
+
+@pytest.mark.parametrize('today, releases', [
+    ('2026-04-30', ['24.11', '25.05', '25.11']),          # the month before 26.05
+    ('2026-05-01', ['25.05', '25.11', '26.05']),          # issue 46: the current releases
+    (datetime.date(2026, 10, 1), ['25.05', '25.11', '26.05']),
+    ('2026-11-01', ['25.11', '26.05']),                   # 26.11 is not known here yet: not named
+    ('2028-01-01', []),
+])
+def test_supported_releases(today, releases):
+    assert [release_name(r) for r in sv.supported_releases(today)] == releases
+
+
+def release_name(release):
+    return '%d.%02d' % release
+
+
+@pytest.mark.parametrize('version, today, expected', [
+    ((24, 11, 5), '2026-04-30', []),
+    ((24, 11, 5), '2026-05-01',
+     ["Slurm 24.11.5 is past SchedMD's support: 24.11 (released November 2024) was supported until May 2026; SchedMD supports 25.05, "
+      '25.11, 26.05 on 2026-05-01 (of the releases this collection knows) and fixes security problems only there; an upgrade from 24.11 '
+      'reaches 26.05 in one step']),
+    ((22, 5, 8), '2026-10-01',
+     ["Slurm 22.05.8 is past SchedMD's support: 22.05 (released May 2022) was supported until November 2023; SchedMD supports 25.05, "
+      '25.11, 26.05 on 2026-10-01 (of the releases this collection knows) and fixes security problems only there; upgrade through '
+      '22.05 -> 23.11 -> 25.05 -> 26.05']),
+    # the security releases of September 2026
+    ((25, 5, 3), '2026-08-31', []),
+    ((25, 5, 3), '2026-09-01', ['Slurm 25.05.3 lacks the fixes of 25.05.9 (eight CVEs, September 2026): upgrade to 25.05.9 or later']),
+    ((25, 11, 7), '2026-10-01', ['Slurm 25.11.7 lacks the fixes of 25.11.8 (eight CVEs, September 2026): upgrade to 25.11.8 or later']),
+    ((26, 5, 3), '2026-10-01', ['Slurm 26.05.3 lacks the fixes of 26.05.4 (eight CVEs, September 2026): upgrade to 26.05.4 or later']),
+    ((25, 5, 9), '2026-10-01', []),
+    ((26, 5, 4), '2026-10-01', []),
+    ((26, 11, 0), '2026-12-01', ["Slurm 26.11.0 is newer than the releases this collection knows (up to 26.05): its behaviour is taken as "
+                                 "26.05's"]),
+    # past the whole known table: nothing supported known here
+    ((26, 5, 9), '2028-01-01', ["Slurm 26.05.9 is past SchedMD's support: 26.05 (released May 2026) was supported until November 2027; "
+                                'SchedMD supports no release known here on 2028-01-01 (of the releases this collection knows) and fixes '
+                                'security problems only there; upgrade to a current release']),
+])
+def test_support_warnings(version, today, expected):
+    assert sv.support_warnings(version, today) == expected
+
+
+@pytest.mark.parametrize('today', ['2026-13-01', '1.10.2026', 20261001, ''])
+def test_today_is_checked(today):
+    with pytest.raises(ValueError, match=r"today is .*, expected a date such as '2026-09-30'"):
+        sv.support_warnings((24, 11, 5), today)
+
+
+def test_today_defaults_to_the_calendar():
+    assert sv.as_date() == datetime.date.today()
+
+
+@pytest.mark.parametrize('version, refused', [((21, 8, 5), True), ((20, 11, 9), True), ((22, 5, 0), False), ((26, 5, 3), False)])
+def test_too_old(version, refused):
+    assert sv.too_old(version) is refused
+
+
+@pytest.mark.parametrize('daemon, version, ctl, expected', [
+    ('slurmdbd', (24, 11, 5), (24, 11, 5), ''),
+    ('slurmdbd', (26, 5, 3), (24, 11, 5), ''),                           # 3 after: 26.05's slurmdbd takes it
+    ('slurmdbd', (24, 11, 5), (26, 5, 3), "Slurm's version rules: slurmdbd >= slurmctld >= slurmd and the client commands; expected "
+                                          'slurmdbd of release 26.05 or newer'),
+    ('slurmdbd', (24, 11, 5), (22, 5, 8), "4 releases after it, and slurmdbd 24.11 talks to slurmctld of at most 3 releases back "
+                                          "(SchedMD's upgrade rules); expected the same release on both"),
+    ('slurmd', (24, 11, 5), (26, 5, 3), ''),
+    ('client', (24, 5, 8), (26, 5, 3), "4 releases before it, and slurmctld 26.05 talks to at most 3 releases back (SchedMD's upgrade "
+                                       'rules); expected release 26.05 or at most 3 before it'),
+    ('slurmd', (26, 5, 3), (25, 11, 8), "Slurm's version rules: slurmdbd >= slurmctld >= slurmd and the client commands; expected "
+                                        'release 25.11 or older for slurmd'),
+    ('client', (26, 5, 3), (25, 11, 8), 'expected release 25.11 or older for the client commands'),
+    ('slurmd', (22, 5, 8), (24, 5, 1), '3 releases before it, and slurmctld 24.05 talks to at most 2 releases back'),
+])
+def test_skew_problem(daemon, version, ctl, expected):
+    found = sv.skew_problem(daemon, version, ctl)
+    assert (found == '') if expected == '' else (expected in found), found
+
+
+def test_skew_problem_names_a_daemon_it_does_not_know():
+    with pytest.raises(ValueError, match="daemon is 'slurmctld', expected slurmdbd, slurmd or client"):
+        sv.skew_problem('slurmctld', (24, 11, 5), (24, 11, 5))
+
+
+def test_policy_rows():
+    rows = sv.policy_rows()
+    assert [row[0] for row in rows] == ['21.08', '22.05', '23.02', '23.11', '24.05', '24.11', '25.05', '25.11', '26.05']
+    assert rows[0][3].startswith('refused: ') and all(row[3] == 'runs' for row in rows[1:])
+    assert rows[5][1:3] == ['November 2024', 'May 2026']
+    assert rows[-1][5] == '26.05.4 (eight CVEs, September 2026)'
+    assert [row[4] for row in rows] == ['2'] * 5 + ['3'] * 4
+
+
+def test_docs_carry_the_policy_table():
+    """docs/slurm-versions.md holds the table policy_table() renders, between its two markers."""
+    with open(os.path.join(ROOT, 'docs', 'slurm-versions.md')) as handle:
+        text = handle.read()
+    found = re.search(r'<!-- policy table: .*? -->\n(.*?)\n<!-- end of the policy table -->', text, re.S)
+    assert found, 'docs/slurm-versions.md has no policy table between its markers'
+    assert found.group(1) == sv.policy_table(), 'docs/slurm-versions.md: put this table between the markers:\n' + sv.policy_table()
