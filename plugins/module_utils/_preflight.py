@@ -41,6 +41,7 @@ __metaclass__ = type
 import functools
 import re
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _distributions as distributions
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand, natural_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import validate_node_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import (munge_key_errors, munge_key_file_errors,
@@ -978,12 +979,11 @@ def _nvml_apt_problem(node):
     major = _major(node.get('distribution_major_version'))
     reasons, choices = [], []
     if package in found['missing']:
-        reasons.append('apt has no installation candidate for %s: Debian ships it in the contrib component, which the apt sources of '
-                       'this node do not enable (or its package lists are out of date)' % package)
-        choices.append('enable contrib (Components: main contrib in /etc/apt/sources.list.d/debian.sources, or contrib on the deb lines '
-                       'of /etc/apt/sources.list), run apt-get update and run again%s'
-                       % (' (Debian 12\'s plugin then still needs Slurm held at the plugin\'s own version: see %s)' % NVML_DOC
-                          if debian and major == 12 else ''))
+        why, choice = distributions.contrib_words(distributions.find(node.get('distribution'), node.get('distribution_major_version')),
+                                                  package)
+        reasons.append('apt has no installation candidate for %s: %s' % (package, why))
+        choices.append(choice + (' (Debian 12\'s plugin then still needs Slurm held at the plugin\'s own version: see %s)' % NVML_DOC
+                                 if debian and major == 12 else ''))
     others = [name for name in found['missing'] if name != package]
     if others:
         reasons.append('apt has no installation candidate for %s%s, which the role installs with it (are the package lists out of date?)'
@@ -1093,8 +1093,10 @@ def bindings_package_problem(node):
 
     ``node``: ``host``, ``package`` (python3-pynvml) and ``apt``, the registered result of ``ansible.builtin.apt`` in
     check mode for that package (the same dry run as the slurm role's, read by :func:`parse_apt_simulation`; registered
-    with ``failed_when: false``, so apt's words decide, not the result's ``failed``). The problem as one line naming the
-    node and what to do, or ``''`` when apt names no problem (it would install the package).
+    with ``failed_when: false``, so apt's words decide, not the result's ``failed``); ``distribution`` and
+    ``distribution_major_version`` (Ansible's facts) name the component to enable (Debian: contrib; Ubuntu:
+    multiverse). The problem as one line naming the node and what to do, or ``''`` when apt names no problem (it would
+    install the package).
     """
     apt = node.get('apt') or {}
     package = node['package']
@@ -1104,8 +1106,17 @@ def bindings_package_problem(node):
     head = ('%s: apt cannot install %s (nvidia-ml-py, the Python NVML bindings the collection\'s modules import); nothing was '
             'changed. ' % (node['host'], package))
     if package in found['missing']:
-        return head + ('apt has no installation candidate for it: Debian ships it in the contrib component, which this node\'s '
-                       'apt sources do not enable. Add contrib to them (e.g. "Components: main contrib non-free '
-                       'non-free-firmware", where Debian\'s NVIDIA driver packages are too) and run again, or install '
-                       'nvidia-ml-py yourself and set nvml_bindings: none (or nvml_bindings: pip)')
+        row = distributions.find(node.get('distribution'), node.get('distribution_major_version'))
+        if row['id'] == 'ubuntu':
+            where = ("Ubuntu carries it in the multiverse component, which this node's apt sources do not enable. Add multiverse to "
+                     'them (%s) and run again' % (row['enable'] or 'add-apt-repository multiverse'))
+        elif row['id'] == 'debian' or not node.get('distribution'):
+            where = ('Debian ships it in the contrib component, which this node\'s apt sources do not enable. Add contrib to them '
+                     '(e.g. "Components: main contrib non-free non-free-firmware", where Debian\'s NVIDIA driver packages are too) '
+                     'and run again')
+        else:
+            where = ('%s offers no package of that name to this node (Debian ships it in contrib, Ubuntu in multiverse). Enable '
+                     'the component that carries it and run again' % node.get('distribution'))
+        return head + ('apt has no installation candidate for it: %s, or install nvidia-ml-py yourself and set nvml_bindings: none '
+                       '(or nvml_bindings: pip)' % where)
     return head + 'apt says: %s' % '; '.join([entry['text'] for entry in found['unmet']] + found['errors'])

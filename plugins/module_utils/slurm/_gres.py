@@ -243,8 +243,9 @@ def build_gres(node, type_map=None, mig_device_files='multiple', sharing='none',
         raise ValueError('shard_count %r must be a positive integer when sharing is shard (Count= of each Name=shard line)' % (shard_count,))
     if autodetect == 'nvml' and not nvml_plugin:
         raise ValueError(
-            'autodetect nvml needs the Slurm gpu/nvml plugin (gpu_nvml.so), which is not in any of: %s; install it (Debian and '
-            'Ubuntu: the package slurm-wlm-nvml-plugin, in Debian\'s contrib component; the RHEL family: a Slurm built with NVML) '
+            'autodetect nvml needs the Slurm gpu/nvml plugin (gpu_nvml.so), which is not in any of: %s; install it (Debian: the '
+            'package slurm-wlm-nvml-plugin, in the contrib component; Ubuntu: the same package, in multiverse; SchedMD\'s slurm-smd '
+            'packages: in slurm-smd when built with nvml.h present; the RHEL family: a Slurm built with NVML) '
             'or use autodetect: off' % ', '.join(plugin_dirs or ['(no directories given)']))
     if type_map is not None and not isinstance(type_map, dict):
         raise ValueError('type_map %r must be a mapping of model-name substring to GRES type, e.g. {"A100": "a100"}' % (type_map,))

@@ -36,6 +36,10 @@ CONTRIB = ('apt has no installation candidate for slurm-wlm-nvml-plugin: Debian 
            'sources of this node do not enable (or its package lists are out of date)')
 ENABLE = ('enable contrib (Components: main contrib in /etc/apt/sources.list.d/debian.sources, or contrib on the deb lines of '
           '/etc/apt/sources.list), run apt-get update and run again')
+MULTIVERSE = ("apt has no installation candidate for slurm-wlm-nvml-plugin: Ubuntu carries Debian's contrib packages, where it has "
+              'them, in its multiverse component, which the apt sources of this node do not enable (or its package lists are out of date)')
+ENABLE_NOBLE = ('enable multiverse (add-apt-repository multiverse, or Components: main restricted universe multiverse in '
+                '/etc/apt/sources.list.d/ubuntu.sources), run apt-get update and run again')
 DEB12_NOTE = " (Debian 12's plugin then still needs Slurm held at the plugin's own version: see docs/slurm-gres-autodetect.md)"
 NVML_LIB = ("slurm-wlm-nvml-plugin 22.05.8-4+deb12u2 depends on libnvidia-ml1 (>= 450) | libnvidia-ml.so.1 (>= 450), which no package "
             "of this node provides and apt cannot install: the NVIDIA driver's NVML library is not installed from a package apt knows")
@@ -119,8 +123,8 @@ UNMET = 'The following packages have unmet dependencies:\n'
                  message([CONTRIB], [ENABLE + DEB12_NOTE]), id='apt-get-no-candidate'),
     pytest.param({'rc': 100, 'stderr': 'Error: Unable to locate package slurm-wlm-nvml-plugin\nError: Unable to locate package slurmd\n'},
                  {'distribution': 'Ubuntu', 'major': '24'},
-                 message([CONTRIB, 'apt has no installation candidate for slurmd either, which the role installs with it (are the package '
-                                   'lists out of date?)'], [ENABLE]), id='apt3-errors-and-another-missing-ubuntu'),
+                 message([MULTIVERSE, 'apt has no installation candidate for slurmd either, which the role installs with it (are the '
+                                      'package lists out of date?)'], [ENABLE_NOBLE]), id='apt3-errors-and-another-missing-ubuntu'),
     pytest.param({'msg': "No package matching 'slurmd' is available"}, {},
                  message(['apt has no installation candidate for slurmd, which the role installs with it (are the package lists out of '
                           'date?)'], []), id='only-slurm-missing'),
@@ -241,6 +245,58 @@ def problems(host='gpu-02', **changes):
 ])
 def test_role_rule(host, changes, expected):
     assert problems(host, **changes) == expected
+
+
+# --- the same "no candidate" answer on each distribution: the component it names ------------------------------------
+
+NO_CANDIDATE = {'rc': 100, 'stdout': '', 'stderr': 'E: Unable to locate package slurm-wlm-nvml-plugin\n'}
+
+
+@pytest.mark.parametrize('distribution, major, reason, choice', [
+    ('Debian', '13', CONTRIB, ENABLE),
+    ('Debian', '12', CONTRIB, ENABLE + DEB12_NOTE),
+    ('Ubuntu', '24', MULTIVERSE, ENABLE_NOBLE),
+    ('Ubuntu', '22', MULTIVERSE, 'enable multiverse (add-apt-repository multiverse, or multiverse on the deb lines of /etc/apt/sources.list), '
+                                 'run apt-get update and run again'),
+    # an Ubuntu release the table does not have: multiverse all the same
+    ('Ubuntu', '26', MULTIVERSE, 'enable multiverse (add-apt-repository multiverse, or multiverse on the deb lines of /etc/apt/sources.list), '
+                                 'run apt-get update and run again'),
+    ('Linuxmint', '22', "apt has no installation candidate for slurm-wlm-nvml-plugin: Debian ships it in the contrib component (Ubuntu in "
+                        'multiverse), which the apt sources of this node do not enable (or its package lists are out of date)',
+     'enable the component that carries slurm-wlm-nvml-plugin (Debian: contrib; Ubuntu: multiverse), run apt-get update and run again'),
+])
+def test_no_candidate_names_the_component_of_the_distribution(distribution, major, reason, choice):
+    problem = pf.nvml_plugin_problem(node(NO_CANDIDATE, major=major, distribution=distribution))
+    assert problem == message([reason], [choice])
+    if distribution == 'Ubuntu':
+        assert 'contrib component, which' not in problem and 'debian.sources' not in problem
+
+
+BINDINGS_HEAD = ("gpu-01: apt cannot install python3-pynvml (nvidia-ml-py, the Python NVML bindings the collection's modules import); "
+                 'nothing was changed. apt has no installation candidate for it: ')
+BINDINGS_TAIL = ', or install nvidia-ml-py yourself and set nvml_bindings: none (or nvml_bindings: pip)'
+DEBIAN_BINDINGS = ('Debian ships it in the contrib component, which this node\'s apt sources do not enable. Add contrib to them (e.g. '
+                   '"Components: main contrib non-free non-free-firmware", where Debian\'s NVIDIA driver packages are too) and run again')
+
+
+@pytest.mark.parametrize('more, where', [
+    ({}, DEBIAN_BINDINGS),      # no distribution given (the filter's old callers): Debian's words, as before
+    ({'distribution': 'Debian', 'distribution_major_version': '13'}, DEBIAN_BINDINGS),
+    ({'distribution': 'Ubuntu', 'distribution_major_version': '24'},
+     "Ubuntu carries it in the multiverse component, which this node's apt sources do not enable. Add multiverse to them "
+     '(add-apt-repository multiverse, or Components: main restricted universe multiverse in /etc/apt/sources.list.d/ubuntu.sources) '
+     'and run again'),
+    ({'distribution': 'Ubuntu', 'distribution_major_version': '22'},
+     "Ubuntu carries it in the multiverse component, which this node's apt sources do not enable. Add multiverse to them "
+     '(add-apt-repository multiverse, or multiverse on the deb lines of /etc/apt/sources.list) and run again'),
+    ({'distribution': 'Pop!_OS', 'distribution_major_version': '22'},
+     'Pop!_OS offers no package of that name to this node (Debian ships it in contrib, Ubuntu in multiverse). Enable the component that '
+     'carries it and run again'),
+])
+def test_bindings_message_per_distribution(more, where):
+    apt = {'failed': False, 'msg': "No package matching 'python3-pynvml' is available"}
+    problem = pf.bindings_package_problem(dict({'host': 'gpu-01', 'package': 'python3-pynvml', 'apt': apt}, **more))
+    assert problem == BINDINGS_HEAD + where + BINDINGS_TAIL
 
 
 # --- the nvml role: can apt install python3-pynvml? ---------------------------------------------------------------

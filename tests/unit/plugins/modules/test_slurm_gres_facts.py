@@ -245,9 +245,10 @@ def _failure(capsys, node, **args):
 def test_autodetect_without_plugin(node, capsys, tmp_path):
     node.create('seed-003')
     msg = _failure(capsys, node, cores=False, autodetect='nvml', slurm_plugin_dirs=[str(tmp_path / 'a'), str(tmp_path / 'b')])
-    assert msg == ('autodetect nvml needs the Slurm gpu/nvml plugin (gpu_nvml.so), which is not in any of: %s, %s; install it (Debian '
-                   'and Ubuntu: the package slurm-wlm-nvml-plugin, in Debian\'s contrib component; the RHEL family: a Slurm built '
-                   'with NVML) or use autodetect: off' % (tmp_path / 'a', tmp_path / 'b'))
+    assert msg == ('autodetect nvml needs the Slurm gpu/nvml plugin (gpu_nvml.so), which is not in any of: %s, %s; install it (Debian: '
+                   'the package slurm-wlm-nvml-plugin, in the contrib component; Ubuntu: the same package, in multiverse; SchedMD\'s '
+                   'slurm-smd packages: in slurm-smd when built with nvml.h present; the RHEL family: a Slurm built with NVML) or use '
+                   'autodetect: off' % (tmp_path / 'a', tmp_path / 'b'))
 
 
 def test_shard_needs_a_count(node, capsys):
