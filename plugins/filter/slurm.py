@@ -16,6 +16,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _s
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as slurm_version
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_upgrade as slurm_upgrade
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_large as slurm_large
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_packages as slurm_packages
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._sacctmgr import accounting_tres
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_hooks import task_prolog_needs
 
@@ -279,6 +280,17 @@ def slurm_running_config(show, conf_file, host, conf_path):
     return conf.running_config_record(str(host), str(conf_path), conf_text, show_text, conf_error, show_error)
 
 
+def slurm_local_package_files(files, parts, debian_not_here=()):
+    """The package files of ``files`` a host needing ``parts`` installs: ``{flavour, files, problem}``; a directory the
+    role cannot install from (both flavours, several releases, 21.08, a missing slurm-smd package) is ``problem``."""
+    if not isinstance(files, (list, tuple)) or not isinstance(parts, (list, tuple)):
+        raise AnsibleFilterError('slurm_local_package_files needs a list of package files and a list of parts, got %r and %r' % (files, parts))
+    try:
+        return slurm_packages.host_files(list(files), list(parts), list(debian_not_here or []))
+    except ValueError as exc:
+        return {'flavour': None, 'files': [], 'problem': str(exc)}
+
+
 class FilterModule(object):
     """gpucluster.bringup slurm filters."""
 
@@ -288,4 +300,4 @@ class FilterModule(object):
             slurm_change_actions, slurm_unreachable_nodes, slurm_conf_kept_nodes, slurm_hook_files, slurm_version_behaviour,
             slurm_upgrade_problem, slurm_gres_conf_lines, slurm_upgrade_plan, slurm_upgrade_packages,
             slurm_show_config, slurm_conf_settings, slurm_upgrade_pins, slurm_large_system, slurm_large_system_warnings,
-            slurm_large_system_files, slurm_running_config, slurm_task_prolog_needs))
+            slurm_large_system_files, slurm_running_config, slurm_task_prolog_needs, slurm_local_package_files))

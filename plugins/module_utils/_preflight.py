@@ -1049,7 +1049,11 @@ def _nvml_missing_problem(node):
     host, package = node['host'], node.get('package') or ''
     family, source = node.get('os_family'), node.get('install_source')
     dirs = ', '.join(node.get('plugin_dirs') or []) or '(no directory)'
-    if family == 'Debian' and source == 'local':
+    if family == 'Debian' and source == 'local' and node.get('flavour') == 'smd':
+        hint = ("SchedMD's slurm-smd package of slurm_local_package_dir was built without NVML (gpu_nvml.so is in slurm-smd only "
+                "when NVIDIA's nvml.h was present at build time): install libnvidia-ml-dev (or the CUDA toolkit's nvml.h) on the build "
+                'host, rebuild the packages (debuild -b -uc -us) and run again')
+    elif family == 'Debian' and source == 'local':
         hint = ('add the %s package file (the same version as the other Slurm packages) to slurm_local_package_dir, and to '
                 'slurm_local_packages when that lists the files' % (package or 'slurm-wlm-nvml-plugin'))
     elif family == 'Debian':
@@ -1074,10 +1078,10 @@ def nvml_plugin_problem(node):
 
     ``node`` is plain data: ``host``; ``package`` (the plugin's package, empty where Slurm's own package holds the
     plugin); ``os_family``, ``distribution``, ``distribution_major_version`` and ``install_source``
-    (``slurm_install_source``); then either ``apt`` (the registered result of ``ansible.builtin.apt`` in check mode,
-    or ``{rc, stdout, stderr}`` of ``LC_ALL=C apt-get -s install``, for the role's packages, before anything
-    changes) or ``plugin_dirs`` and ``found`` (Slurm's plugin
-    directories and the paths of ``gpu_nvml.so`` found there, after the install).
+    (``slurm_install_source``); ``flavour`` (``smd`` for SchedMD's slurm-smd packages of a local directory, optional);
+    then either ``apt`` (the registered result of ``ansible.builtin.apt`` in check mode, or ``{rc, stdout, stderr}`` of
+    ``LC_ALL=C apt-get -s install``, for the role's packages, before anything changes) or ``plugin_dirs`` and ``found``
+    (Slurm's plugin directories and the paths of ``gpu_nvml.so`` found there, after the install).
     """
     if not isinstance(node, dict) or not isinstance(node.get('host'), str):
         raise ValueError('nvml_plugin_problem needs {host, package, os_family, ...} and apt or found; got %r' % (node,))

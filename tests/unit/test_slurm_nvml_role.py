@@ -72,6 +72,14 @@ def template(text, family='Debian', **extra):
      ['slurmd', 'slurm-client', 'libpmix-dev', 'slurm-wlm-nvml-plugin'], ['/opt/slurm/lib/slurm', '/usr/lib/slurm']),
     ('Debian', 'gpu-01', {'slurm_gres_autodetect': 'nvml', 'slurm_conf_overrides': {'PluginDir': None}},
      ['slurmd', 'slurm-client', 'libpmix-dev', 'slurm-wlm-nvml-plugin'], ['/usr/lib/x86_64-linux-gnu/slurm-wlm']),
+    # SchedMD's slurm-smd packages of slurm_local_package_dir (install.yml notes their flavour): their own PluginDir
+    ('Debian', 'gpu-01', {'slurm_gres_autodetect': 'nvml', '_slurm_local_flavour': 'smd'},
+     ['slurmd', 'slurm-client', 'libpmix-dev', 'slurm-wlm-nvml-plugin'], ['/usr/lib/x86_64-linux-gnu/slurm']),
+    ('Debian', 'gpu-01', {'slurm_gres_autodetect': 'nvml', '_slurm_local_flavour': 'smd',
+                          'ansible_facts': {'architecture': 'aarch64', 'os_family': 'Debian'}},
+     ['slurmd', 'slurm-client', 'libpmix-dev', 'slurm-wlm-nvml-plugin'], ['/usr/lib/aarch64-linux-gnu/slurm']),
+    ('Debian', 'gpu-01', {'slurm_gres_autodetect': 'nvml', '_slurm_local_flavour': 'debian'},
+     ['slurmd', 'slurm-client', 'libpmix-dev', 'slurm-wlm-nvml-plugin'], ['/usr/lib/x86_64-linux-gnu/slurm-wlm']),
     # the RHEL family: gpu_nvml.so is in the slurm package of a Slurm built with NVML, nothing more to install
     ('RedHat', 'gpu-01', {'slurm_gres_autodetect': 'nvml'}, ['slurm', 'slurm-slurmd', 'pmix'], ['/usr/lib64/slurm']),
 ])

@@ -201,6 +201,17 @@ def test_plugin_missing_after_install(family, source, package, dirs, hint):
     assert problem == MISSING % (', '.join(dirs) or '(no directory)', hint)
 
 
+def test_plugin_missing_from_schedmds_packages():
+    """SchedMD's slurm-smd packages (their PluginDir): the plugin is inside slurm-smd when it was built with nvml.h."""
+    smd_dir = '/usr/lib/x86_64-linux-gnu/slurm'
+    problem = pf.nvml_plugin_problem(dict(host='gpu-01', package=PLUGIN, os_family='Debian', install_source='local', plugin_dirs=[smd_dir],
+                                          found=[], flavour='smd'))
+    assert problem == MISSING % (smd_dir, "SchedMD's slurm-smd package of slurm_local_package_dir was built without NVML (gpu_nvml.so is "
+                                          "in slurm-smd only when NVIDIA's nvml.h was present at build time): install libnvidia-ml-dev (or "
+                                          "the CUDA toolkit's nvml.h) on the build host, rebuild the packages (debuild -b -uc -us) and run "
+                                          'again')
+
+
 def test_plugin_found():
     assert pf.nvml_plugin_problem(dict(host='gpu-01', package=PLUGIN, os_family='Debian', install_source='distro',
                                        plugin_dirs=[DEB_DIR], found=[DEB_DIR + '/gpu_nvml.so'])) == ''
