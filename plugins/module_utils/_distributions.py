@@ -51,7 +51,7 @@ def find(name, version=None):
     for row in DISTRIBUTIONS:
         if row['id'] != key:
             continue
-        if wanted in (row['version'], row['version'].split('.')[0], row['codename']) or wanted.startswith(row['version'] + '.'):
+        if wanted in (row['version'], row['version'].split('.', maxsplit=1)[0], row['codename']) or wanted.startswith(row['version'] + '.'):
             return row
     if key in ('debian', 'ubuntu'):
         return dict(GENERIC, id=key, contrib='contrib' if key == 'debian' else 'multiverse')

@@ -48,7 +48,7 @@ def _supported_versions_rows():
     return [line for line in section.splitlines() if line.startswith('| ')]
 
 
-@pytest.mark.parametrize('row', [r for r in distributions.DISTRIBUTIONS], ids=[r['codename'] for r in distributions.DISTRIBUTIONS])
+@pytest.mark.parametrize('row', list(distributions.DISTRIBUTIONS), ids=[r['codename'] for r in distributions.DISTRIBUTIONS])
 def test_readme_says_what_is_tested(row):
     lines = [line for line in _supported_versions_rows() if line.startswith('| %s' % re.sub(r' \(.*', '', row['name']))]
     assert len(lines) == 1, 'README "Supported versions" has no single row for %s' % row['name']
