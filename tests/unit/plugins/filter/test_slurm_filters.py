@@ -20,9 +20,21 @@ def test_filter_names():
     assert sorted(FILTERS) == ['slurm_change_actions', 'slurm_conf_kept_nodes', 'slurm_conf_lines', 'slurm_conf_settings', 'slurm_gres_conf_lines',
                                'slurm_gres_errors',
                                'slurm_hook_files', 'slurm_large_system', 'slurm_large_system_files', 'slurm_large_system_warnings',
-                               'slurm_parse_slurmd_c', 'slurm_running_config', 'slurm_settings_lines', 'slurm_show_config',
+                               'slurm_local_package_files', 'slurm_parse_slurmd_c', 'slurm_running_config', 'slurm_settings_lines', 'slurm_show_config',
                                'slurm_task_prolog_needs', 'slurm_unreachable_nodes', 'slurm_upgrade_packages', 'slurm_upgrade_pins', 'slurm_upgrade_plan',
                                'slurm_upgrade_problem', 'slurm_version_behaviour']
+
+
+def test_local_package_files_filter_returns_the_problem_as_text():
+    mixed = ['/d/slurmd_24.11.5-4_amd64.deb', '/d/slurm-smd_26.05.3-1_amd64.deb']
+    found = FILTERS['slurm_local_package_files'](mixed, ['slurmd', 'client'], ['slurmctld'])
+    assert found['files'] == [] and found['flavour'] is None
+    assert found['problem'].startswith("slurm_local_package_dir holds both Debian's Slurm packages (slurmd_24.11.5-4_amd64.deb)")
+    smd = ['/d/slurm-smd_26.05.3-1_amd64.deb', '/d/slurm-smd-client_26.05.3-1_amd64.deb', '/d/slurm-smd-slurmd_26.05.3-1_amd64.deb',
+           '/d/slurm-smd-slurmctld_26.05.3-1_amd64.deb']
+    assert FILTERS['slurm_local_package_files'](smd, ['slurmd', 'client']) == {'flavour': 'smd', 'files': smd[:3], 'problem': ''}
+    with pytest.raises(AnsibleFilterError, match='slurm_local_package_files needs a list of package files and a list of parts'):
+        FILTERS['slurm_local_package_files']('/d', ['slurmd'])
 
 
 def test_conf_settings_filter_uses_the_slurm_conf_parser_with_lower_case_keys():
