@@ -42,6 +42,7 @@ import functools
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _distributions as distributions
+from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot as _enroot_settings
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand, natural_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import validate_node_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import (munge_key_errors, munge_key_file_errors,
@@ -585,7 +586,25 @@ def _enroot(host, values, groups):
     mode = values.get('enroot_shared_dir_mode')
     if isinstance(mode, str) and not re.match(r'^[0-7]{3,4}$', mode):
         problems.append('enroot_shared_dir_mode is %s; expected an octal mode such as "1777"' % show(mode))
+    for option, problem in (('enroot_registry_ca_certificates', _ca_problem), ('enroot_squash_options', _enroot_settings.squash_options_problem)):
+        if option in values:
+            text = problem(values[option])
+            if text:
+                problems.append('%s %s' % (option, text))
+    for option in ('enroot_runtime_path', 'enroot_cache_path', 'enroot_data_path', 'enroot_temp_path', 'enroot_config_path'):
+        if isinstance(values.get(option), str):
+            text = _enroot_settings.enroot_path_problem(values[option])
+            if text:
+                problems.append('%s %s' % (option, text))
     return problems
+
+
+def _ca_problem(value):
+    try:
+        _enroot_settings.ca_bundle(value)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _pyxis(host, values, groups):

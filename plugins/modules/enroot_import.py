@@ -52,6 +52,9 @@ options:
         (C(docker://ubuntu), C(docker://nvidia/cuda:12.4.1-base-ubuntu22.04)); or enroot's own
         C(docker://[USER@]REGISTRY#IMAGE[:TAG][@sha256:DIGEST]) (C(docker://nvcr.io#nvidia/pytorch:24.01-py3)).
         A digest pins the image (a tag next to it is ignored, as enroot ignores it).
+      - A reference without a scheme, as C(srun --container-image) takes it (C(127.0.0.1:5000/test/tiny:1.0),
+        C(nvcr.io#nvidia/pytorch:24.01-py3), C(ubuntu:24.04)), is read as C(docker://) and the reference, as pyxis
+        reads it; RV(uri) returns the C(docker://) form. A file path (C(/shared/x.sqsh)) is refused, it needs no import.
       - C(dockerd://IMAGE[:TAG]) for the local Docker daemon, C(podman://IMAGE[:TAG]) for local Podman storage.
       - In an sbatch script C(#SBATCH --container-image=host:5000#img:tag) is cut at the C(#); use the
         C(/) form there.
@@ -91,6 +94,7 @@ options:
   timeout:
     description:
       - Seconds the whole import may take; the import is stopped and cleaned up after that.
+        The registry digest query (C(enroot digest)) before it has the same limit of its own.
         V(0) means no limit.
     type: int
     default: 0
@@ -162,7 +166,7 @@ dest:
   type: str
   sample: /shared/images/nvidia+pytorch+24.01-py3.sqsh
 uri:
-  description: The image URI.
+  description: The image URI, with C(docker://) in front when O(uri) had no scheme.
   returned: always
   type: str
   sample: docker://nvcr.io#nvidia/pytorch:24.01-py3
@@ -203,8 +207,8 @@ actions:
 error_kind:
   description:
     - On failure, the class of the error - V(invalid_uri), V(invalid_name), V(bad_dest), V(bad_option),
-      V(missing_enroot), V(missing_command), V(plain_http), V(unreachable), V(auth), V(not_found),
-      V(oci_manifest), V(registry_error), V(bad_manifest), V(checksum), V(timeout), V(interrupted) or V(unknown).
+      V(missing_enroot), V(missing_command), V(plain_http), V(tls), V(unreachable), V(auth), V(not_found),
+      V(oci_manifest), V(registry_error), V(bad_manifest), V(checksum), V(no_space), V(capabilities), V(timeout), V(interrupted) or V(unknown).
   returned: on failure
   type: str
   sample: oci_manifest
@@ -292,13 +296,27 @@ class EnrootImport(object):
     def _run(self, argv):
         return self.module.run_command(argv, environ_update=self.env)
 
+    def _run_bounded(self, argv, what):
+        """Run an enroot command that talks to the registry within timeout (a registry or token server that never
+        answers would hold run_command forever), stopped cleanly on a stop signal."""
+        env = dict(os.environ)
+        env.update(self.env)
+        try:
+            return _enroot_run.run_stoppable(argv, env, self.module.params['timeout'])
+        except _enroot_run.TimedOut as exc:
+            self.module.fail_json(msg='enroot %s of %s did not finish within timeout=%d seconds%s; stopped it'
+                                      % (what, self.ref.uri, exc.timeout, _step(exc.stderr)), stderr=exc.stderr, error_kind='timeout')
+        except _enroot_run.Interrupted as exc:
+            self.module.fail_json(msg='enroot %s of %s was interrupted by signal %d%s; stopped it'
+                                      % (what, self.ref.uri, exc.signum, _step(exc.stderr)), stderr=exc.stderr, error_kind='interrupted')
+
     def current_digest(self):
         """The digest the registry serves now (the pinned one for a digest-pinned URI), or ``None`` when it cannot be known."""
         if not self.ref.from_registry:
             return None
         if self.ref.digest is not None:
             return self.ref.digest
-        rc, out, err = self._run(_enroot.digest_argv(self.enroot, self.ref.uri, self.module.params['arch']))
+        rc, out, err = self._run_bounded(_enroot.digest_argv(self.enroot, self.ref.uri, self.module.params['arch']), 'digest')
         digest = _enroot.parse_digest_output(out) if rc == 0 else None
         if digest is None and rc != 0:
             lines = (err or out or '').strip().splitlines()
@@ -345,18 +363,21 @@ class EnrootImport(object):
         argv = _enroot.import_argv(self.enroot, self.ref.uri, output, self.module.params['arch'])
         env = dict(os.environ)
         env.update(self.env)
-        env.update(_enroot.import_environment(transfer_timeout=self.module.params['timeout']))
+        # (no ENROOT_TRANSFER_TIMEOUT: timeout bounds the whole import here, and the site's per-transfer limit in
+        # enroot.conf - enroot_transfer_timeout of the role - stays in force; the environment would override it)
         try:
             try:
                 rc, out, err = _enroot_run.run_stoppable(argv, env, self.module.params['timeout'])
             except _enroot_run.TimedOut as exc:
                 self._cleanup(tmpdir)
-                self.module.fail_json(msg='enroot import of %s did not finish within timeout=%d seconds; stopped it and '
-                                          'removed its partial output' % (self.ref.uri, exc.timeout), error_kind='timeout')
+                self.module.fail_json(msg='enroot import of %s did not finish within timeout=%d seconds%s; stopped it and '
+                                          'removed its partial output' % (self.ref.uri, exc.timeout, _step(exc.stderr)),
+                                      stderr=exc.stderr, error_kind='timeout')
             except _enroot_run.Interrupted as exc:
                 self._cleanup(tmpdir)
-                self.module.fail_json(msg='enroot import of %s was interrupted by signal %d; stopped it and removed its '
-                                          'partial output' % (self.ref.uri, exc.signum), error_kind='interrupted')
+                self.module.fail_json(msg='enroot import of %s was interrupted by signal %d%s; stopped it and removed its '
+                                          'partial output' % (self.ref.uri, exc.signum, _step(exc.stderr)),
+                                      stderr=exc.stderr, error_kind='interrupted')
             if rc != 0:
                 self._cleanup(tmpdir)
                 self._fail_import(rc, out, err)
@@ -384,8 +405,12 @@ class EnrootImport(object):
             oci_only = self._probe_oci_only(detail)
             if oci_only:
                 kind = 'oci_manifest'
-        self.module.fail_json(msg=_enroot.error_message(kind, detail, self.ref.uri, rc, err, oci_only=oci_only),
-                              rc=rc, stdout=out, stderr=err, error_kind=kind)
+        msg = _enroot.error_message(kind, detail, self.ref.uri, rc, err, oci_only=oci_only)
+        if kind == 'no_space':
+            msg += ('; the image is written to %s (in a hidden temporary directory there, then renamed), which has %s free now; '
+                    'enroot also unpacks the layers in its ENROOT_TEMP_PATH and keeps them in its ENROOT_CACHE_PATH: make room '
+                    'or choose a dest with more space' % (self.directory, _free_text(self.directory)))
+        self.module.fail_json(msg=msg, rc=rc, stdout=out, stderr=err, error_kind=kind)
 
     def _probe_oci_only(self, url):
         """Ask for the manifest with the Docker v2 Accept header only; True when the registry refuses it as OCI-only."""
@@ -536,6 +561,19 @@ class _Probe(object):
     @staticmethod
     def uid():
         return os.getuid()
+
+
+def _step(stderr):
+    step = _enroot.last_step(stderr)
+    return ' (its last step: %s)' % step if step else ''
+
+
+def _free_text(directory):
+    try:
+        stat = os.statvfs(directory)
+    except OSError as exc:
+        return 'an unknown amount (%s)' % (exc.strerror or exc)
+    return '%d KiB' % (stat.f_bavail * stat.f_frsize // 1024)
 
 
 def _pid_alive(pid):

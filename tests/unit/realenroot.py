@@ -72,16 +72,45 @@ def root():
     return target
 
 
+def caps_root():
+    """root() with what the ``enroot+caps`` package adds: its postinst's ``setcap`` on enroot-mksquashovlfs and
+    enroot-aufs2ovlfs (which a user other than root needs to import), applied to a copy under .build/enroot (root only:
+    setcap needs CAP_SETFCAP)."""
+    top = root()
+    target = top + '-caps'
+    work = tempfile.mkdtemp(prefix='.ctl.', dir=os.path.dirname(top))
+    try:
+        subprocess.run(['dpkg-deb', '-e', deb('enroot+caps'), os.path.join(work, 'ctl')], check=True)
+        with open(os.path.join(work, 'ctl', 'postinst')) as handle:
+            lines = [line.strip() for line in handle if line.strip().startswith('setcap ')]
+    finally:
+        shutil.rmtree(work)
+    # setcap CAPS "$(command -v PROGRAM)"
+    wanted = [(line.split()[1], line.rsplit('command -v ', 1)[1].rstrip(')"')) for line in lines]
+    assert [program for _caps, program in wanted] == ['enroot-mksquashovlfs', 'enroot-aufs2ovlfs'], lines
+    with open(os.path.join(os.path.dirname(top), '.root.lock'), 'w') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not os.path.isfile(os.path.join(target, 'usr', 'bin', 'enroot')):
+            copy = tempfile.mkdtemp(prefix='.caps.', dir=os.path.dirname(top))
+            os.chmod(copy, 0o755)
+            shutil.rmtree(copy)
+            shutil.copytree(top, copy, symlinks=True)
+            for caps, program in wanted:
+                subprocess.run(['setcap', caps, os.path.join(copy, 'usr', 'bin', program)], check=True)
+            os.rename(copy, target)
+    return target
+
+
 def require_runtime():
     missing = sorted(set(pkg for cmd, pkg in RUNTIME.items() if shutil.which(cmd) is None))
     if missing:
         pytest.fail('the real enroot needs the Debian packages %s (apt-get install -y %s)' % (', '.join(missing), ' '.join(missing)))
 
 
-def env(base):
-    """``base`` (a dict of environment variables) with the real enroot first in PATH."""
+def env(base, caps=False):
+    """``base`` (a dict of environment variables) with the real enroot first in PATH (``caps``: with enroot+caps)."""
     require_runtime()
-    top = root()
+    top = caps_root() if caps else root()
     return dict(base, PATH=os.path.join(top, 'usr', 'bin') + os.pathsep + base.get('PATH', os.environ['PATH']),
                 ENROOT_LIBRARY_PATH=os.path.join(top, 'usr', 'lib', 'enroot'))
 

@@ -57,8 +57,9 @@ import os.path
 import re
 
 VALID_FORMS = ('docker://[USER@][REGISTRY/]IMAGE[:TAG][@sha256:DIGEST] (REGISTRY with a "." or a ":port"), '
-               'docker://[USER@]REGISTRY#IMAGE[:TAG][@sha256:DIGEST], dockerd://IMAGE[:TAG] or podman://IMAGE[:TAG] '
-               '(for example docker://nvcr.io/nvidia/pytorch:24.01-py3 or docker://nvcr.io#nvidia/pytorch:24.01-py3)')
+               'docker://[USER@]REGISTRY#IMAGE[:TAG][@sha256:DIGEST], the same without docker:// (as srun --container-image takes it), '
+               'dockerd://IMAGE[:TAG] or podman://IMAGE[:TAG] '
+               '(for example docker://nvcr.io/nvidia/pytorch:24.01-py3, nvcr.io/nvidia/pytorch:24.01-py3 or docker://nvcr.io#nvidia/pytorch:24.01-py3)')
 
 DOCKER_HUB = 'registry-1.docker.io'
 
@@ -97,7 +98,7 @@ RECORD_SUFFIX = '.import.json'
 
 
 class ImageRef(object):
-    """A parsed enroot image URI, split as enroot splits it.
+    """A parsed enroot image URI, split as enroot splits it (``given``: the reference as written, when it had no scheme).
 
     For ``docker://``: ``registry`` is the registry enroot talks to (``registry-1.docker.io``
     for Docker Hub), ``image`` the repository path there (``library/ubuntu``), ``tag`` the tag
@@ -108,6 +109,8 @@ class ImageRef(object):
 
     def __init__(self, uri, scheme, image, tag=None, user=None, registry=None, digest=None):
         self.uri = uri
+        # the reference as written when it had no scheme (``uri`` is then ``docker://`` + it), else None
+        self.given = None
         self.scheme = scheme
         self.image = image
         self.tag = tag
@@ -142,7 +145,7 @@ def parse_uri(uri):
         raise _bad_uri(uri, 'it has leading or trailing blanks')
     scheme, sep, rest = uri.partition('://')
     if not sep:
-        raise _bad_uri(uri, 'it has no scheme')
+        return _schemeless(uri)
     if scheme not in ('docker', 'dockerd', 'podman'):
         raise _bad_uri(uri, 'scheme "%s" is not one enroot imports from' % scheme)
     if scheme != 'docker':
@@ -157,7 +160,23 @@ def parse_uri(uri):
     raise _bad_uri(uri, _docker_reason(rest))
 
 
-def _docker_ref(uri, form, match):
+def _schemeless(given):
+    """A reference without a scheme, as pyxis takes it (``--container-image=nvcr.io/nvidia/pytorch:24.01-py3``): read as
+    ``docker://`` + it, as pyxis 0.24 hands it to enroot (pyxis_slurmstepd.c enroot_container_create); a path is refused."""
+    if given.startswith(('/', '.', '~')):
+        raise _bad_uri(given, 'it is a file path, not an image in a registry (a squashfs file needs no import: srun '
+                              '--container-image=%s uses it as it is)' % given)
+    uri = 'docker://' + given
+    for form, pattern in _DOCKER_FORMS:
+        match = pattern.match(uri)
+        if match:
+            ref = _docker_ref(uri, form, match, given)
+            ref.given = given
+            return ref
+    raise _bad_uri(given, '%s (read as %s, as pyxis reads an image without a scheme)' % (_docker_reason(given), uri))
+
+
+def _docker_ref(uri, form, match, shown=None):
     parts = match.groupdict()
     image = parts['image']
     if form == 'slash':
@@ -173,7 +192,7 @@ def _docker_ref(uri, form, match):
     digest, tag = parts.get('digest'), parts.get('tag')
     why = _registry_reason(registry, image, tag, digest)
     if why:
-        raise _bad_uri(uri, why)
+        raise _bad_uri(shown or uri, why if shown is None else '%s (read as %s, as pyxis reads an image without a scheme)' % (why, uri))
     return ImageRef(uri, 'docker', image, tag if tag or digest else 'latest', parts['user'], registry, digest)
 
 
@@ -465,7 +484,12 @@ _ERROR_PATTERNS = (
     ('invalid_uri', re.compile(r'Invalid image reference: (?P<what>\S+)')),
     ('missing_command', re.compile(r'Command not found: (?P<what>\S+)')),
     ('exists', re.compile(r'File already exists: (?P<what>\S+)')),
+    ('no_space', re.compile(r'(?P<what>[^\n]*No space left on device[^\n]*)')),
+    # an unprivileged user's enroot without the file capabilities of the enroot+caps package, on a layer with whiteouts
+    ('capabilities', re.compile(r'enroot-aufs2ovlfs: (?P<what>failed to set capabilities: .+)')),
     ('plain_http', re.compile(r'curl: \(35\) (?P<what>.*wrong version number.*)')),
+    # curl 60: the server's certificate is not signed by a CA this host trusts; 77: the CA file cannot be read
+    ('tls', re.compile(r'curl: \((?:60|77)\) (?P<what>.+)')),
     ('unreachable', re.compile(r'curl: \(6\) (?P<what>Could not resolve (?:host|proxy): \S+)')),
     ('unreachable', re.compile(r'curl: \((?:7|28|35|52|56)\) (?P<what>.+)')),
     ('auth', re.compile(r'URL (?P<what>\S+) returned error code: (?:401|403)')),
@@ -476,14 +500,18 @@ _ERROR_PATTERNS = (
     ('auth', re.compile(r'Could not parse authentication realm from (?P<what>\S+)')),
 )
 
+BASIC_HTTP2_HINT = ('; if the password is right: enroot 4.1.2 cannot send Basic credentials to a registry that speaks HTTP/2 '
+                    '(docker-registry with htpasswd over TLS offers it by default), turn HTTP/2 off there (http.http2.disabled) - '
+                    'README of the role gpucluster.bringup.enroot')
+
 OCI_ONLY_TEXT = 'OCI manifest found, but accept header does not support OCI manifests'
 
 
 def classify_error(stderr):
     """Return ``(kind, detail)`` for a failed enroot command from its stderr.
 
-    ``kind`` is one of ``invalid_uri``, ``missing_command``, ``exists``, ``plain_http``, ``unreachable``,
-    ``auth``, ``not_found``, ``registry_error``, ``bad_manifest``, ``checksum`` or
+    ``kind`` is one of ``invalid_uri``, ``missing_command``, ``exists``, ``no_space``, ``capabilities``, ``plain_http``, ``tls``,
+    ``unreachable``, ``auth``, ``not_found``, ``registry_error``, ``bad_manifest``, ``checksum`` or
     ``unknown``; ``detail`` is the matched URL, host, command or file (or the last line).
     """
     text = stderr or ''
@@ -491,6 +519,10 @@ def classify_error(stderr):
         match = pattern.search(text)
         if match:
             return kind, match.group('what').strip()
+    if _after_authentication(text):
+        # Basic authentication (docker::_authenticate): curl's 401 goes into the pipe enroot reads the Authorization
+        # header from, so enroot stops there without an error message
+        return 'auth', ''
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return 'unknown', lines[-1] if lines else ''
 
@@ -505,6 +537,30 @@ def manifest_probe_url(url):
     if re.match(r'^https?://[^/\s]+/v2/.+/manifests/[^/\s]+$', url or ''):
         return url
     return None
+
+
+_INFO_RE = re.compile(r'^\[INFO\] (?P<step>.+?)\s*$', re.M)
+_USER_RE_LOG = re.compile(r'^\[INFO\] Authenticating with user: (?P<user>.+?)\s*$', re.M)
+_CREDS_FILE_RE = re.compile(r'^\[INFO\] Using credentials from file: (?P<file>.+?)\s*$', re.M)
+_MANIFEST_URL_RE = re.compile(r'^https?://(?P<registry>[^/]+)/v2/(?P<image>.+)/manifests/(?P<reference>[^/]+)$')
+
+
+def last_step(stderr):
+    """The last step enroot announced (its last ``[INFO]`` line) in ``stderr``, or None."""
+    steps = _INFO_RE.findall(stderr or '')
+    return steps[-1] if steps else None
+
+
+def _auth_user(stderr):
+    """(user, credentials file) enroot authenticated with: user None before authentication, '<anonymous>' without one."""
+    users = _USER_RE_LOG.findall(stderr or '')
+    files = _CREDS_FILE_RE.findall(stderr or '')
+    return (users[-1] if users else None), (files[-1] if files else None)
+
+
+def _after_authentication(stderr):
+    """True when enroot's last step was the token request (a failure then is the token server's, not the registry's)."""
+    return (last_step(stderr) or '').startswith(('Authenticating with user', 'Using credentials from file'))
 
 
 def error_message(kind, detail, uri, rc, stderr, oci_only=False):
@@ -525,12 +581,50 @@ def error_message(kind, detail, uri, rc, stderr, oci_only=False):
                 'set enroot_allow_http: true for the role gpucluster.bringup.enroot, which writes ENROOT_ALLOW_HTTP to '
                 '/etc/enroot/enroot.conf: pyxis jobs (srun --container-image) read only enroot.conf, an environment: on an '
                 'Ansible task does not reach them; or serve the registry over HTTPS' % (uri, detail))
+    if kind == 'no_space':
+        return 'no space left on a device while enroot imported %s (%s)' % (uri, detail)
+    if kind == 'capabilities':
+        return ('enroot import of %s must convert the whiteouts (deleted files) of the image\'s layers, which enroot-aufs2ovlfs '
+                'does for a user other than root only with the file capabilities of the enroot+caps package (%s): install it '
+                '(enroot_install_caps: true of the role gpucluster.bringup.enroot), or import as root' % (uri, detail))
+    if kind == 'tls':
+        return ('the registry of %s presents a TLS certificate this host does not trust (curl: %s): give the nodes the CA '
+                'that signed it with enroot_registry_ca_certificates of the role gpucluster.bringup.enroot (SSL_CERT_FILE in '
+                '/etc/enroot/enroot.conf, which pyxis jobs read too), or install it in the system CA store' % (uri, detail))
     if kind == 'unreachable':
+        if _after_authentication(stderr):
+            return ('the registry of %s sent enroot to its token server, which cannot be reached: %s (check the registry\'s '
+                    'token service (the realm of its WWW-Authenticate answer), DNS, proxy and firewall)' % (uri, detail))
         return 'cannot reach the registry of %s: %s (check the registry name, DNS, proxy and firewall)' % (uri, detail)
     if kind == 'auth':
+        user, creds = _auth_user(stderr)
+        where = [detail] if detail else []
+        if user == '<anonymous>':
+            return ('the registry asks for credentials for %s%s and enroot had none: add the line "machine HOST login USER '
+                    'password PASSWORD" for the registry host to $ENROOT_CONFIG_PATH/.credentials of the user who imports '
+                    '(netrc format; the role gpucluster.bringup.enroot writes it from enroot_credentials; NGC needs nvcr.io '
+                    'and authn.nvidia.com lines)' % (uri, ''.join(' (%s)' % w for w in where)))
+        if user:
+            # Basic authentication: enroot stopped without an error line (wrong password), or logged in with an empty
+            # token and the registry refused the manifest (HTTP/2); a refused token request names the token URL instead
+            basic = not detail or bool(_MANIFEST_URL_RE.match(detail))
+            where.append(('from %s' % creds) if creds else 'given without a .credentials line')
+            return ('the registry refused the credentials of user %s for %s (%s): check the password of that user\'s line '
+                    'in $ENROOT_CONFIG_PATH/.credentials (netrc format; NGC needs nvcr.io and authn.nvidia.com lines)%s'
+                    % (user, uri, ', '.join(where), BASIC_HTTP2_HINT if basic else ''))
         return ('the registry refused access to %s (%s): check the credentials in $ENROOT_CONFIG_PATH/.credentials '
                 '(netrc format; NGC needs nvcr.io and authn.nvidia.com lines)' % (uri, detail))
     if kind == 'not_found':
+        parts = _MANIFEST_URL_RE.match(detail or '')
+        if parts and _DIGEST_RE.match(parts.group('reference')):
+            return ('the registry %s has no manifest with the pinned digest %s for %s (%s returned 404): the digest matches '
+                    'no image there; check it (enroot digest docker://%s#%s:TAG prints the digest a tag has now)'
+                    % (parts.group('registry'), parts.group('reference'), parts.group('image'), detail, parts.group('registry'),
+                       parts.group('image')))
+        if parts:
+            return ('the registry %s has no tag %s of the image %s (%s returned 404, for %s): check the image name and tag, or '
+                    'the registry may hold only an OCI manifest for it' % (parts.group('registry'), parts.group('reference'),
+                                                                           parts.group('image'), detail, uri))
         return ('the registry has no manifest for %s (%s returned 404): check the image name and tag, or the registry '
                 'may hold only an OCI manifest for it' % (uri, detail))
     if kind == 'registry_error':
@@ -627,6 +721,68 @@ def directory_problem(option, value, directory, probe, create=False):
     if not probe.writable(existing):
         return ('%s %s: the user the module runs as (uid %d) cannot create files in %s; use a directory it can write to, '
                 'or become its owner' % (option, value, probe.uid(), existing))
+    return None
+
+
+# ---- settings of the role gpucluster.bringup.enroot ---------------------------------------
+
+_PEM_BLOCK = re.compile(r'-----BEGIN CERTIFICATE-----\s*\n(?P<body>[A-Za-z0-9+/=\s]+?)\n?-----END CERTIFICATE-----')
+
+
+def ca_bundle(text):
+    """The CA file the role writes for ``enroot_registry_ca_certificates``: each PEM certificate block of ``text``, in
+    order, one after the other, ending in a newline; '' for an empty value. ``ValueError`` (the sentence after the
+    variable's name) when ``text`` is not only PEM certificates."""
+    if text is None or (isinstance(text, str) and not text.strip()):
+        return ''
+    if not isinstance(text, str):
+        raise ValueError('is %r, expected the PEM text of one or more CA certificates' % (text,))
+    blocks, rest = [], text
+    for match in _PEM_BLOCK.finditer(text):
+        body = ''.join(match.group('body').split())
+        if len(body) % 4 or not body:
+            raise ValueError('holds a certificate whose base64 text is cut (%d characters, not a multiple of 4); expected whole PEM '
+                             'certificates' % len(body))
+        blocks.append('-----BEGIN CERTIFICATE-----\n%s\n-----END CERTIFICATE-----\n'
+                      % '\n'.join(body[i:i + 64] for i in range(0, len(body), 64)))
+        rest = rest.replace(match.group(0), '', 1)
+    if not blocks or rest.strip():
+        shown = text.strip().splitlines()[0][:60] if text.strip() else text
+        what = ('the PEM text of one or more CA certificates (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)%s, '
+                'e.g. what the ansible.builtin.file lookup reads from a site-ca.pem; a path on the nodes is not read')
+        if blocks or 'BEGIN' in text:
+            raise ValueError('is %r..., expected %s' % (shown, what % ' and nothing else'))
+        raise ValueError('is %r, expected %s' % (shown, what % ''))
+    return ''.join(blocks)
+
+
+def squash_options_problem(value):
+    """Why ``enroot_squash_options`` cannot be used (the sentence after its name), or None.
+
+    enroot passes ENROOT_SQUASH_OPTIONS to mksquashfs word by word (unquoted); without ``-exit-on-error`` mksquashfs
+    carries on past a file it cannot read and enroot import succeeds with an image that lacks it."""
+    if not isinstance(value, str) or not value.split():
+        return 'is %r, expected mksquashfs options such as "-comp lzo -noD -exit-on-error" (enroot\'s default)' % (value,)
+    words = value.split()
+    if '-exit-on-error' not in words:
+        return ('is %r, expected options that keep -exit-on-error (without it mksquashfs skips a file it cannot read and enroot '
+                'import succeeds with an image that lacks it), e.g. %r' % (value, ' '.join(words + ['-exit-on-error'])))
+    bad = [word for word in words if not re.match(r'^[A-Za-z0-9_.,:=+%-]+$', word)]
+    if bad:
+        return ('is %r, expected mksquashfs options only (enroot passes them unquoted, word by word): %s is not one'
+                % (value, ', '.join(repr(word) for word in bad)))
+    return None
+
+
+_ENROOT_PATH_RE = re.compile(r'^(?:/|\$\{?(?:HOME|XDG_[A-Z_]+|TMPDIR)\}?(?:/|$))')
+
+
+def enroot_path_problem(value):
+    """Why an enroot path setting (``enroot_cache_path``, ``enroot_data_path``...) cannot be used, or None: enroot expands
+    $(...) and ${...} per user, so an absolute path or one starting at $HOME / ${XDG_...} / ${TMPDIR} is needed."""
+    if not isinstance(value, str) or not _ENROOT_PATH_RE.match(value) or re.search(r'\s', re.sub(r'\$\([^()]*\)', '', value)):
+        return ("is %r, expected an absolute path without blanks (but in $(...)), in which enroot expands $(id -u), $(id -g), ${HOME} per user "
+                "(e.g. '/tmp/enroot-data/user-$(id -u)')" % (value,))
     return None
 
 

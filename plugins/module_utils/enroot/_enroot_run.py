@@ -26,19 +26,23 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 class Interrupted(Exception):
-    """The module received one of STOP_SIGNALS while the command ran; the command was stopped."""
+    """The module received one of STOP_SIGNALS while the command ran; the command was stopped.
+
+    ``stderr``: what the command printed there before it was stopped (set by :func:`run_stoppable`)."""
 
     def __init__(self, signum):
         super(Interrupted, self).__init__('interrupted by signal %d' % signum)
         self.signum = signum
+        self.stderr = ''
 
 
 class TimedOut(Exception):
-    """The command ran longer than its time limit and was stopped."""
+    """The command ran longer than its time limit and was stopped (``stderr`` as for :class:`Interrupted`)."""
 
     def __init__(self, timeout):
         super(TimedOut, self).__init__('timed out after %s seconds' % timeout)
         self.timeout = timeout
+        self.stderr = ''
 
 
 def _raise_interrupted(signum, frame):
@@ -127,12 +131,24 @@ def run_stoppable(argv, env, timeout=None):
             out, err = proc.communicate(timeout=timeout or None)
         except subprocess.TimeoutExpired:
             stop_group(proc)
-            raise TimedOut(timeout)
+            exc = TimedOut(timeout)
+            exc.stderr = _rest_of_stderr(proc)
+            raise exc
         return proc.returncode, out, err
-    except Interrupted:
+    except Interrupted as exc:
         if proc is not None:
             stop_group(proc)
+            exc.stderr = _rest_of_stderr(proc)
         raise
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def _rest_of_stderr(proc):
+    """What a stopped command wrote to stderr (its group is gone, so the pipes end); '' when it cannot be read."""
+    try:
+        _out, err = proc.communicate(timeout=5)
+    except Exception:  # pylint: disable=broad-except  # a diagnostic only: the stop itself succeeded
+        return ''
+    return err or ''

@@ -78,6 +78,45 @@ def test_parse_uri_valid(uri, expected, name):
     assert _enroot.default_output_name(ref) == name
 
 
+# References without a scheme, as srun --container-image takes them: pyxis 0.24 hands enroot "docker://" + the reference
+# (pyxis_slurmstepd.c enroot_container_create); so does parse_uri. (given, the docker:// URI it stands for)
+SCHEMELESS = [
+    ('127.0.0.1:5000/test/tiny:1.0', 'docker://127.0.0.1:5000/test/tiny:1.0'),
+    ('nvcr.io/nvidia/pytorch:24.01-py3', 'docker://nvcr.io/nvidia/pytorch:24.01-py3'),
+    ('nvcr.io#nvidia/pytorch:24.01-py3', 'docker://nvcr.io#nvidia/pytorch:24.01-py3'),
+    ('ubuntu:22.04', 'docker://ubuntu:22.04'),
+    ('ubuntu', 'docker://ubuntu'),
+    ('alice@registry.local:5000#a/b:1', 'docker://alice@registry.local:5000#a/b:1'),
+    ('registry.local:5000/a/b@' + PIN, 'docker://registry.local:5000/a/b@' + PIN),
+]
+
+
+@pytest.mark.parametrize('given, uri', SCHEMELESS)
+def test_parse_uri_without_scheme_reads_docker(given, uri):
+    ref, docker = _enroot.parse_uri(given), _enroot.parse_uri(uri)
+    assert ref.uri == uri and ref.given == given and docker.given is None
+    assert ref.as_dict() == docker.as_dict()
+    assert _enroot.default_output_name(ref) == _enroot.default_output_name(docker)
+
+
+@pytest.mark.parametrize('given, reason', [
+    ('/shared/images/x.sqsh', 'it is a file path, not an image in a registry (a squashfs file needs no import: srun '
+                              '--container-image=/shared/images/x.sqsh uses it as it is)'),
+    ('./x.sqsh', 'it is a file path, not an image in a registry (a squashfs file needs no import: srun --container-image=./x.sqsh '
+                 'uses it as it is)'),
+    ('Ubuntu:22.04', 'the image "Ubuntu" must be lower-case letters, digits, ".", "_", "-" and "/" (read as docker://Ubuntu:22.04, '
+                     'as pyxis reads an image without a scheme)'),
+    ('reg.io:abc/x', 'the registry "reg.io:abc" is not a host[:port] (read as docker://reg.io:abc/x, as pyxis reads an image '
+                     'without a scheme)'),
+    ('ubuntu@sha256:abc', 'the digest "sha256:abc" must be "sha256:" and 64 lower-case hexadecimal digits (read as '
+                          'docker://ubuntu@sha256:abc, as pyxis reads an image without a scheme)'),
+])
+def test_parse_uri_without_scheme_invalid(given, reason):
+    with pytest.raises(ValueError) as err:
+        _enroot.parse_uri(given)
+    assert str(err.value) == 'invalid image URI "%s": %s; valid forms are %s' % (given, reason, _enroot.VALID_FORMS)
+
+
 def enroot_split(uri, tmp_path):
     """How NVIDIA's enroot 4.1.2 (src/docker.sh docker::_parse_uri, from the real package) reads uri, or None when it rejects it."""
     return realenroot.split_uri(uri, tmp_path)
@@ -108,7 +147,6 @@ def test_uri_warnings(uri, warnings):
     ('', 'it is empty'),
     (None, 'it is empty'),
     (' docker://ubuntu', 'it has leading or trailing blanks'),
-    ('ubuntu:22.04', 'it has no scheme'),
     ('http://ubuntu', 'scheme "http" is not one enroot imports from'),
     ('docker://', 'the image is missing'),
     ('docker://Ubuntu', 'the image "Ubuntu" must be lower-case letters, digits, ".", "_", "-" and "/"'),
@@ -289,6 +327,17 @@ def test_plan_import_pinned(exists, record, current, expected):
     ('[ERROR] Could not parse digest information from https://r/v2/a/manifests/1\n', 'bad_manifest', 'https://r/v2/a/manifests/1'),
     ('Checksum mismatch: 0123abcd\n', 'checksum', '0123abcd'),
     ('[ERROR] Could not parse authentication realm from https://r/v2/a/manifests/1\n', 'auth', 'https://r/v2/a/manifests/1'),
+    ('[INFO] Creating squashfs filesystem...\nWrite failed because No space left on device\nFATAL ERROR: failed to write\n',
+     'no_space', 'Write failed because No space left on device'),
+    ('enroot-aufs2ovlfs: failed to set capabilities: Operation not permitted\n', 'capabilities',
+     'failed to set capabilities: Operation not permitted'),
+    ('curl: (60) SSL certificate problem: unable to get local issuer certificate\n', 'tls',
+     'SSL certificate problem: unable to get local issuer certificate'),
+    ('curl: (77) error setting certificate file: /etc/enroot/none.pem\n', 'tls', 'error setting certificate file: /etc/enroot/none.pem'),
+    # Basic authentication: curl's 401 goes into enroot's pipe, enroot stops after its last [INFO] line without an error
+    ('[INFO] Querying registry for permission grant\n[INFO] Authenticating with user: <anonymous>\n', 'auth', ''),
+    ('[INFO] Authenticating with user: alice\n[INFO] Using credentials from file: /h/.credentials\n', 'auth', ''),
+    ('[INFO] Fetching image manifest\n', 'unknown', '[INFO] Fetching image manifest'),
     ('something odd\nlast words\n', 'unknown', 'last words'),
     ('', 'unknown', ''),
 ])
@@ -314,8 +363,11 @@ U = 'docker://reg#a:1'
      'the registry refused access to %s (https://reg/v2/a/manifests/1): check the credentials in $ENROOT_CONFIG_PATH/.credentials '
      '(netrc format; NGC needs nvcr.io and authn.nvidia.com lines)' % U),
     ('not_found', 'https://reg/v2/a/manifests/1',
-     'the registry has no manifest for %s (https://reg/v2/a/manifests/1 returned 404): check the image name and tag, '
-     'or the registry may hold only an OCI manifest for it' % U),
+     'the registry reg has no tag 1 of the image a (https://reg/v2/a/manifests/1 returned 404, for %s): check the image name and '
+     'tag, or the registry may hold only an OCI manifest for it' % U),
+    ('not_found', 'https://reg/odd',
+     'the registry has no manifest for %s (https://reg/odd returned 404): check the image name and tag, or the registry may hold '
+     'only an OCI manifest for it' % U),
     ('registry_error', 'x', 'the registry failed while serving %s: l2 l3 l4' % U),
     ('bad_manifest', 'https://reg/v2/a/manifests/1',
      'enroot could not read the image manifest of %s at https://reg/v2/a/manifests/1 (unsupported manifest type)' % U),
@@ -324,6 +376,51 @@ U = 'docker://reg#a:1'
 ])
 def test_error_message(kind, detail, expected):
     assert _enroot.error_message(kind, detail, U, 3, 'l1\nl2\nl3\nl4\n') == expected
+
+
+@pytest.mark.parametrize('kind, detail, stderr, expected', [
+    ('no_space', 'Write failed because No space left on device', '',
+     'no space left on a device while enroot imported %s (Write failed because No space left on device)' % U),
+    ('capabilities', 'failed to set capabilities: Operation not permitted', '',
+     "enroot import of %s must convert the whiteouts (deleted files) of the image's layers, which enroot-aufs2ovlfs does for a "
+     'user other than root only with the file capabilities of the enroot+caps package (failed to set capabilities: Operation not '
+     'permitted): install it (enroot_install_caps: true of the role gpucluster.bringup.enroot), or import as root' % U),
+    ('tls', 'SSL certificate problem: x', '',
+     'the registry of %s presents a TLS certificate this host does not trust (curl: SSL certificate problem: x): give the nodes '
+     'the CA that signed it with enroot_registry_ca_certificates of the role gpucluster.bringup.enroot (SSL_CERT_FILE in '
+     '/etc/enroot/enroot.conf, which pyxis jobs read too), or install it in the system CA store' % U),
+    ('unreachable', 'Failed to connect to t port 1', '[INFO] Authenticating with user: <anonymous>\ncurl: (7) x\n',
+     "the registry of %s sent enroot to its token server, which cannot be reached: Failed to connect to t port 1 (check the "
+     "registry's token service (the realm of its WWW-Authenticate answer), DNS, proxy and firewall)" % U),
+    ('auth', '', '[INFO] Authenticating with user: <anonymous>\n',
+     'the registry asks for credentials for %s and enroot had none: add the line "machine HOST login USER password PASSWORD" for '
+     'the registry host to $ENROOT_CONFIG_PATH/.credentials of the user who imports (netrc format; the role '
+     'gpucluster.bringup.enroot writes it from enroot_credentials; NGC needs nvcr.io and authn.nvidia.com lines)' % U),
+    ('auth', '', '[INFO] Authenticating with user: bob\n[INFO] Using credentials from file: /h/c\n',
+     "the registry refused the credentials of user bob for %s (from /h/c): check the password of that user's line in "
+     '$ENROOT_CONFIG_PATH/.credentials (netrc format; NGC needs nvcr.io and authn.nvidia.com lines)%s' % (U, _enroot.BASIC_HTTP2_HINT)),
+    ('auth', 'https://authn/token', '[INFO] Authenticating with user: bob\n[ERROR] URL https://authn/token returned error code: 401\n',
+     "the registry refused the credentials of user bob for %s (https://authn/token, given without a .credentials line): check "
+     "the password of that user's line in $ENROOT_CONFIG_PATH/.credentials (netrc format; NGC needs nvcr.io and authn.nvidia.com "
+     'lines)' % U),
+    ('not_found', 'https://reg:5000/v2/a/b/manifests/1.0', '',
+     'the registry reg:5000 has no tag 1.0 of the image a/b (https://reg:5000/v2/a/b/manifests/1.0 returned 404, for %s): check '
+     'the image name and tag, or the registry may hold only an OCI manifest for it' % U),
+    ('not_found', 'https://reg/v2/a/manifests/' + PIN, '',
+     'the registry reg has no manifest with the pinned digest %s for a (https://reg/v2/a/manifests/%s returned 404): the digest '
+     'matches no image there; check it (enroot digest docker://reg#a:TAG prints the digest a tag has now)' % (PIN, PIN)),
+])
+def test_error_message_from_enroots_log(kind, detail, stderr, expected):
+    assert _enroot.error_message(kind, detail, U, 1, stderr) == expected
+
+
+@pytest.mark.parametrize('stderr, expected', [
+    ('[INFO] Querying registry for permission grant\n[INFO] Downloading 2 missing layers...\n\n', 'Downloading 2 missing layers...'),
+    ('curl: (7) x\n', None),
+    ('', None),
+])
+def test_last_step(stderr, expected):
+    assert _enroot.last_step(stderr) == expected
 
 
 def test_error_message_unknown_without_output():

@@ -8,8 +8,8 @@ Each case runs the real role with ansible-playbook on this machine (connection l
 paths pointed into the test's directory through the role's internal variables. The "vendor's install" is
 NVIDIA's real enroot 4.1.2 package unpacked (tests/unit/realenroot.py): its /etc/enroot tree (enroot.conf,
 enroot.conf.d/README, hooks.d, ...) copied into the test's directory with a line a vendor image adds, its
-/usr/bin/enroot in PATH. One case uses a STAND-IN ``enroot`` (a script that prints an old version), named
-as such below: no enroot 3.3 package is at hand.
+/usr/bin/enroot in PATH. One case runs that real script with its version line made to say 3.3.1 (no enroot 3.3
+package is at hand).
 
 The drop-in is proven read by the real enroot: its own script, the compiled-in /etc/enroot replaced by the
 test's directory, prints ``enroot info`` (the settings it took, after enroot.conf and enroot.conf.d/*.conf).
@@ -200,12 +200,15 @@ def test_keep_without_an_installed_enroot_fails_naming_the_host(tmp_path):
 
 def test_keep_with_an_enroot_older_than_dropins(tmp_path):
     sysconf = vendor_tree(tmp_path)
-    # STAND-IN: a script named enroot that prints the version of an enroot before 3.4.0 (no such package at hand)
-    standin = tmp_path / 'standin-bin'
-    standin.mkdir()
-    (standin / 'enroot').write_text('#!/bin/sh\n[ "$1" = version ] && echo 3.3.1\n')
-    (standin / 'enroot').chmod(0o755)
-    rc, report = run_role(tmp_path, role_vars(tmp_path, sysconf), str(standin) + os.pathsep + os.environ['PATH'], check=True)
+    # the real enroot 4.1.2 script, its version line made to say 3.3.1 (an enroot before 3.4.0: no such package at hand)
+    old_bin = tmp_path / 'enroot-3.3.1-bin'
+    old_bin.mkdir()
+    with open(os.path.join(realenroot.root(), 'usr', 'bin', 'enroot')) as handle:
+        script = handle.read()
+    assert script.count('export ENROOT_VERSION="%s"' % realenroot.ENROOT_VERSION) == 1
+    (old_bin / 'enroot').write_text(script.replace('export ENROOT_VERSION="%s"' % realenroot.ENROOT_VERSION, 'export ENROOT_VERSION="3.3.1"'))
+    (old_bin / 'enroot').chmod(0o755)
+    rc, report = run_role(tmp_path, role_vars(tmp_path, sysconf), str(old_bin) + os.pathsep + real_enroot_path()['PATH'], check=True)
     assert rc != 0
     assert _failed(report) == [
         "enroot_package_source is 'keep' but the enroot installed on localhost is 3.3.1; keep writes this role's settings to "
