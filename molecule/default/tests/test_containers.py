@@ -22,8 +22,9 @@ import shlex
 
 import pytest
 
-from simcluster import COMPUTE, GPU_NODES, PREFIX, SIMULATED_VARS, SITE, ctl, podman, run_playbook, sh
+from simcluster import COMPUTE, GPU_NODES, PREFIX, ROOT, SIMULATED_VARS, SITE, ctl, podman, run_playbook, sh
 import testimage
+from test_validate import load, records  # the validation report's reader
 
 pytestmark = pytest.mark.acceptance
 
@@ -157,3 +158,58 @@ def test_a_squashfs_file_imported_by_the_user(image):
        % (USER, image))
     out = _srun("--container-image=/var/tmp/alice-busybox.sqsh", "cat /etc/test-release")
     assert out.stdout.strip() == "layer=2", out.stdout + out.stderr
+
+
+def test_bob_cannot_see_or_use_alices_named_container(image):
+    """Named containers are per user: enroot keeps them under the user's own data path (enroot_data_path,
+    /tmp/enroot-data/user-<uid>, 0700), so bob's job with alice's container name finds nothing of hers, and bob can
+    neither list nor read her directory. Alice's container is untouched by his try."""
+    _srun("--container-image=%s --container-name=kept --container-writable" % image, "echo alice-state > /var/tmp/state")
+    bob = ctl("cd /tmp && runuser -u bob -- srun -N1 -w %s --container-name=kept sh -c 'cat /var/tmp/state'" % NODE, check=False)
+    assert bob.rc != 0 and "alice-state" not in bob.stdout, (bob.rc, bob.stdout, bob.stderr)
+    assert "pyxis_kept" not in sh(NODE, "runuser -u bob -- enroot list").stdout.split()
+    data = sh(NODE, "stat -c '%%U %%a' /tmp/enroot-data/user-%d" % UID).stdout.split()
+    assert data == [USER, "700"], data
+    peek = sh(NODE, "runuser -u bob -- ls /tmp/enroot-data/user-%d" % UID, check=False)
+    assert peek.rc != 0 and "Permission denied" in peek.stderr, (peek.rc, peek.stdout, peek.stderr)
+    out = _srun("--container-name=kept", "cat /var/tmp/state")
+    assert out.stdout.strip() == "alice-state", out.stdout + out.stderr
+
+
+def test_a_gpu_container_without_libnvidia_container_fails_naming_it(image):
+    """enroot's NVIDIA hook (98-nvidia.sh) runs when the job asks for GPUs in the container (NVIDIA_VISIBLE_DEVICES);
+    without libnvidia-container on the node (as on the simulated nodes) the job fails with enroot's message naming
+    the missing nvidia-container-cli, before the container starts. README says what a GPU site installs."""
+    out = _srun("--container-image=%s --export=ALL,NVIDIA_VISIBLE_DEVICES=all" % image, "echo started-inside", check=False)
+    assert out.rc != 0 and "started-inside" not in out.stdout, (out.rc, out.stdout, out.stderr)
+    assert "Command not found: nvidia-container-cli, see https://github.com/NVIDIA/libnvidia-container" in out.stderr, out.stderr
+
+
+def test_the_validations_container_stage_runs_the_image_with_the_real_pyxis(image, tmp_path):
+    """validate.yml with validate_container_image: its container job runs the image on every GPU node through the
+    real pyxis and enroot and passes; a tag the registry does not have fails each node's record with pyxis' own
+    words, never a pass."""
+    def container_records(reference, name):
+        report = tmp_path / name
+        run_playbook(ROOT / "playbooks" / "validate.yml",
+                     ["-e", json.dumps({"validate_report_dir": str(report), "validate_mpi": False, "validate_nccl": False,
+                                        "validate_container_image": reference, "validate_require": ["node", "slurm", "container"]})],
+                     log=tmp_path / ("%s.log" % name))
+        return dict((rec["node"], rec) for rec in records(load(report)) if rec["check"] == "container_job")
+
+    good = container_records(image, "good")
+    assert sorted(good) == sorted(GPU_NODES), good
+    assert all(rec["status"] == "pass" and image in rec["reason"] for rec in good.values()), good
+    missing = image.rsplit(":", 1)[0] + ":no-such-tag"
+    bad = container_records(missing, "missing-tag")
+    assert sorted(bad) == sorted(GPU_NODES), bad
+    for name, rec in bad.items():
+        assert rec["status"] == "fail", rec
+        assert rec["reason"].startswith("srun --container-image=%s -w %s failed (rc " % (missing, name)), rec
+
+
+def test_the_docker_uri_form_and_the_working_directory(image):
+    """pyxis takes enroot's docker:// URI as well as the bare reference; --container-workdir sets where the command
+    starts inside the image."""
+    out = _srun("--container-image=docker://%s --container-workdir=/opt/test" % image, "pwd; cat hello")
+    assert out.stdout.splitlines() == ["/opt/test", "hello from layer 2"], out.stdout + out.stderr
