@@ -15,12 +15,14 @@ Found through ANSIBLE_CONNECTION_PLUGINS (scripts/cluster.sh, molecule.yml and t
 """
 from __future__ import annotations
 
+import os
 import shlex
 
 import yaml
-from ansible.module_utils.common.text.converters import to_native
+from ansible.module_utils.common.text.converters import to_bytes, to_native
 from ansible_collections.containers.podman.plugins.connection.podman import DOCUMENTATION as _PODMAN_DOCUMENTATION
 from ansible_collections.containers.podman.plugins.connection.podman import Connection as PodmanConnection
+
 
 def _documentation():
     """The parent's documentation with this plugin's name and a pipelining option that is on by default."""
@@ -75,4 +77,12 @@ class Connection(PodmanConnection):
 
     def fetch_file(self, in_path, out_path):
         self._ensure_mount()
+        if self._mount_point and not os.path.lexists(to_bytes(self._mount_point) + to_bytes(in_path, errors="surrogate_or_strict")):
+            # a file on a volume or bind mount of the container is not in the container's mounted root file system
+            # (the parent read it there and failed with ENOENT): podman cp reads it through the container's mounts
+            mount_point, self._mount_point = self._mount_point, None
+            try:
+                return super().fetch_file(in_path, out_path)
+            finally:
+                self._mount_point = mount_point
         return super().fetch_file(in_path, out_path)
