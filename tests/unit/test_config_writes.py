@@ -90,7 +90,7 @@ TASK_ALLOWLIST = {
         'packages change, so an interrupted run still has the slurmctld step to do and archives again when rerun',
     ('roles/validate/tasks/mpi.yml', 'Build the MPI test program'):
         'a test binary in validate_work_dir, not a configuration file; the linker removes its output when interrupted',
-    ('roles/validate/tasks/nccl_build.yml', 'Build nccl-tests with MPI'):
+    ('roles/validate/tasks/nccl_build.yml', 'Build nccl-tests'):
         'a build tree, not a configuration file; GNU make deletes a target it was writing when interrupted by SIGINT/SIGTERM',
     ('roles/validate/tasks/nccl_build.yml', 'Unpack nccl-tests'):
         'tar extracts a source tree into the build directory in place (unarchive does not use atomic_move); not a configuration file',
