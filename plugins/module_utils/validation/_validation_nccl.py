@@ -250,12 +250,39 @@ def check_mpi(value, name='mpi'):
     return require_match(name, value, MPI_TYPE, 'a Slurm MPI plugin type such as pmix, pmi2 or none, or {mpi} (the module picks one)')
 
 
+# What CUDA's own messages (cudaGetErrorString, in nccl-tests' "Test CUDA failure" lines) say about the node, first match wins
+CUDA_HINTS = (
+    ('CUDA driver version is insufficient for CUDA runtime version',
+     'no usable NVIDIA driver on the node: libcuda.so.1 is missing, or older than the CUDA runtime nccl-tests was built with'),
+    ('system has unsupported display driver / cuda driver combination',
+     "the NVIDIA kernel module and the driver's libcuda.so.1 are of different versions (a driver upgrade without a reboot?)"),
+    ('no CUDA-capable device is detected', 'the driver sees no GPU in the job (none given to it, or the GPUs are gone)'),
+    ('busy or unavailable', 'the GPUs are held by another process or set to an exclusive compute mode'),
+)
+_STOPPED = re.compile(r'\bTest (?:CUDA|NCCL) failure\b')
+
+
+def stopped_reason(parsed, rc):
+    """The reason of a run that stopped on a CUDA or NCCL error before its first result (no row: nothing was measured),
+    naming CUDA's or NCCL's message and what it says about the node; None for any other run."""
+    if parsed['rows']:
+        return None
+    failures = [error for error in parsed['errors'] if _STOPPED.search(error)]
+    if not failures:
+        return None
+    more = len(parsed['errors']) - 1
+    hint = [text for needle, text in CUDA_HINTS if needle in failures[0]]
+    return 'all_reduce_perf stopped before its first result (rc %s): %s%s%s; no bandwidth was measured' % (
+        rc, failures[0], ' (and %d more)' % more if more else '', ': ' + hint[0] if hint else '')
+
+
 def evaluate_run(name, result, hosts, expect, check='all_reduce'):
     """Records and plot series of one finished run (``result``: {rc, stdout, stderr, timed_out, timeout}).
 
     A run that printed nccl-tests output is gated by ``_nccl.evaluate`` (``#wrong``, busbw at the largest sizes,
     transport) whatever its exit code, a part of one too (its head or tail cut off: the ``complete`` check fails
-    and says what is missing); a run that printed none fails with the error it gave.
+    and says what is missing); a run that printed none fails with the error it gave; a run that stopped on a CUDA or
+    NCCL error before its first result fails one record naming that error (``stopped_reason``).
     """
     stdout = result.get('stdout') or ''
     parsed, parse_error = None, None
@@ -282,6 +309,9 @@ def evaluate_run(name, result, hosts, expect, check='all_reduce'):
         return [{'stage': STAGE, 'node': name, 'check': check, 'status': 'fail', 'hosts': list(hosts),
                  'reason': 'the output is of %s, not %s (%s): is the binary path (validate_nccl_tests_path) right? Its figures are not '
                            'gated' % (parsed['collective'], COLLECTIVE, source)}], []
+    stopped = stopped_reason(parsed, result.get('rc'))
+    if stopped:
+        return [{'stage': STAGE, 'node': name, 'check': check, 'status': 'fail', 'reason': stopped, 'hosts': list(hosts)}], []
     checks = evaluate(parsed, expect)
     if result.get('rc') not in (0, None) and not any(c['status'] == 'fail' for c in checks):
         checks.append({'check': 'exit', 'status': 'fail', 'reason': 'all_reduce_perf exited with rc %s' % result.get('rc')})

@@ -152,9 +152,12 @@ def test_evaluate_run_without_output(result, reason):
 
 
 def test_evaluate_run_busy_failure_names_the_cuda_error():
-    records, dummy = vn.evaluate_run('fabric', {'rc': 1, 'stdout': fixture('v2.17.8_gh200_busy_failure.txt')}, ['a', 'b'], {})
-    errors = [r for r in records if r['check'] == 'test_errors'][0]
-    assert errors['status'] == 'fail' and 'busy or unavailable' in errors['reason']
+    records, series = vn.evaluate_run('fabric', {'rc': 1, 'stdout': fixture('v2.17.8_gh200_busy_failure.txt')}, ['a', 'b'], {})
+    assert records == [{'stage': 'nccl', 'node': 'fabric', 'check': 'all_reduce', 'status': 'fail', 'hosts': ['a', 'b'], 'reason':
+                        "all_reduce_perf stopped before its first result (rc 1): gpu-1-1: Test CUDA failure common.cu:1304 'CUDA-capable "
+                        "device(s) is/are busy or unavailable' (and 11 more): the GPUs are held by another process or set to an exclusive "
+                        "compute mode; no bandwidth was measured"}]
+    assert series == []
 
 
 @pytest.mark.parametrize('kwargs, message', [
