@@ -11,6 +11,7 @@
 #   scripts/test.sh deps upgrade    # the Slurm upgrade tests (not in CI: about 20 minutes)
 #   scripts/test.sh deps bookworm   # the Debian 12 / Slurm 22.05 scenario (not in CI: about 5 minutes)
 #   scripts/test.sh deps acceptance # the default scenario's long acceptance tests (not in CI: about 45 minutes)
+#   scripts/test.sh deps nccl-build # nccl-tests compiled for real through the validate role (not in CI: README)
 #   bash benchmarks/scale.sh        # the scale benchmark, 2 to 1,024 emulated nodes (not in CI: docs/scale.md)
 set -uo pipefail
 
@@ -23,7 +24,9 @@ export PATH="$VENV/bin:$PATH" NO_COLOR=1 ANSIBLE_NOCOLOR=1 PY_COLORS=0
 ALL_STAGES=(deps unit sanity lint yamllint shellcheck package molecule oracle scale)
 # Stages run only when named: past the 45 minutes a cold CI run may take on 2
 # cores (docs/slurm-upgrade.md; README, "Supported versions").
-EXTRA_STAGES=(upgrade bookworm acceptance)
+# nccl-build: downloads about 300 MB of CUDA and NCCL wheels and compiles for
+# minutes on 2 cores, cold; its outputs cached under .build/nccl-build.
+EXTRA_STAGES=(upgrade bookworm acceptance nccl-build)
 STAGES=("$@")
 [ ${#STAGES[@]} -gt 0 ] || STAGES=("${ALL_STAGES[@]}")
 
@@ -253,6 +256,24 @@ stage_scale() {
 
 stage_bookworm() {
     bash "$ROOT/scripts/molecule.sh" bookworm
+}
+
+# nccl-tests 2.19.6 compiled for real through the validate role's own build path
+# (tasks/nccl_build.yml, by ansible-playbook on node containers of the Debian 13
+# node image), an MPI and a non-MPI build for two node types, with CUDA 13.0 and
+# NCCL 2.27.7 from NVIDIA's PyPI wheels; the toolchain and the build are cached
+# by content hash under .build/nccl-build. The built all_reduce_perf then runs on
+# those GPU-less nodes, fails as on a node whose driver is missing, and the
+# validation's reading of that output is checked (tests/nccl_build/run_nccl_build.py).
+stage_nccl-build() {
+    local junit="$OUTDIR/nccl-build.xml" rc
+    rm -f "$junit"
+    bash "$ROOT/scripts/cluster.sh" deps || return 1
+    bash "$ROOT/scripts/cluster.sh" images || return 1
+    GPUCLUSTER_NCCL_BUILD=1 nice -n 10 "$VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$junit" tests/nccl_build
+    rc=$?
+    count_junit "$junit"
+    return "$rc"
 }
 
 # Slurm's own NVML plugin (slurmd -G, AutoDetect=nvml) against slurm_gres_facts on
