@@ -72,19 +72,26 @@ def _slurm_stage(overrides, log):
     assert rc == 0, out[-6000:]
 
 
-@pytest.fixture(name="image", scope="module")
-def fixture_image(registry_image, tmp_path_factory):
+@pytest.fixture(name="no_task_prolog", scope="module")
+def fixture_no_task_prolog(tmp_path_factory):
     """The slurm stage with TaskProlog removed (slurm_conf_overrides TaskProlog: null, over the inventory's own
-    overrides); the slurm stage as the inventory says after."""
+    overrides) for a module's container jobs; the slurm stage as the inventory says after. (test_private_registry.py
+    uses it too.)"""
     logs = tmp_path_factory.mktemp("slurm-stage")
     own = dict(SIMULATED_VARS.get("slurm_conf_overrides") or {})
     _slurm_stage(dict(own, TaskProlog=None), logs / "without.log")
     try:
         assert "/task-prolog" not in ctl("scontrol show config").stdout
-        yield registry_image
+        yield
     finally:
         _slurm_stage(own, logs / "restored.log")
         assert "/task-prolog" in ctl("scontrol show config | grep ^TaskProlog ").stdout
+
+
+@pytest.fixture(name="image", scope="module")
+def fixture_image(registry_image, no_task_prolog):  # pylint: disable=unused-argument
+    """The registry's image, with the TaskProlog out of the way."""
+    yield registry_image
 
 
 def _as_user(command, check=True):

@@ -1,5 +1,5 @@
 """Issue 45: a private registry behind TLS with a site CA and htpasswd users, as a user's container job meets it, with
-the REAL pyxis 0.24.0 and enroot 4.1.2 (not run by the helper that wrote it; see the report of issue 45, task B).
+the REAL pyxis 0.24.0 and enroot 4.1.2 (run on the simulated cluster; the slurm stage without the TaskProlog first, as test_containers.py explains).
 
 The registry is Debian's docker-registry on the node network's gateway, serving over TLS with a certificate signed by a
 CA made for the test (testimage.make_ca) and htpasswd users; HTTP/2 is off on it (enroot 4.1.2 cannot send Basic
@@ -23,6 +23,7 @@ import shlex
 import pytest
 
 from simcluster import COMPUTE, GPU_NODES, PREFIX, SIMULATED_VARS, SITE, ctl, podman, run_playbook, sh
+from test_containers import fixture_no_task_prolog  # noqa: F401  (container jobs need the TaskProlog out of the way)
 import testimage
 
 pytestmark = pytest.mark.acceptance
@@ -49,7 +50,7 @@ def _credentials(user, text):
 
 
 @pytest.fixture(name="private_image", scope="module")
-def fixture_private_image(tmp_path_factory):
+def fixture_private_image(tmp_path_factory, no_task_prolog):  # pylint: disable=unused-argument
     """The image in the TLS+htpasswd registry; the nodes trusting its CA through the role; alice's credentials."""
     work = tmp_path_factory.mktemp("private-registry")
     gateway = _gateway()
