@@ -6,10 +6,11 @@
 
 GPU hooks run against the NVML simulator: ``nvml_sim/bin`` (the nvidia-smi
 STAND-IN and ``nvmlsim``) leads PATH and ``NVMLSIM_STATE`` points at a node
-created in the test's tmp directory.  Slurm and CUDA commands the hooks or
-the runner call (``scontrol``, ``squeue``, ``enroot``) are STAND-IN shell
-scripts written into the test's ``bin`` directory that record their argv (and
-stdin) in ``calls.log``.  The MPS hooks run NVIDIA's real
+created in the test's tmp directory.  The Slurm commands the hooks or the
+runner call (``scontrol``, ``squeue``) are STAND-IN shell scripts written into
+the test's ``bin`` directory that record their argv (and stdin) in
+``calls.log``; ``enroot`` is the real one behind a recorder that logs there too
+(test_runner_with_real_hooks.real_enroot).  The MPS hooks run NVIDIA's real
 ``nvidia-cuda-mps-control`` (Debian's nvidia-cuda-mps, which needs no GPU to
 start, answer and quit): ``scripts/test.sh`` fetches it and names its
 directory in ``GPUCLUSTER_MPS_CONTROL_BIN``; it leads PATH after ``bin``.

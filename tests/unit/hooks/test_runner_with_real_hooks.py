@@ -6,6 +6,8 @@
 
 ``scontrol`` and ``squeue`` are STAND-INs that record their argv; the
 runner's drain call is ``scontrol update NodeName=<node> State=DRAIN Reason=<reason>``.
+``enroot`` is the REAL enroot 4.1.2 (tests/unit/realenroot.py) behind a recorder that logs each call
+as the stand-ins do: the enroot hooks only require it (``# requires: enroot``) and must never call it.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -21,10 +23,17 @@ import sys
 import yaml
 
 from hookenv import FILES as SLURM_FILES, install, run_runner
+from ansible_collections.gpucluster.bringup.tests.unit import realenroot
 
 from ansible_collections.gpucluster.bringup.tests.unit.nodelib import install_library
 
 DRAIN = 'scontrol update NodeName=gpu-01 State=DRAIN Reason=%s'
+
+
+def real_enroot(runner):
+    """The real enroot first in the runner's PATH, its calls logged to calls.log (runner.calls())."""
+    found = realenroot.recorder(runner.bin, 'CALLS_LOG')
+    runner.env['ENROOT_LIBRARY_PATH'] = found['ENROOT_LIBRARY_PATH']
 
 
 def enroot_lists(node, created, cleanup):
@@ -34,7 +43,7 @@ def enroot_lists(node, created, cleanup):
 
 def test_prolog_with_every_shipped_prolog_hook_passes_on_a_healthy_node(runner):
     runner.create()
-    runner.stand_in('enroot', 'exit 1')
+    real_enroot(runner)
     runtime = '%s/run/enroot/user-{uid}' % runner.tmp
     enroot_lists(runner, [runtime], [runtime])
     for name in ('10-all-gpu-healthcheck', '30-all-mps-start', '50-all-enroot-dirs'):
@@ -50,7 +59,7 @@ def test_prolog_with_every_shipped_prolog_hook_passes_on_a_healthy_node(runner):
 def test_failed_healthcheck_drains_the_node_naming_the_hook(runner):
     runner.create()
     runner.nvmlsim('ecc', '--gpu', '6', '--uncorrected', '1')
-    runner.stand_in('enroot', 'exit 1')
+    real_enroot(runner)
     install(runner, 'prolog', '10-all-gpu-healthcheck')
     install(runner, 'prolog', '50-all-enroot-dirs')
     rc, err = run_runner(runner, 'prolog')
@@ -72,7 +81,7 @@ def test_healthcheck_is_skipped_without_nvidia_smi(runner):
 
 def test_epilog_cleans_the_jobs_gpus_and_the_runtime_dir_after_the_last_job(runner):
     runner.create()
-    runner.stand_in('enroot', 'exit 1')
+    real_enroot(runner)
     runner.stand_in('squeue', 'echo 7')
     runtime, data = '%s/run/enroot/user-{uid}' % runner.tmp, '%s/data/user-{uid}' % runner.tmp
     enroot_lists(runner, [runtime, data], [runtime])
@@ -94,7 +103,7 @@ def test_epilog_cleans_the_jobs_gpus_and_the_runtime_dir_after_the_last_job(runn
 
 def test_epilog_keeps_the_runtime_dir_while_the_user_has_other_jobs(runner):
     runner.create()
-    runner.stand_in('enroot', 'exit 1')
+    real_enroot(runner)
     runner.stand_in('squeue', 'echo 7; echo 9')
     runtime = '%s/run/enroot/user-{uid}' % runner.tmp
     enroot_lists(runner, [runtime], [runtime])
@@ -107,7 +116,7 @@ def test_epilog_keeps_the_runtime_dir_while_the_user_has_other_jobs(runner):
 
 
 def test_refused_enroot_cleanup_drains_the_node_naming_the_hook(runner):
-    runner.stand_in('enroot', 'exit 1')
+    real_enroot(runner)
     runner.stand_in('squeue', 'echo 7')
     runtime = '%s/run/enroot/user-{uid}' % runner.tmp
     enroot_lists(runner, [runtime], ['%s/home/user-{uid}' % runner.tmp])
