@@ -36,21 +36,24 @@ def enroot_conf(**overrides):
     return render('enroot', 'enroot.conf.j2', **overrides)
 
 
+def trusted(value):
+    """``value`` with every string in it marked as a trusted template (what a role's own files are to Ansible)."""
+    from ansible.template import trust_as_template  # (after the caller set Ansible up: ansible-core 2.19)
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {key: trusted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [trusted(item) for item in value]
+    return value
+
+
 def _render(collections, role, template, overrides):
     import yaml
     from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
     _AnsibleCollectionFinder(paths=[collections])._install()
     from ansible.parsing.dataloader import DataLoader
     from ansible.template import Templar, trust_as_template
-
-    def trusted(value):
-        if isinstance(value, str):
-            return trust_as_template(value)
-        if isinstance(value, dict):
-            return {key: trusted(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [trusted(item) for item in value]
-        return value
 
     top = os.path.join(ROOT, 'roles', role)
     variables = {'ansible_managed': 'Ansible managed'}

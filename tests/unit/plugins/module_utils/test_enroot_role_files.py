@@ -27,6 +27,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot
+from ansible_collections.gpucluster.bringup.tests.unit.enroot_role import trusted
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 ROLE = os.path.join(ROOT, 'roles', 'enroot')
@@ -35,16 +36,6 @@ ROLE = os.path.join(ROOT, 'roles', 'enroot')
 def load(relative):
     with open(os.path.join(ROLE, relative)) as handle:
         return yaml.safe_load(handle)
-
-
-def trusted(value):
-    if isinstance(value, str):
-        return trust_as_template(value)
-    if isinstance(value, dict):
-        return {key: trusted(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [trusted(item) for item in value]
-    return value
 
 
 def role_templar(**overrides):

@@ -8,25 +8,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 
 import pytest
 
-from ansible.module_utils.testing import patch_module_args
-
-from ansible_collections.gpucluster.bringup.plugins.modules import validation_jobs
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import JSON_BEGIN, JSON_SCRIPT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-STANDIN = os.path.join(ROOT, 'tests', 'standins', 'all_reduce_perf-standin')
-
-
-def run_module(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            validation_jobs.main()
-    return json.loads(capsys.readouterr().out)
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.test_validation_jobs import STANDIN, run_module
 
 
 @pytest.fixture
