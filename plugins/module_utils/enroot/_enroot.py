@@ -163,6 +163,8 @@ def parse_uri(uri):
 def _schemeless(given):
     """A reference without a scheme, as pyxis takes it (``--container-image=nvcr.io/nvidia/pytorch:24.01-py3``): read as
     ``docker://`` + it, as pyxis 0.24 hands it to enroot (pyxis_slurmstepd.c enroot_container_create); a path is refused."""
+    if given.startswith('-'):
+        raise _bad_uri(given, 'it starts with "-", which enroot would read as one of its options, not an image')
     if given.startswith(('/', '.', '~')):
         raise _bad_uri(given, 'it is a file path, not an image in a registry (a squashfs file needs no import: srun '
                               '--container-image=%s uses it as it is)' % given)

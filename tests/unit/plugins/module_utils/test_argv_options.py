@@ -305,7 +305,7 @@ ROWS = [
     ('enroot create name', 'enroot', lambda v: _enroot.create_argv('enroot', v, '/images/x.sqsh'), 'refused', ["--name '{v}'", 'a container name']),
     ('enroot remove name', 'enroot', lambda v: _enroot.remove_argv('enroot', v), 'refused', ["--name '{v}'", 'a container name']),
     ('enroot container option', 'enroot', _enroot.container_name, 'refused', ['invalid container name "{v}"', 'starting with a letter or digit']),
-    ('enroot uri option', 'enroot', _enroot.parse_uri, 'refused', ['invalid image URI "{v}"', 'it has no scheme']),
+    ('enroot uri option', 'enroot', _enroot.parse_uri, 'refused', ['invalid image URI "{v}"', 'it starts with "-"']),
     # the GPU health check program (_healthcheck, _healthcheck_deep): scontrol, and the deep tier's tools
     ('healthcheck show node', 'scontrol', lambda v: hc.show_node_argv('scontrol', v), 'refused', ["node_name '{v}' is not a Slurm node name"]),
     ('healthcheck update node', 'scontrol', lambda v: hc.Decision('drain', 'm', 'gpuhc:periodic:xid: x').argv('scontrol', v), 'refused',

@@ -408,8 +408,9 @@ def _set(path_value):
     (None, {'sharing': 'shard'}, 'shard_count None must be a positive integer when sharing is shard (Count= of each Name=shard line)'),
     (None, {'autodetect': 'nvml', 'plugin_dirs': ['/usr/lib/x86_64-linux-gnu/slurm-wlm', '/usr/lib64/slurm']},
      'autodetect nvml needs the Slurm gpu/nvml plugin (gpu_nvml.so), which is not in any of: /usr/lib/x86_64-linux-gnu/slurm-wlm, '
-     '/usr/lib64/slurm; install it (Debian and Ubuntu: the package slurm-wlm-nvml-plugin, in Debian\'s contrib component; '
-     'the RHEL family: a Slurm built with NVML) or use autodetect: off'),
+     '/usr/lib64/slurm; install it (Debian: the package slurm-wlm-nvml-plugin, in the contrib component; Ubuntu: the same package, '
+     'in multiverse; SchedMD\'s slurm-smd packages: in slurm-smd when built with nvml.h present; the RHEL family: a Slurm built with NVML) '
+     'or use autodetect: off'),
     (None, {'type_map': ['A100']}, 'type_map [\'A100\'] must be a mapping of model-name substring to GRES type, e.g. {"A100": "a100"}'),
     (None, {'type_map': {'A100': 'a 100'}},
      'type_map value \'a 100\' for "A100" is not a valid Slurm GRES type: use letters, digits, ".", "_", "+", "-" (e.g. "a100")'),

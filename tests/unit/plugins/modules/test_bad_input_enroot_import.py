@@ -32,7 +32,7 @@ FORMS = 'valid forms are docker://[USER@][REGISTRY/]IMAGE[:TAG][@sha256:DIGEST]'
 CASES = [
     # uri
     ('uri-empty', {'uri': ''}, ['uri: invalid image URI "": it is empty', FORMS]),
-    ('uri-no-scheme', {'uri': 'ubuntu:22.04'}, ['uri: invalid image URI "ubuntu:22.04": it has no scheme', FORMS]),
+    ('uri-an-option', {'uri': '--uid=0'}, ['uri: invalid image URI "--uid=0": it starts with "-"', FORMS]),
     ('uri-scheme', {'uri': 'oras://x'}, ['uri: invalid image URI "oras://x": scheme "oras" is not one enroot imports from', FORMS]),
     ('uri-upper-case', {'uri': 'docker://Ubuntu'},
      ['uri: invalid image URI "docker://Ubuntu": the image "Ubuntu" must be lower-case letters, digits, ".", "_", "-" and "/"']),
