@@ -2,7 +2,8 @@
 
 The checks are the default scenario's own (molecule/default/tests, imported here so that pytest runs them in
 this module, in this order): the second run changes, restarts and shows nothing; every node is idle with the
-GRES its facts list and slurmd -G registers; a GPU job and a MIG job get their devices. Then what only this
+GRES its facts list and slurmd -G registers; a GPU job and a MIG job get their devices; the real enroot and
+pyxis (built by the role against 22.05's headers, loaded by slurmstepd on the compute nodes). Then what only this
 scenario shows: the nodes run Slurm 22.05, and the roles read that release on the controller and applied its
 rules (a node definition change restarts the daemons on 22.05, where 24.11 reconfigures).
 """
@@ -21,6 +22,13 @@ from test_slurm import (  # noqa: E402,F401
     test_whole_gpu_job_keeps_slurms_index,
 )
 
+# the real enroot 4.1.2 and pyxis 0.24.0, pyxis built against 22.05's headers and loaded by its slurmstepd
+from test_enroot import (  # noqa: E402,F401
+    test_real_enroot_packages_and_config,
+    test_pyxis_built_against_installed_slurm,
+    test_srun_and_sbatch_list_the_pyxis_options_on_every_node,
+    test_slurmstepd_on_compute_nodes_loads_the_plugin,
+)
 from test_gres_autodetect import check_nvml_on_debian_12_stops_before_any_change_naming_the_pin  # noqa: E402
 
 import pytest  # noqa: E402
