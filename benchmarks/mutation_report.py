@@ -46,7 +46,6 @@ TIMEOUT = {36, -24, 24, 152, 255}
 NO_TESTS = {5, 33}
 SUBPROCESS_ONLY = (
     'tests/unit/plugins/module_utils/test_enroot_roles.py',
-    'tests/unit/plugins/module_utils/test_enroot_standins.py',
     'tests/unit/plugins/module_utils/test_mig_role_local.py',
     'tests/unit/plugins/module_utils/test_mig_role_slurm_helper.py',
     'tests/unit/plugins/module_utils/test_sacctmgr_slurmdbd_role.py',
