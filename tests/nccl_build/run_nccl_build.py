@@ -36,6 +36,8 @@ import sys
 import time
 import zipfile
 
+import yaml
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(ROOT, "tests", "nccl_build")
 BUILD = os.path.join(ROOT, ".build", "nccl-build")
@@ -44,9 +46,20 @@ VENV = os.path.join(ROOT, ".venv")
 COLLECTIONS = os.path.join(ROOT, ".build", "collections")
 IMAGE = os.environ.get("GPUCLUSTER_SIM_IMAGE_REPO", "localhost/gpucluster-sim") + "-node:trixie"
 LABEL = "io.gpucluster.sim=nccl-build"
-VERSION = "2.19.6"
+NETWORK = "gpucluster-nccl-build"
+
+
+def _role_file(relative):
+    with open(os.path.join(ROOT, "roles", "validate", relative), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)
+
+
+# the version the validate role pins, and its upstream URL (roles/validate/defaults/main.yml): the stage builds what the
+# role would build, not a version of its own
+_DEFAULTS = _role_file(os.path.join("defaults", "main.yml"))
+VERSION = _DEFAULTS["validate_nccl_tests_version"]
 TARBALL = "nccl-tests-%s.tar.gz" % VERSION
-SOURCE_URL = "https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v%s.tar.gz" % VERSION
+SOURCE_URL = _DEFAULTS["validate_nccl_tests_source_url"].replace("{{ validate_nccl_tests_version }}", VERSION)
 
 # NVIDIA's wheels of CUDA 13.0 (the driver branch 580 runs it) and NCCL 2.27.7 for CUDA 13: (name, version, sha256).
 TOOLCHAIN = (
@@ -179,11 +192,11 @@ def toolchain():
 # --- 2. the sources -----------------------------------------------------------------------------------------------
 
 def role_checksum():
-    with open(os.path.join(ROOT, "roles", "validate", "vars", "main.yml"), encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip().startswith('"%s": sha256:' % VERSION):
-                return line.split("sha256:", 1)[1].strip()
-    raise RuntimeError("roles/validate/vars/main.yml has no checksum for nccl-tests %s" % VERSION)
+    """The sha256 the role checks the pinned archive against (roles/validate/vars/main.yml)."""
+    found = (_role_file(os.path.join("vars", "main.yml")).get("_validate_nccl_tests_checksums") or {}).get(VERSION)
+    if not found:
+        raise RuntimeError("roles/validate/vars/main.yml has no checksum for nccl-tests %s" % VERSION)
+    return found.split("sha256:", 1)[-1]
 
 
 def sources():
@@ -213,15 +226,19 @@ def remove_containers():
     ours = podman("ps", "-a", "-q", "--filter", "label=" + LABEL, check=False).stdout.split()
     if ours:
         podman("rm", "-f", "-t", "0", *ours, check=False)
+    podman("network", "rm", "-f", NETWORK, check=False)
 
 
 def start_nodes(tools, cache):
     remove_containers()
+    # a network of its own, as scripts/cluster.sh makes: its DNS (aardvark-dns) answers through the host's resolver,
+    # where podman's default network hands the containers a resolv.conf they cannot always reach (apt then fails)
+    podman("network", "create", "--label", LABEL, NETWORK)
     for spec in NODE_TYPES.values():
         for host in spec["hosts"]:
             node_dir = os.path.join(cache, "nodes", host)
             os.makedirs(node_dir, exist_ok=True)
-            podman("run", "-d", "--name", host, "--hostname", host, "--label", LABEL,
+            podman("run", "-d", "--name", host, "--hostname", host, "--label", LABEL, "--network", NETWORK,
                    "-v", "%s:%s:ro" % (os.path.join(tools, "cuda"), CUDA), "-v", "%s:%s:ro" % (os.path.join(tools, "nccl"), NCCL),
                    "-v", "%s:%s" % (node_dir, BUILD_DIR), "--entrypoint", "sleep", IMAGE, "infinity")
             # as NVIDIA's CUDA and NCCL packages do: their libraries in the loader's path; apt lists as a node has them.
