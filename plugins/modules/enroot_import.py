@@ -84,13 +84,16 @@ options:
     type: bool
     default: false
   retries:
-    description: Transfer retries for each download (C(ENROOT_TRANSFER_RETRIES)).
+    description:
+      - Transfer retries for each download (C(ENROOT_TRANSFER_RETRIES) for this import only).
+      - Left out, the node's C(enroot.conf) stays in force (the enroot role's C(enroot_transfer_retries)).
     type: int
-    default: 3
   connect_timeout:
-    description: Seconds to wait for a connection to the registry (C(ENROOT_CONNECT_TIMEOUT)).
+    description:
+      - Seconds to wait for a connection to the registry (C(ENROOT_CONNECT_TIMEOUT) for this import only).
+      - Left out, the node's C(enroot.conf) stays in force (the enroot role's C(enroot_connect_timeout)); the
+        module's own manifest query then waits 30 seconds.
     type: int
-    default: 30
   timeout:
     description:
       - Seconds the whole import may take; the import is stopped and cleaned up after that.
@@ -226,6 +229,9 @@ from ansible.module_utils.urls import open_url
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_run
+
+# Seconds the module's own manifest query waits for the registry when the task sets no connect_timeout.
+PROBE_TIMEOUT = 30
 
 
 class EnrootImport(object):
@@ -419,7 +425,7 @@ class EnrootImport(object):
             return False
         try:
             response = open_url(url, headers={'Accept': 'application/vnd.docker.distribution.manifest.v2+json'},
-                                timeout=self.module.params['connect_timeout'], validate_certs=True)
+                                timeout=self.module.params['connect_timeout'] or PROBE_TIMEOUT, validate_certs=True)
             body, status = response.read(), response.getcode()
         except Exception as exc:  # pylint: disable=broad-except  # HTTPError carries the answer we want
             status = getattr(exc, 'code', None)
@@ -593,8 +599,8 @@ def main():
             dest=dict(type='path', required=True),
             name=dict(type='str'),
             force=dict(type='bool', default=False),
-            retries=dict(type='int', default=3),
-            connect_timeout=dict(type='int', default=30),
+            retries=dict(type='int'),
+            connect_timeout=dict(type='int'),
             timeout=dict(type='int', default=0),
             arch=dict(type='str'),
             executable=dict(type='str', default='enroot'),

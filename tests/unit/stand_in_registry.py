@@ -11,7 +11,8 @@ misbehaves here:
   ``hang_over`` bytes is sent only half: the status, the headers with the full Content-Length and the first half of
   the body, then nothing until the proxy is stopped (a registry or a proxy that stalls mid-download);
 * :class:`SilentServer` accepts TCP connections (the kernel's listen backlog) and never answers a byte (a token
-  server that hangs).
+  server that hangs);
+* :class:`UnavailableServer` answers every request 503 and counts them (how often enroot's curl retried).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -100,3 +101,35 @@ class SilentServer(object):
 
     def stop(self):
         self.sock.close()
+
+
+class UnavailableServer(object):
+    """A STAND-IN: an HTTP server on 127.0.0.1 that answers every request 503 Service Unavailable (a registry behind a
+    load balancer with no healthy backend) and counts the requests, so a test can see how often a client retried."""
+
+    def __init__(self):
+        self.requests = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_GET(self):
+                server.requests.append(self.path)
+                self.send_response(503, 'Service Unavailable')
+                self.send_header('Content-Length', '0')
+                self.send_header('Connection', 'close')
+                self.end_headers()
+
+            do_HEAD = do_GET
+
+        self.server = http.server.ThreadingHTTPServer(('127.0.0.1', 0), Handler)
+        self.server.daemon_threads = True
+        self.host = '127.0.0.1:%d' % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()

@@ -333,15 +333,16 @@ def list_argv(enroot):
     return [enroot, 'list']
 
 
-def import_environment(retries=None, connect_timeout=None, transfer_timeout=None):
-    """Environment for enroot: its settings are read from the environment first, then enroot.conf."""
+def import_environment(retries=None, connect_timeout=None):
+    """Environment for enroot: its settings are read from the environment first, then enroot.conf.
+
+    Only what the task sets goes into the environment; the rest of the node's enroot.conf stays in force.
+    """
     env = {}
     if retries is not None:
         env['ENROOT_TRANSFER_RETRIES'] = str(int(retries))
     if connect_timeout is not None:
         env['ENROOT_CONNECT_TIMEOUT'] = str(int(connect_timeout))
-    if transfer_timeout is not None:
-        env['ENROOT_TRANSFER_TIMEOUT'] = str(int(transfer_timeout))
     return env
 
 

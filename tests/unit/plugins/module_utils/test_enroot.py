@@ -220,8 +220,8 @@ def test_argv(func, args, expected):
 @pytest.mark.parametrize('kwargs, expected', [
     ({}, {}),
     ({'retries': 3}, {'ENROOT_TRANSFER_RETRIES': '3'}),
-    ({'retries': 0, 'connect_timeout': 10, 'transfer_timeout': 600},
-     {'ENROOT_TRANSFER_RETRIES': '0', 'ENROOT_CONNECT_TIMEOUT': '10', 'ENROOT_TRANSFER_TIMEOUT': '600'}),
+    ({'retries': 0, 'connect_timeout': 10},
+     {'ENROOT_TRANSFER_RETRIES': '0', 'ENROOT_CONNECT_TIMEOUT': '10'}),
 ])
 def test_import_environment(kwargs, expected):
     assert _enroot.import_environment(**kwargs) == expected

@@ -531,6 +531,28 @@ def test_site_ca_from_the_roles_enroot_conf(registries, env, tmp_path, with_ca):
                             uri=uri, executable=executable, retries=0)
 
 
+@pytest.mark.parametrize('task_retries, expected_requests', [(None, 3), (0, 1)])
+def test_retries_of_the_roles_enroot_conf_stay_in_force(env, tmp_path, task_retries, expected_requests):
+    """enroot_transfer_retries of the role (2, in its rendered enroot.conf) is what the real enroot uses when the task
+    sets no retries: its curl asks the registry (a STAND-IN answering 503 to everything) once and retries twice. A task's
+    retries=0 overrides it for that import only (one request)."""
+    unavailable = stand_in_registry.UnavailableServer()
+    try:
+        paths = tmp_path / 'paths'
+        conf, ca = enroot_role.enroot_conf(enroot_transfer_retries=2, enroot_runtime_path='%s/run/user-$(id -u)' % paths,
+                                           enroot_cache_path='%s/cache' % paths, enroot_data_path='%s/data' % paths,
+                                           enroot_temp_path=env['ENROOT_TEMP_PATH'])
+        assert 'ENROOT_TRANSFER_RETRIES 2' in conf.splitlines()
+        executable = _enroot_with_sysconf(tmp_path, conf, ca)
+        uri = 'docker://%s/test/v2img@sha256:%s' % (unavailable.host, '0' * 64)  # pinned: the import itself asks
+        args = {} if task_retries is None else {'retries': task_retries}
+        result = _no_change(tmp_path, env, 'registry_error', '503 Service Unavailable', uri=uri, executable=executable, **args)
+        assert result['failed'] is True
+        assert len(unavailable.requests) == expected_requests, unavailable.requests
+    finally:
+        unavailable.stop()
+
+
 def test_digest_pinned_import_needs_no_registry_call_when_current(registries, env, tmp_path):
     reg = registries['plain']
     reg.push(registries['layout'], '1.0', 'test/pinned')
