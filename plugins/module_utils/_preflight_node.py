@@ -45,9 +45,10 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _s
 
 # The oldest Slurm release the collection runs (the version policy: _slurm_version.OLDEST).
 OLDEST = sv.OLDEST
-ROLES = ('controller', 'compute', 'slurmdbd')
-# The daemon each role runs; the client commands come with every role.
-DAEMONS = (('controller', 'slurmctld'), ('compute', 'slurmd'), ('slurmdbd', 'slurmdbd'))
+ROLES = ('controller', 'compute', 'slurmdbd', 'login')
+# The daemon each role runs; the client commands come with every role. A login node runs sackd only with
+# slurm_configless (its package is then among the node's packages; without it there is no sackd to judge).
+DAEMONS = (('controller', 'slurmctld'), ('compute', 'slurmd'), ('slurmdbd', 'slurmdbd'), ('login', 'sackd'))
 # Packages of the client commands: Debian's slurm-client, the RHEL family's slurm, SchedMD's Debian build
 CLIENT_PACKAGES = ('slurm-client', 'slurm', 'slurm-smd-client')
 SOURCES = ('distro', 'local')
@@ -203,14 +204,14 @@ def _slurm_problems(readings, wants, add, lines, warn, today):
                 add(host, 'slurmdbd would be Slurm %s (package %s %s, %s) but slurmctld on %s %s: %s'
                     % (sv.version_name(version), name, text, where, ctl_host, sv.version_name(ctl_version), problem))
         for host in sorted(got, key=natural_key):
-            for daemon in ('slurmd', 'client'):
+            for daemon in ('slurmd', 'sackd', 'client'):
                 if daemon not in got[host]:
                     continue
                 version, name, text, where = got[host][daemon]
                 problem = sv.skew_problem(daemon, version, ctl_version)
                 if problem:
                     add(host, '%s would be Slurm %s (package %s %s, %s) but slurmctld on %s %s: %s'
-                        % ('slurmd' if daemon == 'slurmd' else 'the client commands', sv.version_name(version), name, text, where,
+                        % (daemon if daemon != 'client' else 'the client commands', sv.version_name(version), name, text, where,
                            ctl_host, sv.version_name(ctl_version), problem))
     # several OS releases that give several Slurm releases
     by_os = {}
@@ -323,7 +324,7 @@ def node_problems(readings, wants, missing=(), today=None):
     """The problems of every node: ``(lines, warnings)``.
 
     ``readings``: host -> the module's ``reading``; ``wants``: host -> what the inventory asks of it:
-    ``roles`` (controller, compute, slurmdbd), ``packages`` (the Slurm packages its roles install), ``source``
+    ``roles`` (controller, compute, slurmdbd, login), ``packages`` (the Slurm packages its roles install), ``source``
     (distro or local), ``mig_layout``, ``mig_layout_var``, ``mig_gpus`` (the layout's entries), ``mig_require_all_gpus``,
     ``mig_reset_blockers``; ``missing``: ``host: why`` of hosts that gave no reading (unreachable); ``today``: the day
     SchedMD's support window is judged on (None: the calendar's).

@@ -267,10 +267,10 @@ def too_old(version):
 
 
 def skew_problem(daemon, version, ctl_version):
-    """How ``daemon`` (``slurmdbd``, ``slurmd`` or ``client``) of ``version`` breaks SchedMD's rules against slurmctld
-    ``ctl_version``: ``''``, or the rule and what would be valid.
+    """How ``daemon`` (``slurmdbd``, ``slurmd``, ``sackd`` or ``client``) of ``version`` breaks SchedMD's rules against
+    slurmctld ``ctl_version``: ``''``, or the rule and what would be valid.
 
-    slurmdbd >= slurmctld >= slurmd and the client commands; slurmdbd talks to a slurmctld of at most
+    slurmdbd >= slurmctld >= slurmd, sackd (a login node's auth/config daemon) and the client commands; slurmdbd talks to a slurmctld of at most
     ``upgrade_window(slurmdbd)`` releases back, slurmctld to slurmd and the commands of at most
     ``upgrade_window(slurmctld)`` releases back.
     """
@@ -283,9 +283,9 @@ def skew_problem(daemon, version, ctl_version):
             return ('%d releases after it, and slurmdbd %s talks to slurmctld of at most %d releases back (SchedMD\'s upgrade rules); '
                     'expected the same release on both' % (ahead, release_name(version), upgrade_window(version)))
         return ''
-    if daemon not in ('slurmd', 'client'):
-        raise ValueError("daemon is %r, expected slurmdbd, slurmd or client" % (daemon,))
-    what = 'slurmd' if daemon == 'slurmd' else 'the client commands'
+    if daemon not in ('slurmd', 'sackd', 'client'):
+        raise ValueError("daemon is %r, expected slurmdbd, slurmd, sackd or client" % (daemon,))
+    what = daemon if daemon != 'client' else 'the client commands'
     behind = releases_ahead(version, ctl_version)
     window = upgrade_window(ctl_version)
     if behind < 0:

@@ -121,6 +121,15 @@ def _ctl_local(version_files, node_candidate=DEB12, dbd_installed=None):
     return readings, wants
 
 
+def _with_login(installed, sackd=False):
+    """site() plus login-01: the client commands (and sackd with slurm_configless) of ``installed`` (package -> version)."""
+    readings, wants = site()
+    packages = ('slurm-client', 'libpmix-dev') + (('sackd',) if sackd else ())
+    readings['login-01'] = reading(installed=installed, packages=packages)
+    wants['login-01'] = dict(want(()), roles=['login'], packages=list(packages))
+    return readings, wants
+
+
 def _smd(release):
     return [f.replace('24.11.5', release) for f in SMD]
 
@@ -146,6 +155,15 @@ CASES = [
        'slurmdbd >= slurmctld >= slurmd', 'expected release 22.05 or older for slurmd']], 0),
     ('client-newer-than-slurmctld', site(nodes={'gpu-03': reading(installed={'slurm-client': '23.02.7-1', 'slurmd': DEB12})}), (),
      [['gpu-03: the client commands would be Slurm 23.02.7 (package slurm-client', 'expected release 22.05 or older']], 0),
+    ('login-ok', _with_login({'slurm-client': DEB12, 'sackd': DEB12}, sackd=True), (), [], 0),
+    ('login-client-newer-than-slurmctld', _with_login({'slurm-client': '23.02.7-1'}), (),
+     [['login-01: the client commands would be Slurm 23.02.7 (package slurm-client 23.02.7-1, installed) but slurmctld on head-01 '
+       '22.05.8', 'expected release 22.05 or older for the client commands']], 0),
+    ('login-sackd-newer-than-slurmctld', _with_login({'slurm-client': DEB12, 'sackd': '24.11.5-4'}, sackd=True), (),
+     [['login-01: sackd would be Slurm 24.11.5 (package sackd 24.11.5-4, installed) but slurmctld on head-01 22.05.8',
+       'expected release 22.05 or older for sackd']], 0),
+    ('login-2108-refused', _with_login({'slurm-client': JAMMY_SLURM}), (),
+     [['login-01: Slurm 21.08.5 (package slurm-client 21.08.5-2ubuntu1, installed) is older than 22.05']], 0),
     ('slurmd-4-releases-behind-2411', _ctl_local(SMD, dbd_installed={'slurmdbd': '24.11.5-1'}), (),
      [['gpu-[01-04]: slurmd would be Slurm 22.05.8', 'but slurmctld on head-01 24.11.5: 4 releases before it', 'at most 3 releases back'],
       ['gpu-[01-04]: the client commands would be Slurm 22.05.8', '4 releases before']], 0),

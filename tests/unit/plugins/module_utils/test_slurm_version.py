@@ -222,7 +222,7 @@ def test_skew_problem(daemon, version, ctl, expected):
 
 
 def test_skew_problem_names_a_daemon_it_does_not_know():
-    with pytest.raises(ValueError, match="daemon is 'slurmctld', expected slurmdbd, slurmd or client"):
+    with pytest.raises(ValueError, match="daemon is 'slurmctld', expected slurmdbd, slurmd, sackd or client"):
         sv.skew_problem('slurmctld', (24, 11, 5), (24, 11, 5))
 
 
