@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from upgrade_cluster import (CONTROLLER, COMPUTE, add_apt_source, assert_no_change, bring_up, main_pid, out, package_version, playbook,
+from upgrade_cluster import (CONTROLLER, COMPUTE, LOGIN, add_apt_source, assert_no_change, bring_up, main_pid, out, package_version, playbook,
                              pyxis_built, sacct_jobs, sh, wait_job)
 
 SUITE = "trixie"
@@ -40,7 +40,7 @@ def test_nothing_to_upgrade_changes_nothing():
     run = playbook(SUITE, "slurm_upgrade.yml", "-e", "slurm_upgrade_validate=false", log="2-noop.log")
     assert run.returncode == 0, run.stdout[-3000:]
     assert "Every Slurm daemon runs 24.11.5: nothing to upgrade" in run.stdout
-    assert_no_change(run.stdout, [CONTROLLER] + COMPUTE)
+    assert_no_change(run.stdout, [CONTROLLER] + COMPUTE + [LOGIN])
 
 
 def test_a_bad_batch_size_is_refused_by_name():
@@ -54,7 +54,7 @@ def test_check_mode_changes_nothing():
     run = playbook(SUITE, "slurm_upgrade.yml", "--check", "-e", "slurm_upgrade_apt_default_release=forky",
                    "-e", "slurm_upgrade_validate=false", log="2-check.log")
     assert run.returncode == 0, run.stdout[-4000:]
-    assert "Slurm 24.11.5 -> 26.05.5: slurmdbd on ctl, then slurmctld on ctl, then slurmd on gpu-01, gpu-02" in run.stdout
+    assert "Slurm 24.11.5 -> 26.05.5: slurmdbd on ctl, then slurmctld on ctl, then slurmd on gpu-01, gpu-02, then the login nodes on login" in run.stdout
     assert package_version(CONTROLLER, "slurmdbd").startswith("24.11.")
     assert package_version("gpu-01", "slurmd").startswith("24.11.")
     assert sh(CONTROLLER, "test -e /var/backups/slurm-upgrade", check=False).returncode != 0
@@ -106,7 +106,7 @@ def test_upgrade_to_26_05():
     summary = re.findall(r"\b(?:PASS: \d+ checks passed, \d+ skipped|FAIL: \d+ of \d+ checks failed|SKIPPED: all \d+ checks were skipped)",
                          run.stdout)
     assert summary and re.match(r"PASS: [1-9]\d* checks passed", summary[-1]), summary or run.stdout[-4000:]
-    for node in [CONTROLLER] + COMPUTE:
+    for node in [CONTROLLER] + COMPUTE + [LOGIN]:
         assert sh(node, "test -e /usr/sbin/policy-rc.d", check=False).returncode != 0, node
 
 
@@ -116,6 +116,9 @@ def test_every_daemon_runs_26_05():
     assert "innodb_snapshot_isolation is enabled" not in out(CONTROLLER, "tail -n 40 /var/log/slurm/slurmdbd.log")
     assert "SLURM_VERSION           = 26.05.5" in out(CONTROLLER, "scontrol show config")
     assert out(CONTROLLER, "sinfo -N -h -o '%N %v'").splitlines() == ["gpu-01 26.05.5", "gpu-02 26.05.5"]
+    # the login node's client commands came last, and answer from there
+    assert out(LOGIN, "sinfo --version") == "slurm-wlm 26.05.5"
+    assert out(LOGIN, "sinfo -h -N -o '%N %v' -n gpu-01") == "gpu-01 26.05.5"
 
 
 def test_the_old_jobs_associations_and_qos_are_intact():
@@ -140,7 +143,7 @@ def test_nodes_keep_their_gres_and_a_new_gpu_job_runs():
 
 
 def test_pyxis_was_rebuilt_against_26_05():
-    for node in [CONTROLLER] + COMPUTE:
+    for node in [CONTROLLER] + COMPUTE + [LOGIN]:
         assert pyxis_built(node) == "26.05.5", node
 
 
@@ -155,4 +158,4 @@ def test_a_second_run_changes_nothing():
                    "-e", "slurm_upgrade_validate=false", log="2-second.log")
     assert run.returncode == 0, run.stdout[-3000:]
     assert "Every Slurm daemon runs 26.05.5: nothing to upgrade" in run.stdout
-    assert_no_change(run.stdout, [CONTROLLER] + COMPUTE)
+    assert_no_change(run.stdout, [CONTROLLER] + COMPUTE + [LOGIN])

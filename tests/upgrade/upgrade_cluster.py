@@ -16,6 +16,8 @@ PODMAN = str(ROOT / "scripts" / "lib" / "podman")
 PREFIX = "gcsim-"
 CONTROLLER = "ctl"
 COMPUTE = ["gpu-01", "gpu-02"]
+# the login node of inventory/simulated (slurm_login): client commands, pyxis, sackd with slurm_configless
+LOGIN = "login"
 
 
 def cluster(suite, *args, log=None, check=True):

@@ -25,12 +25,18 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as slurm_version
 
-# The inventory group of each daemon, and the Debian/RPM package that carries it.
+# The inventory group of each step, in SchedMD's order, and the step's name (the Debian/RPM package that carries its
+# daemon). Login nodes come last: their client commands (and sackd) may lag slurmctld within its window, never lead it.
 DAEMONS = (
     ('slurmdbd', 'slurmdbd'),
     ('slurm_controller', 'slurmctld'),
     ('slurm_compute', 'slurmd'),
+    ('slurm_login', 'login'),
 )
+# The package a step is read by, where it is not the step's own name: a login node by its client commands.
+STEP_PACKAGE = {'login': 'slurm-client'}
+# Every package the plan asks apt about.
+PLAN_PACKAGES = tuple(STEP_PACKAGE.get(daemon, daemon) for _group, daemon in DAEMONS)
 
 # "slurmdbd version 24.11.5 started" - slurmdbd listens from here on (slurmdbd.c).
 _DBD_READY = re.compile(r'slurmdbd version (\S+) started')
@@ -81,15 +87,16 @@ def upgrade_plan(hosts, force=False):
         for group, daemon in DAEMONS:
             if group not in groups:
                 continue
-            have, want = installed.get(daemon) or '', candidate.get(daemon) or ''
+            package = STEP_PACKAGE.get(daemon, daemon)
+            have, want = installed.get(package) or '', candidate.get(package) or ''
             versions.setdefault(host, {})[daemon] = [have, want]
             if not have:
                 problems.append('%s (group %s) has no %s installed: bring the cluster up with site.yml first'
-                                % (host, group, daemon))
+                                % (host, group, package))
                 continue
             if not want:
                 problems.append('%s: the package manager offers no %s to install (add the repository of the new Slurm, '
-                                'or name its release in slurm_upgrade_apt_default_release)' % (host, daemon))
+                                'or name its release in slurm_upgrade_apt_default_release)' % (host, package))
                 continue
             try:
                 have_v, want_v = slurm_version.parse_version(have), slurm_version.parse_version(want)
@@ -126,7 +133,8 @@ def upgrade_plan(hosts, force=False):
         elif have_v > target:
             problems.append('%s: %s %s is newer than the %s the package manager offers: Slurm is never downgraded '
                             '(restore the backup taken before the upgrade instead)'
-                            % (host, daemon, slurm_version.version_name(have_v), slurm_version.version_name(target)))
+                            % (host, STEP_PACKAGE.get(daemon, daemon), slurm_version.version_name(have_v),
+                               slurm_version.version_name(target)))
         elif have_v < target:
             plan['steps'][daemon].append(host)
     if problems:
@@ -140,8 +148,10 @@ def upgrade_plan(hosts, force=False):
     plan['path'] = slurm_version.upgrade_path(oldest, target)
     plan['needed'] = any(plan['steps'].values())
     if plan['needed']:
+        # (login nodes are named only where the inventory has them)
         plan['summary'] = 'Slurm %s -> %s: %s' % (plan['from'], plan['to'], ', then '.join(
-            '%s on %s' % (daemon, ', '.join(plan['steps'][daemon]) or 'no host') for _group, daemon in DAEMONS))
+            '%s on %s' % (daemon if daemon != 'login' else 'the login nodes', ', '.join(plan['steps'][daemon]) or 'no host')
+            for group, daemon in DAEMONS if group != 'slurm_login' or any(daemon in v for v in versions.values())))
     else:
         plan['summary'] = 'Every Slurm daemon runs %s: nothing to upgrade' % plan['to']
     return plan

@@ -26,7 +26,7 @@ T11, F05, B05 = '24.11.5-4+deb13u1', '26.05.5-1', '22.05.8-4+deb12u3'
 
 
 def _host(groups, installed, candidate):
-    daemons = {'slurmdbd': 'slurmdbd', 'slurm_controller': 'slurmctld', 'slurm_compute': 'slurmd'}
+    daemons = {'slurmdbd': 'slurmdbd', 'slurm_controller': 'slurmctld', 'slurm_compute': 'slurmd', 'slurm_login': 'slurm-client'}
     return {'groups': groups,
             'installed': {daemons[g]: installed for g in groups if g in daemons},
             'candidate': {daemons[g]: candidate for g in groups if g in daemons}}
@@ -45,23 +45,47 @@ def test_plan_24_11_to_26_05_touches_every_daemon_in_order():
     assert plan['problems'] == []
     assert plan['needed'] is True
     assert (plan['from'], plan['to'], plan['from_release'], plan['to_release']) == ('24.11.5', '26.05.5', '24.11', '26.05')
-    assert plan['steps'] == {'slurmdbd': ['ctl'], 'slurmctld': ['ctl'], 'slurmd': ['n1', 'n2']}
+    assert plan['steps'] == {'slurmdbd': ['ctl'], 'slurmctld': ['ctl'], 'slurmd': ['n1', 'n2'], 'login': []}
     assert plan['path'] == ['24.11', '26.05']
     assert plan['versions']['n1'] == {'slurmd': [T11, F05]}
+
+
+def test_plan_upgrades_the_login_nodes_last_and_names_them():
+    hosts = dict(_cluster(), **{'login-01': _host(['slurm_login'], T11, F05)})
+    plan = upgrade_plan(hosts)
+    assert plan['problems'] == []
+    assert plan['steps'] == {'slurmdbd': ['ctl'], 'slurmctld': ['ctl'], 'slurmd': ['n1', 'n2'], 'login': ['login-01']}
+    assert plan['summary'] == ('Slurm 24.11.5 -> 26.05.5: slurmdbd on ctl, then slurmctld on ctl, then slurmd on n1, n2, then the '
+                               'login nodes on login-01')
+    # done already: nothing more to do there, and the summary still names the group
+    hosts['login-01'] = _host(['slurm_login'], F05, F05)
+    plan = upgrade_plan(hosts)
+    assert plan['steps']['login'] == [] and plan['summary'].endswith('then the login nodes on no host')
+
+
+@pytest.mark.parametrize('login, fragment', [
+    (('', F05), 'login-01 (group slurm_login) has no slurm-client installed: bring the cluster up with site.yml first'),
+    ((T11, ''), 'login-01: the package manager offers no slurm-client to install'),
+    (('26.11.1-1', F05), 'login-01: slurm-client 26.11.1 is newer than the 26.05.5 the package manager offers: Slurm is never downgraded'),
+])
+def test_plan_refuses_a_login_node_it_cannot_upgrade(login, fragment):
+    plan = upgrade_plan(dict(_cluster(), **{'login-01': _host(['slurm_login'], *login)}))
+    assert plan['needed'] is False
+    assert [p for p in plan['problems'] if fragment in p], plan['problems']
 
 
 def test_plan_nothing_to_do_when_every_daemon_is_at_the_candidate():
     plan = upgrade_plan(_cluster(ctl=(F05, F05), n1=(F05, F05), n2=(F05, F05)))
     assert plan['problems'] == []
     assert plan['needed'] is False
-    assert plan['steps'] == {'slurmdbd': [], 'slurmctld': [], 'slurmd': []}
+    assert plan['steps'] == {'slurmdbd': [], 'slurmctld': [], 'slurmd': [], 'login': []}
 
 
 def test_plan_resumes_an_interrupted_upgrade():
     # slurmdbd, slurmctld and n1 were done when the last run stopped
     plan = upgrade_plan(_cluster(ctl=(F05, F05), n1=(F05, F05)))
     assert plan['problems'] == []
-    assert plan['steps'] == {'slurmdbd': [], 'slurmctld': [], 'slurmd': ['n2']}
+    assert plan['steps'] == {'slurmdbd': [], 'slurmctld': [], 'slurmd': ['n2'], 'login': []}
     assert plan['from'] == '24.11.5'
 
 
@@ -89,7 +113,7 @@ def test_plan_forced_past_the_window_keeps_the_problem_as_a_warning():
      ['n1: slurmd 26.05.5 is newer than the 24.11.5 the package manager offers']),
     (_cluster(n1=(T11, 'garbage'), n2=(T11, '')),
      ["n1: slurmd: 'garbage' is not a Slurm version", 'n2: the package manager offers no slurmd']),
-    ({}, ['no host of the groups slurmdbd, slurm_controller, slurm_compute is in this run']),
+    ({}, ['no host of the groups slurmdbd, slurm_controller, slurm_compute, slurm_login is in this run']),
 ])
 def test_plan_problems_name_the_host_and_what_is_wrong(hosts, expected):
     plan = upgrade_plan(hosts)
@@ -173,7 +197,7 @@ def test_plan_a_daemon_running_a_replaced_program_is_still_to_upgrade():
     hosts['ctl']['replaced'] = ['slurmctld']
     plan = upgrade_plan(hosts)
     assert plan['problems'] == []
-    assert plan['steps'] == {'slurmdbd': [], 'slurmctld': ['ctl'], 'slurmd': ['n1', 'n2']}
+    assert plan['steps'] == {'slurmdbd': [], 'slurmctld': ['ctl'], 'slurmd': ['n1', 'n2'], 'login': []}
     assert plan['summary'] == 'Slurm 24.11.5 -> 26.05.5: slurmdbd on no host, then slurmctld on ctl, then slurmd on n1, n2'
 
 
@@ -181,7 +205,7 @@ def test_plan_a_replaced_program_of_the_last_daemon_is_restarted():
     hosts = _cluster(ctl=(F05, F05), n1=(F05, F05), n2=(F05, F05))
     hosts['n2']['replaced'] = ['slurmd']
     plan = upgrade_plan(hosts)
-    assert plan['steps'] == {'slurmdbd': [], 'slurmctld': [], 'slurmd': ['n2']}
+    assert plan['steps'] == {'slurmdbd': [], 'slurmctld': [], 'slurmd': ['n2'], 'login': []}
     assert plan['needed'] is True
 
 
@@ -305,4 +329,4 @@ def test_plan_from_hostvars_reads_the_registered_results():
     }
     plan = plan_from_hostvars(['ctl'], hostvars, '_policy', replaced='_daemons')
     assert plan['problems'] == []
-    assert plan['steps'] == {'slurmdbd': ['ctl'], 'slurmctld': ['ctl'], 'slurmd': []}
+    assert plan['steps'] == {'slurmdbd': ['ctl'], 'slurmctld': ['ctl'], 'slurmd': [], 'login': []}
