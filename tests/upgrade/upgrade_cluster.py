@@ -82,8 +82,8 @@ def assert_no_change(output, hosts):
 
 
 def add_apt_source(release, pin=100):
-    """Add Debian ``release`` (same mirror) to every node, at a priority that installs nothing by itself."""
-    for node in [CONTROLLER] + COMPUTE:
+    """Add Debian ``release`` (same mirror) to every node, the login node too, at a priority that installs nothing by itself."""
+    for node in [CONTROLLER] + COMPUTE + [LOGIN]:
         mirror = out(node, "awk '/^deb /{print $2; exit}' /etc/apt/sources.list")
         # forky's Release file on the mirror may be past its Valid-Until date
         sh(node, "echo 'deb [check-valid-until=no] %s %s main contrib' > /etc/apt/sources.list.d/%s.list && "
