@@ -1,0 +1,483 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The closed loop's state machine, pure (issue 48): from what Slurm says of a node to the Slurm commands to run.
+
+The controller program ``gpucluster-node-loop`` (role ``gpucluster.bringup.slurm_healthcheck``) reads
+``scontrol -o show node`` each pass, calls :func:`step` per node with the node's record (the state file) and
+runs the argv lists it returns; after the deep tier ran on a node that came back it calls :func:`settle_deep`.
+
+States (a node's record, ``record['state']``):
+
+* ``ok``: nothing the loop manages;
+* ``quarantine``: a ``comment``-action condition was seen (the health check wrote a hit in the node's Comment,
+  :func:`hit_comment`); the loop counts hits per condition and promotes the node to a drain after
+  ``promote_after`` hits within ``promote_window_s``;
+* ``drained``: drained for a ``drain``-action condition (by the health check: its K-pass resume returns it; or
+  promoted by the loop: a person returns it);
+* ``reboot-asked``: ``scontrol reboot ASAP nextstate=DRAIN reason=<loop tag>`` was run (after requeueing the
+  node's jobs when the policy allows);
+* ``back``: the node booted after the request; the deep tier is to run on it;
+* ``deep-passed`` and ``returned``: passing states of one pass (the node is resumed);
+* ``service``: drained with the loop's service tag, for a person (hardware repair); the loop never returns it.
+
+Every drain the loop makes carries its tag (:func:`loop_reason`, the ONE function that formats it), so a record
+lost in a crash is derived again from Slurm's view (:func:`derive`): no node is left in a state nothing returns
+it from.  A node drained or down for any reason that is neither the loop's nor the health check's (an admin's,
+Slurm's) is never touched.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+import time
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
+    InputError, require_bool, require_int, require_match, show)
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _conditions as conditions
+
+STATES = ('ok', 'quarantine', 'drained', 'reboot-asked', 'back', 'deep-passed', 'returned', 'service')
+EVENTS = ('detected', 'drained', 'reboot_asked', 'back', 'deep_passed', 'deep_failed', 'returned', 'service', 'quarantined',
+          'promoted')
+# what the loop writes into a drain reason: <tag>:<step>:<condition>: <detail>
+STEPS = ('reboot', 'drain', 'service')
+MAX_REASON = 200
+MAX_SEEN = 20
+REBOOT_ACTIONS = ('reset-gpu', 'reboot')
+
+POLICY_DEFAULTS = {
+    'scontrol': 'scontrol',
+    # the health check's reason prefix (gpuhc:<tier>:<check>: ...) and the loop's own tag
+    'prefix': 'gpuhc',
+    'tag': 'gpuloop',
+    # condition -> action overrides (_conditions.load_overrides)
+    'actions': {},
+    # more than reboot_max reboots within reboot_window_s: service
+    'reboot_max': 2,
+    'reboot_window_s': 86400,
+    # a node not back this long after its reboot was asked: service
+    'reboot_timeout_s': 1800,
+    # comment-mode: promote_after hits within promote_window_s drain the node
+    'promote_after': 3,
+    'promote_window_s': 86400,
+    # requeue the jobs of a node that goes to reboot (the health check's requeue setting)
+    'requeue': True,
+    # run the deep tier on a node that came back; passes in a row it needs (the deep tier's resume_passes)
+    'deep': True,
+    'deep_passes': 1,
+}
+_WORD = r'[A-Za-z][A-Za-z0-9_-]*'
+_TIME = re.compile(r'^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})$')
+
+
+def load_policy(data):
+    """The loop's settings with defaults filled in; ``InputError`` names the first bad one and what is valid."""
+    if not isinstance(data, dict):
+        raise InputError('the loop settings are %s, expected a mapping' % show(data))
+    unknown = sorted(str(k) for k in data if k not in POLICY_DEFAULTS)
+    if unknown:
+        raise InputError('the loop settings have unknown key(s) %s; valid keys: %s' % (', '.join(unknown), ', '.join(sorted(POLICY_DEFAULTS))))
+    policy = dict(POLICY_DEFAULTS)
+    policy.update(data)
+    require_match('scontrol', policy['scontrol'], r'[^\s-]\S*', 'a command name or path (no spaces, not starting with "-")')
+    for key in ('prefix', 'tag'):
+        require_match(key, policy[key], _WORD, 'a word such as "gpuloop" (letters, digits, "-", "_", starting with a letter)')
+    if policy['prefix'] == policy['tag']:
+        raise InputError('tag is %s, expected a word other than the health check prefix %s' % (show(policy['tag']), show(policy['prefix'])))
+    policy['actions'] = conditions.load_overrides(policy['actions'], 'actions')
+    for key, minimum in (('reboot_max', 0), ('reboot_window_s', 1), ('reboot_timeout_s', 60), ('promote_after', 1),
+                         ('promote_window_s', 1), ('deep_passes', 1)):
+        policy[key] = require_int(key, policy[key], minimum=minimum)
+    for key in ('requeue', 'deep'):
+        policy[key] = require_bool(key, policy[key])
+    return policy
+
+
+# ------------------------------------------------------------------ tags
+
+def loop_reason(tag, step, condition, detail):
+    """The loop's drain reason ``<tag>:<step>:<condition>: <detail>`` (one line, no double quotes, at most 200
+    characters): the one place that formats it."""
+    if step not in STEPS:
+        raise ValueError('step %r is not one of %s' % (step, ', '.join(STEPS)))
+    head = '%s:%s:%s: ' % (tag, step, condition)
+    text = (head + (detail or '')).replace('\n', ' ').replace('"', "'").strip()
+    return text if len(text) <= MAX_REASON else text[:MAX_REASON - 3] + '...'
+
+
+def parse_loop_reason(reason, tag=POLICY_DEFAULTS['tag']):
+    """``{'step', 'condition', 'detail'}`` of a reason :func:`loop_reason` wrote, else None."""
+    match = re.match(r'^%s:(%s):([a-z0-9-]+): ?(.*)$' % (re.escape(tag), '|'.join(STEPS)), reason or '')
+    if not match:
+        return None
+    return {'step': match.group(1), 'condition': match.group(2), 'detail': match.group(3)}
+
+
+def hit_comment(prefix, condition, epoch, detail):
+    """The Comment the health check writes for a ``comment``-action condition: ``<prefix>-hit:<condition>@<epoch>: <detail>``."""
+    text = ('%s-hit:%s@%d: %s' % (prefix, condition, int(epoch), detail or '')).replace('\n', ' ').replace('"', "'")
+    return text if len(text) <= MAX_REASON else text[:MAX_REASON - 3] + '...'
+
+
+def parse_hit(comment, prefix=POLICY_DEFAULTS['prefix']):
+    """``(condition, epoch, detail)`` of a :func:`hit_comment`, else None."""
+    match = re.match(r'^%s-hit:([a-z0-9-]+)@(\d+): ?(.*)$' % re.escape(prefix), comment or '')
+    return (match.group(1), int(match.group(2)), match.group(3)) if match else None
+
+
+def quarantine_comment(tag, condition, hits, policy):
+    return '%s:quarantine:%s: %d of %d hits in %ds' % (tag, condition, hits, policy['promote_after'], policy['promote_window_s'])
+
+
+def health_tag(reason, prefix):
+    """``{'tier', 'check', 'detail'}`` of the health check's drain reason ``<prefix>:<tier>:<check>: <detail>``, else None."""
+    match = re.match(r'^%s:(?:(prolog|periodic|deep):)?([a-z-]+): (.*)$' % re.escape(prefix), reason or '')
+    if not match:
+        return None
+    return {'tier': match.group(1) or 'periodic', 'check': match.group(2), 'detail': match.group(3)}
+
+
+# ------------------------------------------------------------------ Slurm's view
+
+def slurm_time(text):
+    """Seconds since the epoch of Slurm's local ``YYYY-MM-DDTHH:MM:SS`` (None for ``None``, ``Unknown`` or another form)."""
+    match = _TIME.match(text or '')
+    if not match:
+        return None
+    return int(time.mktime(tuple(int(g) for g in match.groups()) + (0, 0, -1)))
+
+
+_FIELD_AFTER_REASON = r'(?=\s(?:Comment|Extra|InstanceId|InstanceType|ResvName|Topology)=|\s*$)'
+
+
+def parse_nodes(text):
+    """``scontrol -o show node`` as a list of ``{'name', 'state', 'flags', 'reason', 'reason_time', 'comment', 'boot_time'}``.
+
+    Slurm prints ``Reason=<text> [<user>@<time>]`` and after it ``Comment=``/``Extra=`` (src/api/node_info.c), so the
+    reason ends at its ``[user@time]`` or at the next of those fields.  ``ValueError`` for a line without ``State=``."""
+    nodes = []
+    for line in (text or '').splitlines():
+        line = line.strip()
+        named = re.match(r'^NodeName=(\S+)', line)
+        if not named:
+            continue
+        state = re.search(r'\sState=(\S+)', line)
+        if not state:
+            raise ValueError('scontrol line for %s has no State=: %r' % (named.group(1), line[:200]))
+        parts = state.group(1).split('+')
+        reason = re.search(r'\sReason=(.*?)(?:\s\[([^\]@\s]+)@([^\]]+)\])?' + _FIELD_AFTER_REASON, line)
+        comment = re.search(r'\sComment=(.*?)(?=\s(?:Extra|InstanceId|InstanceType|ResvName|Topology)=|\s*$)', line)
+        boot = re.search(r'\sBootTime=(\S+)', line)
+        nodes.append({
+            'name': named.group(1),
+            'state': parts[0].rstrip('*~#!%$@^-'),
+            'flags': sorted(set(parts[1:])),
+            'reason': reason.group(1).strip() if reason else '',
+            'reason_time': slurm_time(reason.group(3)) if reason and reason.group(3) else None,
+            'comment': '' if not comment or comment.group(1) == '(null)' else comment.group(1).strip(),
+            'boot_time': slurm_time(boot.group(1)) if boot else None,
+        })
+    return nodes
+
+
+def is_drained(node):
+    return 'DRAIN' in node['flags'] or node['state'] in ('DRAIN', 'DRAINED', 'DRAINING')
+
+
+def is_down(node):
+    return node['state'] == 'DOWN' or 'NOT_RESPONDING' in node['flags']
+
+
+def is_busy(node):
+    return node['state'] in ('ALLOCATED', 'MIXED', 'COMPLETING') or 'COMPLETING' in node['flags']
+
+
+def rebooting(node):
+    return bool(set(node['flags']) & set(('REBOOT_REQUESTED', 'REBOOT_ISSUED', 'POWERING_UP'))) or is_down(node)
+
+
+def owner(node, policy):
+    """``None`` (neither drained nor down), ``loop``, ``health`` (the health check's tag) or ``other`` (an admin, Slurm)."""
+    if not (is_drained(node) or is_down(node) or node['reason']):
+        return None
+    if parse_loop_reason(node['reason'], policy['tag']):
+        return 'loop'
+    if health_tag(node['reason'], policy['prefix']):
+        return 'health'
+    if not (is_drained(node) or node['state'] == 'DOWN'):
+        return None
+    return 'other'
+
+
+# ------------------------------------------------------------------ records
+
+def new_record(now):
+    return {'state': 'ok', 'since': now, 'condition': None, 'reason': None, 'asked_at': None, 'reboots': [], 'hits': {},
+            'seen': [], 'deep_runs': 0, 'time_in': {}}
+
+
+class Result(object):
+    """What one step decided: the new ``record``, the scontrol ``actions`` (argv lists, in order), the ``events``
+    (dicts for _loop_events) and whether the node wants a ``deep`` run now."""
+
+    def __init__(self, record):
+        self.record = record
+        self.actions = []
+        self.events = []
+        self.deep = False
+
+
+def _move(result, node, state, now, event=None, **extra):
+    record = result.record
+    before = record['state']
+    if state != before:
+        record['time_in'][before] = round(record['time_in'].get(before, 0) + max(0, now - record['since']), 1)
+        record['state'] = state
+        record['since'] = now
+    if event:
+        entry = {'time': now, 'node': node['name'], 'event': event, 'from': before, 'to': state, 'condition': record['condition']}
+        entry.update(extra)
+        result.events.append(entry)
+
+
+def _window(times, now, seconds):
+    return [t for t in times if now - t < seconds]
+
+
+def _note(record, text):
+    if text and text not in record['seen']:
+        record['seen'] = (record['seen'] + [text])[-MAX_SEEN:]
+
+
+def _update(policy, node, *settings):
+    return [policy['scontrol'], 'update', 'nodename=' + node['name']] + list(settings)
+
+
+def derive(record, node, policy, now):
+    """``record`` made to agree with what Slurm shows (the loop's own tag is the truth): after a crash, a lost state
+    file or a change by hand.  Returns the record (a copy)."""
+    record = dict(record) if record else new_record(now)
+    record.setdefault('time_in', {})
+    tag = parse_loop_reason(node['reason'], policy['tag']) if is_drained(node) or is_down(node) else None
+    if tag:
+        state = {'reboot': 'reboot-asked', 'drain': 'drained', 'service': 'service'}[tag['step']]
+        keep = state == record['state'] or (state == 'reboot-asked' and record['state'] == 'back')
+        if not keep:
+            record['state'], record['since'] = state, now
+            record['condition'] = tag['condition']
+            record['reason'] = node['reason']
+            if state == 'reboot-asked':
+                record['asked_at'] = node['reason_time'] or now
+        return record
+    if record['state'] in ('deep-passed', 'returned'):
+        # passing states of one pass, cut short: the node is resumed, or it is picked up by its tag above
+        record['state'], record['since'] = 'ok', now
+    if record['state'] in ('reboot-asked', 'back', 'service') or (record['state'] == 'drained' and record.get('owner') == 'loop'):
+        if not (is_drained(node) or is_down(node)):
+            # our drain is gone: a person resumed the node
+            record['returned_by_hand'] = True
+        elif (record['state'] in ('reboot-asked', 'back') and health_tag(node['reason'], policy['prefix'])
+              and not _booted_since(node, record['asked_at'])):
+            # the health check's drain is still there, no boot since: the reboot command never reached Slurm
+            record['state'], record['since'] = 'ok', now
+    return record
+
+
+def _booted_since(node, asked_at):
+    return node['boot_time'] is not None and asked_at is not None and node['boot_time'] > asked_at
+
+
+def _ask_reboot(result, node, policy, now, condition, detail):
+    record = result.record
+    recent = _window(record['reboots'], now, policy['reboot_window_s'])
+    if len(recent) >= policy['reboot_max']:
+        return _to_service(result, node, policy, now, condition, '%d reboots within %ds, the last for %s'
+                           % (len(recent), policy['reboot_window_s'], detail))
+    reason = loop_reason(policy['tag'], 'reboot', condition, detail)
+    if policy['requeue'] and node.get('jobs'):
+        result.actions.append([policy['scontrol'], 'requeue', ','.join(str(j) for j in node['jobs'])])
+    result.actions.append([policy['scontrol'], 'reboot', 'ASAP', 'nextstate=DRAIN', 'reason=' + reason, node['name']])
+    record['reboots'] = recent + [now]
+    record['asked_at'] = now
+    record['reason'] = reason
+    record['deep_runs'] = 0
+    _move(result, node, 'reboot-asked', now, 'reboot_asked', reason=reason, jobs=list(node.get('jobs') or []))
+    return result
+
+
+def _to_service(result, node, policy, now, condition, why):
+    record = result.record
+    record['condition'] = condition
+    _note(record, why)
+    seen = '; '.join(record['seen'])
+    reason = loop_reason(policy['tag'], 'service', condition, why)
+    result.actions.append(_update(policy, node, 'state=drain', 'reason=' + reason))
+    result.actions.append(_update(policy, node, 'comment=' + ('%s:service: %s' % (policy['tag'], seen))[:MAX_REASON * 2]))
+    record['reason'] = reason
+    _move(result, node, 'service', now, 'service', reason=reason, seen=list(record['seen']))
+    return result
+
+
+def _detected(result, node, policy, now, tag):
+    """A drain of the health check: what its condition's action says."""
+    record = result.record
+    condition = conditions.classify(tag['check'], tag['detail'], policy['actions']) or tag['check']
+    action = policy['actions'].get(condition, 'drain')
+    record['condition'] = condition
+    _note(record, '%s:%s: %s' % (tag['tier'], tag['check'], tag['detail']))
+    result.events.append({'time': now, 'node': node['name'], 'event': 'detected', 'from': record['state'], 'to': record['state'],
+                          'condition': condition, 'action': action, 'reason': node['reason']})
+    if action in REBOOT_ACTIONS:
+        return _ask_reboot(result, node, policy, now, condition, tag['detail'])
+    if action == 'service':
+        return _to_service(result, node, policy, now, condition, tag['detail'])
+    # drain (and a none/comment condition the health check drained anyway): its drain stays, its resume returns it
+    record['owner'] = 'health'
+    record['reason'] = node['reason']
+    _move(result, node, 'drained', now, 'drained', reason=node['reason'], action=action)
+    return result
+
+
+def _comment_hit(result, node, policy, now):
+    """A hit the health check wrote in the Comment: count it, quarantine or promote."""
+    record = result.record
+    hit = parse_hit(node['comment'], policy['prefix'])
+    if not hit:
+        return False
+    condition, epoch, detail = hit
+    times = record['hits'].setdefault(condition, [])
+    if epoch in times:
+        return False
+    times.append(epoch)
+    record['hits'][condition] = times = _window(times, now, policy['promote_window_s'])
+    record['condition'] = condition
+    _note(record, '%s: %s' % (condition, detail))
+    result.events.append({'time': now, 'node': node['name'], 'event': 'detected', 'from': record['state'], 'to': record['state'],
+                          'condition': condition, 'action': policy['actions'].get(condition, 'comment'), 'detail': detail})
+    if len(times) >= policy['promote_after'] and not is_drained(node):
+        reason = loop_reason(policy['tag'], 'drain', condition, '%d hits within %ds, the last: %s'
+                             % (len(times), policy['promote_window_s'], detail))
+        result.actions.append(_update(policy, node, 'state=drain', 'reason=' + reason))
+        result.actions.append(_update(policy, node, 'comment=' + quarantine_comment(policy['tag'], condition, len(times), policy)))
+        record['owner'] = 'loop'
+        record['reason'] = reason
+        _move(result, node, 'drained', now, 'promoted', reason=reason, hits=len(times))
+        return True
+    result.actions.append(_update(policy, node, 'comment=' + quarantine_comment(policy['tag'], condition, len(times), policy)))
+    _move(result, node, 'quarantine', now, 'quarantined', hits=len(times))
+    return True
+
+
+def step(record, node, policy, now):
+    """One pass of the loop over one node (``node``: a :func:`parse_nodes` entry, with ``jobs``: the ids of its
+    running jobs).  Returns a :class:`Result`."""
+    result = Result(derive(record, node, policy, now))
+    record = result.record
+    who = owner(node, policy)
+    if who == 'other':
+        # an admin's or Slurm's drain/down: never touched (a node rebooting shows DOWN with our reason, not this)
+        if record['state'] == 'reboot-asked' and now - (record['asked_at'] or now) > policy['reboot_timeout_s']:
+            # ... except that a reboot we asked for and Slurm gave up on ("reboot timed out") goes to service
+            if node['reason'].startswith('reboot timed out'):
+                return _to_service(result, node, policy, now, record['condition'], 'the node did not come back from its reboot')
+        return result
+    if record.pop('returned_by_hand', False) and who != 'loop':
+        record['owner'] = None
+        record['hits'] = {}  # a person returned it: counting starts afresh
+        _move(result, node, 'ok', now, 'returned', by='hand')
+        record['condition'] = None
+    state = record['state']
+    if state in ('reboot-asked', 'back') and who == 'health':
+        # the health check (slurmd runs it at start, the prolog tier at the deep job) drained it again after the reboot
+        tag = health_tag(node['reason'], policy['prefix'])
+        _note(record, '%s:%s: %s' % (tag['tier'], tag['check'], tag['detail']))
+        return _to_service(result, node, policy, now, record['condition'], 'still failing after the reboot: %s' % node['reason'])
+    if state == 'reboot-asked':
+        if _booted_since(node, record['asked_at']) and not rebooting(node):
+            result.deep = policy['deep']
+            _move(result, node, 'back', now, 'back', boot_time=node['boot_time'])
+            if not policy['deep']:
+                return _return(result, node, policy, now, 'the deep tier is off')
+            return result
+        if now - (record['asked_at'] or now) > policy['reboot_timeout_s']:
+            return _to_service(result, node, policy, now, record['condition'], 'not back %ds after the reboot was asked'
+                               % policy['reboot_timeout_s'])
+        return result
+    if state == 'back':
+        if rebooting(node):
+            return result
+        result.deep = policy['deep']
+        if not policy['deep']:
+            return _return(result, node, policy, now, 'the deep tier is off')
+        return result
+    if state == 'service':
+        return result
+    if who == 'health':
+        tag = health_tag(node['reason'], policy['prefix'])
+        if state == 'drained' and record.get('reason') == node['reason']:
+            return result  # already handled; the health check's resume returns it
+        return _detected(result, node, policy, now, tag)
+    if state == 'drained' and who is None:
+        by = record.get('owner') or 'health'
+        record['owner'] = None
+        _move(result, node, 'ok', now, 'returned', by='the health check' if by == 'health' else 'hand')
+        record['condition'] = None
+    if state == 'drained' and who == 'loop':
+        return result
+    if _comment_hit(result, node, policy, now):
+        return result
+    if result.record['state'] == 'quarantine':
+        live = dict((c, _window(t, now, policy['promote_window_s'])) for c, t in record['hits'].items())
+        record['hits'] = dict((c, t) for c, t in live.items() if t)
+        if not record['hits']:
+            if node['comment'].startswith('%s:quarantine:' % policy['tag']):
+                result.actions.append(_update(policy, node, 'comment='))
+            _move(result, node, 'ok', now, 'returned', by='quarantine window over')
+            record['condition'] = None
+    return result
+
+
+def _return(result, node, policy, now, why):
+    record = result.record
+    result.actions.append(_update(policy, node, 'state=resume'))
+    if node.get('comment', '').startswith(policy['tag'] + ':'):
+        result.actions.append(_update(policy, node, 'comment='))
+    _move(result, node, 'returned', now, 'returned', why=why)
+    _move(result, node, 'ok', now)
+    record['condition'] = None
+    record['reason'] = None
+    record['seen'] = []
+    record['owner'] = None
+    return result
+
+
+def settle_deep(record, node, report, policy, now):
+    """After the deep tier ran on a node in ``back``: ``report`` is the deep tier's report
+    (``_healthcheck_deep.read_report``) or None when the job gave no verdict.  Pass (``passes`` at least
+    ``deep_passes``): resumed; fail: service; no verdict: stays ``back`` (run again next pass)."""
+    result = Result(dict(record))
+    record = result.record
+    if record['state'] != 'back':
+        raise ValueError('%s is %s, the deep tier settles only a node that is back' % (node['name'], record['state']))
+    record['deep_runs'] = record.get('deep_runs', 0) + 1
+    if report is None or report.get('status') == 2:
+        why = 'no verdict' if report is None else 'the deep tier could not judge everything'
+        result.events.append({'time': now, 'node': node['name'], 'event': 'deep_failed', 'from': 'back', 'to': 'back',
+                              'condition': record['condition'], 'verdict': 'none', 'why': why})
+        return result
+    if report.get('status') == 1:
+        failed = [r for r in report.get('results') or [] if r.get('status') == 'fail']
+        why = 'the deep tier failed after the reboot: %s' % (report.get('reason') or ', '.join(r['check'] for r in failed))
+        result.events.append({'time': now, 'node': node['name'], 'event': 'deep_failed', 'from': 'back', 'to': 'service',
+                              'condition': record['condition'], 'verdict': 'fail', 'checks': [r['check'] for r in failed]})
+        return _to_service(result, node, policy, now, record['condition'], why)
+    passes = report.get('passes') or 0
+    if passes < policy['deep_passes']:
+        result.events.append({'time': now, 'node': node['name'], 'event': 'deep_passed', 'from': 'back', 'to': 'back',
+                              'condition': record['condition'], 'passes': passes, 'needed': policy['deep_passes']})
+        return result
+    _move(result, node, 'deep-passed', now, 'deep_passed', passes=passes)
+    return _return(result, node, policy, now, 'the deep tier passed')

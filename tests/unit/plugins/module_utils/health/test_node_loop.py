@@ -1,0 +1,366 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The closed loop's state machine (issue 48): every transition, the windows, admin drains, a crash half-way."""
+
+from __future__ import absolute_import, division, print_function
+
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _node_loop as loop
+
+T0 = 1796486400  # 2026-12-05 some hour, local time
+XID79 = 'gpuhc:periodic:xid: the GPU at PCI 0000:1b:00 had Xid 79 since boot (last: 79, GPU has fallen off the bus.); reboot the node'
+PERSIST = 'gpuhc:periodic:persistence: GPU 4 (00000000:87:00.0) persistence mode is off'
+REMAP = 'gpuhc:periodic:gpu-error: GPU 5 (00000000:90:00.0) has a failed memory row remapping'
+ADMIN = 'PSU swap, ticket 4711'
+POLICY = loop.load_policy({})
+
+
+def node(state='IDLE', flags=(), reason='', comment='', boot=T0 - 3600, jobs=(), reason_time=None, name='gpu-01'):
+    return {'name': name, 'state': state, 'flags': sorted(flags), 'reason': reason, 'reason_time': reason_time, 'comment': comment,
+            'boot_time': boot, 'jobs': list(jobs)}
+
+
+def record(state='ok', **extra):
+    rec = loop.new_record(T0 - 100)
+    rec['state'] = state
+    rec.update(extra)
+    return rec
+
+
+def events(result):
+    return [e['event'] for e in result.events]
+
+
+def reboot_tag(condition='xid-79'):
+    return loop.loop_reason('gpuloop', 'reboot', condition, 'the GPU at PCI 0000:1b:00 had Xid 79 since boot')
+
+
+# ------------------------------------------------------------------ ok -> ...
+
+def test_a_healthy_node_is_left_alone():
+    result = loop.step(None, node(), POLICY, T0)
+    assert (result.record['state'], result.actions, result.events, result.deep) == ('ok', [], [], False)
+
+
+def test_xid_79_on_a_busy_node_requeues_its_jobs_and_asks_slurm_for_a_reboot():
+    result = loop.step(record(), node('MIXED', ['DRAIN'], XID79, jobs=[17, 18]), POLICY, T0)
+    reason = loop.loop_reason('gpuloop', 'reboot', 'xid-79', XID79.split(': ', 1)[1])
+    assert result.actions == [['scontrol', 'requeue', '17,18'],
+                              ['scontrol', 'reboot', 'ASAP', 'nextstate=DRAIN', 'reason=' + reason, 'gpu-01']]
+    assert reason.startswith('gpuloop:reboot:xid-79: the GPU at PCI 0000:1b:00 had Xid 79')
+    assert result.record['state'] == 'reboot-asked' and result.record['asked_at'] == T0 and result.record['reboots'] == [T0]
+    assert events(result) == ['detected', 'reboot_asked']
+    assert result.events[0]['action'] == 'reboot' and result.events[1]['jobs'] == [17, 18]
+
+
+def test_without_requeue_the_reboot_waits_for_the_jobs():
+    policy = loop.load_policy({'requeue': False})
+    result = loop.step(record(), node('MIXED', ['DRAIN'], XID79, jobs=[17]), policy, T0)
+    assert [a[1] for a in result.actions] == ['reboot']
+
+
+def test_reset_gpu_is_carried_out_as_a_reboot():
+    reason = 'gpuhc:prolog:xid: GPU 2 (00000000:52:00.0) had Xid 48 since boot (last: 48, DBE); reset the GPU'
+    result = loop.step(record(), node('IDLE', ['DRAIN'], reason), POLICY, T0)
+    assert result.actions[-1][:4] == ['scontrol', 'reboot', 'ASAP', 'nextstate=DRAIN']
+    assert 'reason=gpuloop:reboot:xid-48: GPU 2' in result.actions[-1][4]
+    assert result.events[0]['action'] == 'reset-gpu'
+
+
+def test_a_drain_condition_stays_with_the_health_check_until_its_resume():
+    result = loop.step(record(), node('IDLE', ['DRAIN'], PERSIST), POLICY, T0)
+    assert result.actions == [] and result.record['state'] == 'drained' and events(result) == ['detected', 'drained']
+    again = loop.step(result.record, node('IDLE', ['DRAIN'], PERSIST), POLICY, T0 + 60)
+    assert again.actions == [] and again.events == [] and again.record['state'] == 'drained'
+    back = loop.step(again.record, node('IDLE'), POLICY, T0 + 600)
+    assert back.record['state'] == 'ok' and events(back) == ['returned'] and back.events[0]['by'] == 'the health check'
+    assert back.record['time_in']['drained'] == 600
+
+
+def test_a_service_condition_drains_with_the_service_tag_and_a_record_of_what_was_seen():
+    result = loop.step(record(), node('IDLE', ['DRAIN'], REMAP), POLICY, T0)
+    assert result.record['state'] == 'service' and events(result) == ['detected', 'service']
+    drain, comment = result.actions
+    assert drain[:4] == ['scontrol', 'update', 'nodename=gpu-01', 'state=drain']
+    assert drain[4].startswith('reason=gpuloop:service:row-remap-failure: GPU 5')
+    assert comment[3].startswith('comment=gpuloop:service: periodic:gpu-error: GPU 5')
+    later = loop.step(result.record, node('IDLE', ['DRAIN'], drain[4][7:]), POLICY, T0 + 3600)
+    assert later.actions == [] and later.record['state'] == 'service'
+
+
+def test_a_site_override_changes_the_action():
+    policy = loop.load_policy({'actions': {'persistence': 'reboot'}})
+    result = loop.step(record(), node('IDLE', ['DRAIN'], PERSIST), policy, T0)
+    assert result.record['state'] == 'reboot-asked'
+
+
+# ------------------------------------------------------------------ reboot-asked -> back -> returned / service
+
+@pytest.mark.parametrize('state, flags, boot', [
+    ('DOWN', ['DRAIN', 'REBOOT_ISSUED'], T0 - 3600),
+    ('IDLE', ['DRAIN', 'REBOOT_REQUESTED'], T0 - 3600),  # ASAP: waiting for the jobs to end
+    ('DOWN', ['DRAIN', 'NOT_RESPONDING'], T0 + 30),
+    ('IDLE', ['DRAIN'], T0 - 3600),  # booted before the request: not the reboot we asked for
+])
+def test_a_node_still_rebooting_is_waited_for(state, flags, boot):
+    rec = record('reboot-asked', asked_at=T0, reboots=[T0], condition='xid-79')
+    result = loop.step(rec, node(state, flags, reboot_tag(), boot=boot), POLICY, T0 + 120)
+    assert (result.record['state'], result.actions, result.events, result.deep) == ('reboot-asked', [], [], False)
+
+
+def test_a_node_that_booted_after_the_request_is_back_and_wants_the_deep_tier():
+    rec = record('reboot-asked', asked_at=T0, reboots=[T0], condition='xid-79', since=T0)
+    result = loop.step(rec, node('IDLE', ['DRAIN'], reboot_tag(), boot=T0 + 90), POLICY, T0 + 120)
+    assert result.record['state'] == 'back' and result.deep and result.actions == [] and events(result) == ['back']
+    assert result.record['time_in']['reboot-asked'] == 120
+
+
+def test_a_node_not_back_in_time_goes_to_service():
+    rec = record('reboot-asked', asked_at=T0, reboots=[T0], condition='xid-79')
+    result = loop.step(rec, node('DOWN', ['DRAIN', 'NOT_RESPONDING'], reboot_tag()), POLICY, T0 + 1801)
+    assert result.record['state'] == 'service' and 'not back 1800s after the reboot was asked' in result.actions[0][4]
+
+
+def test_slurm_giving_up_on_the_reboot_sends_it_to_service():
+    rec = record('reboot-asked', asked_at=T0, reboots=[T0], condition='xid-79')
+    result = loop.step(rec, node('DOWN', ['DRAIN'], 'reboot timed out'), POLICY, T0 + 1801)
+    assert result.record['state'] == 'service'
+    early = loop.step(rec, node('DOWN', ['DRAIN'], 'reboot timed out'), POLICY, T0 + 60)
+    assert early.record['state'] == 'reboot-asked' and early.actions == []
+
+
+def test_without_the_deep_tier_a_node_back_is_resumed():
+    policy = loop.load_policy({'deep': False})
+    rec = record('reboot-asked', asked_at=T0, reboots=[T0], condition='xid-79')
+    result = loop.step(rec, node('IDLE', ['DRAIN'], reboot_tag(), boot=T0 + 90), policy, T0 + 120)
+    assert result.actions == [['scontrol', 'update', 'nodename=gpu-01', 'state=resume']]
+    assert result.record['state'] == 'ok' and events(result) == ['back', 'returned'] and not result.deep
+
+
+def test_a_node_the_health_check_drains_again_after_its_reboot_goes_to_service():
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79')
+    again = 'gpuhc:prolog:gpu-count: NVML sees 7 GPUs, expected 8'
+    result = loop.step(rec, node('IDLE', ['DRAIN'], again, boot=T0 + 90), POLICY, T0 + 200)
+    assert result.record['state'] == 'service'
+    assert 'still failing after the reboot: gpuhc:prolog:gpu-count' in result.actions[0][4]
+
+
+PASS = {'status': 0, 'passes': 1, 'results': [{'check': 'dcgm', 'status': 'pass'}], 'reason': None}
+FAIL = {'status': 1, 'passes': 0, 'results': [{'check': 'dcgm', 'status': 'fail'}], 'reason': 'gpuhc:deep:dcgm: GPU 0 memory'}
+
+
+def test_a_passing_deep_run_returns_the_node():
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79')
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reboot_tag(), comment='gpuloop:quarantine:x: 1'), PASS, POLICY, T0 + 400)
+    assert result.actions == [['scontrol', 'update', 'nodename=gpu-01', 'state=resume'],
+                              ['scontrol', 'update', 'nodename=gpu-01', 'comment=']]
+    assert events(result) == ['deep_passed', 'returned'] and result.record['state'] == 'ok'
+    assert result.record['reboots'] == [T0]  # the window still counts it
+
+
+def test_a_failing_deep_run_after_the_reboot_sends_the_node_to_service():
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79', seen=['periodic:xid: Xid 79'])
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reboot_tag()), FAIL, POLICY, T0 + 400)
+    assert events(result) == ['deep_failed', 'service'] and result.record['state'] == 'service'
+    assert result.actions[0][4].startswith('reason=gpuloop:service:xid-79: the deep tier failed after the reboot: gpuhc:deep:dcgm')
+    assert 'periodic:xid: Xid 79; the deep tier failed' in result.actions[1][3]
+
+
+@pytest.mark.parametrize('report', [None, {'status': 2, 'passes': 0, 'results': []}])
+def test_a_deep_run_without_a_verdict_leaves_the_node_back_for_the_next_pass(report):
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79')
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reboot_tag()), report, POLICY, T0 + 400)
+    assert result.record['state'] == 'back' and result.actions == [] and events(result) == ['deep_failed']
+    assert result.record['deep_runs'] == 1
+
+
+def test_k_deep_passes_are_needed_before_the_return():
+    policy = loop.load_policy({'deep_passes': 2})
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79')
+    first = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reboot_tag()), PASS, policy, T0 + 400)
+    assert first.record['state'] == 'back' and first.actions == []
+    second = loop.settle_deep(first.record, node('IDLE', ['DRAIN'], reboot_tag()), dict(PASS, passes=2), policy, T0 + 800)
+    assert second.record['state'] == 'ok' and second.actions[0][3] == 'state=resume'
+
+
+def test_settle_deep_refuses_a_node_that_is_not_back():
+    with pytest.raises(ValueError, match='settles only a node that is back'):
+        loop.settle_deep(record('ok'), node(), PASS, POLICY, T0)
+
+
+# ------------------------------------------------------------------ windows
+
+@pytest.mark.parametrize('reboots, limit, expected', [
+    ([], 1, 'reboot-asked'),
+    ([T0 - 3600], 1, 'service'),                   # a second fault within the window
+    ([T0 - 86400 - 1], 1, 'reboot-asked'),         # the earlier one is out of the window
+    ([T0 - 7200, T0 - 3600], 2, 'service'),
+    ([T0 - 90000, T0 - 3600], 2, 'reboot-asked'),
+    ([T0 - 3600], 0, 'service'),                   # 0: never reboot
+    ([], 0, 'service'),
+])
+def test_more_reboots_than_allowed_within_the_window_go_to_service(reboots, limit, expected):
+    policy = loop.load_policy({'reboot_max': limit})
+    result = loop.step(record(reboots=list(reboots)), node('IDLE', ['DRAIN'], XID79), policy, T0)
+    assert result.record['state'] == expected
+    if expected == 'service':
+        assert result.actions[0][4].startswith('reason=gpuloop:service:xid-79: %d reboots within 86400s' % len(reboots))
+
+
+def hit(epoch, condition='thermal'):
+    return loop.hit_comment('gpuhc', condition, epoch, 'GPU 0 clocks are held down by hw_slowdown')
+
+
+def test_comment_hits_quarantine_then_promote_after_m_within_the_window():
+    policy = loop.load_policy({'promote_after': 3, 'promote_window_s': 3600})
+    first = loop.step(record(), node(comment=hit(T0)), policy, T0 + 5)
+    assert first.record['state'] == 'quarantine' and events(first) == ['detected', 'quarantined']
+    assert first.actions == [['scontrol', 'update', 'nodename=gpu-01', 'comment=gpuloop:quarantine:thermal: 1 of 3 hits in 3600s']]
+    # the same hit seen again (the comment was not replaced yet) is not counted twice
+    same = loop.step(first.record, node(comment=hit(T0)), policy, T0 + 65)
+    assert same.actions == [] and same.events == [] and same.record['hits']['thermal'] == [T0]
+    second = loop.step(same.record, node(comment=hit(T0 + 300)), policy, T0 + 305)
+    assert second.record['state'] == 'quarantine' and second.actions[0][3].endswith('2 of 3 hits in 3600s')
+    third = loop.step(second.record, node(comment=hit(T0 + 600)), policy, T0 + 605)
+    assert third.record['state'] == 'drained' and events(third) == ['detected', 'promoted']
+    assert third.actions[0][3:] == ['state=drain', 'reason=gpuloop:drain:thermal: 3 hits within 3600s, the last: GPU 0 clocks are '
+                                    'held down by hw_slowdown']
+    # promoted: a person returns it; the loop leaves its own drain alone
+    later = loop.step(third.record, node('IDLE', ['DRAIN'], third.actions[0][4][7:], comment=hit(T0 + 900)), policy, T0 + 905)
+    assert later.actions == [] and later.record['state'] == 'drained'
+    resumed = loop.step(later.record, node('IDLE', comment=hit(T0 + 900)), policy, T0 + 1000)
+    # a person resumed it: the count starts afresh, the hit that came meanwhile is the first
+    assert events(resumed) == ['returned', 'detected', 'quarantined'] and resumed.events[0]['by'] == 'hand'
+    assert resumed.record['state'] == 'quarantine' and resumed.record['hits'] == {'thermal': [T0 + 900]}
+
+
+def test_hits_outside_the_window_do_not_promote_and_the_quarantine_ends():
+    policy = loop.load_policy({'promote_after': 2, 'promote_window_s': 600})
+    first = loop.step(record(), node(comment=hit(T0)), policy, T0)
+    second = loop.step(first.record, node(comment=hit(T0 + 700)), policy, T0 + 700)
+    assert second.record['state'] == 'quarantine' and second.record['hits']['thermal'] == [T0 + 700]
+    quiet = loop.step(second.record, node(comment=second.actions[0][3][8:]), policy, T0 + 1400)
+    assert quiet.record['state'] == 'ok' and events(quiet) == ['returned']
+    assert quiet.actions == [['scontrol', 'update', 'nodename=gpu-01', 'comment=']]
+
+
+# ------------------------------------------------------------------ admin drains
+
+@pytest.mark.parametrize('state', loop.STATES)
+@pytest.mark.parametrize('slurm', [
+    node('IDLE', ['DRAIN'], ADMIN, comment=hit(T0)),
+    node('DOWN', [], 'cabling, back Monday'),
+    node('MIXED', ['DRAIN'], 'gpuhc is wrong here, ticket 9 ' + XID79, jobs=[5]),  # our words, not at the start
+])
+def test_an_admin_drain_is_never_touched(state, slurm):
+    rec = record(state, asked_at=T0 - 60, reboots=[T0 - 60], condition='xid-79')
+    result = loop.step(rec, slurm, POLICY, T0)
+    assert result.actions == [] and result.events == [] and not result.deep
+    assert result.record['state'] == ('ok' if state in ('deep-passed', 'returned') else state)
+
+
+# ------------------------------------------------------------------ a crash half-way
+
+@pytest.mark.parametrize('reason, expected', [
+    (loop.loop_reason('gpuloop', 'reboot', 'xid-79', 'x'), 'reboot-asked'),
+    (loop.loop_reason('gpuloop', 'service', 'xid-79', 'x'), 'service'),
+    (loop.loop_reason('gpuloop', 'drain', 'thermal', 'x'), 'drained'),
+])
+def test_a_lost_record_is_derived_again_from_the_loop_tag(reason, expected):
+    result = loop.step(None, node('IDLE', ['DRAIN'], reason, reason_time=T0 - 300, boot=T0 - 3600), POLICY, T0)
+    assert result.record['state'] == expected and result.actions == []
+
+
+def test_a_lost_record_of_a_node_that_rebooted_is_back():
+    reason = loop.loop_reason('gpuloop', 'reboot', 'xid-79', 'x')
+    result = loop.step({}, node('IDLE', ['DRAIN'], reason, reason_time=T0 - 300, boot=T0 - 200), POLICY, T0)
+    assert result.record['state'] == 'back' and result.deep and result.record['asked_at'] == T0 - 300
+
+
+def test_a_crash_before_the_reboot_command_ran_asks_again():
+    # the record says reboot-asked, Slurm still shows the health check's drain: the command never reached Slurm
+    rec = record('reboot-asked', asked_at=T0 - 60, reboots=[T0 - 60], condition='xid-79')
+    result = loop.step(rec, node('IDLE', ['DRAIN'], XID79), POLICY, T0)
+    assert events(result) == ['detected', 'reboot_asked'] and result.record['state'] == 'reboot-asked'
+    assert result.actions[-1][1] == 'reboot'
+
+
+# every record state against every view Slurm can give: a node the loop drained (its tag) is never left 'ok'
+# (nothing would return it), a node nobody drained is never left in a drained state of the loop
+VIEWS = {
+    'free': node('IDLE'),
+    'busy': node('MIXED', jobs=[3]),
+    'health-drain': node('IDLE', ['DRAIN'], XID79),
+    'health-drain-busy': node('MIXED', ['DRAIN'], XID79, jobs=[3]),
+    'loop-reboot': node('IDLE', ['DRAIN'], reboot_tag(), reason_time=T0 - 5000),
+    'loop-reboot-booted': node('IDLE', ['DRAIN'], reboot_tag(), reason_time=T0 - 5000, boot=T0 - 10),
+    'loop-rebooting': node('DOWN', ['DRAIN', 'REBOOT_ISSUED'], reboot_tag(), reason_time=T0 - 5000),
+    'loop-service': node('IDLE', ['DRAIN'], loop.loop_reason('gpuloop', 'service', 'xid-79', 'x')),
+    'loop-drain': node('IDLE', ['DRAIN'], loop.loop_reason('gpuloop', 'drain', 'thermal', 'x')),
+    'hit': node(comment=hit(T0)),
+}
+
+
+@pytest.mark.parametrize('view', sorted(VIEWS))
+@pytest.mark.parametrize('state', loop.STATES + (None,))
+def test_no_node_is_lost_in_a_state_nothing_returns_it_from(state, view):
+    rec = None if state is None else record(state, asked_at=T0 - 5000, reboots=[T0 - 5000], condition='xid-79')
+    slurm = VIEWS[view]
+    result = loop.step(rec, slurm, POLICY, T0)
+    final = result.record['state']
+    assert final in loop.STATES and final not in ('returned', 'deep-passed')
+    ours = view.startswith('loop-')
+    if ours or result.actions:
+        # the loop drained it (or is about to): it tracks the node in a state it acts on again
+        assert final in ('reboot-asked', 'back', 'service', 'drained', 'quarantine'), (final, result.actions)
+    if not ours and not slurm['reason'] and not result.actions:
+        assert final in ('ok', 'quarantine'), final
+    if final == 'back' and not loop.rebooting(slurm):
+        assert result.deep
+
+
+# ------------------------------------------------------------------ Slurm's text, tags, settings
+
+def test_parse_nodes_reads_the_reason_before_the_comment_and_the_times():
+    text = ('NodeName=gpu-01 Arch=x86_64 CoresPerSocket=8 State=IDLE+DRAIN ThreadsPerCore=1 BootTime=2026-12-05T16:00:00 '
+            'SlurmdStartTime=2026-12-05T16:00:01 Reason=gpuloop:reboot:xid-79: the GPU fell [root@2026-12-05T16:10:00] '
+            'Comment=gpuhc-hit:thermal@1796486400: hot GPU Extra=x\n'
+            'NodeName=gpu-02 State=MIXED BootTime=None Comment=(null)\n'
+            'NodeName=gpu-03 State=DOWN*+NOT_RESPONDING BootTime=2026-12-05T15:00:00 Reason=Not responding [slurm@2026-12-05T16:11:00]\n')
+    one, two, three = loop.parse_nodes(text)
+    assert one['reason'] == 'gpuloop:reboot:xid-79: the GPU fell' and one['comment'] == 'gpuhc-hit:thermal@1796486400: hot GPU'
+    assert one['reason_time'] - one['boot_time'] == 600 and one['flags'] == ['DRAIN']
+    assert (two['reason'], two['comment'], two['boot_time'], two['state']) == ('', '', None, 'MIXED')
+    assert (three['state'], three['flags'], three['reason']) == ('DOWN', ['NOT_RESPONDING'], 'Not responding')
+    with pytest.raises(ValueError, match='has no State='):
+        loop.parse_nodes('NodeName=x Arch=y')
+
+
+def test_the_loop_tag_is_one_line_without_quotes_and_reads_back():
+    text = loop.loop_reason('gpuloop', 'reboot', 'xid-79', 'a "quoted"\nline ' + 'x' * 300)
+    assert len(text) == 200 and '"' not in text and '\n' not in text and text.endswith('...')
+    assert loop.parse_loop_reason(text) == {'step': 'reboot', 'condition': 'xid-79', 'detail': text[len('gpuloop:reboot:xid-79: '):]}
+    assert loop.parse_loop_reason('gpuhc:periodic:xid: x') is None and loop.parse_loop_reason(ADMIN) is None
+    assert loop.parse_hit(loop.hit_comment('gpuhc', 'ib-errors', 12.7, 'x')) == ('ib-errors', 12, 'x')
+    with pytest.raises(ValueError):
+        loop.loop_reason('gpuloop', 'nap', 'x', 'y')
+
+
+@pytest.mark.parametrize('data, fragments', [
+    ({'reboot_max': -1}, ['reboot_max is -1']),
+    ({'promote_after': 'three'}, ['promote_after is', 'three']),
+    ({'tag': 'gpu loop'}, ['tag is', 'a word']),
+    ({'tag': 'gpuhc'}, ['tag is', 'other than the health check prefix']),
+    ({'actions': {'thermal': 'panic'}}, ['actions["thermal"] is', 'none, comment, drain, reset-gpu, reboot, service']),
+    ({'windows': 1}, ['unknown key(s) windows', 'valid keys:', 'reboot_window_s']),
+    ({'requeue': 'maybe'}, ['requeue is']),
+])
+def test_bad_loop_settings_are_named(data, fragments):
+    with pytest.raises(InputError) as info:
+        loop.load_policy(data)
+    for fragment in fragments:
+        assert fragment in str(info.value), str(info.value)
