@@ -1,0 +1,123 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The closed loop's event lines, text-file metrics (parsed back here) and webhook body (issue 48)."""
+
+from __future__ import absolute_import, division, print_function
+
+import json
+import re
+
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _loop_events as ev
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _node_loop as loop
+
+T0 = 1796486400
+POLICY = loop.load_policy({})
+XID79 = 'gpuhc:periodic:xid: the GPU at PCI 0000:1b:00 had Xid 79 since boot (last: 79, fallen off the bus); reboot the node'
+
+# the text exposition format as node_exporter's textfile collector reads it (prometheus/common expfmt):
+# "# HELP name text", "# TYPE name counter|gauge", then samples "name{l="v",...} value"
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{((?:[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\.)*",?)*)\})? (-?[0-9.e+]+)$')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\.)*)"')
+
+
+def parse_textfile(text):
+    """{(metric, ((label, value), ...)): value} and {metric: type}; AssertionError on anything the collector would refuse."""
+    assert text.endswith('\n')
+    samples, types, helped = {}, {}, set()
+    for line in text.splitlines():
+        if line.startswith('# HELP '):
+            name = line.split()[2]
+            assert name not in helped, 'HELP twice for %s' % name
+            helped.add(name)
+            continue
+        if line.startswith('# TYPE '):
+            _h, _t, name, kind = line.split()
+            assert kind in ('counter', 'gauge') and name not in types and name in helped
+            types[name] = kind
+            continue
+        match = _SAMPLE.match(line)
+        assert match, 'not a sample line: %r' % line
+        name = match.group(1)
+        assert name in types, 'sample before its TYPE: %r' % line
+        labels = tuple(_LABEL.findall(match.group(2) or ''))
+        key = (name, labels)
+        assert key not in samples, 'series twice: %r' % line
+        samples[key] = float(match.group(3))
+    return samples, types
+
+
+def pass_of_a_reboot():
+    """A reboot asked at T0, the node back at T0+300 and returned after its deep run at T0+600."""
+    node = {'name': 'gpu-01', 'state': 'MIXED', 'flags': ['DRAIN'], 'reason': XID79, 'reason_time': None, 'comment': '',
+            'boot_time': T0 - 9000, 'jobs': [7]}
+    first = loop.step(None, node, POLICY, T0)
+    tag = first.actions[-1][4][len('reason='):]
+    back_node = dict(node, state='IDLE', reason=tag, boot_time=T0 + 200, jobs=[])
+    second = loop.step(first.record, back_node, POLICY, T0 + 300)
+    third = loop.settle_deep(second.record, back_node, {'status': 0, 'passes': 1, 'results': []}, POLICY, T0 + 600)
+    return third.record, first.events + second.events + third.events
+
+
+def test_each_event_is_one_json_line_and_the_history_reads_them_back():
+    record, events = pass_of_a_reboot()
+    assert [e['event'] for e in events] == ['detected', 'reboot_asked', 'back', 'deep_passed', 'returned']
+    lines = [ev.event_line(e) for e in events]
+    assert all('\n' not in line for line in lines)
+    other = json.dumps({'node': 'gpu-01', 'action': 'drain'})  # the health check's own log lines are not the loop's
+    back = ev.history(lines + [other, 'not json', ev.event_line(dict(events[0], node='gpu-02'))], 'gpu-01')
+    assert [e['event'] for e in back] == [e['event'] for e in events]
+    assert back[1]['reason'].startswith('gpuloop:reboot:xid-79:') and back[1]['jobs'] == [7]
+    text = ev.history_text(back)
+    assert re.match(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4} detected ok -> ok xid-79 \(reboot\): gpuhc:periodic:xid:', text[0]), text[0]
+    assert ' reboot_asked ok -> reboot-asked xid-79: gpuloop:reboot:xid-79:' in text[1]
+    with pytest.raises(ValueError, match='is not one of'):
+        ev.event_line(dict(events[0], event='exploded'))
+
+
+def test_the_metrics_parse_as_the_textfile_collector_reads_them():
+    record, events = pass_of_a_reboot()
+    quarantined = loop.new_record(T0)
+    quarantined.update(state='quarantine', hits={'thermal': [T0 + 100, T0 + 500], 'ib-errors': [T0 - 90000]})
+    records = {'gpu-01': record, 'gpu-"02"': quarantined}
+    counts = ev.count(ev.count({}, events), [dict(events[0])])
+    samples, types = parse_textfile(ev.metrics(records, counts, T0 + 660, POLICY))
+    state = 'gpucluster_loop_node_state'
+    assert types[state] == 'gauge' and types['gpucluster_loop_conditions_total'] == 'counter'
+    assert samples[(state, (('node', 'gpu-01'), ('state', 'ok')))] == 1
+    assert samples[(state, (('node', 'gpu-01'), ('state', 'back')))] == 0
+    assert sum(v for (n, l), v in samples.items() if n == state and l[0] == ('node', 'gpu-01')) == 1
+    assert samples[(state, (('node', 'gpu-\\"02\\"'), ('state', 'quarantine')))] == 1  # label values escaped
+    seconds = 'gpucluster_loop_state_seconds_total'
+    assert samples[(seconds, (('node', 'gpu-01'), ('state', 'reboot-asked')))] == 300
+    assert samples[(seconds, (('node', 'gpu-01'), ('state', 'back')))] == 300
+    assert samples[(seconds, (('node', 'gpu-01'), ('state', 'ok')))] == 60
+    assert samples[('gpucluster_loop_reboots_in_window', (('node', 'gpu-01'),))] == 1
+    assert samples[('gpucluster_loop_quarantine_hits', (('node', 'gpu-"02"'.replace('"', '\\"')), ('condition', 'thermal')))] == 2
+    assert samples[('gpucluster_loop_quarantine_hits', (('node', 'gpu-\\"02\\"'), ('condition', 'ib-errors')))] == 0
+    assert samples[('gpucluster_loop_conditions_total', (('condition', 'xid-79'), ('action', 'reboot')))] == 2
+    assert samples[('gpucluster_loop_events_total', (('event', 'reboot_asked'),))] == 1
+    assert samples[('gpucluster_loop_events_total', (('event', 'service'),))] == 0
+    assert samples[('gpucluster_loop_last_pass_timestamp_seconds', ())] == T0 + 660
+
+
+def test_no_node_gives_a_valid_file_too():
+    samples, types = parse_textfile(ev.metrics({}, {}, T0, POLICY))
+    assert samples.pop(('gpucluster_loop_last_pass_timestamp_seconds', ())) == T0 and len(types) == 7
+    assert samples == dict((('gpucluster_loop_events_total', (('event', e),)), 0) for e in loop.EVENTS)
+
+
+def test_the_parser_of_this_test_refuses_what_the_collector_refuses():
+    for bad in ('x{a="1"} 1\n', '# HELP x y\n# TYPE x counter\nx{a="1} 1\n', '# HELP x y\n# TYPE x gauge\nx 1\nx 2\n', 'x 1'):
+        with pytest.raises(AssertionError):
+            parse_textfile(bad)
+
+
+def test_the_webhook_body_carries_the_events():
+    _record, events = pass_of_a_reboot()
+    body = json.loads(ev.webhook_body(events).decode('utf-8'))
+    assert body['source'] == 'gpucluster-node-loop' and [e['event'] for e in body['events']][-1] == 'returned'
+    assert all('at' in e and e['node'] == 'gpu-01' for e in body['events'])
