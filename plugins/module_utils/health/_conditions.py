@@ -159,3 +159,18 @@ def load_overrides(value, name='slurm_healthcheck_loop_actions'):
             raise InputError('%s["%s"] is %s, expected one of %s' % (name, condition, show(action), ', '.join(ACTIONS)))
         actions[condition] = action
     return actions
+
+
+def split_failures(failures, actions):
+    """The health check's failures (objects with ``check`` and ``detail``) as ``(to drain, noted)``: ``noted`` holds
+    ``(condition, action, failure)`` for the ``comment`` and ``none`` conditions, which do not drain where the closed
+    loop is on (a comment-mode hit goes to the node's Comment, the loop counts it)."""
+    drain, noted = [], []
+    for failure in failures:
+        condition = classify(failure.check, failure.detail, actions)
+        action = actions.get(condition, 'drain') if condition else 'drain'
+        if action in ('comment', 'none'):
+            noted.append((condition, action, failure))
+        else:
+            drain.append(failure)
+    return drain, noted

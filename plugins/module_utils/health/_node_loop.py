@@ -440,9 +440,10 @@ def step(record, node, policy, now):
     return result
 
 
-def _return(result, node, policy, now, why):
+def _return(result, node, policy, now, why, resumed=False):
     record = result.record
-    result.actions.append(_update(policy, node, 'state=resume'))
+    if not resumed:
+        result.actions.append(_update(policy, node, 'state=resume'))
     if node.get('comment', '').startswith(policy['tag'] + ':'):
         result.actions.append(_update(policy, node, 'comment='))
     _move(result, node, 'returned', now, 'returned', why=why)
@@ -454,10 +455,11 @@ def _return(result, node, policy, now, why):
     return result
 
 
-def settle_deep(record, node, report, policy, now):
+def settle_deep(record, node, report, policy, now, resumed=False):
     """After the deep tier ran on a node in ``back``: ``report`` is the deep tier's report
     (``_healthcheck_deep.read_report``) or None when the job gave no verdict.  Pass (``passes`` at least
-    ``deep_passes``): resumed; fail: service; no verdict: stays ``back`` (run again next pass)."""
+    ``deep_passes``): resumed (``resumed``: it was already, into the deep tier's reservation); fail: service; no
+    verdict: stays ``back`` (run again next pass)."""
     result = Result(dict(record))
     record = result.record
     if record['state'] != 'back':
@@ -480,4 +482,60 @@ def settle_deep(record, node, report, policy, now):
                               'condition': record['condition'], 'passes': passes, 'needed': policy['deep_passes']})
         return result
     _move(result, node, 'deep-passed', now, 'deep_passed', passes=passes)
-    return _return(result, node, policy, now, 'the deep tier passed')
+    return _return(result, node, policy, now, 'the deep tier passed', resumed)
+
+
+# ------------------------------------------------------------------ the controller program's settings
+
+SETTINGS_DEFAULTS = {
+    'policy': {},
+    'state_file': '/var/lib/gpucluster-node-loop/state.json',
+    'events_file': '/var/log/gpucluster-node-loop.jsonl',
+    # node_exporter's --collector.textfile.directory; '' writes no metrics
+    'metrics_file': '/var/lib/node_exporter/textfile_collector/gpucluster_node_loop.prom',
+    # http(s) URL the pass's events are POSTed to as JSON; '' none
+    'webhook': '',
+    'squeue': 'squeue',
+    'srun': 'srun',
+    # the deep tier: the node program (gpucluster-healthcheck --tier deep), run as one job per node in a maintenance reservation
+    'deep_program': '/usr/local/sbin/gpucluster-healthcheck',
+    'deep_reservation': 'gpucluster-loop-deep',
+    'deep_time_limit': 30,
+    'deep_settings': {},
+}
+
+
+def load_settings(data):
+    """The loop program's configuration file, validated (``InputError`` naming the first bad key and what is valid)."""
+    if not isinstance(data, dict):
+        raise InputError('the loop configuration is %s, expected a JSON object' % show(data))
+    unknown = sorted(str(k) for k in data if k not in SETTINGS_DEFAULTS)
+    if unknown:
+        raise InputError('the loop configuration has unknown key(s) %s; valid keys: %s'
+                         % (', '.join(unknown), ', '.join(sorted(SETTINGS_DEFAULTS))))
+    settings = dict(SETTINGS_DEFAULTS)
+    settings.update(data)
+    settings['policy'] = load_policy(settings['policy'])
+    for key in ('state_file', 'events_file', 'deep_program'):
+        require_match(key, settings[key], r'/\S*[^/]', 'an absolute path of a file')
+    require_match('metrics_file', settings['metrics_file'], r'/\S*\.prom', 'an absolute path ending in .prom, or ""', allow_empty=True)
+    require_match('webhook', settings['webhook'], r'https?://\S+', 'an http:// or https:// URL, or ""', allow_empty=True)
+    for key in ('squeue', 'srun'):
+        require_match(key, settings[key], r'[^\s-]\S*', 'a command name or path (no spaces, not starting with "-")')
+    require_match('deep_reservation', settings['deep_reservation'], r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}', 'a Slurm reservation name')
+    settings['deep_time_limit'] = require_int('deep_time_limit', settings['deep_time_limit'], minimum=1, maximum=24 * 60)
+    if not isinstance(settings['deep_settings'], dict):
+        raise InputError('deep_settings is %s, expected a mapping of deep tier settings' % show(settings['deep_settings']))
+    return settings
+
+
+def running_jobs(text, expand):
+    """Node name -> job ids from ``squeue -h -t RUNNING,COMPLETING -o '%i %N'`` (``expand``: the hostlist expander)."""
+    jobs = {}
+    for line in (text or '').splitlines():
+        words = line.split()
+        if len(words) != 2 or not words[0].replace('_', '').isdigit():
+            continue
+        for name in expand(words[1]):
+            jobs.setdefault(name, []).append(words[0])
+    return jobs

@@ -72,12 +72,17 @@ if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_baseline as gb  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _conditions as conditions  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _node_loop as node_loop  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _munge_key  # noqa: E402
 
 DEFAULT_CONFIG = '/etc/gpucluster/healthcheck.json'
+# the closed loop's condition -> action table, written by the role where the loop is on (slurm_healthcheck_loop_enabled)
+LOOP_ACTIONS = '/etc/gpucluster/healthcheck-actions.json'
 KERNEL_LOG_TAIL = 8 * 1024 * 1024
 
 
@@ -186,6 +191,18 @@ def read_gpudirect(config):
     """The loaded nvidia* kernel modules, the driver's version file and the kernel release."""
     return {'modules': gb.loaded_modules(config['module_root']), 'driver_proc': gb.parse_driver_proc(_read(config['driver_proc'])),
             'kernel_release': os.uname()[2]}
+
+
+def loop_actions(path):
+    """The closed loop's actions per condition where its file exists, else None (every failure drains, as without the loop)."""
+    text = _read(path) if path else None
+    if not text:
+        return None
+    try:
+        return conditions.load_overrides(json.loads(text).get('actions'))
+    except (ValueError, AttributeError, InputError) as exc:
+        print('WARN cannot use the closed loop actions %s: %s; every failure drains' % (path, exc))
+        return None
 
 
 def _import_pynvml():
@@ -428,6 +445,7 @@ def main(argv=None, pynvml=None):
     parser.add_argument('--tier', choices=hc.TIERS + (deep.TIER,), default='periodic', help='which checks to run (default %(default)s)')
     parser.add_argument('--deep-config', default='{}', help='the deep tier settings (JSON object; see _healthcheck_deep.DEFAULTS)')
     parser.add_argument('--ib-sysfs-root', default='/sys/class/infiniband', help='InfiniBand sysfs tree for --observe/--baseline')
+    parser.add_argument('--loop-actions', default=LOOP_ACTIONS, help="the closed loop's actions per condition, default %(default)s")
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument('--dry-run', action='store_true', help='check and print; never run scontrol update')
     mode.add_argument('--resume', action='store_true', help="resume the node now if healthy and drained by this check")
@@ -480,8 +498,15 @@ def main(argv=None, pynvml=None):
         observed['nvml_error'] = missing
     tier = args.tier
     node_name = args.node or config['node_name'] or socket.gethostname().split('.')[0]
+    actions = loop_actions(args.loop_actions)
+    noted = []
+    if actions is not None:
+        # the closed loop is on: comment-mode and record-only conditions do not drain
+        failures, noted = conditions.split_failures(failures, actions)
     for failure in failures:
         print('FAIL %s' % failure.text())
+    for condition, action, failure in noted:
+        print('NOTE %s (%s, %s): %s' % (failure.check, condition, action, failure.detail))
     for warning in hc.warnings(observed):
         print('WARN %s' % warning)
     if observed['skipped']:
@@ -511,6 +536,11 @@ def main(argv=None, pynvml=None):
         command = decision.argv(config['scontrol'], node_name)
         if command:
             _scontrol(config, command)
+        hits = [(condition, failure) for condition, action, failure in noted if action == 'comment']
+        if hits:
+            # one hit per run in the node's Comment: the closed loop on the controller counts them
+            _scontrol(config, [config['scontrol'], 'update', 'nodename=' + hc.check_node_name(node_name),
+                               'comment=' + node_loop.hit_comment(config['reason_prefix'], hits[0][0], time.time(), hits[0][1].detail)])
     except (RuntimeError, ValueError) as exc:
         print('gpucluster-healthcheck: %s' % exc, file=sys.stderr)
         status['error'] = str(exc)

@@ -62,10 +62,12 @@ if args[:3] == ['-o', 'show', 'node']:
     print(line)
 elif args[0] == 'update':
     settings = dict(a.split('=', 1) for a in args[1:])
-    if settings['state'] == 'drain':
+    if 'comment' in settings:  # the closed loop's comment-mode hits (issue 48)
+        node['comment'] = settings['comment']
+    if settings.get('state') == 'drain':
         node['flags'] = sorted(set(node['flags']) | set(['DRAIN']))
         node['reason'], node['by'] = settings['reason'], 'root'
-    elif settings['state'] == 'resume':
+    elif settings.get('state') == 'resume':
         node['flags'] = [f for f in node['flags'] if f != 'DRAIN']
         node['reason'] = ''
     with open(path, 'w') as handle:

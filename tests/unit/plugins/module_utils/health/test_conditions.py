@@ -92,3 +92,16 @@ def test_bad_overrides_name_the_value_and_what_is_valid(value, fragments):
         cond.load_overrides(value)
     for fragment in fragments:
         assert fragment in str(info.value), str(info.value)
+
+
+def test_split_failures_keeps_comment_and_record_only_conditions_from_the_drain():
+    failures = [hc.Failure('thermal', 0, 'GPU 0 clocks are held down by hw_slowdown'),
+                hc.Failure('xid', 1, 'GPU 1 had Xid 79 since boot (last: 79, x)'),
+                hc.Failure('nvlink', 2, 'GPU 2 NVLink 3 has 5 recovery errors (at most 0)'),
+                hc.Failure('gpu-model', None, 'GPU 3 is a A100, expected H100')]
+    drain, noted = cond.split_failures(failures, cond.load_overrides({'gpu-model': 'none'}))
+    assert [f.check for f in drain] == ['xid']
+    assert [(c, a, f.check) for c, a, f in noted] == [('thermal', 'comment', 'thermal'), ('nvlink-errors', 'comment', 'nvlink'),
+                                                      ('gpu-model', 'none', 'gpu-model')]
+    drain, noted = cond.split_failures(failures, cond.load_overrides({'thermal': 'drain', 'nvlink-errors': 'reboot'}))
+    assert [f.check for f in drain] == ['thermal', 'xid', 'nvlink', 'gpu-model'] and noted == []

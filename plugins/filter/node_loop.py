@@ -1,0 +1,32 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The node_loop_settings filter: the closed loop's configuration file, validated before the role writes anything."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health._node_loop import load_settings
+
+
+def node_loop_settings(data):
+    """``{...} | node_loop_settings`` -> the same settings, checked (JSON-clean); one error naming the bad value otherwise."""
+    try:
+        load_settings(json.loads(json.dumps(data)))
+    except (InputError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError('slurm_healthcheck_loop: %s' % exc)
+    return data
+
+
+class FilterModule(object):
+    """The closed loop's settings."""
+
+    def filters(self):
+        return {'node_loop_settings': node_loop_settings}

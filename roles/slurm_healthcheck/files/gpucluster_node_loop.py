@@ -1,0 +1,283 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""gpucluster-node-loop: the closed loop for bad GPU nodes, one pass (issue 48).
+
+Installed on the Slurm controller by the role gpucluster.bringup.slurm_healthcheck when
+slurm_healthcheck_loop_enabled is true, run by the systemd timer gpucluster-node-loop.timer.
+Each pass:
+
+1. reads what Slurm says of every node (scontrol -o show node) and the running jobs (squeue);
+2. per node, asks the state machine (module_utils health/_node_loop.py) what to do: the health check's drains
+   (gpuhc:<tier>:<check>: ...) are looked up in the table of conditions (health/_conditions.py) and turned into
+   a reboot through Slurm (scontrol reboot ASAP nextstate=DRAIN reason=gpuloop:reboot:...), a service drain, or
+   left to the health check; hits of comment-mode conditions in a node's Comment quarantine it and, after M
+   within the window, drain it; an admin's drain is never touched;
+3. runs those scontrol commands, appends each transition as one JSON line to the events file and writes the
+   state file after each node (a crash leaves every node derivable from its tag in Slurm);
+4. runs the deep tier on the nodes back from their reboot: the health check program's --tier deep as one job
+   per node in a maintenance reservation (the same program and argv as playbooks/health_deep.yml); a pass
+   resumes the node, a failure sends it to service;
+5. writes the Prometheus text-file metrics and POSTs the pass's events to the webhook, if any.
+
+    gpucluster-node-loop [--config /etc/gpucluster/node-loop.json] [--dry-run] [--history NODE]
+
+Exit status: 0 the pass ran, 1 a Slurm command failed (the pass went on; the node is retried), 2 it could not
+run (bad configuration, scontrol failing).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import syslog
+import threading
+import time
+
+LIB_DIR = os.environ.get('GPUCLUSTER_HEALTHCHECK_LIB', '/usr/local/lib/gpucluster-healthcheck')
+if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
+    sys.path.insert(0, LIB_DIR)
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils import _hostlist as hostlist  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _loop_events as events_mod  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _node_loop as loop  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as deep_jobs  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import reservation_argv  # noqa: E402
+
+DEFAULT_CONFIG = '/etc/gpucluster/node-loop.json'
+
+
+def run(argv, timeout=60):
+    """``(rc, stdout, stderr)``; rc None when the command could not start or ran out of time."""
+    try:
+        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout,
+                                check=False, errors='replace')
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, '', str(exc)
+    return result.returncode, result.stdout, result.stderr
+
+
+def log(level, text):
+    syslog.openlog('gpucluster-node-loop', syslog.LOG_PID, syslog.LOG_DAEMON)
+    syslog.syslog(level, text)
+    print(text)
+
+
+def read_state(path):
+    try:
+        with open(path) as handle:
+            data = json.load(handle)
+    except (IOError, OSError, ValueError):
+        return {'nodes': {}, 'counts': {}}
+    if not isinstance(data, dict) or not isinstance(data.get('nodes'), dict):
+        return {'nodes': {}, 'counts': {}}
+    data.setdefault('counts', {})
+    return data
+
+
+def write_atomic(path, text):
+    directory = os.path.dirname(path)
+    if directory and not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    tmp = '%s.tmp.%d' % (path, os.getpid())
+    with open(tmp, 'w') as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.rename(tmp, path)
+
+
+def append_events(path, events):
+    if not events:
+        return
+    directory = os.path.dirname(path)
+    if directory and not os.path.isdir(directory):
+        os.makedirs(directory, 0o755)
+    with open(path, 'a') as handle:
+        for event in events:
+            handle.write(events_mod.event_line(event) + '\n')
+    for event in events:
+        level = syslog.LOG_WARNING if event['event'] in ('service', 'deep_failed', 'promoted') else syslog.LOG_INFO
+        reason = ': %s' % event['reason'] if event.get('reason') else ''
+        fields = (event['event'], event['node'], event.get('from'), event.get('to'), event.get('condition') or '-', reason)
+        text = '%s %s: %s -> %s (%s)%s' % fields
+        log(level, text)
+
+
+class Pass(object):
+    """One pass of the loop over every node."""
+
+    def __init__(self, settings, dry_run=False, now=None):
+        self.settings = settings
+        self.policy = settings['policy']
+        self.dry_run = dry_run
+        self.now = int(now if now is not None else time.time())
+        self.state = read_state(settings['state_file'])
+        self.events = []
+        self.failed = False
+
+    def save(self, record_name=None, record=None, new_events=()):
+        if record_name is not None:
+            self.state['nodes'][record_name] = record
+        self.state['counts'] = events_mod.count(self.state.get('counts'), new_events)
+        self.events.extend(new_events)
+        if self.dry_run:
+            return
+        append_events(self.settings['events_file'], new_events)
+        write_atomic(self.settings['state_file'], json.dumps(self.state, sort_keys=True, indent=1) + '\n')
+
+    def carry_out(self, actions):
+        """Runs the scontrol argv lists in order; False at the first that fails (the rest is not run)."""
+        for argv in actions:
+            if self.dry_run:
+                print('would run: %s' % ' '.join(argv))
+                continue
+            rc, out, err = run(argv)
+            if rc != 0:
+                log(syslog.LOG_ERR, '%s failed (rc=%s): %s' % (' '.join(argv), rc, (err or out).strip()[:300]))
+                self.failed = True
+                return False
+        return True
+
+    def show_nodes(self, names=()):
+        argv = [self.policy['scontrol'], '-o', 'show', 'node'] + ([','.join(names)] if names else [])
+        rc, out, err = run(argv)
+        if rc != 0:
+            raise RuntimeError('%s failed (rc=%s): %s' % (' '.join(argv), rc, (err or out).strip()[:300]))
+        return out
+
+    def jobs(self):
+        rc, out, err = run([self.settings['squeue'], '-h', '-t', 'RUNNING,COMPLETING', '-o', '%i %N'])
+        if rc != 0:
+            log(syslog.LOG_ERR, 'squeue failed (rc=%s): %s; no job is requeued this pass' % (rc, (err or out).strip()[:300]))
+            return {}
+        return loop.running_jobs(out, hostlist.expand)
+
+    def run(self):
+        text = self.show_nodes()
+        nodes = loop.parse_nodes(text)
+        jobs = self.jobs()
+        back = []
+        for node in nodes:
+            node['jobs'] = jobs.get(node['name'], [])
+            result = loop.step(self.state['nodes'].get(node['name']), node, self.policy, self.now)
+            if not self.carry_out(result.actions):
+                continue  # the record stays as it was: the node is taken up again next pass
+            self.save(node['name'], result.record, result.events)
+            if result.deep:
+                back.append(node)
+        if back:
+            self.deep(back, deep_jobs.node_extras(text))
+        return self.finish()
+
+    def deep(self, nodes, extras):
+        """The deep tier on the nodes back from their reboot, in one maintenance reservation."""
+        try:
+            deep_settings = deep.load_config(self.settings['deep_settings'])
+        except ValueError as exc:
+            log(syslog.LOG_ERR, 'bad deep_settings: %s; the deep tier does not run' % exc)
+            self.failed = True
+            return
+        names = [n['name'] for n in nodes]
+        reservation = self.settings['deep_reservation']
+        minutes = deep_jobs.reservation_minutes(self.settings['deep_time_limit'])
+        if self.dry_run:
+            print('would run the deep tier on %s in the reservation %s' % (','.join(names), reservation))
+            return
+        rc, out, err = run(reservation_argv(self.policy['scontrol'], reservation, names, minutes))
+        if rc != 0:
+            log(syslog.LOG_ERR, 'could not create the reservation %s on %s: %s; the deep tier waits for the next pass'
+                % (reservation, ','.join(names), (err or out).strip()[:300]))
+            return
+        results = {}
+        try:
+            for node in nodes:
+                # a drained node takes no job, not even in a reservation: resumed into it, drained again if no verdict
+                run([self.policy['scontrol'], 'update', 'nodename=' + node['name'], 'state=resume'])
+
+            def one(node):
+                candidate = {'name': node['name'], 'gpus': extras.get(node['name'], {}).get('gpus', 0),
+                             'partition': (extras.get(node['name'], {}).get('partitions') or [None])[0]}
+                argv = deep_jobs.srun_argv(candidate, reservation, self.settings['deep_program'], deep_settings,
+                                           self.settings['deep_time_limit'], srun=self.settings['srun'])
+                rc, out, err = run(argv, timeout=self.settings['deep_time_limit'] * 60 + 180)
+                try:
+                    results[node['name']] = deep.read_report(out)
+                except ValueError as exc:
+                    log(syslog.LOG_ERR, 'deep tier on %s gave no verdict (rc=%s): %s %s' % (node['name'], rc, exc, (err or '').strip()[:200]))
+                    results[node['name']] = None
+
+            threads = [threading.Thread(target=one, args=(n,)) for n in nodes]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            for node in nodes:
+                record = self.state['nodes'][node['name']]
+                result = loop.settle_deep(record, node, results.get(node['name']), self.policy, int(time.time()), resumed=True)
+                actions = result.actions
+                if result.record['state'] == 'back':
+                    # no verdict yet: its reboot drain back on, the deep tier runs again next pass
+                    actions = [[self.policy['scontrol'], 'update', 'nodename=' + node['name'], 'state=drain',
+                                'reason=' + (record.get('reason') or node['reason'])]]
+                if self.carry_out(actions):
+                    self.save(node['name'], result.record, result.events)
+            run([self.policy['scontrol'], 'delete', 'ReservationName=' + reservation])
+
+    def finish(self):
+        if self.settings['metrics_file'] and not self.dry_run:
+            try:
+                write_atomic(self.settings['metrics_file'],
+                             events_mod.metrics(self.state['nodes'], self.state['counts'], int(time.time()), self.policy))
+            except (IOError, OSError) as exc:
+                log(syslog.LOG_ERR, 'cannot write the metrics %s: %s' % (self.settings['metrics_file'], exc))
+        if self.settings['webhook'] and self.events and not self.dry_run:
+            post(self.settings['webhook'], events_mod.webhook_body(self.events))
+        return 1 if self.failed else 0
+
+
+def post(url, body):
+    try:
+        from urllib.request import Request, urlopen
+        urlopen(Request(url, data=body, headers={'Content-Type': 'application/json'}), timeout=10).read()
+    except Exception as exc:  # pylint: disable=broad-except
+        log(syslog.LOG_ERR, 'webhook %s failed: %s' % (url, exc))
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='gpucluster-node-loop', description='The closed loop for bad GPU nodes: one pass.')
+    parser.add_argument('--config', default=DEFAULT_CONFIG, help='the loop configuration (JSON), default %(default)s')
+    parser.add_argument('--dry-run', action='store_true', help='print what it would run; change nothing')
+    parser.add_argument('--history', metavar='NODE', help="print a node's events from the events file and exit")
+    args = parser.parse_args(argv)
+    try:
+        with open(args.config) as handle:
+            settings = loop.load_settings(json.load(handle))
+    except (IOError, OSError, ValueError, InputError) as exc:
+        print('gpucluster-node-loop: cannot use the configuration %s: %s' % (args.config, exc), file=sys.stderr)
+        return 2
+    if args.history:
+        try:
+            with open(settings['events_file']) as handle:
+                lines = handle.readlines()
+        except (IOError, OSError):
+            lines = []
+        for line in events_mod.history_text(events_mod.history(lines, args.history)):
+            print(line)
+        return 0
+    try:
+        return Pass(settings, args.dry_run).run()
+    except (RuntimeError, ValueError, InputError, IOError, OSError) as exc:
+        print('gpucluster-node-loop: %s' % exc, file=sys.stderr)
+        return 2
+
+
+if __name__ == '__main__':
+    sys.exit(main())

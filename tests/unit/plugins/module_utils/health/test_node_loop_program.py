@@ -1,0 +1,244 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The controller program gpucluster-node-loop, one pass at a time, against a STAND-IN Slurm.
+
+The stand-in (``StandInSlurm``, not Slurm) keeps each node's State, Reason, Comment and BootTime, prints
+``scontrol -o show node`` in Slurm 26.05's order (Reason, then Comment: src/api/node_info.c), answers squeue,
+carries out ``update``/``reboot``/``requeue``/reservations the way slurmctld does for what the program asks, and
+answers srun with the deep tier's report line.  The real Slurm runs in the cluster test
+molecule/default/tests/test_closed_loop.py.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import time
+
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _node_loop as loop
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
+PROGRAM = os.path.join(ROOT, 'roles', 'slurm_healthcheck', 'files', 'gpucluster_node_loop.py')
+_loader = importlib.machinery.SourceFileLoader('gpucluster_node_loop', PROGRAM)
+_spec = importlib.util.spec_from_loader('gpucluster_node_loop', _loader)
+program = importlib.util.module_from_spec(_spec)
+_loader.exec_module(program)
+
+XID79 = 'gpuhc:periodic:xid: the GPU at PCI 0000:1b:00 had Xid 79 since boot (last: 79, GPU has fallen off the bus.); reboot the node'
+
+
+def stamp(epoch):
+    return time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(epoch))
+
+
+class StandInSlurm(object):
+    """A stand-in for scontrol, squeue and srun (not Slurm)."""
+
+    def __init__(self, deep_status=0):
+        boot = int(time.time()) - 86400
+        self.nodes = dict((n, {'state': 'IDLE', 'flags': [], 'reason': '', 'reason_time': None, 'comment': '', 'boot': boot})
+                          for n in ('gpu-01', 'gpu-02'))
+        self.jobs = {}
+        self.calls = []
+        self.fail = ()
+        self.deep_status = deep_status
+        self.reservation = None
+
+    def show(self):
+        lines = []
+        for name, n in sorted(self.nodes.items()):
+            line = 'NodeName=%s Arch=x86_64 State=%s ThreadsPerCore=1 Gres=gpu:h100:8 BootTime=%s Partitions=gpu' % (
+                name, '+'.join([n['state']] + n['flags']), stamp(n['boot']))
+            if n['reason']:
+                line += ' Reason=%s [root@%s]' % (n['reason'], stamp(n['reason_time']))
+            if n['comment']:
+                line += ' Comment=%s' % n['comment']
+            lines.append(line)
+        return '\n'.join(lines) + '\n'
+
+    def __call__(self, argv, timeout=60):
+        self.calls.append(list(argv))
+        if any(word in ' '.join(argv) for word in self.fail):
+            return 1, '', 'stand-in: refused'
+        tool = argv[0]
+        if tool == 'squeue':
+            return 0, ''.join('%s %s\n' % (job, node) for node, jobs in self.jobs.items() for job in jobs), ''
+        if tool == 'srun':
+            report = deep.outcome(argv[2].split('=')[1], [deep.result('dcgm', 'fail' if self.deep_status else 'pass', 'x')],
+                                  'gpuhc', 1.0, 0)[0]
+            return self.deep_status, 'dcgm ...\n' + deep.report_line(report) + '\n', ''
+        assert tool == 'scontrol', argv
+        if argv[1:3] == ['-o', 'show']:
+            return 0, self.show(), ''
+        if argv[1] == 'requeue':
+            for node in self.jobs:
+                self.jobs[node] = [j for j in self.jobs[node] if j not in argv[2].split(',')]
+            return 0, '', ''
+        if argv[1] == 'reboot':
+            node = self.nodes[argv[-1]]
+            node['flags'] = sorted(set(node['flags']) | set(['DRAIN', 'REBOOT_REQUESTED']))
+            node['reason'], node['reason_time'] = argv[4][len('reason='):], int(time.time())
+            return 0, '', ''
+        if argv[1] == 'create':
+            self.reservation = argv[3]
+            return 0, '', ''
+        if argv[1] == 'delete':
+            self.reservation = None
+            return 0, '', ''
+        if argv[1] == 'update':
+            node = self.nodes[argv[2][len('nodename='):]]
+            for setting in argv[3:]:
+                key, _sep, value = setting.partition('=')
+                if key == 'state' and value == 'drain':
+                    node['flags'] = sorted(set(node['flags']) | set(['DRAIN']))
+                elif key == 'state' and value == 'resume':
+                    if 'DRAIN' not in node['flags']:
+                        return 1, '', 'Invalid node state specified'
+                    node['flags'] = [f for f in node['flags'] if f != 'DRAIN']
+                    node['reason'] = ''
+                elif key == 'reason':
+                    node['reason'], node['reason_time'] = value, int(time.time())
+                elif key == 'comment':
+                    node['comment'] = value
+            return 0, '', ''
+        raise AssertionError(argv)
+
+    def reboot_done(self, name):
+        """slurmd came back after RebootProgram: a new boot, the reboot flags gone, DRAIN (nextstate) and the reason kept."""
+        node = self.nodes[name]
+        node['boot'] = int(time.time()) + 1
+        node['flags'] = ['DRAIN']
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    slurm = StandInSlurm()
+    monkeypatch.setattr(program, 'run', slurm)
+    monkeypatch.setattr(program, 'log', lambda level, text: None)
+    config = {'policy': {'reboot_max': 1}, 'state_file': str(tmp_path / 'state.json'), 'events_file': str(tmp_path / 'events.jsonl'),
+              'metrics_file': str(tmp_path / 'loop.prom'), 'deep_settings': {'checks': ['dcgm']}}
+    path = tmp_path / 'node-loop.json'
+    path.write_text(json.dumps(config))
+    return slurm, str(path), tmp_path
+
+
+def events(tmp_path):
+    with open(str(tmp_path / 'events.jsonl')) as handle:
+        return [(e['node'], e['event']) for e in (json.loads(line) for line in handle)]
+
+
+def test_stand_in_slurm_xid_79_on_a_busy_node_goes_round_the_loop_and_a_second_one_to_service(setup, capsys):
+    slurm, config, tmp_path = setup
+    slurm.nodes['gpu-01'].update(state='MIXED', flags=['DRAIN'], reason=XID79, reason_time=int(time.time()))
+    slurm.jobs['gpu-01'] = ['41']
+    assert program.main(['--config', config]) == 0
+    assert ['scontrol', 'requeue', '41'] in slurm.calls
+    reboot = [c for c in slurm.calls if c[1] == 'reboot'][0]
+    assert reboot[:4] == ['scontrol', 'reboot', 'ASAP', 'nextstate=DRAIN'] and reboot[4].startswith('reason=gpuloop:reboot:xid-79: ')
+    assert events(tmp_path) == [('gpu-01', 'detected'), ('gpu-01', 'reboot_asked')]
+    # still rebooting: nothing new
+    slurm.calls[:] = []
+    assert program.main(['--config', config]) == 0
+    assert not [c for c in slurm.calls if c[1] in ('reboot', 'update', 'create')]
+    slurm.reboot_done('gpu-01')
+    slurm.nodes['gpu-01']['state'] = 'IDLE'
+    assert program.main(['--config', config]) == 0
+    kinds = [c[1] for c in slurm.calls if c[1] not in ('-o',) and c[0] == 'scontrol']
+    assert kinds[:2] == ['create', 'update'] and kinds[-1] == 'delete', slurm.calls
+    srun = [c for c in slurm.calls if c[0] == 'srun'][0]
+    assert '--reservation=gpucluster-loop-deep' in srun and '--nodelist=gpu-01' in srun and '--gres=gpu:8' in srun
+    assert srun[-7:-1] == ['/usr/local/sbin/gpucluster-healthcheck', '--tier', 'deep', '--node', 'gpu-01', '--deep-config']
+    assert slurm.nodes['gpu-01']['flags'] == [] and slurm.nodes['gpu-01']['reason'] == ''
+    assert events(tmp_path)[2:] == [('gpu-01', 'back'), ('gpu-01', 'deep_passed'), ('gpu-01', 'returned')]
+    state = json.load(open(str(tmp_path / 'state.json')))
+    assert state['nodes']['gpu-01']['state'] == 'ok' and state['counts']['events']['returned'] == 1
+    prom = (tmp_path / 'loop.prom').read_text()
+    assert 'gpucluster_loop_node_state{node="gpu-01",state="ok"} 1' in prom
+    assert 'gpucluster_loop_conditions_total{condition="xid-79",action="reboot"} 1' in prom
+    # a second Xid 79 within the window (reboot_max 1): service, with the record of what was seen
+    slurm.nodes['gpu-01'].update(flags=['DRAIN'], reason=XID79, reason_time=int(time.time()))
+    assert program.main(['--config', config]) == 0
+    assert slurm.nodes['gpu-01']['reason'].startswith('gpuloop:service:xid-79: 1 reboots within 86400s')
+    assert slurm.nodes['gpu-01']['comment'].startswith('gpuloop:service: periodic:xid: the GPU at PCI')
+    assert events(tmp_path)[-1] == ('gpu-01', 'service')
+    capsys.readouterr()
+    assert program.main(['--config', config, '--history', 'gpu-01']) == 0
+    shown = capsys.readouterr().out.splitlines()
+    assert [line.split()[1] for line in shown] == ['detected', 'reboot_asked', 'back', 'deep_passed', 'returned', 'detected', 'service']
+
+
+def test_stand_in_slurm_a_failing_deep_run_sends_the_node_to_service(setup):
+    slurm, config, tmp_path = setup
+    slurm.deep_status = 1
+    slurm.nodes['gpu-02'].update(flags=['DRAIN'], reason=XID79, reason_time=int(time.time()))
+    program.main(['--config', config])
+    slurm.reboot_done('gpu-02')
+    program.main(['--config', config])
+    assert slurm.nodes['gpu-02']['reason'].startswith('gpuloop:service:xid-79: the deep tier failed after the reboot: gpuhc:deep:dcgm')
+    assert 'DRAIN' in slurm.nodes['gpu-02']['flags'] and slurm.reservation is None
+    assert events(tmp_path)[-2:] == [('gpu-02', 'deep_failed'), ('gpu-02', 'service')]
+
+
+def test_stand_in_slurm_a_command_that_fails_leaves_the_node_to_the_next_pass(setup):
+    slurm, config, tmp_path = setup
+    slurm.nodes['gpu-01'].update(flags=['DRAIN'], reason=XID79, reason_time=int(time.time()))
+    slurm.fail = ('reboot',)
+    assert program.main(['--config', config]) == 1
+    assert not os.path.exists(str(tmp_path / 'events.jsonl'))
+    assert 'gpu-01' not in json.load(open(str(tmp_path / 'state.json')))['nodes']
+    slurm.fail = ()
+    assert program.main(['--config', config]) == 0
+    assert events(tmp_path) == [('gpu-01', 'detected'), ('gpu-01', 'reboot_asked')]
+
+
+def test_stand_in_slurm_a_lost_state_file_is_derived_again_from_the_tags(setup):
+    slurm, config, tmp_path = setup
+    slurm.nodes['gpu-01'].update(flags=['DRAIN'], reason=XID79, reason_time=int(time.time()))
+    program.main(['--config', config])
+    os.remove(str(tmp_path / 'state.json'))  # the controller crashed and lost its disk
+    slurm.reboot_done('gpu-01')
+    assert program.main(['--config', config]) == 0
+    assert slurm.nodes['gpu-01']['flags'] == []
+    assert events(tmp_path)[-3:] == [('gpu-01', 'back'), ('gpu-01', 'deep_passed'), ('gpu-01', 'returned')]
+
+
+def test_stand_in_slurm_an_admin_drain_is_never_touched_and_dry_run_changes_nothing(setup, capsys):
+    slurm, config, tmp_path = setup
+    slurm.nodes['gpu-01'].update(flags=['DRAIN'], reason='PSU swap, ticket 4711', reason_time=int(time.time()))
+    slurm.nodes['gpu-02'].update(flags=['DRAIN'], reason=XID79, reason_time=int(time.time()))
+    assert program.main(['--config', config, '--dry-run']) == 0
+    assert 'would run: scontrol reboot ASAP nextstate=DRAIN reason=gpuloop:reboot:xid-79' in capsys.readouterr().out
+    assert [c[1] for c in slurm.calls if c[0] == 'scontrol'] == ['-o'] and not os.path.exists(str(tmp_path / 'state.json'))
+    program.main(['--config', config])
+    assert not [c for c in slurm.calls if 'gpu-01' in c and c[1] != '-o']
+    assert slurm.nodes['gpu-01']['reason'] == 'PSU swap, ticket 4711'
+
+
+@pytest.mark.parametrize('data, fragment', [
+    ({'policy': {'reboot_max': -1}}, 'reboot_max is -1'),
+    ({'webhook': 'ftp://x'}, "webhook is 'ftp://x', expected an http:// or https:// URL"),
+    ({'metrics_file': '/tmp/x.txt'}, 'metrics_file is'),
+    ({'nodes': 1}, 'unknown key(s) nodes'),
+])
+def test_a_bad_configuration_is_named_and_nothing_runs(tmp_path, monkeypatch, capsys, data, fragment):
+    slurm = StandInSlurm()
+    monkeypatch.setattr(program, 'run', slurm)
+    path = tmp_path / 'c.json'
+    path.write_text(json.dumps(data))
+    assert program.main(['--config', str(path)]) == 2
+    assert fragment in capsys.readouterr().err and slurm.calls == []
+
+
+def test_running_jobs_expands_hostlists():
+    text = '41 gpu-[01-02]\n42_3 gpu-02\n43+0 gpu-01\nbad\n'
+    from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import expand
+    assert loop.running_jobs(text, expand) == {'gpu-01': ['41'], 'gpu-02': ['41', '42_3']}
