@@ -13,15 +13,27 @@ import json
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health._conditions import load_overrides
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health._node_loop import load_settings
+
+ACTIONS = 'slurm_healthcheck_loop_actions'
 
 
 def node_loop_settings(data):
     """``{...} | node_loop_settings`` -> the same settings, checked (JSON-clean); one error naming the bad value otherwise."""
     try:
-        load_settings(json.loads(json.dumps(data)))
+        load_settings(json.loads(json.dumps(data)), ACTIONS)
     except (InputError, TypeError, ValueError) as exc:
         raise AnsibleFilterError('slurm_healthcheck_loop: %s' % exc)
+    return data
+
+
+def node_loop_actions(data):
+    """``{condition: action} | node_loop_actions`` -> the same overrides, checked; one error naming the bad one otherwise."""
+    try:
+        load_overrides(data, ACTIONS)
+    except InputError as exc:
+        raise AnsibleFilterError(str(exc))
     return data
 
 
@@ -29,4 +41,4 @@ class FilterModule(object):
     """The closed loop's settings."""
 
     def filters(self):
-        return {'node_loop_settings': node_loop_settings}
+        return {'node_loop_settings': node_loop_settings, 'node_loop_actions': node_loop_actions}

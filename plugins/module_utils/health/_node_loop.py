@@ -73,8 +73,9 @@ _WORD = r'[A-Za-z][A-Za-z0-9_-]*'
 _TIME = re.compile(r'^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})$')
 
 
-def load_policy(data):
-    """The loop's settings with defaults filled in; ``InputError`` names the first bad one and what is valid."""
+def load_policy(data, actions_name='actions'):
+    """The loop's settings with defaults filled in; ``InputError`` names the first bad one and what is valid
+    (``actions_name``: what the message calls the actions overrides, the role variable)."""
     if not isinstance(data, dict):
         raise InputError('the loop settings are %s, expected a mapping' % show(data))
     unknown = sorted(str(k) for k in data if k not in POLICY_DEFAULTS)
@@ -87,7 +88,7 @@ def load_policy(data):
         require_match(key, policy[key], _WORD, 'a word such as "gpuloop" (letters, digits, "-", "_", starting with a letter)')
     if policy['prefix'] == policy['tag']:
         raise InputError('tag is %s, expected a word other than the health check prefix %s' % (show(policy['tag']), show(policy['prefix'])))
-    policy['actions'] = conditions.load_overrides(policy['actions'], 'actions')
+    policy['actions'] = conditions.load_overrides(policy['actions'], actions_name)
     for key, minimum in (('reboot_max', 0), ('reboot_window_s', 1), ('reboot_timeout_s', 60), ('promote_after', 1),
                          ('promote_window_s', 1), ('deep_passes', 1)):
         policy[key] = require_int(key, policy[key], minimum=minimum)
@@ -505,7 +506,7 @@ SETTINGS_DEFAULTS = {
 }
 
 
-def load_settings(data):
+def load_settings(data, actions_name='actions'):
     """The loop program's configuration file, validated (``InputError`` naming the first bad key and what is valid)."""
     if not isinstance(data, dict):
         raise InputError('the loop configuration is %s, expected a JSON object' % show(data))
@@ -515,7 +516,7 @@ def load_settings(data):
                          % (', '.join(unknown), ', '.join(sorted(SETTINGS_DEFAULTS))))
     settings = dict(SETTINGS_DEFAULTS)
     settings.update(data)
-    settings['policy'] = load_policy(settings['policy'])
+    settings['policy'] = load_policy(settings['policy'], actions_name)
     for key in ('state_file', 'events_file', 'deep_program'):
         require_match(key, settings[key], r'/\S*[^/]', 'an absolute path of a file')
     require_match('metrics_file', settings['metrics_file'], r'/\S*\.prom', 'an absolute path ending in .prom, or ""', allow_empty=True)

@@ -12,6 +12,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpucluster.bringup.plugins.filter.node_loop import FilterModule
 
 FILTER = FilterModule().filters()['node_loop_settings']
+ACTIONS = FilterModule().filters()['node_loop_actions']
 
 
 def test_node_loop_settings_passes_a_valid_configuration_through():
@@ -20,8 +21,9 @@ def test_node_loop_settings_passes_a_valid_configuration_through():
 
 
 @pytest.mark.parametrize('settings, fragment', [
-    ({'policy': {'actions': {'thermals': 'drain'}}}, "actions has the condition 'thermals', expected one of xid-13"),
-    ({'policy': {'actions': {'thermal': 'rma'}}}, 'actions["thermal"] is \'rma\', expected one of none, comment, drain, reset-gpu, reboot, service'),
+    ({'policy': {'actions': {'thermals': 'drain'}}}, "slurm_healthcheck_loop_actions has the condition 'thermals', expected one of xid-13"),
+    ({'policy': {'actions': {'thermal': 'rma'}}},
+     'slurm_healthcheck_loop_actions["thermal"] is \'rma\', expected one of none, comment, drain, reset-gpu, reboot, service'),
     ({'deep_time_limit': 0}, 'deep_time_limit is 0'),
     ({'policy': {'reboot_window_s': None}}, 'reboot_window_s is None'),
 ])
@@ -29,3 +31,9 @@ def test_node_loop_settings_names_the_bad_value(settings, fragment):
     with pytest.raises(AnsibleFilterError) as info:
         FILTER(settings)
     assert fragment in str(info.value) and str(info.value).startswith('slurm_healthcheck_loop: ')
+
+
+def test_node_loop_actions_checks_the_overrides_the_nodes_get():
+    assert ACTIONS({'xid-79': 'service'}) == {'xid-79': 'service'}
+    with pytest.raises(AnsibleFilterError, match="slurm_healthcheck_loop_actions has the condition 'xid-999', expected one of"):
+        ACTIONS({'xid-999': 'reboot'})
