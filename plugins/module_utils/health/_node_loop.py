@@ -388,6 +388,8 @@ def step(record, node, policy, now):
     if record.pop('returned_by_hand', False) and who != 'loop':
         record['owner'] = None
         record['hits'] = {}  # a person returned it: counting starts afresh
+        if record['state'] == 'service':
+            record['reboots'] = []  # ... and after a repair, so do the reboots
         _move(result, node, 'ok', now, 'returned', by='hand')
         record['condition'] = None
     state = record['state']

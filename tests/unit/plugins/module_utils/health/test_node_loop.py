@@ -92,6 +92,15 @@ def test_a_service_condition_drains_with_the_service_tag_and_a_record_of_what_wa
     assert later.actions == [] and later.record['state'] == 'service'
 
 
+def test_a_node_repaired_and_resumed_by_hand_from_service_starts_its_reboot_count_afresh():
+    rec = record('service', reboots=[T0 - 60], condition='xid-79', hits={'thermal': [T0 - 30]})
+    result = loop.step(rec, node('IDLE'), POLICY, T0)
+    assert result.record['state'] == 'ok' and events(result) == ['returned'] and result.events[0]['by'] == 'hand'
+    assert result.record['reboots'] == [] and result.record['hits'] == {}
+    kept = loop.step(record('back', reboots=[T0 - 60], asked_at=T0 - 60), node('IDLE'), POLICY, T0)
+    assert kept.record['state'] == 'ok' and kept.record['reboots'] == [T0 - 60]
+
+
 def test_a_site_override_changes_the_action():
     policy = loop.load_policy({'actions': {'persistence': 'reboot'}})
     result = loop.step(record(), node('IDLE', ['DRAIN'], PERSIST), policy, T0)
