@@ -309,6 +309,8 @@ PY_GLOBS = ('plugins/modules/*.py', 'plugins/module_utils/*.py', 'plugins/module
 PY_ALLOWLIST = {
     # an append-only log of drain/resume events, one JSON line each (a torn last line is the only loss)
     ('roles/slurm_healthcheck/files/gpucluster_healthcheck.py', 'log_event'): 'append-only event log',
+    # the closed loop's transitions, one JSON line each (issue 48)
+    ('roles/slurm_healthcheck/files/gpucluster_node_loop.py', 'append_events'): 'append-only event log',
 }
 RENAMES = {'replace', 'rename', 'atomic_move', 'move', 'renames'}
 TEMP_MAKERS = {'mkstemp', 'NamedTemporaryFile', 'mkdtemp'}
