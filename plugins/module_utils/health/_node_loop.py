@@ -277,7 +277,11 @@ def derive(record, node, policy, now):
         # passing states of one pass, cut short: the node is resumed, or it is picked up by its tag above
         record['state'], record['since'] = 'ok', now
     if record['state'] in ('reboot-asked', 'back', 'service') or (record['state'] == 'drained' and record.get('owner') == 'loop'):
-        if not (is_drained(node) or is_down(node)):
+        if record['state'] == 'back' and record.get('deep_started'):
+            # resumed into the deep tier's reservation by the loop itself, which stopped before the verdict: the deep
+            # tier runs again (a node is never returned without it)
+            pass
+        elif not (is_drained(node) or is_down(node)):
             # our drain is gone: a person resumed the node
             record['returned_by_hand'] = True
         elif (record['state'] in ('reboot-asked', 'back') and health_tag(node['reason'], policy['prefix'])
@@ -468,6 +472,7 @@ def settle_deep(record, node, report, policy, now, resumed=False):
     if record['state'] != 'back':
         raise ValueError('%s is %s, the deep tier settles only a node that is back' % (node['name'], record['state']))
     record['deep_runs'] = record.get('deep_runs', 0) + 1
+    record['deep_started'] = False
     if report is None or report.get('status') == 2:
         why = 'no verdict' if report is None else 'the deep tier could not judge everything'
         result.events.append({'time': now, 'node': node['name'], 'event': 'deep_failed', 'from': 'back', 'to': 'back',

@@ -192,10 +192,17 @@ class Pass(object):
             return
         rc, out, err = run(reservation_argv(self.policy['scontrol'], reservation, names, minutes))
         if rc != 0:
+            # the loop's own reservation left by a pass that was killed (the timer runs one pass at a time): removed, asked again
+            run([self.policy['scontrol'], 'delete', 'ReservationName=' + reservation])
+            rc, out, err = run(reservation_argv(self.policy['scontrol'], reservation, names, minutes))
+        if rc != 0:
             log(syslog.LOG_ERR, 'could not create the reservation %s on %s: %s; the deep tier waits for the next pass'
                 % (reservation, ','.join(names), (err or out).strip()[:300]))
             return
         results = {}
+        for node in nodes:
+            # remembered before the resume: a pass cut short here runs the deep tier again, it never returns the node without it
+            self.save(node['name'], dict(self.state['nodes'][node['name']], deep_started=True))
         try:
             for node in nodes:
                 # a drained node takes no job, not even in a reservation: resumed into it, drained again if no verdict

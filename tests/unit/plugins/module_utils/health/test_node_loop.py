@@ -187,6 +187,17 @@ def test_a_deep_run_without_a_verdict_leaves_the_node_back_for_the_next_pass(rep
     assert result.record['deep_runs'] == 1
 
 
+def test_a_pass_cut_short_during_the_deep_run_runs_it_again_and_never_returns_the_node_without_it():
+    # the loop resumed the node into the reservation and stopped (killed) before the verdict
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79', deep_started=True)
+    result = loop.step(rec, node('IDLE'), POLICY, T0 + 900)
+    assert result.record['state'] == 'back' and result.deep and result.actions == [] and result.events == []
+    settled = loop.settle_deep(result.record, node('IDLE'), PASS, POLICY, T0 + 1000, resumed=True)
+    assert settled.record['state'] == 'ok' and settled.record['deep_started'] is False and settled.actions == []
+    # without the mark (a person resumed it) the node is simply back in service
+    assert loop.step(dict(rec, deep_started=False), node('IDLE'), POLICY, T0 + 900).record['state'] == 'ok'
+
+
 def test_k_deep_passes_are_needed_before_the_return():
     policy = loop.load_policy({'deep_passes': 2})
     rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79')

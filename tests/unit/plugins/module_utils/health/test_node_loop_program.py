@@ -89,6 +89,8 @@ class StandInSlurm(object):
             node['reason'], node['reason_time'] = argv[4][len('reason='):], int(time.time())
             return 0, '', ''
         if argv[1] == 'create':
+            if self.reservation:
+                return 1, '', 'Error creating the reservation: Duplicate reservation name'
             self.reservation = argv[3]
             return 0, '', ''
         if argv[1] == 'delete':
@@ -198,6 +200,30 @@ def test_stand_in_slurm_a_command_that_fails_leaves_the_node_to_the_next_pass(se
     slurm.fail = ()
     assert program.main(['--config', config]) == 0
     assert events(tmp_path) == [('gpu-01', 'detected'), ('gpu-01', 'reboot_asked')]
+
+
+def test_stand_in_slurm_a_pass_killed_during_the_deep_run_runs_it_again(setup, monkeypatch):
+    slurm, config, tmp_path = setup
+    slurm.nodes['gpu-01'].update(flags=['DRAIN'], reason=XID79, reason_time=int(time.time()))
+    program.main(['--config', config])
+    slurm.reboot_done('gpu-01')
+
+    def killed(*_args, **_kwargs):
+        raise KeyboardInterrupt('killed during the deep job')  # nothing after it runs, not even the finally's settle
+    monkeypatch.setattr(program.threading, 'Thread', killed)
+    monkeypatch.setattr(program.loop, 'settle_deep', killed)
+    with pytest.raises(KeyboardInterrupt):
+        program.main(['--config', config])
+    assert slurm.nodes['gpu-01']['flags'] == []  # resumed into the reservation, no verdict
+    monkeypatch.undo()
+    monkeypatch.setattr(program, 'run', slurm)
+    monkeypatch.setattr(program, 'log', lambda level, text: None)
+    assert slurm.reservation == 'ReservationName=gpucluster-loop-deep'  # left behind by the killed pass
+    slurm.calls[:] = []
+    assert program.main(['--config', config]) == 0
+    assert [c[1] for c in slurm.calls if c[1] in ('create', 'delete')] == ['create', 'delete', 'create', 'delete']
+    assert [c for c in slurm.calls if c[0] == 'srun'] and slurm.reservation is None
+    assert events(tmp_path)[-3:] == [('gpu-01', 'back'), ('gpu-01', 'deep_passed'), ('gpu-01', 'returned')]
 
 
 def test_stand_in_slurm_a_lost_state_file_is_derived_again_from_the_tags(setup):
