@@ -32,89 +32,20 @@ import json
 import math
 import re
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _busbw
+
 GIB = 1024 ** 3
 MIB = 1024 ** 2
 
-# Reported all_reduce busbw (GB/s) at the largest sizes (4 to 8 GiB) from public NVIDIA/nccl and NVIDIA/nccl-tests
-# threads, as collected in the project's domain facts. The gate uses a fraction of it: a healthy system lands within a
-# few percent of these figures, a broken link or a socket fallback lands far below (2x to 10x), so 80 % separates the
-# two without flagging normal run-to-run noise. The single-node figures are Ring figures (the role forces NCCL_ALGO=Ring
-# by default; NVLink SHARP, NVLS, is faster, so Ring is the floor).
-BUSBW_FRACTION = 0.8
-REPORTED_BUSBW_GBPS = {
-    # 8 GPUs in one node over NVLink/NVSwitch.
-    "a100-nvlink-8": (230.0, "DGX A100, 8 GPUs, one node (NVIDIA/nccl and nccl-tests threads; Azure's node health check gates "
-                             "228 GB/s at 4 GiB, github.com/Azure/azurehpc-health-checks conf/nd96amsr_a100_v4.conf)"),
-    "h100-nvlink-8": (370.0, "H100 SXM, 8 GPUs, one node, Ring (sjeaugey, https://github.com/NVIDIA/nccl-tests/issues/212: ~370 GB/s "
-                             "with NCCL_ALGO=RING, ~480 GB/s with NVLink SHARP)"),
-    "h200-nvlink-8": (370.0, "H200 SXM, 8 GPUs, one node, Ring: the H100's NVLink 4 (900 GB/s), so the H100's Ring figure "
-                             "(NVIDIA/nccl-tests#212); NVLink SHARP reaches ~475 GB/s (https://github.com/NVIDIA/nccl-tests/issues/272)"),
-    # PCIe platforms: GPUs without NVLink/NVSwitch (or with NVLink bridges between pairs only, which a ring over all the
-    # node's GPUs does not run on alone), 4 or 8 GPUs in one node. No public source gives a Ring all_reduce figure at 8 GiB
-    # for these; they are CONSERVATIVE ESTIMATES, below what a healthy node reaches, so that a broken or down-trained
-    # link (x8, Gen3, a socket fallback: 2x to 10x less) fails and a healthy node of any usual PCIe layout passes:
-    # "On PCI systems, the performance you get is usually determined by the bandwidth your CPU and memory can deliver"
-    # (sjeaugey, https://github.com/NVIDIA/nccl/issues/1639, where 8 PCIe Gen5 GPUs behind switches gave 28 GB/s and 4 of
-    # them 35 GB/s). Set validate_nccl_gate_curves (or validate_nccl_min_busbw_gbps) from your own healthy node's run.
-    "l40s-pcie": (20.0, "CONSERVATIVE ESTIMATE, no published figure: L40S, PCIe Gen4 x16 (~25 GB/s per direction), no NVLink; "
-                        "80 % of a Gen4 link as a ring through the CPU can carry (sjeaugey, https://github.com/NVIDIA/nccl/issues/1639)"),
-    "a100-pcie": (20.0, "CONSERVATIVE ESTIMATE, no published figure: A100 PCIe, PCIe Gen4 x16 (~25 GB/s per direction); NVLink "
-                        "bridges join pairs only (https://github.com/NVIDIA/nccl/issues/841: an 8 x A100 80GB PCIe node asking what is "
-                        "normal; sjeaugey, https://github.com/NVIDIA/nccl/issues/1639: PCIe rings are bound by CPU and memory)"),
-    "h100-pcie": (25.0, "CONSERVATIVE ESTIMATE, no published figure: H100 PCIe/NVL, PCIe Gen5 x16 (~50 GB/s per direction); NVLink "
-                        "bridges join pairs only (2 bridged H100 PCIe: ~116 GB/s, https://github.com/NVIDIA/nccl-tests/issues/194); 8 "
-                        "Gen5 GPUs through PCIe switches: 28 GB/s (https://github.com/NVIDIA/nccl/issues/1639)"),
-    # Per InfiniBand NIC and node, across nodes (multiply by the NICs per node).
-    "ib-hdr-200": (24.0, "per 200G HDR NIC (sjeaugey, NVIDIA/nccl-tests#119; ~190 GB/s for 8xHDR)"),
-    "ib-ndr-400": (47.0, "per 400G NDR NIC (AddyLaddy, https://github.com/NVIDIA/nccl-tests/issues/290: 46-48 GB/s; 8 x NDR ~384 GB/s per node)"),
-}
-DEFAULT_BUSBW_GBPS = dict((key, round(value[0] * BUSBW_FRACTION, 1)) for key, value in REPORTED_BUSBW_GBPS.items())
-PER_NIC_PREFIX = "ib-"
-
-# Gate curves: size -> lowest acceptable busbw. No public source gives Ring busbw by size for these platforms, so the
-# built-in curves derive each size's figure from the large-message figure above with one rule:
-#     busbw(S) = busbw(8 GiB) x [S / (S + 64 MiB)] / [8 GiB / (8 GiB + 64 MiB)]
-# the shape of time = latency + size / bandwidth (NVIDIA/nccl-tests doc/PERFORMANCE.md), half the bandwidth at 64 MiB.
-# 64 MiB is the half-bandwidth size fitted to the two public busbw-by-size tables at hand: a two-node 8 x H200 run
-# (NCCL 2.30.4, tests/unit/fixtures/nccl/v2.18.3_h200_two_nodes.txt: 56 % of its 8 GiB figure at 64 MiB, 81 % at 256 MiB,
-# 94 % at 1 GiB, a half size of 50 to 62 MiB) and the one-node 8 x H100 run of NVIDIA/nccl-tests#290 (81 % of its 4 GiB
-# figure at 128 MiB, a half size of 21 to 52 MiB); the larger half size is the lenient one. The gate is 80 % of that
-# figure at every size from 64 MiB (below it latency, not the links, sets busbw) to 8 GiB; past the last point its
-# figure holds. Interpolation between points is linear in log2(size): nccl-tests steps sizes by a factor (-f 2), so a
-# run's sizes fall on or between the points, and a straight line on the log-size axis the report plots is what a
-# reader sees; a step would make the gate jump between two sampled sizes.
-GATE_HALF_BYTES = 64 * MIB
-GATE_REFERENCE_BYTES = 8 * GIB
-GATE_SIZES = tuple((64 * MIB) << i for i in range(8))
-GATE_SIZE_RULE = ("busbw(S) = busbw(8 GiB) x [S/(S + 64 MiB)] / [8 GiB/(8 GiB + 64 MiB)], fitted to the busbw-by-size tables "
-                  "of a two-node 8 x H200 run (tests/unit/fixtures/nccl/v2.18.3_h200_two_nodes.txt) and of "
-                  "https://github.com/NVIDIA/nccl-tests/issues/290 (8 x H100, one node)")
-# A multi-node (``ib-*``) curve is stated for two nodes; a run over N nodes is gated at N/2 times each size: a ring of
-# n ranks takes 2(n-1) steps, so its latency term, and the size at which it reaches a given share of its bandwidth,
-# grow with the ranks (the same rule's time = latency + size / bandwidth).
-GATE_CURVE_NODES = 2
+# The busbw gate curves (per platform and topology, each with its source) and their size rule live in the catalogue
+# (catalogue/_busbw.py); this file applies them (``_resolve_gate``).
 SIZE_UNITS = {"": 1, "K": 1024, "M": 1024 ** 2, "G": 1024 ** 3, "T": 1024 ** 4}
-
-
-def _size_share(size):
-    """busbw at ``size`` as a share of busbw at ``GATE_REFERENCE_BYTES`` (the size rule above)."""
-    reference = GATE_REFERENCE_BYTES / (GATE_REFERENCE_BYTES + GATE_HALF_BYTES)
-    return (size / (size + GATE_HALF_BYTES)) / reference
-
-
-def _builtin_curve(topology):
-    reported, source = REPORTED_BUSBW_GBPS[topology]
-    floor = DEFAULT_BUSBW_GBPS[topology]
-    return [(size, round(floor * _size_share(size), 1),
-             "%d %% of %.0f GB/s at 8 GiB (%s) x %.3f at %s (size rule: %s)" % (BUSBW_FRACTION * 100, reported, source, _size_share(size),
-                                                                                size_label(size), GATE_SIZE_RULE))
-            for size in GATE_SIZES]
 
 
 TRANSPORT_ORDER = ("NVLS", "P2P", "SHM", "CollNet", "NET/IB", "NET/Socket")
 CHECKS = ("complete", "single_run", "test_errors", "wrong", "out_of_bounds", "busbw", "transport")
 EXPECT_KEYS = ("topology", "min_busbw_gbps", "thresholds", "nics", "large_size_bytes", "top_rows", "expect_transport", "gate_curves", "nodes",
-               "notes")
+               "notes", "platform", "gpus", "algorithm")
 EXPECT_TRANSPORTS = ("ib",)
 # -J FILE: the JSON report. Read in the sources: nccl-tests 2.18.3 writes it (util.cu JSON_FILE_VERSION 1) and 2.19.6
 # (JSON_FILE_VERSION 3: per_iter_timing, per_iter_skip, <place>_per_iter with -I 1); earlier versions were not read,
@@ -849,9 +780,6 @@ def size_label(size):
     return "%d B" % size
 
 
-BUILTIN_GATE_CURVES = dict((key, _builtin_curve(key)) for key in REPORTED_BUSBW_GBPS)
-
-
 def _check(name, status, reason, **extra):
     item = {"check": name, "status": status, "reason": reason}
     item.update(extra)
@@ -922,7 +850,7 @@ def _validate_expect(expect):
     out = {
         "topology": expect.get("topology"),
         "min_busbw_gbps": expect.get("min_busbw_gbps"),
-        "thresholds": dict(DEFAULT_BUSBW_GBPS),
+        "thresholds": {},
         "overrides": [],
         "nics": expect.get("nics", 1),
         "large_size_bytes": expect.get("large_size_bytes", GIB),
@@ -931,6 +859,9 @@ def _validate_expect(expect):
         "gate_curves": _validate_curves(expect.get("gate_curves")),
         "nodes": expect.get("nodes", 1),
         "notes": expect.get("notes") or [],
+        "platform": expect.get("platform"),
+        "gpus": expect.get("gpus"),
+        "algorithm": expect.get("algorithm") or "auto",
     }
     overrides = expect.get("thresholds") or {}
     if not isinstance(overrides, dict):
@@ -946,43 +877,79 @@ def _validate_expect(expect):
         value = out[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError("%s is %r, expected an integer of at least 1" % (key, value))
+    if out["gpus"] is not None and (isinstance(out["gpus"], bool) or not isinstance(out["gpus"], int) or out["gpus"] < 1):
+        raise ValueError("gpus is %r, expected an integer of at least 1" % (out["gpus"],))
+    if out["platform"] is not None:
+        _busbw.check_platform(out["platform"])
+    if out["algorithm"] not in _busbw.ALGORITHMS:
+        raise ValueError("algorithm is %r, expected one of %s" % (out["algorithm"], ", ".join(_busbw.ALGORITHMS)))
     if not isinstance(out["notes"], list) or not all(isinstance(note, str) and note for note in out["notes"]):
         raise ValueError("notes is %r, expected a list of non-empty strings" % (out["notes"],))
     value = out["min_busbw_gbps"]
     if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf")):
         raise ValueError("min_busbw_gbps is %r, expected a number of GB/s above 0" % (value,))
     topology = out["topology"]
-    if topology is not None and topology not in out["thresholds"] and topology not in out["gate_curves"]:
-        raise ValueError("unknown topology %r; valid topologies: %s" % (topology, ", ".join(sorted(set(out["thresholds"]) | set(out["gate_curves"])))))
+    if topology is not None and topology not in out["thresholds"] and topology not in out["gate_curves"] and not _busbw.is_key(topology):
+        raise ValueError("unknown topology %r; valid topologies: %s" % (topology, ", ".join(known_topologies(out["thresholds"], out["gate_curves"]))))
     if out["expect_transport"] is not None and out["expect_transport"] not in EXPECT_TRANSPORTS:
         raise ValueError("expect_transport is %r; valid values: %s (or leave it unset)" % (out["expect_transport"], ", ".join(EXPECT_TRANSPORTS)))
     return out
 
 
-def _resolve_gate(opts):
-    """The busbw gate of validated ``opts``: ``{kind: flat, threshold, source}`` (``min_busbw_gbps`` or a ``thresholds``
-    entry: the mean at the large sizes, as before curves), ``{kind: curve, points, source, threshold}`` (a gate curve, the
-    user's or a built-in one; ``threshold`` its last figure) or None."""
-    if opts["min_busbw_gbps"] is not None:
-        return {"kind": "flat", "threshold": float(opts["min_busbw_gbps"]), "source": "min_busbw_gbps", "name": "min_busbw_gbps"}
-    topology = opts["topology"]
-    if topology is None:
-        return None
-    per_nic = topology.startswith(PER_NIC_PREFIX)
-    name = "%s x %d NIC(s)" % (topology, opts["nics"]) if per_nic else topology
+def known_topologies(thresholds=None, gate_curves=None):
+    """The keys a gate can be named by: the catalogue's (curve ids, NIC keys, the keys of earlier releases) and a site's."""
+    return sorted(set(_busbw.known_keys()) | set(thresholds or {}) | set(gate_curves or {}))
+
+
+def _site_gate(opts, key):
+    """The gate of a site's own ``thresholds`` or ``gate_curves`` entry ``key`` (an ``ib-*`` key per NIC, its curve stated for
+    two nodes and stretched above that)."""
+    per_nic = key.startswith(_busbw.NIC_PREFIX)
     nics = opts["nics"] if per_nic else 1
-    if topology in opts["overrides"] or (topology not in opts["gate_curves"] and topology not in BUILTIN_GATE_CURVES):
-        return {"kind": "flat", "threshold": round(opts["thresholds"][topology] * nics, 1), "source": name, "name": name}
-    if topology in opts["gate_curves"]:
-        points = opts["gate_curves"][topology]
-    else:
-        points = [(size, gbps) for size, gbps, dummy in BUILTIN_GATE_CURVES[topology]]
-    scale = max(1.0, opts["nodes"] / GATE_CURVE_NODES) if per_nic else 1.0
-    points = [(int(round(size * scale)), round(gbps * nics, 2)) for size, gbps in points]
+    name = "%s x %d NIC(s)" % (key, opts["nics"]) if per_nic else key
+    if key in opts["overrides"]:
+        threshold = round(opts["thresholds"][key] * nics, 1)
+        return {"kind": "flat", "threshold": threshold, "source": name, "name": name,
+                "curve": {"id": key, "source": "the site's flat threshold thresholds[%r] (validate_nccl_thresholds): %s GB/s%s, the mean busbw "
+                                               "from 1 GiB up" % (key, opts["thresholds"][key], " x %d NIC(s)" % nics if per_nic else "")}}
+    scale = max(1.0, opts["nodes"] / _busbw.GATE_CURVE_NODES) if per_nic else 1.0
+    points = [(int(round(size * scale)), round(gbps * nics, 2)) for size, gbps in opts["gate_curves"][key]]
     source = "%s gate curve" % name
     if scale > 1:
         source += ", sizes x %g for %d nodes" % (scale, opts["nodes"])
-    return {"kind": "curve", "points": points, "source": source, "threshold": points[-1][1], "name": name}
+    return {"kind": "curve", "points": points, "source": source, "threshold": points[-1][1], "name": name,
+            "curve": {"id": key, "source": "the site's own gate curve gate_curves[%r] (validate_nccl_gate_curves)%s" % (
+                key, ", per NIC x %d%s" % (nics, ", sizes x %g for %d nodes" % (scale, opts["nodes"]) if scale > 1 else "") if per_nic else "")}}
+
+
+def _resolve_gate(opts):
+    """The busbw gate of validated ``opts``: ``{kind: flat, threshold, source, name, curve}`` (``min_busbw_gbps`` or a
+    ``thresholds`` entry: the mean at the large sizes, as before curves), ``{kind: curve, points, source, threshold, name,
+    curve}`` (a site's gate curve or the catalogue's, ``threshold`` its last figure) or None. ``source`` is the short name
+    the checks' reasons use, ``curve`` ``{id, source}`` the curve's id and where its figures come from (for the report).
+
+    A ``topology`` the site gave a threshold or curve for is the site's; another names a catalogue curve
+    (``_busbw.resolve``: a curve id, a NIC key, a key of earlier releases); without one the catalogue picks the curve
+    from ``platform``, ``gpus``, ``nodes`` and ``algorithm`` (``_busbw.curve_for``), and a site's entry under that
+    curve's id replaces it."""
+    if opts["min_busbw_gbps"] is not None:
+        return {"kind": "flat", "threshold": float(opts["min_busbw_gbps"]), "source": "min_busbw_gbps", "name": "min_busbw_gbps",
+                "curve": {"id": "min_busbw_gbps", "source": "the site's flat threshold min_busbw_gbps (validate_nccl_min_busbw_gbps or "
+                                                            "validate_nccl_fabric_min_busbw_gbps): %s GB/s, the mean busbw from 1 GiB up"
+                                                            % opts["min_busbw_gbps"]}}
+    topology = opts["topology"]
+    if topology is not None and (topology in opts["overrides"] or topology in opts["gate_curves"]):
+        return _site_gate(opts, topology)
+    if topology is None and opts["platform"] is None:
+        return None
+    curve = _busbw.resolve(topology, opts["platform"], opts["gpus"], opts["nodes"], opts["nics"], opts["algorithm"])
+    if curve is None:
+        return None
+    if topology is None and (curve["id"] in opts["overrides"] or curve["id"] in opts["gate_curves"]):
+        return _site_gate(opts, curve["id"])
+    points = [(size, gbps) for size, gbps in curve["points"]]
+    return {"kind": "curve", "points": points, "source": "%s gate curve" % curve["id"], "threshold": points[-1][1], "name": curve["id"],
+            "curve": {"id": curve["id"], "source": curve["source"]}}
 
 
 def threshold_for(expect):
@@ -993,6 +960,12 @@ def threshold_for(expect):
     if gate is None:
         return None, None
     return gate["threshold"], gate["name"]
+
+
+def gate_info(expect):
+    """``{id, source}`` of the curve (or flat threshold) that gates a run with ``expect``; None when its busbw is not gated."""
+    gate = _resolve_gate(_validate_expect(expect))
+    return dict(gate["curve"]) if gate is not None else None
 
 
 def gate_curve(expect):
@@ -1217,9 +1190,10 @@ def _check_transport(result, opts):
 def evaluate(result, expect=None):
     """Gate a parsed run. Returns one ``{check, status, reason[, value, threshold, size]}`` per name in ``CHECKS``.
 
-    ``expect`` keys: ``topology`` (a key of ``BUILTIN_GATE_CURVES``, ``thresholds`` or ``gate_curves``),
-    ``min_busbw_gbps`` (overrides the topology), ``thresholds`` (topology -> GB/s, added to or replacing
-    the defaults), ``gate_curves`` (topology -> ``[[size, GB/s], ...]``, sizes rising, in bytes or as
+    ``expect`` keys: ``topology`` (a key of the catalogue's curves, ``_busbw.known_keys()``, or of
+    ``thresholds`` or ``gate_curves``; None: the catalogue picks the curve from ``platform``, ``gpus``,
+    ``nodes`` and ``algorithm``, see ``_resolve_gate``), ``min_busbw_gbps`` (overrides the topology),
+    ``thresholds`` (topology -> GB/s, a flat gate added to or replacing a curve), ``gate_curves`` (topology -> ``[[size, GB/s], ...]``, sizes rising, in bytes or as
     ``"64M"``/``"8G"``: added to or replacing the built-in curves), ``nics`` (NICs per node, multiplies
     the per-NIC ``ib-*`` thresholds and curves), ``nodes`` (the nodes of the run: an ``ib-*`` curve is
     stated for two nodes and its sizes are multiplied by nodes / 2 above that), ``large_size_bytes``

@@ -23,8 +23,10 @@ import re
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     require_bool, require_choice, require_int, require_list, require_match, require_str, require_word, slurm_name)
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _busbw
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _nccl
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import (
-    DEFAULT_BUSBW_GBPS, NcclParseError, busbw_series, evaluate, gate_curve, parse_run, threshold_for, writes_json)
+    NcclParseError, busbw_series, evaluate, gate_curve, gate_info, parse_run, threshold_for, writes_json)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import (
     check_run_settings, command_words, is_false, slurm_names)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import check_records
@@ -315,9 +317,31 @@ def evaluate_run(name, result, hosts, expect, check='all_reduce'):
     checks = evaluate(parsed, expect)
     if result.get('rc') not in (0, None) and not any(c['status'] == 'fail' for c in checks):
         checks.append({'check': 'exit', 'status': 'fail', 'reason': 'all_reduce_perf exited with rc %s' % result.get('rc')})
-    records = check_records(STAGE, name, checks, hosts=list(hosts))
+    records = with_curve(check_records(STAGE, name, checks, hosts=list(hosts)), expect)
     series = busbw_series(parsed)
     return records, ([{'label': name, 'points': series, 'gate': gate_curve(expect)}] if series else [])
+
+
+NO_CURVE = 'none'
+
+
+def run_curve(expect):
+    """``{id, source}`` of the gate curve (or flat threshold) that judges a run with ``expect``; ``id`` ``none`` where its busbw
+    is not gated, and ``source`` says so."""
+    info = gate_info(expect)
+    if info is None:
+        return {'id': NO_CURVE, 'source': 'not gated: no built-in curve for this run (GPU model, GPU count, nodes or network unknown to the '
+                                          'catalogue) and no site setting (validate_nccl_topology, validate_nccl_gate_curves, '
+                                          'validate_nccl_min_busbw_gbps, validate_nccl_fabric_topology)'}
+    return info
+
+
+def with_curve(records, expect):
+    """``records`` of one run, each naming the curve that judged the run (``curve``: ``run_curve``)."""
+    curve = run_curve(expect)
+    for record in records:
+        record['curve'] = dict(curve)
+    return records
 
 
 def version_records(records):
@@ -352,9 +376,11 @@ def skip_record(name, reason, hosts=None):
 
 
 def expect_for(topology=None, min_busbw_gbps=None, thresholds=None, nics=1, expect_transport=None, large_size_bytes=None, gate_curves=None,
-               nodes=1, notes=None):
-    """An ``_nccl.evaluate`` expectation; raises ``ValueError`` (from ``_nccl``) for an unknown topology, a bad number or a bad
-    gate curve. ``gate_curves``, ``nodes`` (of a multi-node run) and ``notes`` are in it only when given."""
+               nodes=1, notes=None, platform=None, gpus=None, algorithm=None):
+    """An ``_nccl.evaluate`` expectation; raises ``ValueError`` (from ``_nccl``) for an unknown topology or platform, a bad
+    number or a bad gate curve. ``gate_curves``, ``nodes`` (of a multi-node run), ``notes``, ``platform`` (the catalogue's
+    busbw platform of the run's nodes), ``gpus`` (GPUs a node) and ``algorithm`` (``_busbw.algorithm_of`` of the run's
+    NCCL_ALGO) are in it only when given: without ``topology`` the catalogue picks the curve from them."""
     expect = {'topology': topology, 'min_busbw_gbps': min_busbw_gbps, 'thresholds': thresholds or {}, 'nics': nics,
               'expect_transport': expect_transport}
     if large_size_bytes:
@@ -365,21 +391,54 @@ def expect_for(topology=None, min_busbw_gbps=None, thresholds=None, nics=1, expe
         expect['nodes'] = nodes
     if notes:
         expect['notes'] = list(notes)
+    for key, value in (('platform', platform), ('gpus', gpus), ('algorithm', algorithm)):
+        if value is not None:
+            expect[key] = value
     threshold_for(expect)
     return expect
 
 
 def known_topologies(thresholds=None, gate_curves=None):
-    names = set(DEFAULT_BUSBW_GBPS)
-    names.update((thresholds or {}).keys())
-    names.update((gate_curves or {}).keys())
-    return sorted(names)
+    return _nccl.known_topologies(thresholds, gate_curves)
+
+
+def node_platform(model, gpus, topology=None):
+    """The busbw platform (``_busbw.PLATFORMS``) of a node: that of its gate key where it names one, else of the key
+    ``node_topology`` derives from its GPU model and count (a legacy key or, once the GPU catalogue gives it, a platform);
+    None when unknown."""
+    for key in (topology, node_topology(model, gpus)):
+        platform = _busbw.platform_of(key) if key else None
+        if platform:
+            return platform
+    return None
+
+
+def node_gate(node, plan, gpus, env):
+    """``expect_for`` arguments of a node's own run: its ``topology`` (the node's, else the plan's ``node_topology``; else the
+    key derived from its GPU model where the site set a threshold or curve under it), ``platform``, ``gpus`` and the
+    ``algorithm`` of the run's NCCL_ALGO (``env``): without a topology the catalogue picks the curve from those."""
+    thresholds = plan.get('thresholds') or {}
+    curves = plan.get('gate_curves') or {}
+    explicit = node.get('topology') or plan.get('node_topology')
+    derived = node_topology(node.get('model'), gpus)
+    topology = explicit or (derived if derived in thresholds or derived in curves else None)
+    minimum = node.get('min_busbw_gbps') if node.get('min_busbw_gbps') is not None else plan.get('node_min_busbw_gbps')
+    return dict(topology=topology, min_busbw_gbps=minimum, thresholds=thresholds, gate_curves=curves,
+                platform=node_platform(node.get('model'), gpus, explicit), gpus=gpus, algorithm=_busbw.algorithm_of((env or {}).get('NCCL_ALGO')))
+
+
+def group_platform(members):
+    """The busbw platform shared by the nodes of a fabric group (``node_platform``), None when they differ or are unknown."""
+    platforms = set(node_platform(n.get('model'), n.get('gpus'), n.get('topology')) for n in members)
+    return platforms.pop() if len(platforms) == 1 else None
 
 
 def multi_node_run(env, names, gate):
     """``(expect, env)`` of a run over the nodes ``names``: the expectation of ``gate`` (``expect_for``'s arguments) with the
-    run's node count, and ``env`` as ``ring_env`` makes it (an ``NCCL_ALGO`` it keeps on two nodes is noted in the expectation)."""
+    run's node count and the algorithm of its environment, and ``env`` as ``ring_env`` makes it (an ``NCCL_ALGO`` it keeps on
+    two nodes is noted in the expectation)."""
     run_env, note = ring_env(env, len(names))
+    gate = dict(gate, algorithm=_busbw.algorithm_of(run_env.get('NCCL_ALGO')))
     return expect_for(nodes=len(names), notes=[note] if note else None, **gate), run_env
 
 
@@ -580,9 +639,7 @@ def plan_jobs(plan):
             jobs.append({'name': node['name'], 'kind': 'skip', 'check': 'all_reduce', 'hosts': [node['name']],
                          'reason': 'no GPU GRES on %s' % node['name']})
             continue
-        topology = node.get('topology') or plan.get('node_topology') or node_topology(node.get('model'), gpus)
-        minimum = node.get('min_busbw_gbps') if node.get('min_busbw_gbps') is not None else plan.get('node_min_busbw_gbps')
-        expect = expect_for(topology=topology, min_busbw_gbps=minimum, thresholds=thresholds, gate_curves=curves)
+        expect = expect_for(**node_gate(node, plan, gpus, env))
         per_node.append({'name': node['name'], 'kind': 'nccl', 'round': 0, 'hosts': [node['name']], 'expect': expect, 'timeout': timeout,
                          'argv': srun_argv(plan['binary'], [node['name']], gpus, False, None, env, args, srun, extra, time_limit,
                                            node.get('gres_type') or None, json=json)})
@@ -609,7 +666,8 @@ def plan_jobs(plan):
     for group, members in groups:
         gate = group_gate(group, members, plan) if members else dict((key, plan.get(key)) for key, dummy in GROUP_GATE_KEYS)
         group_fabric = dict(fabric_gate)
-        group_fabric.update(topology=gate['fabric_topology'], min_busbw_gbps=gate['fabric_min_busbw_gbps'], nics=gate['fabric_nics'] or 1)
+        group_fabric.update(topology=gate['fabric_topology'], min_busbw_gbps=gate['fabric_min_busbw_gbps'], nics=gate['fabric_nics'] or 1,
+                            platform=group_platform(members), gpus=min([n['gpus'] for n in members]) if members else None)
         expect_for(**group_fabric)
         jobs += group_jobs(plan, group if named else None, members, group_fabric,
                            pairs_only and (not named or not wanted or group in wanted))

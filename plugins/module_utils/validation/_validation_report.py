@@ -7,10 +7,11 @@ Input is a list of check records, one per (stage, node, check)::
 
     {"stage": "nccl", "node": "node005", "check": "busbw", "status": "fail",
      "reason": "mean busbw 142.7 GB/s ...", "value": 142.7, "threshold": 296.0,
-     "hosts": ["node005", "node007"]}
+     "hosts": ["node005", "node007"], "curve": {"id": "h100-nvswitch/node/ring", "source": "80 % of 370 GB/s ..."}}
 
 ``hosts`` is optional: a record about a multi-node run names the run in ``node`` and lists its
-hosts, which are then the nodes named when it fails. ``series`` (optional) are busbw-vs-size
+hosts, which are then the nodes named when it fails. ``curve`` (optional, NCCL runs): the gate curve that judged the
+run, its id and where its figures come from (the Markdown and HTML reports list them per stage). ``series`` (optional) are busbw-vs-size
 runs for the plot: ``[{"label": "node005", "points": [[size_bytes, busbw_gbps], ...], "gate": [[size_bytes, gbps], ...]}]``
 (``gate``, optional: the busbw the run had to reach, drawn as a dashed line over the curves).
 
@@ -39,7 +40,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input
 
 STATUSES = ("pass", "fail", "skip")
 REPORT_FILES = ("report.html", "report.json", "report.junit.xml", "report.md")
-RECORD_KEYS = ("stage", "node", "check", "status", "reason", "value", "threshold", "hosts", "command", "versions", "held")
+RECORD_KEYS = ("stage", "node", "check", "status", "reason", "value", "threshold", "hosts", "command", "versions", "held", "curve")
 _REQUIRED = ("stage", "node", "check", "status")
 _PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 # Versions per node, in the order the report lists them, with their names there.
@@ -90,6 +91,11 @@ def _clean_record(index, record):
         if not isinstance(command, str):
             raise ValueError("result %d: command is %r, expected the command line as a string" % (index, command))
         clean["command"] = command
+    curve = record.get("curve")
+    if curve is not None:
+        if not isinstance(curve, dict) or sorted(curve) != ["id", "source"] or not all(isinstance(curve[key], str) and curve[key] for key in curve):
+            raise ValueError("result %d: curve is %r, expected {'id': str, 'source': str} (the gate curve that judged the run)" % (index, curve))
+        clean["curve"] = {"id": curve["id"], "source": curve["source"]}
     held = record.get("held")
     if held is not None:
         if held != "admin":
@@ -472,6 +478,28 @@ def _md_provenance(report):
     return lines
 
 
+def stage_curves(stage):
+    """``[(node, curve_id, source)]``: the gate curve that judged each run of ``stage`` (records with ``curve``), once a run."""
+    out = []
+    for node in stage["nodes"]:
+        seen = []
+        for rec in node["checks"]:
+            curve = rec.get("curve")
+            if curve and (curve["id"], curve["source"]) not in seen:
+                seen.append((curve["id"], curve["source"]))
+                out.append((node["node"], curve["id"], curve["source"]))
+    return out
+
+
+def _md_curves(stage):
+    curves = stage_curves(stage)
+    if not curves:
+        return []
+    lines = ["### Gate curves", "", "| run | curve | source |", "|---|---|---|"]
+    lines += ["| %s | `%s` | %s |" % (_md(node), _md(curve_id), _md(source)) for node, curve_id, source in curves]
+    return lines + [""]
+
+
 def render_markdown(report):
     """A Markdown summary: overall status, what was validated, one node-by-check table per stage, failures (with the
     command that reruns each, where known) and skips with reasons."""
@@ -487,6 +515,7 @@ def render_markdown(report):
             cells = [_cell(status[name]) if name in status else "" for name in names]
             lines.append("| %s | %s |" % (_md(node["node"]), " | ".join(cells)))
         lines.append("")
+        lines += _md_curves(stage)
         for wanted, heading in (("fail", "Failures"), ("skip", "Skipped")):
             items = [(node["node"], rec) for node in stage["nodes"] for rec in node["checks"] if rec["status"] == wanted]
             if items:
@@ -677,6 +706,12 @@ def _html_provenance(report):
             cells = ["<td%s>%s</td>" % (' class="differs"' if _known(node[key]) != common[key] else "", esc(_known(node[key]))) for key in VERSION_KEYS]
             body.append("<tr><th>%s</th>%s</tr>" % (esc(node["node"]), "".join(cells)))
         body.append("</tbody></table></details>")
+        curves = stage_curves(stage)
+        if curves:
+            body.append("<h3>Gate curves</h3><table><thead><tr><th>run</th><th>curve</th><th>source</th></tr></thead><tbody>")
+            body += ["<tr><th>%s</th><td><code>%s</code></td><td>%s</td></tr>" % (esc(node), esc(curve_id), esc(source))
+                     for node, curve_id, source in curves]
+            body.append("</tbody></table>")
     return body
 
 
@@ -722,6 +757,12 @@ def _html_stages(report):
                     cells.append('<td class="%s" title="%s">%s</td>' % (rec["status"], esc(rec["reason"]), rec["status"].upper()))
             body.append("<tr><th>%s</th>%s</tr>" % (esc(node["node"]), "".join(cells)))
         body.append("</tbody></table></details>")
+        curves = stage_curves(stage)
+        if curves:
+            body.append("<h3>Gate curves</h3><table><thead><tr><th>run</th><th>curve</th><th>source</th></tr></thead><tbody>")
+            body += ["<tr><th>%s</th><td><code>%s</code></td><td>%s</td></tr>" % (esc(node), esc(curve_id), esc(source))
+                     for node, curve_id, source in curves]
+            body.append("</tbody></table>")
     return body
 
 
