@@ -13,7 +13,8 @@ figure at 8 GiB is ``BUSBW_FRACTION`` of the reported figure; smaller sizes foll
 
 ``curve_for(platform, gpus_per_node, nodes, rails, nic, algorithm)`` picks the curve of a run; ``resolve(key, ...)``
 does the same from a key a user can set (a curve id, a NIC key such as ``ib-ndr-400`` or one of the topology keys of
-earlier releases, ``LEGACY_KEYS``). Curves are dicts ``{id, points, reported, floor, source, estimate, half_bytes}``.
+earlier releases, ``LEGACY_KEYS``). Curves are dicts ``{id, points, reported, floor, source, estimate, half_bytes, scale}``
+(``scale``: the factor its sizes were stretched by for a run over more than two nodes).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -183,7 +184,7 @@ def _curve(curve_id, reported, source, half_bytes=GATE_HALF_BYTES, scale=1.0):
     text = "%d %% of %s GB/s at 8 GiB: %s; smaller sizes by the size rule (H = %d MiB)" % (
         BUSBW_FRACTION * 100, ("%.2f" % reported).rstrip("0").rstrip("."), source, half_bytes // MIB)
     return {"id": curve_id, "points": points, "reported": reported, "floor": floor, "source": text,
-            "estimate": ESTIMATE in source, "half_bytes": half_bytes}
+            "estimate": ESTIMATE in source, "half_bytes": half_bytes, "scale": scale}
 
 
 def curve_id(platform, scope, algorithm):

@@ -890,7 +890,7 @@ def _validate_expect(expect):
         raise ValueError("min_busbw_gbps is %r, expected a number of GB/s above 0" % (value,))
     topology = out["topology"]
     if topology is not None and topology not in out["thresholds"] and topology not in out["gate_curves"] and not _busbw.is_key(topology):
-        raise ValueError("unknown topology %r; valid topologies: %s" % (topology, ", ".join(known_topologies(out["thresholds"], out["gate_curves"]))))
+        raise ValueError("unknown topology %r; valid topologies: %s" % (topology, _valid_topologies(out["thresholds"], out["gate_curves"])))
     if out["expect_transport"] is not None and out["expect_transport"] not in EXPECT_TRANSPORTS:
         raise ValueError("expect_transport is %r; valid values: %s (or leave it unset)" % (out["expect_transport"], ", ".join(EXPECT_TRANSPORTS)))
     return out
@@ -899,6 +899,14 @@ def _validate_expect(expect):
 def known_topologies(thresholds=None, gate_curves=None):
     """The keys a gate can be named by: the catalogue's (curve ids, NIC keys, the keys of earlier releases) and a site's."""
     return sorted(set(_busbw.known_keys()) | set(thresholds or {}) | set(gate_curves or {}))
+
+
+def _valid_topologies(thresholds, gate_curves):
+    """What an unknown topology's message lists: the short keys (NIC keys, keys of earlier releases, the site's), then the
+    form of the catalogue's curve ids."""
+    short = sorted((set(_busbw.LEGACY_KEYS) | set(_busbw.nic_key(nic) for nic in _busbw.NICS) | set(thresholds) | set(gate_curves)) - set(_busbw.CURVES))
+    return "%s, or a curve id of the catalogue, <platform>/node/<nvls|ring|pcie> or <platform>/rack/nvls, such as h100-nvswitch/node/nvls " \
+           "(platforms: %s)" % (", ".join(short), ", ".join(sorted(_busbw.PLATFORMS)))
 
 
 def _site_gate(opts, key):
@@ -948,7 +956,10 @@ def _resolve_gate(opts):
     if topology is None and (curve["id"] in opts["overrides"] or curve["id"] in opts["gate_curves"]):
         return _site_gate(opts, curve["id"])
     points = [(size, gbps) for size, gbps in curve["points"]]
-    return {"kind": "curve", "points": points, "source": "%s gate curve" % curve["id"], "threshold": points[-1][1], "name": curve["id"],
+    source = "%s gate curve" % curve["id"]
+    if curve["scale"] > 1:
+        source += ", sizes x %g for %d nodes" % (curve["scale"], opts["nodes"])
+    return {"kind": "curve", "points": points, "source": source, "threshold": points[-1][1], "name": curve["id"],
             "curve": {"id": curve["id"], "source": curve["source"]}}
 
 

@@ -380,7 +380,8 @@ def expect_for(topology=None, min_busbw_gbps=None, thresholds=None, nics=1, expe
     """An ``_nccl.evaluate`` expectation; raises ``ValueError`` (from ``_nccl``) for an unknown topology or platform, a bad
     number or a bad gate curve. ``gate_curves``, ``nodes`` (of a multi-node run), ``notes``, ``platform`` (the catalogue's
     busbw platform of the run's nodes), ``gpus`` (GPUs a node) and ``algorithm`` (``_busbw.algorithm_of`` of the run's
-    NCCL_ALGO) are in it only when given: without ``topology`` the catalogue picks the curve from them."""
+    NCCL_ALGO) are in it only when given (``gpus`` and ``algorithm`` only with a platform): without ``topology`` the catalogue
+    picks the curve from them."""
     expect = {'topology': topology, 'min_busbw_gbps': min_busbw_gbps, 'thresholds': thresholds or {}, 'nics': nics,
               'expect_transport': expect_transport}
     if large_size_bytes:
@@ -391,9 +392,10 @@ def expect_for(topology=None, min_busbw_gbps=None, thresholds=None, nics=1, expe
         expect['nodes'] = nodes
     if notes:
         expect['notes'] = list(notes)
-    for key, value in (('platform', platform), ('gpus', gpus), ('algorithm', algorithm)):
-        if value is not None:
-            expect[key] = value
+    if platform is not None:  # (gpus and algorithm choose among a platform's curves; without one they choose nothing)
+        for key, value in (('platform', platform), ('gpus', gpus), ('algorithm', algorithm)):
+            if value is not None:
+                expect[key] = value
     threshold_for(expect)
     return expect
 

@@ -14,11 +14,9 @@ import os
 
 import pytest
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._busbw import BUSBW_FRACTION, resolve
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import (
-    BUSBW_FRACTION,
     CHECKS,
-    DEFAULT_BUSBW_GBPS,
-    REPORTED_BUSBW_GBPS,
     NcclParseError,
     busbw_series,
     error_tolerance,
@@ -140,17 +138,17 @@ def test_wrong_run_keeps_exact_counts():
 EVAL_TABLE = [
     ("v2.13-era_h100_single_node.txt", {"topology": "h100-nvlink-8"},
      {"complete": "pass", "single_run": "pass", "test_errors": "pass", "wrong": "pass", "out_of_bounds": "pass", "busbw": "pass", "transport": "skip"},
-     {"busbw": "busbw reaches the h100-nvlink-8 gate curve at all 6 sizes gated (128 MiB..4 GiB); closest at 4 GiB: 475.1 GB/s >= 293.7 GB/s "
+     {"busbw": "busbw reaches the h100-nvswitch/node/ring gate curve at all 6 sizes gated (128 MiB..4 GiB); closest at 4 GiB: 475.1 GB/s >= 293.7 GB/s "
                "required"}),
     ("v2.13-era_h100_single_node.txt", {"topology": "h200-nvlink-8"},
-     {"busbw": "pass"}, {"busbw": "reaches the h200-nvlink-8 gate curve at all 6 sizes gated"}),
+     {"busbw": "pass"}, {"busbw": "reaches the h200-nvswitch/node/ring gate curve at all 6 sizes gated"}),
     ("v2.13-era_h100_two_nodes_c0_srun_label.txt", {"topology": "ib-ndr-400", "nics": 8},
      {"complete": "pass", "wrong": "skip", "busbw": "fail", "transport": "skip"},
      {"wrong": "not checked: #wrong reads N/A (the run used -c 0, no data validation)",
-      "busbw": "at 8 GiB 155.6 GB/s < 300.8 GB/s required, 51.7 % of it (ib-ndr-400 x 8 NIC(s) gate curve); below the curve at 8 of the 8 sizes gated "
+      "busbw": "at 8 GiB 155.6 GB/s < 300.8 GB/s required, 51.7 % of it (ib-ndr-400x8/ring gate curve); below the curve at 8 of the 8 sizes gated "
                "(64 MiB, 128 MiB, 256 MiB, 512 MiB, 1 GiB, ...)"}),
     ("v2.13-era_h100_two_nodes_c0_srun_label.txt", {"topology": "ib-ndr-400", "nics": 4},
-     {"busbw": "pass"}, {"busbw": "reaches the ib-ndr-400 x 4 NIC(s) gate curve at all 8 sizes gated (64 MiB..8 GiB); closest at 8 GiB: "
+     {"busbw": "pass"}, {"busbw": "reaches the ib-ndr-400x4/ring gate curve at all 8 sizes gated (64 MiB..8 GiB); closest at 8 GiB: "
                                   "155.6 GB/s >= 150.4 GB/s required"}),
     ("composed_h100_two_nodes_socket_fallback.txt", {"expect_transport": "ib"},
      {"transport": "fail", "busbw": "skip"},
@@ -173,10 +171,10 @@ EVAL_TABLE = [
      {"complete": "output is incomplete: output ends before the results table (last line 25: '.. gpu-1-1 pid 3617718: Test failure common.cu:1189'); "
                   "the binary reported: gpu-1-1: Test CUDA failure common.cu:1304 'CUDA-capable device(s) is/are busy or unavailable'",
       "wrong": "not checked: no result rows",
-      "busbw": "no result rows to measure busbw against the h100-nvlink-8 gate curve (149.2 GB/s at 64 MiB to 296.0 GB/s at 8 GiB)"}),
+      "busbw": "no result rows to measure busbw against the h100-nvswitch/node/ring gate curve (149.2 GB/s at 64 MiB to 296.0 GB/s at 8 GiB)"}),
     ("v2.18.3_h200_two_nodes.txt", {"topology": "h200-nvlink-8", "expect_transport": "ib"},
      {"complete": "pass", "single_run": "pass", "test_errors": "pass", "wrong": "pass", "out_of_bounds": "pass", "busbw": "pass", "transport": "skip"},
-     {"busbw": "busbw reaches the h200-nvlink-8 gate curve at all 9 sizes gated (64 MiB..16 GiB); closest at 512 MiB: 433.0 GB/s >= 265.2 GB/s "
+     {"busbw": "busbw reaches the h200-nvswitch/node/ring gate curve at all 9 sizes gated (64 MiB..16 GiB); closest at 512 MiB: 433.0 GB/s >= 265.2 GB/s "
                "required",
       "transport": "not checked: no NCCL_DEBUG=INFO transport lines in the output"}),
     ("v2.18.3_h200_two_nodes.txt", {"topology": "h200-nvlink-8", "thresholds": {"h200-nvlink-8": 480}},
@@ -185,7 +183,7 @@ EVAL_TABLE = [
      {"busbw": "fail"}, {"busbw": "mean busbw 485.6 GB/s over rows >= 16 GiB (16 GiB) is below 486.0 GB/s (min_busbw_gbps)"}),
     ("v2.18.3_h200_two_nodes_reduced_maxbytes.txt", {"topology": "h200-nvlink-8"},
      {"busbw": "pass", "wrong": "pass"},
-     {"busbw": "busbw reaches the h200-nvlink-8 gate curve at all 3 sizes gated (10 GiB..40 GiB); closest at 10 GiB: 432.8 GB/s >= 296.0 GB/s "
+     {"busbw": "busbw reaches the h200-nvswitch/node/ring gate curve at all 3 sizes gated (10 GiB..40 GiB); closest at 10 GiB: 432.8 GB/s >= 296.0 GB/s "
                "required; nccl-tests reduced maxBytes to 48247057066 (memory limitation)",
       "wrong": "#wrong is 0 in all 72 results"}),
 ]
@@ -214,22 +212,27 @@ def test_busbw_gate_reports_value_and_threshold():
 
 # --- thresholds table -----------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("topology,gbps", [
-    # h200-nvlink-8 was 380.0 (80 % of the NVLS figure, 475) before gate curves: the role forces NCCL_ALGO=Ring, which a healthy H200 runs at
-    # the H100's ~370 GB/s (the same NVLink 4), so the floor is now the Ring one
-    ("a100-nvlink-8", 184.0), ("h100-nvlink-8", 296.0), ("h200-nvlink-8", 296.0), ("ib-hdr-200", 19.2), ("ib-ndr-400", 37.6),
+@pytest.mark.parametrize("topology,gbps,reported", [
+    # h200-nvlink-8 was 380.0 (80 % of the NVLS figure, 475) before gate curves: the key is the Ring curve, which a healthy H200 runs at
+    # the H100's ~370 GB/s (the same NVLink 4); the catalogue's NVLS curve of the H200 is h200-nvswitch/node/nvls
+    ("a100-nvlink-8", 184.0, 230.0), ("h100-nvlink-8", 296.0, 370.0), ("h200-nvlink-8", 296.0, 370.0), ("ib-hdr-200", 19.2, 24.0),
+    ("ib-ndr-400", 37.6, 47.0),
 ])
-def test_default_thresholds_are_80_percent_of_reported(topology, gbps):
+def test_legacy_keys_gate_at_80_percent_of_reported(topology, gbps, reported):
+    """The topology keys of earlier releases still name their curves (now in the catalogue), at the same 8 GiB figure."""
     assert BUSBW_FRACTION == 0.8
-    assert DEFAULT_BUSBW_GBPS[topology] == gbps
-    assert DEFAULT_BUSBW_GBPS[topology] == round(REPORTED_BUSBW_GBPS[topology][0] * 0.8, 1)
+    curve = resolve(topology)
+    assert curve["points"][-1] == (8 * 1024 ** 3, gbps)
+    assert curve["reported"] == reported and round(reported * 0.8, 1) == gbps
 
 
 @pytest.mark.parametrize("expect,want", [
     (None, (None, None)),
     ({}, (None, None)),
-    ({"topology": "a100-nvlink-8"}, (184.0, "a100-nvlink-8")),
-    ({"topology": "ib-hdr-200", "nics": 8}, (153.6, "ib-hdr-200 x 8 NIC(s)")),
+    ({"topology": "a100-nvlink-8"}, (184.0, "a100-nvswitch/node/ring")),
+    ({"topology": "ib-hdr-200", "nics": 8}, (153.6, "ib-hdr-200x8/ring")),
+    ({"platform": "h100-nvswitch", "gpus": 8}, (384.0, "h100-nvswitch/node/nvls")),
+    ({"platform": "h100-nvswitch", "gpus": 8, "algorithm": "ring"}, (296.0, "h100-nvswitch/node/ring")),
     ({"topology": "a100-nvlink-8", "min_busbw_gbps": 100}, (100.0, "min_busbw_gbps")),
     ({"topology": "my-fabric", "thresholds": {"my-fabric": 55.5}}, (55.5, "my-fabric")),
 ])
@@ -239,10 +242,12 @@ def test_threshold_for(expect, want):
 
 @pytest.mark.parametrize("expect,message", [
     ("h100", "expect must be a dict with keys topology, min_busbw_gbps, thresholds, nics, large_size_bytes, top_rows, expect_transport, "
-             "gate_curves, nodes, notes, got 'h100'"),
+             "gate_curves, nodes, notes, platform, gpus, algorithm, got 'h100'"),
     ({"topolgy": "h100-nvlink-8"}, "unknown expect key(s) topolgy; valid keys: topology, min_busbw_gbps, thresholds"),
     ({"topology": "x100-nvlink-8"}, "unknown topology 'x100-nvlink-8'; valid topologies: a100-nvlink-8, a100-pcie, h100-nvlink-8, h100-pcie, "
-        "h200-nvlink-8, ib-hdr-200, ib-ndr-400, l40s-pcie"),
+        "h200-nvlink-8, ib-hdr-200, ib-ndr-400, ib-xdr-800, l40s-pcie, or a curve id of the catalogue, "
+     "<platform>/node/<nvls|ring|pcie> or <platform>/rack/nvls, such as h100-nvswitch/node/nvls (platforms: a100-nvswitch, a100-pcie, "
+     "b200-nvswitch, b300-nvswitch, gb200-nvl72, gb300-nvl72, h100-nvswitch, h100-pcie, h200-nvl, h200-nvswitch, l40s-pcie, rtx-pro-6000-pcie)"),
     ({"nics": 0}, "nics is 0, expected an integer of at least 1"),
     ({"large_size_bytes": "1G"}, "large_size_bytes is '1G', expected an integer of at least 1"),
     ({"top_rows": True}, "top_rows is True, expected an integer of at least 1"),

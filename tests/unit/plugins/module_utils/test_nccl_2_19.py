@@ -100,7 +100,7 @@ def test_the_2_19_6_validation_run_passes_the_h100_gate_in_both_forms():
     for result in (text, from_json):
         checks = dict((c["check"], c) for c in evaluate(result, {"topology": "h100-nvlink-8"}))
         assert [checks[name]["status"] for name in ("complete", "single_run", "test_errors", "wrong", "out_of_bounds", "busbw")] == ["pass"] * 6
-        assert checks["busbw"]["reason"].startswith("busbw reaches the h100-nvlink-8 gate curve at all 8 sizes gated (64 MiB..8 GiB)")
+        assert checks["busbw"]["reason"].startswith("busbw reaches the h100-nvswitch/node/ring gate curve at all 8 sizes gated (64 MiB..8 GiB)")
 
 
 def test_per_iteration_json_carries_the_text_columns():

@@ -126,7 +126,7 @@ def test_every_gate_fails_a_broken_run_with_exact_reasons():
     ({}, None, "busbw", {"check": "busbw", "status": "skip", "reason": "not checked: no busbw threshold (set topology or min_busbw_gbps)"}),
     ({"rows": []}, {"topology": "h100-nvlink-8"}, "busbw",
      {"check": "busbw", "status": "fail", "threshold": 296.0,
-      "reason": "no result rows to measure busbw against the h100-nvlink-8 gate curve (149.2 GB/s at 64 MiB to 296.0 GB/s at 8 GiB)"}),
+      "reason": "no result rows to measure busbw against the h100-nvswitch/node/ring gate curve (149.2 GB/s at 64 MiB to 296.0 GB/s at 8 GiB)"}),
     ({"out_of_bounds": None}, None, "out_of_bounds",
      {"check": "out_of_bounds", "status": "skip", "reason": "not checked: no '# Out of bounds values' footer"}),
     ({"runs": 0}, None, "single_run",
@@ -267,9 +267,9 @@ def test_transport_gate(transports, networks, status, reason):
 
 @pytest.mark.parametrize("expect,message", [
     ("h100", "expect must be a dict with keys topology, min_busbw_gbps, thresholds, nics, large_size_bytes, top_rows, expect_transport, "
-             "gate_curves, nodes, notes, got 'h100'"),
+             "gate_curves, nodes, notes, platform, gpus, algorithm, got 'h100'"),
     ({"topolgy": 1, "nic": 2}, "unknown expect key(s) nic, topolgy; valid keys: topology, min_busbw_gbps, thresholds, nics, large_size_bytes, "
-                               "top_rows, expect_transport, gate_curves, nodes, notes"),
+                               "top_rows, expect_transport, gate_curves, nodes, notes, platform, gpus, algorithm"),
     ({"thresholds": "fast"}, "thresholds must be a dict of topology -> GB/s, got 'fast'"),
     ({"thresholds": {"x": 0}}, "thresholds['x'] is 0, expected a number of GB/s above 0"),
     ({"thresholds": {"x": False}}, "thresholds['x'] is False, expected a number of GB/s above 0"),

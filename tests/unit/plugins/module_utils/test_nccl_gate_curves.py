@@ -13,13 +13,10 @@ import os
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_nccl as vn
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._busbw import resolve
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import (
-    BUILTIN_GATE_CURVES,
-    DEFAULT_BUSBW_GBPS,
-    GATE_SIZE_RULE,
     GIB,
     MIB,
-    REPORTED_BUSBW_GBPS,
     curve_minimum,
     evaluate,
     gate_curve,
@@ -68,27 +65,16 @@ SIZES = [64 * MIB, 128 * MIB, 256 * MIB, 512 * MIB, GIB, 2 * GIB, 4 * GIB, 8 * G
     ("h100-pcie", [10.1, 13.4, 16.1, 17.9, 19.0, 19.5, 19.8, 20.0]),
 ])
 def test_builtin_curves_exactly(topology, gbps):
-    assert [(size, value) for size, value, dummy in BUILTIN_GATE_CURVES[topology]] == list(zip(SIZES, gbps))
+    """The keys of earlier releases keep their curves' figures (now read from the catalogue, catalogue/_busbw.py)."""
+    assert [(size, value) for size, value in resolve(topology)["points"]] == list(zip(SIZES, gbps))
     assert gate_curve({"topology": topology}) == [[size, value] for size, value in zip(SIZES, gbps)]
 
 
 @pytest.mark.parametrize("topology", ["l40s-pcie", "a100-pcie", "h100-pcie"])
 def test_pcie_curves_say_they_are_estimates_and_cite_a_public_thread(topology):
-    source = REPORTED_BUSBW_GBPS[topology][1]
-    assert source.startswith("CONSERVATIVE ESTIMATE, no published figure")
+    source = resolve(topology)["source"]
+    assert "CONSERVATIVE ESTIMATE, no published figure" in source
     assert "https://github.com/NVIDIA/nccl/issues/1639" in source
-
-
-@pytest.mark.parametrize("topology", sorted(REPORTED_BUSBW_GBPS))
-def test_every_builtin_point_follows_the_size_rule_and_names_its_source(topology):
-    curve = BUILTIN_GATE_CURVES[topology]
-    share = [(size / (size + 64.0 * MIB)) / (8.0 * GIB / (8 * GIB + 64 * MIB)) for size in SIZES]
-    assert [value for dummy, value, dummy2 in curve] == [round(DEFAULT_BUSBW_GBPS[topology] * s, 1) for s in share]
-    # the last point is the large-message threshold the flat gate used, so threshold_for is unchanged
-    assert curve[-1][1] == DEFAULT_BUSBW_GBPS[topology] == threshold_for({"topology": topology})[0]
-    for dummy, dummy2, source in curve:
-        assert REPORTED_BUSBW_GBPS[topology][1] in source and source.endswith("(size rule: %s)" % GATE_SIZE_RULE)
-    assert curve[0][2].startswith("80 %% of %.0f GB/s at 8 GiB (" % REPORTED_BUSBW_GBPS[topology][0])
 
 
 # --- which curve a run is gated with -------------------------------------------------------------------------------------
@@ -119,7 +105,7 @@ def test_gate_curve(expect, want):
 
 
 @pytest.mark.parametrize("expect,want", [
-    ({"topology": "ib-ndr-400", "nics": 8, "nodes": 16}, (300.8, "ib-ndr-400 x 8 NIC(s)")),
+    ({"topology": "ib-ndr-400", "nics": 8, "nodes": 16}, (300.8, "ib-ndr-400x8/ring")),
     ({"topology": "my-gpus", "gate_curves": {"my-gpus": [["64M", 100], ["8G", 420]]}}, (420.0, "my-gpus")),
 ])
 def test_threshold_for_a_curve_is_its_last_figure(expect, want):
@@ -135,7 +121,7 @@ def test_threshold_for_a_curve_is_its_last_figure(expect, want):
     (3 * GIB, 291.87),                   # 289.3 + log2(1.5) x 4.4
 ])
 def test_curve_minimum_interpolates_in_log_size(size, want):
-    assert curve_minimum([(size, value) for size, value, dummy in BUILTIN_GATE_CURVES["h100-nvlink-8"]], size) == want
+    assert curve_minimum(resolve("h100-nvlink-8")["points"], size) == want
 
 
 def test_curve_minimum_of_one_point():
@@ -157,7 +143,7 @@ def test_a_run_that_passes_at_8_gib_but_fails_at_64_mib_names_64_mib():
     result = run((32 * MIB, 60.0), (64 * MIB, 95.1), (128 * MIB, 250.0), (GIB, 300.0), (8 * GIB, 300.0))
     assert busbw(result, {"topology": "h100-nvlink-8"}) == {
         "check": "busbw", "status": "fail", "value": 95.1, "threshold": 149.2, "size": 64 * MIB,
-        "reason": "at 64 MiB 95.1 GB/s < 149.2 GB/s required, 63.7 % of it (h100-nvlink-8 gate curve); below the curve at 1 of the 4 sizes gated (64 MiB)"}
+        "reason": "at 64 MiB 95.1 GB/s < 149.2 GB/s required, 63.7 % of it (h100-nvswitch/node/ring gate curve); below the curve at 1 of the 4 sizes gated (64 MiB)"}
     # the same run against a site's own curve
     mine = {"topology": "h100-nvlink-8", "gate_curves": {"h100-nvlink-8": [["64M", 120], ["8G", 296]]}}
     assert busbw(result, mine)["reason"].startswith("at 64 MiB 95.1 GB/s < 120.0 GB/s required, 79.2 % of it (h100-nvlink-8 gate curve)")
@@ -170,7 +156,7 @@ def test_the_worst_size_is_the_lowest_share_of_the_curve_and_a_pass_names_it_too
     result = run((64 * MIB, 160.0), (256 * MIB, 250.0), (8 * GIB, 320.0))
     assert busbw(result, {"topology": "h100-nvlink-8"}) == {
         "check": "busbw", "status": "pass", "value": 250.0, "threshold": 238.7, "size": 256 * MIB,
-        "reason": "busbw reaches the h100-nvlink-8 gate curve at all 3 sizes gated (64 MiB..8 GiB); closest at 256 MiB: 250.0 GB/s >= 238.7 GB/s "
+        "reason": "busbw reaches the h100-nvswitch/node/ring gate curve at all 3 sizes gated (64 MiB..8 GiB); closest at 256 MiB: 250.0 GB/s >= 238.7 GB/s "
                   "required"}
 
 
@@ -189,7 +175,7 @@ def test_a_figure_just_below_the_curve_is_shown_to_the_hundredth():
 def test_many_sizes_below_the_curve_are_listed_up_to_five():
     result = run(*[(size, 10.0) for size in SIZES])
     assert busbw(result, {"topology": "a100-nvlink-8"})["reason"] == (
-        "at 8 GiB 10.0 GB/s < 184.0 GB/s required, 5.4 % of it (a100-nvlink-8 gate curve); below the curve at 8 of the 8 sizes gated "
+        "at 8 GiB 10.0 GB/s < 184.0 GB/s required, 5.4 % of it (a100-nvswitch/node/ring gate curve); below the curve at 8 of the 8 sizes gated "
         "(64 MiB, 128 MiB, 256 MiB, 512 MiB, 1 GiB, ...)")
 
 
@@ -198,16 +184,16 @@ def test_a_multi_node_run_is_gated_at_its_stretched_sizes():
     result = run((64 * MIB, 5.0), (128 * MIB, 5.0), (256 * MIB, 160.0), (8 * GIB, 320.0))
     check = busbw(result, {"topology": "ib-ndr-400", "nics": 8, "nodes": 8})
     assert (check["status"], check["size"], check["threshold"]) == ("pass", 256 * MIB, 151.2)
-    assert "ib-ndr-400 x 8 NIC(s) gate curve, sizes x 4 for 8 nodes at all 2 sizes gated (256 MiB..8 GiB)" in check["reason"]
+    assert "ib-ndr-400x8/ring gate curve, sizes x 4 for 8 nodes at all 2 sizes gated (256 MiB..8 GiB)" in check["reason"]
     assert busbw(result, {"topology": "ib-ndr-400", "nics": 8, "nodes": 2})["reason"].startswith(
-        "at 128 MiB 5.0 GB/s < 202.4 GB/s required, 2.4 % of it (ib-ndr-400 x 8 NIC(s) gate curve); below the curve at 3 of the 4 sizes gated "
+        "at 128 MiB 5.0 GB/s < 202.4 GB/s required, 2.4 % of it (ib-ndr-400x8/ring gate curve); below the curve at 3 of the 4 sizes gated "
         "(64 MiB, 128 MiB, 256 MiB)")
 
 
 def test_a_run_that_stops_below_the_curve_fails_saying_how_far_to_run():
     check = busbw(run((16 * MIB, 100.0), (32 * MIB, 120.0)), {"topology": "h100-nvlink-8"})
     assert check == {"check": "busbw", "status": "fail", "threshold": 149.2,
-                     "reason": "no result row at or above 64 MiB, where the h100-nvlink-8 gate curve starts (largest size measured: 32 MiB): "
+                     "reason": "no result row at or above 64 MiB, where the h100-nvswitch/node/ring gate curve starts (largest size measured: 32 MiB): "
                                "run all_reduce_perf up to 8 GiB or more (-e)"}
 
 
@@ -265,7 +251,9 @@ def test_bad_gate_curves_exactly(curves, message):
      "topology 'h100-nvlink-8' has both a threshold (thresholds) and a gate curve (gate_curves); give one of them"),
     ({"topology": "b200-nvlink-8", "gate_curves": {"gb200": [["8G", 600]]}},
      "unknown topology 'b200-nvlink-8'; valid topologies: a100-nvlink-8, a100-pcie, gb200, h100-nvlink-8, h100-pcie, "
-     "h200-nvlink-8, ib-hdr-200, ib-ndr-400, l40s-pcie"),
+     "h200-nvlink-8, ib-hdr-200, ib-ndr-400, ib-xdr-800, l40s-pcie, or a curve id of the catalogue, "
+     "<platform>/node/<nvls|ring|pcie> or <platform>/rack/nvls, such as h100-nvswitch/node/nvls (platforms: a100-nvswitch, a100-pcie, "
+     "b200-nvswitch, b300-nvswitch, gb200-nvl72, gb300-nvl72, h100-nvswitch, h100-pcie, h200-nvl, h200-nvswitch, l40s-pcie, rtx-pro-6000-pcie)"),
     ({"nodes": 0}, "nodes is 0, expected an integer of at least 1"),
     ({"notes": "x"}, "notes is 'x', expected a list of non-empty strings"),
     ({"notes": [""]}, "notes is [''], expected a list of non-empty strings"),
@@ -351,7 +339,7 @@ def test_plan_gate_curves_reach_every_run_and_a_bad_one_stops_the_plan():
 
 
 @pytest.mark.parametrize("expect,gate", [
-    (vn.expect_for(topology='h100-nvlink-8'), [[size, value] for size, value, dummy in BUILTIN_GATE_CURVES['h100-nvlink-8']]),
+    (vn.expect_for(topology='h100-nvlink-8'), [[size, value] for size, value in resolve('h100-nvlink-8')['points']]),
     (vn.expect_for(min_busbw_gbps=400), [[GIB, 400.0]]),
     ({}, []),
 ])

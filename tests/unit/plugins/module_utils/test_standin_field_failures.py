@@ -48,7 +48,7 @@ def test_standin_pcie_gen4_x8_is_caught_by_the_fabric_run_not_by_the_node_run():
     assert "slowed on purpose to 31.5 % of the recorded bandwidth" in result['stderr'] and "'pcie-gen4-x8 gpu-02'" in result['stderr']
     record = busbw_record('fabric', result, ['gpu-01', 'gpu-02'], **FABRIC_GATE)
     assert record['status'] == 'fail'
-    assert record['reason'].startswith('at 512 MiB 136.4 GB/s < 269.6 GB/s required, 50.5 % of it (ib-ndr-400 x 8 NIC(s) gate curve); '
+    assert record['reason'].startswith('at 512 MiB 136.4 GB/s < 269.6 GB/s required, 50.5 % of it (ib-ndr-400x8/ring gate curve); '
                                        'below the curve at 9 of the 9 sizes gated')
     # the node's own run goes over NVLink only: not slowed, it passes
     alone = standin('pcie-gen4-x8 gpu-02', ONE_NODE, ['gpu-02'], ('-b', '128M', '-e', '4G', '-f', '2'))

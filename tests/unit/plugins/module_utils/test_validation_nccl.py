@@ -162,7 +162,9 @@ def test_evaluate_run_busy_failure_names_the_cuda_error():
 
 @pytest.mark.parametrize('kwargs, message', [
     (dict(topology='b300-nvlink-8'), "unknown topology 'b300-nvlink-8'; valid topologies: a100-nvlink-8, a100-pcie, h100-nvlink-8, h100-pcie, "
-                                     "h200-nvlink-8, ib-hdr-200, ib-ndr-400, l40s-pcie"),
+                                     "h200-nvlink-8, ib-hdr-200, ib-ndr-400, ib-xdr-800, l40s-pcie, or a curve id of the catalogue, "
+     "<platform>/node/<nvls|ring|pcie> or <platform>/rack/nvls, such as h100-nvswitch/node/nvls (platforms: a100-nvswitch, a100-pcie, "
+     "b200-nvswitch, b300-nvswitch, gb200-nvl72, gb300-nvl72, h100-nvswitch, h100-pcie, h200-nvl, h200-nvswitch, l40s-pcie, rtx-pro-6000-pcie)"),
     (dict(min_busbw_gbps=-1), 'min_busbw_gbps is -1, expected a number of GB/s above 0'),
     (dict(expect_transport='roce'), "expect_transport is 'roce'; valid values: ib (or leave it unset)"),
 ])
@@ -188,7 +190,10 @@ def test_plan_jobs_rounds_and_expectations():
                          'mpi': '{mpi}', 'fabric_topology': 'ib-ndr-400', 'fabric_nics': 8, 'expect_transport': 'ib'})
     assert [(j['name'], j['kind'], j.get('round')) for j in jobs] == [
         ('gpu-01', 'nccl', 0), ('gpu-02', 'nccl', 0), ('ctl', 'skip', None), ('fabric', 'nccl', 1)]
-    assert jobs[0]['expect']['topology'] == 'h100-nvlink-8' and jobs[1]['expect']['topology'] == 'h100-nvlink-8'
+    # no topology set: the catalogue picks the H100 platform's curve; the env sets no NCCL_ALGO, so NCCL runs NVLS on one node
+    assert jobs[0]['expect']['topology'] is None and jobs[0]['expect']['platform'] == 'h100-nvswitch'
+    assert [vn.run_curve(job['expect'])['id'] for job in jobs if job['kind'] == 'nccl'] == [
+        'h100-nvswitch/node/nvls', 'h100-nvswitch/node/nvls', 'h100-nvswitch/ib-ndr-400x8/ring']
     assert jobs[0]['argv'][-2:] == ['-g', '8'] and '--mpi={mpi}' not in jobs[0]['argv']
     assert jobs[3]['hosts'] == ['gpu-01', 'gpu-02'] and '--mpi={mpi}' in jobs[3]['argv'] and jobs[3]['argv'][-2:] == ['-g', '1']
     assert jobs[3]['expect']['nics'] == 8 and jobs[3]['expect']['expect_transport'] == 'ib'
@@ -236,7 +241,9 @@ def test_each_fabric_group_has_its_own_gate():
     assert fabric['fabric:h100-80gb-hbm3']['min_busbw_gbps'] is None
     assert (fabric['fabric:l40s']['topology'], fabric['fabric:l40s']['min_busbw_gbps'], fabric['fabric:l40s']['nics']) == (None, 5.0, 1)
     # the per-node runs: the L40S nodes get the PCIe curve, the DGX the NVLink one
-    assert [j['expect']['topology'] for j in jobs if j.get('round') == 0] == ['h100-nvlink-8'] * 4 + ['l40s-pcie'] * 2
+    assert [vn.run_curve(j['expect'])['id'] for j in jobs if j.get('round') == 0] == ['h100-nvswitch/node/nvls'] * 4 + ['l40s-pcie/node/pcie'] * 2
+    assert vn.run_curve(fabric['fabric:h100-80gb-hbm3'])['id'] == 'h100-nvswitch/ib-ndr-400x8/ring'
+    assert vn.run_curve(fabric['fabric:l40s'])['id'] == 'min_busbw_gbps'
 
 
 def test_pairs_stay_inside_their_group_and_the_isolation_runs_only_the_failed_groups():
@@ -301,8 +308,8 @@ def test_plan_jobs_per_node_gates_over_the_plans():
              {'name': 'b', 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'},
              {'name': 'c', 'gpus': 8, 'model': 'x', 'topology': 'a100-nvlink-8'}]
     jobs = vn.plan_jobs({'binary': 'arp', 'nodes': nodes, 'node_min_busbw_gbps': 100})
-    assert [(j['expect']['topology'], j['expect']['min_busbw_gbps']) for j in jobs] == [
-        (None, 300.0), ('h100-nvlink-8', 100.0), ('a100-nvlink-8', 100.0)]
+    assert [(j['expect']['topology'], j['expect']['min_busbw_gbps'], j['expect'].get('platform')) for j in jobs] == [
+        (None, 300.0, None), (None, 100.0, 'h100-nvswitch'), ('a100-nvlink-8', 100.0, 'a100-nvswitch')]
 
 
 def test_plan_jobs_pairwise_and_small_clusters():

@@ -96,7 +96,8 @@ def test_evaluate_run_of_a_json_report_without_stdout():
 
 
 @pytest.mark.parametrize('rc, exit_record', [
-    (3, [{'stage': 'nccl', 'node': 'gpu-01', 'check': 'exit', 'status': 'fail', 'reason': 'all_reduce_perf exited with rc 3', 'hosts': ['gpu-01']}]),
+    (3, [{'stage': 'nccl', 'node': 'gpu-01', 'check': 'exit', 'status': 'fail', 'reason': 'all_reduce_perf exited with rc 3', 'hosts': ['gpu-01'],
+          'curve': vn.run_curve({})}]),
     (0, []),
     (None, []),
 ])
