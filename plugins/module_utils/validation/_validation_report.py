@@ -706,12 +706,6 @@ def _html_provenance(report):
             cells = ["<td%s>%s</td>" % (' class="differs"' if _known(node[key]) != common[key] else "", esc(_known(node[key]))) for key in VERSION_KEYS]
             body.append("<tr><th>%s</th>%s</tr>" % (esc(node["node"]), "".join(cells)))
         body.append("</tbody></table></details>")
-        curves = stage_curves(stage)
-        if curves:
-            body.append("<h3>Gate curves</h3><table><thead><tr><th>run</th><th>curve</th><th>source</th></tr></thead><tbody>")
-            body += ["<tr><th>%s</th><td><code>%s</code></td><td>%s</td></tr>" % (esc(node), esc(curve_id), esc(source))
-                     for node, curve_id, source in curves]
-            body.append("</tbody></table>")
     return body
 
 
