@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import busbw_series, parse_all_reduce
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import evaluate_run, expect_for
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import evaluate_run, expect_for, plan_jobs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 STANDIN = os.path.join(ROOT, 'tests', 'standins', 'all_reduce_perf-standin')
@@ -97,3 +97,58 @@ def test_standin_field_rule_errors(rule, message):
     result = standin(rule, TWO_NODES, ['gpu-01', 'gpu-02'])
     assert result['rc'] == 2 and result['stdout'] == ''
     assert message in result['stderr']
+
+
+# --- the same failures judged by the catalogue's built-in curves, as the role's plan picks them (issue 47 item 4) -----------
+# The plan of the role's defaults: validate_nccl_env sets no NCCL_ALGO, so a one-node run on an NVLS platform runs NVLS and
+# is judged by the platform's NVLS curve; a two-node run is given NCCL_ALGO=Ring and judged by its NICs' Ring curve (capped
+# by the node's own Ring figure).
+
+H100 = 'NVIDIA H100 80GB HBM3'
+H200 = 'NVIDIA H200'
+
+
+def planned(nodes, model, env=None, **plan):
+    """The expectation of the plan's run over ``nodes`` (one node: the node's own run; two: the fabric run)."""
+    jobs = plan_jobs(dict({'binary': 'arp', 'nodes': [{'name': n, 'gpus': 8, 'model': model} for n in nodes], 'fabric': len(nodes) > 1,
+                           'env': {'NCCL_DEBUG': 'INFO'} if env is None else env}, **plan))
+    return [job for job in jobs if job['kind'] == 'nccl'][-1]['expect']
+
+
+def judged(name, result, hosts, expect):
+    records, dummy = evaluate_run(name, result, hosts, expect)
+    busbw = dict((rec['check'], rec) for rec in records)['busbw']
+    return busbw['status'], busbw['curve']['id'], busbw['reason']
+
+
+def test_builtin_curves_catch_pcie_gen4_x8_on_the_fabric_run():
+    expect = planned(['gpu-01', 'gpu-02'], H200, fabric_topology='ib-ndr-400', fabric_nics=8)
+    status, curve, reason = judged('fabric', standin('pcie-gen4-x8 gpu-02', TWO_NODES, ['gpu-01', 'gpu-02']), ['gpu-01', 'gpu-02'], expect)
+    # 8 x 47 GB/s NICs, capped by the H200 node's own Ring figure (370): 265.2 GB/s required at 512 MiB
+    assert (status, curve) == ('fail', 'h200-nvswitch/ib-ndr-400x8/ring')
+    assert reason.startswith('at 512 MiB 136.4 GB/s < 265.2 GB/s required, 51.4 % of it (h200-nvswitch/ib-ndr-400x8/ring gate curve)')
+    # the node's own run (NVLink only, untouched) passes the H100 NVLS curve
+    alone = standin('pcie-gen4-x8 gpu-02', ONE_NODE, ['gpu-02'], ('-b', '128M', '-e', '4G', '-f', '2'))
+    assert judged('gpu-02', alone, ['gpu-02'], planned(['gpu-02'], H100))[:2] == ('pass', 'h100-nvswitch/node/nvls')
+
+
+def test_builtin_curves_do_not_catch_one_rail_down_of_eight():
+    """1/8 less is inside the 20 % margin of the built-in curves: it passes them (a site curve catches it, above)."""
+    expect = planned(['gpu-01', 'gpu-02'], H200, fabric_topology='ib-ndr-400', fabric_nics=8)
+    status, curve, reason = judged('fabric', standin('rail-down gpu-02', TWO_NODES, ['gpu-01', 'gpu-02']), ['gpu-01', 'gpu-02'], expect)
+    assert (status, curve) == ('pass', 'h200-nvswitch/ib-ndr-400x8/ring')
+    assert 'closest at 512 MiB: 378.9 GB/s >= 265.2 GB/s required' in reason
+
+
+def test_builtin_nvls_curve_catches_nvls_off_when_nccl_picks_the_algorithm():
+    args = ('-b', '128M', '-e', '4G', '-f', '2')
+    result = standin('nvls-off gpu-01', ONE_NODE, ['gpu-01'], args)
+    status, curve, reason = judged('gpu-01', result, ['gpu-01'], planned(['gpu-01'], H100))
+    assert (status, curve) == ('fail', 'h100-nvswitch/node/nvls')
+    assert reason.startswith('at 4 GiB 366.3 GB/s < 381.0 GB/s required, 96.1 % of it (h100-nvswitch/node/nvls gate curve); below the curve at 4 of the 6 sizes gated')
+    # the healthy node passes the same curve
+    assert judged('gpu-01', standin(None, ONE_NODE, ['gpu-01'], args), ['gpu-01'], planned(['gpu-01'], H100))[:2] == (
+        'pass', 'h100-nvswitch/node/nvls')
+    # a site that forces NCCL_ALGO=Ring gets the Ring curve, which Ring speed passes: NVLS off is not seen then
+    ring = planned(['gpu-01'], H100, env={'NCCL_ALGO': 'Ring'})
+    assert judged('gpu-01', result, ['gpu-01'], ring)[:2] == ('pass', 'h100-nvswitch/node/ring')
