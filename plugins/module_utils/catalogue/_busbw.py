@@ -286,7 +286,8 @@ def curve_for(platform, gpus_per_node=None, nodes=1, rails=None, nic=None, algor
     One node: the PCIe curve on a PCIe platform; else NVLS for ``auto``/``nvls`` where the platform has it, Ring
     otherwise. Several nodes with a NIC: ``rails`` x the per-NIC Ring figure (sizes stretched for more than two nodes),
     capped by the node's own figure; with an algorithm other than Ring on two nodes, a published two-node figure of
-    the platform, NIC and rails where there is one. Several NVL72 trays without a NIC, up to a rack: the rack curve.
+    the platform, NIC and rails where there is one. Several NVL72 trays without a NIC, up to a rack: the rack curve (NVLS;
+    the tray's Ring curve for another algorithm, e.g. the Ring two-node runs are given).
     """
     if platform is not None:
         check_platform(platform)
@@ -305,7 +306,10 @@ def curve_for(platform, gpus_per_node=None, nodes=1, rails=None, nic=None, algor
         return _network(platform, gpus_per_node, nodes, rails or 1, nic, algorithm)
     info = PLATFORMS.get(platform) or {}
     if info.get("link") == "nvl72" and nodes <= info["domain_nodes"] and (gpus_per_node is None or gpus_per_node in info["gpus"]):
-        return CURVES[curve_id(platform, "rack", "nvls")]
+        if algorithm in ("auto", "nvls"):
+            return CURVES[curve_id(platform, "rack", "nvls")]
+        ring = CURVES[curve_id(platform, "node", "ring")]
+        return dict(ring, source=ring["source"] + "; over %d trays of one NVLink domain with NCCL_ALGO %s: the tray's Ring figure" % (nodes, algorithm))
     return None
 
 
