@@ -267,9 +267,9 @@ def _network(platform, gpus, nodes, rails, nic, algorithm):
         return _curve("%s%sx%d/ring" % (prefix, nic_key(nic), rails), reported, source + stretch, scale=scale)
     # per NIC, then times the rails (the figures of the per-NIC curve, as a user's per-NIC curve is multiplied)
     curve = _curve("%s%sx%d/ring" % (prefix, nic_key(nic), rails), per_nic, source + stretch, scale=scale)
-    curve["source"] = curve["source"].replace("%d %% of %s GB/s at 8 GiB" % (BUSBW_FRACTION * 100, ("%.1f" % per_nic).rstrip("0").rstrip(".")),
-                                              "%d x (%d %% of %s GB/s) at 8 GiB" % (rails, BUSBW_FRACTION * 100,
-                                                                                   ("%.1f" % per_nic).rstrip("0").rstrip(".")), 1)
+    figure = ("%.1f" % per_nic).rstrip("0").rstrip(".")
+    curve["source"] = curve["source"].replace("%d %% of %s GB/s at 8 GiB" % (BUSBW_FRACTION * 100, figure),
+                                              "%d x (%d %% of %s GB/s) at 8 GiB" % (rails, BUSBW_FRACTION * 100, figure), 1)
     curve.update(points=[(size, round(gbps * rails, 2)) for size, gbps in curve["points"]], reported=per_nic * rails,
                  floor=round(curve["floor"] * rails, 2))
     return curve

@@ -1204,8 +1204,8 @@ def evaluate(result, expect=None):
     ``expect`` keys: ``topology`` (a key of the catalogue's curves, ``_busbw.known_keys()``, or of
     ``thresholds`` or ``gate_curves``; None: the catalogue picks the curve from ``platform``, ``gpus``,
     ``nodes`` and ``algorithm``, see ``_resolve_gate``), ``min_busbw_gbps`` (overrides the topology),
-    ``thresholds`` (topology -> GB/s, a flat gate added to or replacing a curve), ``gate_curves`` (topology -> ``[[size, GB/s], ...]``, sizes rising, in bytes or as
-    ``"64M"``/``"8G"``: added to or replacing the built-in curves), ``nics`` (NICs per node, multiplies
+    ``thresholds`` (topology -> GB/s, a flat gate added to or replacing a curve), ``gate_curves`` (topology ->
+    ``[[size, GB/s], ...]``, sizes rising, in bytes or as ``"64M"``/``"8G"``: added to or replacing the built-in curves), ``nics`` (NICs per node, multiplies
     the per-NIC ``ib-*`` thresholds and curves), ``nodes`` (the nodes of the run: an ``ib-*`` curve is
     stated for two nodes and its sizes are multiplied by nodes / 2 above that), ``large_size_bytes``
     (for a flat threshold: rows at or above it are gated, default 1 GiB; when none reaches it, the

@@ -143,7 +143,8 @@ def test_a_run_that_passes_at_8_gib_but_fails_at_64_mib_names_64_mib():
     result = run((32 * MIB, 60.0), (64 * MIB, 95.1), (128 * MIB, 250.0), (GIB, 300.0), (8 * GIB, 300.0))
     assert busbw(result, {"topology": "h100-nvlink-8"}) == {
         "check": "busbw", "status": "fail", "value": 95.1, "threshold": 149.2, "size": 64 * MIB,
-        "reason": "at 64 MiB 95.1 GB/s < 149.2 GB/s required, 63.7 % of it (h100-nvswitch/node/ring gate curve); below the curve at 1 of the 4 sizes gated (64 MiB)"}
+        "reason": "at 64 MiB 95.1 GB/s < 149.2 GB/s required, 63.7 % of it (h100-nvswitch/node/ring gate curve); below the curve at 1 of the 4 sizes "
+                  "gated (64 MiB)"}
     # the same run against a site's own curve
     mine = {"topology": "h100-nvlink-8", "gate_curves": {"h100-nvlink-8": [["64M", 120], ["8G", 296]]}}
     assert busbw(result, mine)["reason"].startswith("at 64 MiB 95.1 GB/s < 120.0 GB/s required, 79.2 % of it (h100-nvlink-8 gate curve)")

@@ -145,7 +145,8 @@ def test_builtin_nvls_curve_catches_nvls_off_when_nccl_picks_the_algorithm():
     result = standin('nvls-off gpu-01', ONE_NODE, ['gpu-01'], args)
     status, curve, reason = judged('gpu-01', result, ['gpu-01'], planned(['gpu-01'], H100))
     assert (status, curve) == ('fail', 'h100-nvswitch/node/nvls')
-    assert reason.startswith('at 4 GiB 366.3 GB/s < 381.0 GB/s required, 96.1 % of it (h100-nvswitch/node/nvls gate curve); below the curve at 4 of the 6 sizes gated')
+    assert reason.startswith('at 4 GiB 366.3 GB/s < 381.0 GB/s required, 96.1 % of it (h100-nvswitch/node/nvls gate curve); '
+                             'below the curve at 4 of the 6 sizes gated')
     # the healthy node passes the same curve
     assert judged('gpu-01', standin(None, ONE_NODE, ['gpu-01'], args), ['gpu-01'], planned(['gpu-01'], H100))[:2] == (
         'pass', 'h100-nvswitch/node/nvls')
