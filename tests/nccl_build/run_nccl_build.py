@@ -90,7 +90,7 @@ NODE_TYPES = {
 MAKE_JOBS = 1
 # The validation's own run of a node (validate_nccl_args, -g <its GPUs>) and environment (validate_nccl_env)
 RUN_ARGS = ["-b", "8", "-e", "8G", "-f", "2", "-g", "8"]
-RUN_ENV = {"NCCL_DEBUG": "INFO", "NCCL_ALGO": "Ring"}
+RUN_ENV = {"NCCL_DEBUG": "INFO"}
 RUN_ON = ["gcnccl-h100-2", "gcnccl-a100-1"]
 # What the build is made of besides the toolchain, the archive and the image: a change to any rebuilds
 BUILD_INPUTS = ("roles/validate/tasks/nccl_build.yml", "roles/validate/defaults/main.yml", "roles/validate/vars/main.yml",
