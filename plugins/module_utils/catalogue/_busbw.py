@@ -326,19 +326,20 @@ def platform_of(key):
 
 def is_key(key):
     """Whether ``key`` names a built-in curve (``resolve`` can read it)."""
-    return key in CURVES or key in LEGACY_KEYS or (isinstance(key, str) and key.startswith(NIC_PREFIX) and key[len(NIC_PREFIX):] in NIC_FIGURES)
+    return (key in CURVES or key in LEGACY_KEYS or key in PLATFORMS
+            or (isinstance(key, str) and key.startswith(NIC_PREFIX) and key[len(NIC_PREFIX):] in NIC_FIGURES))
 
 
 def known_keys():
-    """Every key ``resolve`` reads: the curve ids, the NIC keys and the legacy topology keys."""
-    return sorted(set(CURVES) | set(LEGACY_KEYS) | set(nic_key(nic) for nic in NICS))
+    """Every key ``resolve`` reads: the curve ids, the NIC keys, the legacy topology keys and the platforms."""
+    return sorted(set(CURVES) | set(LEGACY_KEYS) | set(nic_key(nic) for nic in NICS) | set(PLATFORMS))
 
 
 def resolve(key, platform=None, gpus_per_node=None, nodes=1, nics=1, algorithm="auto"):
     """The built-in curve for a run gated by ``key`` (None: chosen from ``platform`` and the run), or None.
 
     A curve id or legacy key names its curve (whatever the run); a NIC key (``ib-ndr-400``) the network curve with
-    ``nics`` rails (``curve_for``)."""
+    ``nics`` rails; a platform (``h100-nvswitch``, as the GPU catalogue names a node's) the curve ``curve_for`` picks for it."""
     if key is None:
         return curve_for(platform, gpus_per_node, nodes, None, None, algorithm) if platform else None
     if key in CURVES:
@@ -348,4 +349,6 @@ def resolve(key, platform=None, gpus_per_node=None, nodes=1, nics=1, algorithm="
         return dict(curve, source="%s (the topology key %s of earlier releases)" % (curve["source"], key))
     if isinstance(key, str) and key.startswith(NIC_PREFIX) and key[len(NIC_PREFIX):] in NIC_FIGURES:
         return curve_for(platform, gpus_per_node, max(nodes, GATE_CURVE_NODES), nics, key, algorithm)
+    if key in PLATFORMS:
+        return curve_for(key, gpus_per_node, nodes, None, None, algorithm)
     return None

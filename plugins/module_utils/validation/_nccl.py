@@ -905,8 +905,8 @@ def _valid_topologies(thresholds, gate_curves):
     """What an unknown topology's message lists: the short keys (NIC keys, keys of earlier releases, the site's), then the
     form of the catalogue's curve ids."""
     short = sorted((set(_busbw.LEGACY_KEYS) | set(_busbw.nic_key(nic) for nic in _busbw.NICS) | set(thresholds) | set(gate_curves)) - set(_busbw.CURVES))
-    return "%s, or a curve id of the catalogue, <platform>/node/<nvls|ring|pcie> or <platform>/rack/nvls, such as h100-nvswitch/node/nvls " \
-           "(platforms: %s)" % (", ".join(short), ", ".join(sorted(_busbw.PLATFORMS)))
+    return "%s, or a platform or a curve id of the catalogue, <platform>/node/<nvls|ring|pcie> or <platform>/rack/nvls, such as " \
+           "h100-nvswitch/node/nvls (platforms: %s)" % (", ".join(short), ", ".join(sorted(_busbw.PLATFORMS)))
 
 
 def _site_gate(opts, key):

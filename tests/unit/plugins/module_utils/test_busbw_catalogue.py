@@ -168,6 +168,21 @@ def test_legacy_keys_and_curve_ids_resolve(key, want):
     assert bb.is_key(key) and key in bb.known_keys()
 
 
+@pytest.mark.parametrize('key, kwargs, want', [
+    # a platform as a key (as the GPU catalogue names a node's): the curve curve_for picks for the run
+    ('h100-nvswitch', {}, 'h100-nvswitch/node/nvls'),
+    ('h100-nvswitch', {'algorithm': 'ring'}, 'h100-nvswitch/node/ring'),
+    ('gb200-nvl72', {'nodes': 18}, 'gb200-nvl72/rack/nvls'),
+    ('h100-nvswitch', {'gpus_per_node': 4}, None),
+    # l40s-pcie is a key of earlier releases and a platform: the key's curve whatever the node size
+    ('l40s-pcie', {'gpus_per_node': 2}, 'l40s-pcie/node/pcie'),
+    ('h900', {}, None),
+])
+def test_resolve_a_platform_key(key, kwargs, want):
+    curve = bb.resolve(key, **kwargs)
+    assert (curve['id'] if curve else None) == want
+
+
 def test_legacy_keys_in_the_role_variables_still_gate():
     """validate_nccl_topology / validate_nccl_fabric_topology with a key of earlier releases, and a site curve under an old key
     or a new curve id, as the plan of the role passes them."""

@@ -245,7 +245,7 @@ def test_threshold_for(expect, want):
              "gate_curves, nodes, notes, platform, gpus, algorithm, got 'h100'"),
     ({"topolgy": "h100-nvlink-8"}, "unknown expect key(s) topolgy; valid keys: topology, min_busbw_gbps, thresholds"),
     ({"topology": "x100-nvlink-8"}, "unknown topology 'x100-nvlink-8'; valid topologies: a100-nvlink-8, a100-pcie, h100-nvlink-8, h100-pcie, "
-        "h200-nvlink-8, ib-hdr-200, ib-ndr-400, ib-xdr-800, l40s-pcie, or a curve id of the catalogue, "
+        "h200-nvlink-8, ib-hdr-200, ib-ndr-400, ib-xdr-800, l40s-pcie, or a platform or a curve id of the catalogue, "
      "<platform>/node/<nvls|ring|pcie> or <platform>/rack/nvls, such as h100-nvswitch/node/nvls (platforms: a100-nvswitch, a100-pcie, "
      "b200-nvswitch, b300-nvswitch, gb200-nvl72, gb300-nvl72, h100-nvswitch, h100-pcie, h200-nvl, h200-nvswitch, l40s-pcie, rtx-pro-6000-pcie)"),
     ({"nics": 0}, "nics is 0, expected an integer of at least 1"),

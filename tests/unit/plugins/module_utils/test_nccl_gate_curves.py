@@ -252,7 +252,7 @@ def test_bad_gate_curves_exactly(curves, message):
      "topology 'h100-nvlink-8' has both a threshold (thresholds) and a gate curve (gate_curves); give one of them"),
     ({"topology": "b200-nvlink-8", "gate_curves": {"gb200": [["8G", 600]]}},
      "unknown topology 'b200-nvlink-8'; valid topologies: a100-nvlink-8, a100-pcie, gb200, h100-nvlink-8, h100-pcie, "
-     "h200-nvlink-8, ib-hdr-200, ib-ndr-400, ib-xdr-800, l40s-pcie, or a curve id of the catalogue, "
+     "h200-nvlink-8, ib-hdr-200, ib-ndr-400, ib-xdr-800, l40s-pcie, or a platform or a curve id of the catalogue, "
      "<platform>/node/<nvls|ring|pcie> or <platform>/rack/nvls, such as h100-nvswitch/node/nvls (platforms: a100-nvswitch, a100-pcie, "
      "b200-nvswitch, b300-nvswitch, gb200-nvl72, gb300-nvl72, h100-nvswitch, h100-pcie, h200-nvl, h200-nvswitch, l40s-pcie, rtx-pro-6000-pcie)"),
     ({"nodes": 0}, "nodes is 0, expected an integer of at least 1"),

@@ -162,7 +162,7 @@ def test_evaluate_run_busy_failure_names_the_cuda_error():
 
 @pytest.mark.parametrize('kwargs, message', [
     (dict(topology='b300-nvlink-8'), "unknown topology 'b300-nvlink-8'; valid topologies: a100-nvlink-8, a100-pcie, h100-nvlink-8, h100-pcie, "
-                                     "h200-nvlink-8, ib-hdr-200, ib-ndr-400, ib-xdr-800, l40s-pcie, or a curve id of the catalogue, "
+                                     "h200-nvlink-8, ib-hdr-200, ib-ndr-400, ib-xdr-800, l40s-pcie, or a platform or a curve id of the catalogue, "
      "<platform>/node/<nvls|ring|pcie> or <platform>/rack/nvls, such as h100-nvswitch/node/nvls (platforms: a100-nvswitch, a100-pcie, "
      "b200-nvswitch, b300-nvswitch, gb200-nvl72, gb300-nvl72, h100-nvswitch, h100-pcie, h200-nvl, h200-nvswitch, l40s-pcie, rtx-pro-6000-pcie)"),
     (dict(min_busbw_gbps=-1), 'min_busbw_gbps is -1, expected a number of GB/s above 0'),
