@@ -37,7 +37,8 @@ attributes:
 options:
   records:
     description:
-      - Check records C({stage, node, check, status, reason[, value, threshold, hosts, command, versions]}).
+      - Check records C({stage, node, check, status, reason[, value, threshold, hosts, command, versions, curve]}).
+      - C(curve) (C({id, source}), on an NCCL run's records) is the gate curve that judged the run; the reports list it per stage.
       - C(command), the shell command line that reruns the check's run, is shown under a failure.
       - C(versions) (C({nccl, nccl_tests}), from an NCCL run's output) go to the versions of the run's C(hosts) (else its C(node)).
       - C(held) (V(admin)) marks the C(node_state) record of a node an admin drained or set down; RV(drain_reasons) leaves such a
