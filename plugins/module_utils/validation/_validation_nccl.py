@@ -572,8 +572,9 @@ def plan_jobs(plan):
     ``present`` False: the binary is missing there; ``usable`` False: the node cannot take jobs), ``srun_extra``
     (more srun options, e.g. ``--container-image=...``), ``env`` (exported to the runs, e.g. NCCL_DEBUG=INFO),
     ``args`` (all_reduce_perf arguments before ``-g``),
-    ``timeout``, ``time_limit`` (srun --time), ``srun``; per-node gate: ``node_topology`` (default from the GPU
-    model and count), ``node_min_busbw_gbps``; ``fabric`` (run across all nodes), ``fabric_topology``,
+    ``timeout``, ``time_limit`` (srun --time), ``srun``; per-node gate: ``node_topology`` (unset: the catalogue's
+    curve for the node's platform, GPU count and the env's NCCL_ALGO, ``node_gate``), ``node_min_busbw_gbps``;
+    ``fabric`` (run across all nodes), ``fabric_topology``,
     ``fabric_nics``, ``fabric_min_busbw_gbps``, ``expect_transport`` (``ib``); ``thresholds`` (flat overrides);
     ``gate_curves`` (topology -> ``[[size, GB/s], ...]``, over the built-in curves);
     ``pairwise`` (node pairs in rounds after the others); ``pairs_only`` (only the pair rounds: the follow-up that
