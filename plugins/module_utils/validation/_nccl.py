@@ -955,7 +955,7 @@ def _resolve_gate(opts):
         return None
     if topology is None and (curve["id"] in opts["overrides"] or curve["id"] in opts["gate_curves"]):
         return _site_gate(opts, curve["id"])
-    points = [(size, gbps) for size, gbps in curve["points"]]
+    points = list(curve["points"])
     source = "%s gate curve" % curve["id"]
     if curve["scale"] > 1:
         source += ", sizes x %g for %d nodes" % (curve["scale"], opts["nodes"])

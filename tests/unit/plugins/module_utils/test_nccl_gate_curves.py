@@ -66,7 +66,7 @@ SIZES = [64 * MIB, 128 * MIB, 256 * MIB, 512 * MIB, GIB, 2 * GIB, 4 * GIB, 8 * G
 ])
 def test_builtin_curves_exactly(topology, gbps):
     """The keys of earlier releases keep their curves' figures (now read from the catalogue, catalogue/_busbw.py)."""
-    assert [(size, value) for size, value in resolve(topology)["points"]] == list(zip(SIZES, gbps))
+    assert list(resolve(topology)["points"]) == list(zip(SIZES, gbps))
     assert gate_curve({"topology": topology}) == [[size, value] for size, value in zip(SIZES, gbps)]
 
 
