@@ -72,6 +72,10 @@ def test_validate_passes_after_site(tmp_path):
     for name in GPU_NODES:
         assert nccl[(name, "wrong")]["status"] == "pass", nccl
         assert nccl[(name, "busbw")]["status"] == "pass", nccl[(name, "busbw")]
+        # the record names the gate curve that judged the run (catalogue/_busbw.py), and the reason names the same id
+        curve = nccl[(name, "busbw")]["curve"]
+        assert curve["id"] != "none" and curve["source"] and curve["id"] in nccl[(name, "busbw")]["reason"], nccl[(name, "busbw")]
+    assert "### Gate curves" in (report / "report.md").read_text()
     # gpu-01 (H100) and gpu-02 (A100) are two node types: no fabric run over both, one (skipped) fabric group each (issue 44)
     assert sorted(r["node"] for r in records(data, "nccl") if r["node"].startswith("fabric")) == ["fabric:a100-sxm4-40gb", "fabric:h100-80gb-hbm3"]
     assert sorted(s["label"] for s in data["series"]) == sorted(GPU_NODES)
