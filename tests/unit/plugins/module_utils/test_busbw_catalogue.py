@@ -15,7 +15,8 @@ import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _busbw as bb
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_nccl as vn
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import build_report, render_json, render_markdown
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import (
+    build_report, render_html, render_json, render_markdown)
 
 MIB = 1024 ** 2
 GIB = 1024 ** 3
@@ -258,3 +259,18 @@ def test_the_markdown_report_lists_the_curve_of_each_run():
     assert section[:2] == ['| run | curve | source |', '|---|---|---|']
     assert [line.split(' | ')[0:2] for line in section[2:]] == [['| %s' % node, '`%s`' % curve_id] for node, curve_id, dummy, dummy2 in WANT]
     assert all(source in line for line, (dummy, dummy2, dummy3, source) in zip(section[2:], WANT))
+
+
+def test_the_html_report_lists_the_curve_of_each_run():
+    html = render_html(build_report(runs()))
+    table = html.split('<h3>Gate curves</h3>')[1].split('</table>')[0]
+    assert [row.split('</th>')[0] for row in table.split('<tr><th>')[2:]] == [node for node, dummy, dummy2, dummy3 in WANT]
+    assert all('<code>%s</code>' % curve_id in table for dummy, curve_id, dummy2, dummy3 in WANT)
+    assert html.count('<h3>Gate curves</h3>') == 1        # the NCCL stage only
+
+
+def test_a_record_with_a_bad_curve_is_refused():
+    record = {'stage': 'nccl', 'node': 'n1', 'check': 'busbw', 'status': 'pass', 'curve': {'id': 'x'}}
+    with pytest.raises(ValueError) as err:
+        build_report([record])
+    assert str(err.value) == "result 0: curve is {'id': 'x'}, expected {'id': str, 'source': str} (the gate curve that judged the run)"
