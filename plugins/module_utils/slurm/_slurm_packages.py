@@ -202,4 +202,7 @@ def host_files(entries, parts, debian_not_here=(), option=_OPTION):
         return {'flavour': directory['flavour'], 'files': files, 'problem': ''}
     leave = set(PACKAGES['smd'][part] for part in _DAEMON_PARTS if part not in parts) | set(_SMD_LEFT_OUT)
     files = [path for path in paths if (deb_file(path) or {}).get('name') not in leave]
+    # slurm-smd first: the role installs the files one by one, and every other package depends on it (by name order
+    # slurm-smd-client_* comes before slurm-smd_*, and apt finds slurm-smd in no archive)
+    files.sort(key=lambda path: 0 if (deb_file(path) or {}).get('name') == PACKAGES['smd']['common'] else 1)
     return {'flavour': 'smd', 'files': files, 'problem': missing(directory, parts, option)}

@@ -189,3 +189,11 @@ def test_debian_and_rpm_directories_choose_what_the_role_chose(files, not_here):
     found = sp.host_files(files, ['slurmd', 'client'], not_here)
     assert found['problem'] == ''
     assert found['files'] == old_choice(files, not_here)
+
+
+def test_host_files_smd_installs_slurm_smd_first():
+    """install.yml installs the files one by one (apt deb=): slurm-smd, which every other package depends on, first,
+    though slurm-smd-client_* sorts before it by name."""
+    files = sp.host_files(smd_dir(), ['slurmd', 'client'], [])['files']
+    assert files[0].endswith('/slurm-smd_26.05.3-1_amd64.deb')
+    assert sorted(files[1:]) == files[1:]
