@@ -35,8 +35,21 @@ def slurm_packages_of(packages, flavour):
     return out
 
 
+def slurm_package_directory(files, option='slurm_local_package_dir'):
+    """``{flavour, version, release, problem}`` of a directory of Slurm package files (``_slurm_packages.read_directory``):
+    ``version`` ``X.Y.Z``, ``release`` ``X.Y``, empty when no file is a Slurm .deb; ``problem`` its one message."""
+    try:
+        directory = sp.read_directory([str(path) for path in files or []], option)
+    except ValueError as exc:
+        return {'flavour': None, 'version': '', 'release': '', 'problem': str(exc)}
+    version = directory['version']
+    return {'flavour': directory['flavour'], 'version': '.'.join('%02d' % part if i == 1 else str(part) for i, part in enumerate(version))
+            if version else '', 'release': directory['release'] or '', 'problem': ''}
+
+
 class FilterModule(object):
     """Slurm package flavours."""
 
     def filters(self):
-        return {'slurm_package_of': slurm_package_of, 'slurm_packages_of': slurm_packages_of}
+        return {'slurm_package_of': slurm_package_of, 'slurm_packages_of': slurm_packages_of,
+                'slurm_package_directory': slurm_package_directory}
