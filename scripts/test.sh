@@ -12,6 +12,7 @@
 #   scripts/test.sh deps bookworm   # the Debian 12 / Slurm 22.05 scenario (not in CI: about 5 minutes)
 #   scripts/test.sh deps acceptance # the default scenario's long acceptance tests (not in CI: about 45 minutes)
 #   scripts/test.sh deps nccl-build # nccl-tests compiled for real through the validate role (not in CI: README)
+#   scripts/test.sh deps smd        # SchedMD's slurm-smd 26.05.3 packages built, the cluster and the NVML oracle on them (not in CI)
 #   bash benchmarks/scale.sh        # the scale benchmark, 2 to 1,024 emulated nodes (not in CI: docs/scale.md)
 set -uo pipefail
 
@@ -26,7 +27,9 @@ ALL_STAGES=(deps unit sanity lint yamllint shellcheck package molecule oracle sc
 # cores (docs/slurm-upgrade.md; README, "Supported versions").
 # nccl-build: downloads about 300 MB of CUDA and NCCL wheels and compiles for
 # minutes on 2 cores, cold; its outputs cached under .build/nccl-build.
-EXTRA_STAGES=(upgrade bookworm acceptance nccl-build)
+# smd: builds SchedMD's slurm-smd packages from the release tarball (20-40 minutes
+# on 2 cores, cold; cached by content hash under .build/smd), then the cluster on them.
+EXTRA_STAGES=(upgrade bookworm acceptance nccl-build smd)
 STAGES=("$@")
 [ ${#STAGES[@]} -gt 0 ] || STAGES=("${ALL_STAGES[@]}")
 
@@ -271,6 +274,26 @@ stage_nccl-build() {
     bash "$ROOT/scripts/cluster.sh" deps || return 1
     bash "$ROOT/scripts/cluster.sh" images || return 1
     GPUCLUSTER_NCCL_BUILD=1 nice -n 10 "$VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$junit" tests/nccl_build
+    rc=$?
+    count_junit "$junit"
+    return "$rc"
+}
+
+# SchedMD's own packages of the current release (issue 46): the slurm_packages_build
+# role's playbook builds slurm-smd 26.05.3 from the vendored tarball on a Debian 13
+# container (scripts/lib/smd_build.sh: cold, or cached by content hash under
+# .build/smd/<hash>, a second run changing nothing, check mode, gpu_nvml.so in
+# slurm-smd); then the NVML oracle on every simulator preset with slurmd and Slurm's
+# plugin installed from those packages, and the simulated cluster brought up on them
+# (slurm_install_source local; tests/smd).
+stage_smd() {
+    local junit="$OUTDIR/smd.xml" rc debs
+    rm -f "$junit"
+    bash "$ROOT/scripts/cluster.sh" deps images || return 1
+    debs=$(bash "$ROOT/scripts/lib/smd_build.sh" | tail -n 1)
+    [ -n "$debs" ] && [ -d "$debs" ] || { echo "the slurm-smd build failed (scripts/lib/smd_build.sh)" >&2; return 1; }
+    GPUCLUSTER_SMD_DEBS=$debs GPUCLUSTER_ORACLE=1 GPUCLUSTER_ORACLE_SMD_DEBS=$debs NVMLSIM_NVML_INCLUDE=$(ensure_nvml_header) \
+        "$VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$junit" tests/oracle/test_oracle.py tests/smd
     rc=$?
     count_junit "$junit"
     return "$rc"

@@ -71,6 +71,11 @@ IMAGE_REPO = os.environ.get("GPUCLUSTER_SIM_IMAGE_REPO", "localhost/gpucluster-s
 # The Debian release of that image: Slurm 22.05's plugin, the one the recorded differences were read against
 # (scripts/cluster.sh tags each node image with its suite).
 ORACLE_SUITE = "bookworm"
+# SchedMD's slurm-smd packages (scripts/lib/smd_build.sh, built on Debian 13): slurmd and the NVML plugin installed
+# from them, on the Debian 13 node image (scripts/test.sh smd)
+SMD_DEBS = os.environ.get("GPUCLUSTER_ORACLE_SMD_DEBS", "")
+if SMD_DEBS:
+    ORACLE_SUITE = "trixie"
 LABEL = "io.gpucluster.sim=oracle"
 HOSTNAME = "oracle-node"
 MIG_MINORS = "/proc/driver/nvidia-caps/mig-minors"
@@ -237,6 +242,15 @@ def stage() -> str:
     shutil.copy2(os.path.join(lib_dir, "libnvidia-ml.so.1"), stage_dir)
     shutil.copy2(REAL_PYNVML, os.path.join(stage_dir, "pynvml.py"))
     shutil.copy2(os.path.join(HERE, "setup_node.sh"), stage_dir)
+    if SMD_DEBS:
+        # slurm-smd (libslurm, the plugins, gpu_nvml.so) and slurm-smd-slurmd (slurmd), as a compute node has them
+        debs = [name for name in sorted(os.listdir(SMD_DEBS)) if name.split("_", 1)[0] in ("slurm-smd", "slurm-smd-slurmd")]
+        if len(debs) != 2:
+            raise OracleError("GPUCLUSTER_ORACLE_SMD_DEBS=%s holds %s, expected one slurm-smd and one slurm-smd-slurmd .deb"
+                              % (SMD_DEBS, debs))
+        os.makedirs(os.path.join(stage_dir, "debs"))
+        for name in debs:
+            shutil.copy2(os.path.join(SMD_DEBS, name), os.path.join(stage_dir, "debs", name))
     shutil.copytree(os.path.join(ROOT, "nvml_sim", "src", "nvmlsim"), os.path.join(stage_dir, "nvmlsim-src", "nvmlsim"),
                     ignore=shutil.ignore_patterns("__pycache__"))
     link = os.path.join(COLLECTIONS, "ansible_collections", "gpucluster", "bringup")

@@ -14,8 +14,20 @@ PLUGIN_DIR=/opt/oracle/slurm-plugins
 
 step() { printf '[setup %3ss] %s\n' "$SECONDS" "$*"; }
 
-step "apt-get install slurmd"
 apt-get -qq update
+if compgen -G '/oracle/debs/slurm-smd_*.deb' >/dev/null; then
+    # SchedMD's slurm-smd packages built from the release tarball (scripts/lib/smd_build.sh, GPUCLUSTER_ORACLE_SMD_DEBS):
+    # slurmd and Slurm's NVML plugin installed as packages, the plugin where the package put it
+    step "apt-get install $(cd /oracle/debs && echo *.deb)"
+    apt-get -qq install -y --no-install-recommends /oracle/debs/*.deb >/tmp/oracle-apt-install.log 2>&1 \
+        || { tail -20 /tmp/oracle-apt-install.log; exit 1; }
+    PLUGIN_PACKAGE=slurm-smd
+    PLUGIN_DIR=$(dirname "$(dpkg -L slurm-smd | grep '/gpu_nvml\.so$')")
+    [ "$PLUGIN_DIR" != . ] || { echo "slurm-smd has no gpu_nvml.so" >&2; exit 1; }
+    basic=$PLUGIN_DIR
+    plugin_version=$(dpkg-query -W -f='${Version}' slurm-smd)
+else
+step "apt-get install slurmd"
 apt-get -qq install -y --no-install-recommends slurmd >/tmp/oracle-apt-install.log 2>&1 \
     || { tail -20 /tmp/oracle-apt-install.log; exit 1; }
 
@@ -37,6 +49,9 @@ deb=$(find "$apt_dir" -maxdepth 1 -name "${PLUGIN_PACKAGE}_*.deb" | head -n 1)
 dpkg-deb -x "$deb" "$apt_dir/x"
 mkdir -p "$PLUGIN_DIR"
 install -m 0644 "$(find "$apt_dir/x" -name gpu_nvml.so)" "$PLUGIN_DIR/gpu_nvml.so"
+basic=$(dirname "$(dpkg -L slurm-wlm-basic-plugins | grep '/gres_gpu\.so$')")
+plugin_version=$(dpkg-deb -f "$deb" Version)
+fi
 
 step "simulated libnvidia-ml.so.1, real nvidia-ml-py, simulator"
 install -m 0755 /oracle/libnvidia-ml.so.1 /usr/local/lib/libnvidia-ml.so.1
@@ -65,11 +80,10 @@ real=$(cd / && python3 -c 'import pynvml; print(pynvml.__file__, hasattr(pynvml,
 # slurm.conf for `slurmd -G`; run_oracle.py replaces @GRES@ per run. The
 # NodeName line is this machine's own (slurmd -C), as a site writes it.
 mkdir -p /etc/oracle /var/spool/slurmd
-basic=$(dirname "$(dpkg -L slurm-wlm-basic-plugins | grep '/gres_gpu\.so$')")
 cat >/etc/oracle/slurm.conf.in <<EOF
 ClusterName=oracle
 SlurmctldHost=$(hostname)
-PluginDir=$basic:$PLUGIN_DIR
+PluginDir=$(if [ "$basic" = "$PLUGIN_DIR" ]; then echo "$basic"; else echo "$basic:$PLUGIN_DIR"; fi)
 GresTypes=gpu
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
@@ -77,4 +91,4 @@ SlurmdSpoolDir=/var/spool/slurmd
 $(slurmd -C | head -n 1) Gres=@GRES@
 PartitionName=oracle Nodes=ALL Default=YES
 EOF
-step "ready: $(slurmd -V), $PLUGIN_PACKAGE $(dpkg-deb -f "$deb" Version), $(nproc) CPU(s)"
+step "ready: $(slurmd -V), $PLUGIN_PACKAGE $plugin_version, $(nproc) CPU(s)"

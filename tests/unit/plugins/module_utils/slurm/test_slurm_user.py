@@ -103,3 +103,19 @@ def test_slurm_package_of_bad_input(args, message):
 ])
 def test_slurm_packages_of(packages, flavour, out):
     assert slurm_flavour.slurm_packages_of(packages, flavour) == out
+
+
+@pytest.mark.parametrize('files, flavour, version, release, problem', [
+    (['/d/slurm-smd_26.05.3-1_amd64.deb', '/d/slurm-smd-slurmdbd_26.05.3-1_amd64.deb'], 'smd', '26.05.3', '26.05', ''),
+    (['/d/slurmdbd_24.11.5-4+deb13u1_amd64.deb', '/d/slurm-client_24.11.5-4+deb13u1_amd64.deb'], 'debian', '24.11.5', '24.11', ''),
+    (['/d/libpmix-dev_5.0.7-1_amd64.deb'], None, '', '', ''),
+    ([], None, '', '', ''),
+    (['/d/slurm-smd_26.05.3-1_amd64.deb', '/d/slurmdbd_24.11.5-4_amd64.deb'], None, '', '',
+     "slurm_local_package_dir holds both Debian's Slurm packages (slurmdbd_24.11.5-4_amd64.deb) and SchedMD's"),
+    (['/d/slurm-smd_26.05.3-1_amd64.deb', '/d/slurm-smd-slurmdbd_26.05.2-1_amd64.deb'], None, '', '',
+     'slurm_local_package_dir holds Slurm packages of 2 versions'),
+])
+def test_slurm_package_directory(files, flavour, version, release, problem):
+    found = slurm_flavour.slurm_package_directory(files)
+    assert (found['flavour'], found['version'], found['release']) == (flavour, version, release)
+    assert found['problem'].startswith(problem) and bool(found['problem']) == bool(problem)
