@@ -291,7 +291,10 @@ stage_smd() {
     rm -f "$junit"
     bash "$ROOT/scripts/cluster.sh" deps images || return 1
     debs=$(bash "$ROOT/scripts/lib/smd_build.sh" | tail -n 1)
-    [ -n "$debs" ] && [ -d "$debs" ] || { echo "the slurm-smd build failed (scripts/lib/smd_build.sh)" >&2; return 1; }
+    if [ -z "$debs" ] || [ ! -d "$debs" ]; then
+        echo "the slurm-smd build failed (scripts/lib/smd_build.sh)" >&2
+        return 1
+    fi
     GPUCLUSTER_SMD_DEBS=$debs GPUCLUSTER_ORACLE=1 GPUCLUSTER_ORACLE_SMD_DEBS=$debs NVMLSIM_NVML_INCLUDE=$(ensure_nvml_header) \
         "$VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$junit" tests/oracle/test_oracle.py tests/smd
     rc=$?

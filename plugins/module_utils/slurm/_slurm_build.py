@@ -90,9 +90,9 @@ def check_options(options):
         raise InputError('%starball is %r, expected an absolute path on the controller or an http(s) URL' % (PREFIX, tarball))
     version = tarball_version(tarball)
     if version < FIRST_SMD:
+        first = sv.release_name(FIRST_SMD)
         raise InputError('%starball is %r (Slurm %s), expected Slurm %s or newer: SchedMD\'s debian/ packaging (the slurm-smd '
-                         'packages) is in the release tarballs from %s on' % (PREFIX, tarball, sv.version_name(version),
-                                                                             sv.release_name(FIRST_SMD), sv.release_name(FIRST_SMD)))
+                         'packages) is in the release tarballs from %s on' % (PREFIX, tarball, sv.version_name(version), first, first))
     sha256 = str(options.get('sha256') or '').strip().lower()
     if sha256.startswith('sha256:'):
         sha256 = sha256[len('sha256:'):]

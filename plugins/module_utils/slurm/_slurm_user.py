@@ -71,8 +71,8 @@ def host_problem(host, user, uid, gid, passwd_by_name, passwd_by_uid, group_by_n
                     'there first; nothing was changed' % (prefix, uid, host, user, have_uid, have_gid, have_uid, keep % (have_uid, have_gid)))
         if have_gid != str(gid):
             return ('%s_gid is %d, but on %s the user %s (uid %s) already has the primary group gid %s, expected %s: %s, '
-                    'or change the user there first; nothing was changed' % (prefix, gid, host, user, have_uid, have_gid, have_gid,
-                                                                            keep % (have_uid, have_gid)))
+                    'or change the user there first; nothing was changed'
+                    % (prefix, gid, host, user, have_uid, have_gid, have_gid, keep % (have_uid, have_gid)))
     else:
         other, _fields = _entry(passwd_by_uid)
         if other is not None and other != user:

@@ -46,6 +46,7 @@ if [ "$nvml" = true ]; then
         # NVIDIA's header from the distribution's libnvidia-ml-dev (Debian: non-free, Ubuntu: multiverse), fetched
         # with a private apt source list (the host's own apt sources are not touched) and unpacked, not installed:
         # the package would pull in NVIDIA's driver library, which a build host needs not
+        # shellcheck source=/dev/null
         . /etc/os-release
         mirror=$(awk '/^URIs:/ {print $2; exit} /^deb / {print $2; exit}' /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null || true)
         component=non-free
