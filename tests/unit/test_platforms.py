@@ -23,6 +23,9 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils import _distrib
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 METAS = sorted(glob.glob(os.path.join(ROOT, 'roles', '*', 'meta', 'main.yml')))
+# Roles tested on fewer of those releases: the slurm-smd package build runs on a Debian 13 build host only
+# (scripts/lib/smd_build.sh); its packages link Debian 13's libraries
+NARROWER = {'slurm_packages_build': {'Debian': ['trixie']}}
 
 
 def test_the_table_marks_debian_12_and_13_tested_and_ubuntu_not():
@@ -38,7 +41,7 @@ def test_role_platforms_are_what_is_tested(meta):
     for row in distributions.DISTRIBUTIONS:
         if row['tested']:
             tested.setdefault(row['id'].capitalize(), []).append(row['codename'])
-    assert dict((p['name'], p['versions']) for p in platforms) == tested
+    assert dict((p['name'], p['versions']) for p in platforms) == NARROWER.get(meta.split(os.sep)[-3], tested)
 
 
 def _supported_versions_rows():
