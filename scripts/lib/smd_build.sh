@@ -2,7 +2,9 @@
 # SchedMD's slurm-smd packages of the release the slurm_packages_build role pins, built for real through
 # playbooks/slurm_build_packages.yml on a Debian 13 container (the simulated node image, <repo>-node:trixie) from the
 # vendored tarball (../shared/vendor, copied into .build/vendor), cached by content hash under .build/smd/<hash>/:
-# run twice, the second run must change nothing. The first half of scripts/test.sh's smd stage.
+# run again, that run must change nothing; a check-mode run with another option must build nothing; a run with a wrong
+# checksum must fail with the role's one message and leave the packages as they were. The first half of scripts/test.sh's
+# smd stage.
 #   bash scripts/lib/smd_build.sh            # prints the package directory on its last line
 # Needs podman, the node image (scripts/cluster.sh images) and the venv (scripts/test.sh deps). Report:
 # .build/smd/<hash>/report.txt (times of the runs, changed counts, whether gpu_nvml.so is in slurm-smd).
@@ -10,6 +12,8 @@ set -euo pipefail
 GPUCLUSTER_SIM_LIB=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 # shellcheck source=scripts/lib/common.sh
 . "$GPUCLUSTER_SIM_LIB/common.sh"
+# shellcheck source=scripts/lib/vendor.sh
+. "$GPUCLUSTER_SIM_LIB/vendor.sh"
 ROOT=$GPUCLUSTER_SIM_ROOT
 PODMAN=$ROOT/scripts/lib/podman
 VENV=$ROOT/.venv
@@ -27,12 +31,16 @@ print(d['slurm_packages_build_tarball'], d['slurm_packages_build_sha256'])
 EOF
 )
 TARBALL_NAME=${URL##*/}
-VENDOR=${GPUCLUSTER_VENDOR_DIR:-$(readlink -f "$ROOT/../shared/vendor" 2>/dev/null || echo /work/shared/vendor)}
+# the local mirror's copy (checked against its SHA256SUMS), else SchedMD's download, into .build/vendor (never git)
 mkdir -p "$ROOT/.build/vendor"
 TARBALL=$ROOT/.build/vendor/$TARBALL_NAME
 if [ ! -f "$TARBALL" ]; then
-    [ -f "$VENDOR/$TARBALL_NAME" ] || die "no $TARBALL_NAME in $VENDOR (the local mirror of upstream sources) nor in .build/vendor"
-    cp "$VENDOR/$TARBALL_NAME" "$TARBALL.part" && mv "$TARBALL.part" "$TARBALL"
+    mirrored=$(vendor_file "$TARBALL_NAME")
+    if [ -n "$mirrored" ]; then
+        cp "$mirrored" "$TARBALL.part" && mv "$TARBALL.part" "$TARBALL"
+    else
+        vendor_download "$URL" "$TARBALL"
+    fi
 fi
 echo "$SHA256  $TARBALL" | sha256sum -c --quiet - || die "$TARBALL is not the tarball the role pins (sha256 $SHA256)"
 
@@ -103,9 +111,27 @@ else
 fi
 grep -q "^$HOST .*changed=0 .*failed=0" <(grep -E "^$HOST +:" "$WORK/cached.log" | tr -s ' ') \
     || die "the second run changed something or failed: $WORK/cached.log"
-play check --check || die "the check-mode run failed: $WORK/check.log"
+before=$(cd "$OUT" && sha256sum slurm-smd.stamp ./*.deb)
+# check mode with another option (no NVML): it would build, and builds nothing
+play check --check -e slurm_packages_build_nvml=false || die "the check-mode run failed: $WORK/check.log"
+grep -q "check mode: would build Slurm" "$WORK/check.log" || die "the check-mode run did not say it would build: $WORK/check.log"
+[ "$(cd "$OUT" && sha256sum slurm-smd.stamp ./*.deb)" = "$before" ] || die "the check-mode run changed $OUT"
+# a tarball whose checksum is not the one given: one message, nothing built, the packages as they were
+if play badsum -e slurm_packages_build_sha256=0000000000000000000000000000000000000000000000000000000000000000; then
+    die "a run with a wrong checksum passed: $WORK/badsum.log"
+fi
+grep -q "slurm_packages_build_sha256 is 0000000000000000000000000000000000000000000000000000000000000000, but the tarball" \
+    "$WORK/badsum.log" || die "a wrong checksum was not refused with the role's message: $WORK/badsum.log"
+# (the play stops at the check on the controller: the tarball is neither copied nor built)
+if grep -q "TASK .*Copy the tarball to the build host\|TASK .*Build (mk-build-deps" "$WORK/badsum.log"; then
+    die "a run with a wrong checksum went on past the check: $WORK/badsum.log"
+fi
+[ "$(cd "$OUT" && sha256sum slurm-smd.stamp ./*.deb)" = "$before" ] || die "the run with a wrong checksum changed $OUT"
+echo "wrong checksum: refused, $OUT unchanged" | tee -a "$REPORT"
 # Slurm's NVML plugin inside slurm-smd, as the install path and AutoDetect=nvml need it
-if dpkg -c "$OUT"/slurm-smd_*.deb | grep -q '/gpu_nvml\.so$'; then
+# (the listing read whole first: grep -q closing the pipe early fails dpkg-deb, and pipefail the test)
+listing=$(dpkg -c "$OUT"/slurm-smd_*.deb)
+if grep -q '/gpu_nvml\.so$' <<<"$listing"; then
     echo "gpu_nvml.so in $(basename "$OUT"/slurm-smd_*.deb): yes" | tee -a "$REPORT"
 else
     echo "gpu_nvml.so in slurm-smd: NO" | tee -a "$REPORT"
