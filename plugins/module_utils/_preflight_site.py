@@ -7,7 +7,7 @@
 :mod:`_preflight` checks each role's variables on each host on their own.  This module checks what only the
 inventory as a whole can say, from the templated values of every host (plain data the action plugin hands over):
 
-* MIG layouts against the GPU catalogue (the MIG User Guide's profile tables of ``_mig_plan.GUIDE_TABLES``) for
+* MIG layouts against the GPU catalogue (the MIG User Guide's profile tables of ``catalogue._gpus``) for
   the GPU model the inventory declares for the host (``validate_gpu_models``, else ``slurm_healthcheck_gpu_models``,
   when it names exactly one model) and the GPU count it declares (``validate_gpu_count``, else
   ``slurm_healthcheck_gpu_count``): profile names, counts that fit (the planner's own placement search, on GPUs
@@ -35,9 +35,10 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand, natural_key
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _gpus as catalogue
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan as mig_plan
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as sacctmgr
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres import DEFAULT_TYPE_MAP, gpu_type
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres import gpu_type
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import parse_gres_value
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_hooks import task_prolog_needs
 
@@ -53,21 +54,6 @@ SITE_VARIABLES = {
 }
 # Inventory variable (no role's): GPU names the preflight accepts besides its catalogue (no MIG profile check for them).
 EXTRA_MODELS_VAR = 'preflight_gpu_models'
-
-# GPU names as NVML reports them.  MIG with a known profile table: _mig_plan.GUIDE_TABLES.  MIG without a table
-# here (their profiles are not checked): below.  No MIG at all: below.
-MIG_OTHER_MODELS = (
-    'NVIDIA A30', 'NVIDIA A100-PCIE-80GB', 'NVIDIA A800-SXM4-80GB', 'NVIDIA A800 80GB PCIe', 'NVIDIA H100 NVL',
-    'NVIDIA H800', 'NVIDIA H800 PCIe', 'NVIDIA H20', 'NVIDIA H200 NVL', 'NVIDIA GH200 480GB', 'NVIDIA GH200 144G HBM3e',
-    'NVIDIA B200', 'NVIDIA GB200', 'NVIDIA B300', 'NVIDIA RTX PRO 6000 Blackwell Server Edition',
-)
-NO_MIG_MODELS = (
-    'NVIDIA L40S', 'NVIDIA L40', 'NVIDIA L4', 'NVIDIA L20', 'NVIDIA A40', 'NVIDIA A10', 'NVIDIA A10G', 'NVIDIA A16',
-    'NVIDIA A2', 'Tesla T4', 'Tesla V100-SXM2-16GB', 'Tesla V100-SXM2-32GB', 'Tesla V100-PCIE-16GB', 'Tesla V100-PCIE-32GB',
-    'Tesla V100S-PCIE-32GB', 'Tesla P100-PCIE-16GB', 'Tesla P40', 'NVIDIA RTX A6000', 'NVIDIA RTX A5000', 'NVIDIA RTX A4000',
-    'NVIDIA RTX 6000 Ada Generation', 'NVIDIA RTX 5000 Ada Generation', 'NVIDIA RTX 4000 Ada Generation',
-    'NVIDIA GeForce RTX 4090', 'NVIDIA GeForce RTX 3090',
-)
 
 # PartitionName options of slurm.conf(5), Slurm 22.05 to 26.05 (src/common/read_config.c, _partition_options);
 # lower case -> the spelling of the man page.
@@ -117,16 +103,17 @@ def resolve_model(text, extra=()):
     """What the catalogue says of a model-name substring ``text`` (case-insensitive, as the checks match it).
 
     Returns ``{'kind': 'mig' | 'mig-unknown' | 'no-mig' | 'extra' | 'unknown', 'name': NVML name or None,
-    'names': [matching names]}``; ``mig`` when the matching names of ``GUIDE_TABLES`` share one profile table
+    'names': [matching names]}``; ``mig`` when the matching names with a catalogue MIG table share one table
     (``name`` is one of them), ``mig-unknown`` when the model has MIG but no table (or several tables) here.
     """
     wanted = text.strip().lower()
-    guide = [name for name in mig_plan.GUIDE_TABLES if wanted in name.lower()]
+    found = catalogue.models_matching(wanted)
+    guide = [name for name, model in found if model.profiles]
     if guide:
-        tables = set(mig_plan.GUIDE_TABLES[name] for name in guide)
+        tables = set(model.profiles for name, model in found if model.profiles)
         return {'kind': 'mig' if len(tables) == 1 else 'mig-unknown', 'name': guide[0], 'names': guide}
-    other = [name for name in MIG_OTHER_MODELS if wanted in name.lower()]
-    none = [name for name in NO_MIG_MODELS if wanted in name.lower()]
+    other = [name for name, model in found if model.mig]
+    none = [name for name, model in found if not model.mig]
     if other and not none:
         return {'kind': 'mig-unknown', 'name': None, 'names': other}
     if none and not other:
@@ -229,7 +216,7 @@ def _layout_of(values):
 
 def _declared_gpu(index, name, mig):
     return {'index': index, 'uuid': 'declared', 'name': name, 'mig_capable': mig, 'mig_current': False, 'mig_pending': False,
-            'profiles': mig_plan.guide_table(name) if mig else None, 'instances': [], 'processes': []}
+            'profiles': catalogue.mig_profiles(name) if mig else None, 'instances': [], 'processes': []}
 
 
 def _mig_message(text, where):
@@ -335,7 +322,7 @@ def mig_layout_problems(host, values, extra):
     if problems:
         return [(host, role, message) for role, message in problems], None
     devices = {}
-    type_map = dict(DEFAULT_TYPE_MAP)
+    type_map = catalogue.gres_type_map()
     if isinstance(values.get('slurm_gres_type_map'), dict):
         type_map.update(values['slurm_gres_type_map'])
     for gpu in gpus:

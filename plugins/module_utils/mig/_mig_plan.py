@@ -51,6 +51,8 @@ __metaclass__ = type
 import itertools
 import re
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import mig_profiles
+
 
 class MigPlanError(Exception):
     """The wanted MIG state cannot be applied; the message says why."""
@@ -678,53 +680,13 @@ def plan_node(gpus, wanted, force=False):
     return plans
 
 
-# Profile tables of the MIG User Guide ("Supported MIG Profiles"), used to
-# validate a request for a GPU whose MIG mode is off (NVML reports no table
-# then) before the mode is changed.  Every 8-memory-slice GPU (A100, H100,
-# H200) has the same ids, compute slices, instance counts and placements
-# (``nvidia-smi mig -lgipp``); only the names differ.  The instances
-# themselves are always planned with the table the GPU reports.
-_GUIDE_ROWS = (
-    # (id, compute slices, memory slices, instance count, starts)
-    (19, 1, 1, 7, (0, 1, 2, 3, 4, 5, 6)),
-    (20, 1, 1, 1, (0, 1, 2, 3, 4, 5, 6)),
-    (15, 1, 2, 4, (0, 2, 4, 6)),
-    (14, 2, 2, 3, (0, 2, 4)),
-    (9, 3, 4, 2, (0, 4)),
-    (5, 4, 4, 1, (0,)),
-    (0, 7, 8, 1, (0,)),
-)
-_A100_40GB = ('1g.5gb', '1g.5gb+me', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb')
-_A100_80GB = ('1g.10gb', '1g.10gb+me', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb')
-_H200 = ('1g.18gb', '1g.18gb+me', '1g.35gb', '2g.35gb', '3g.71gb', '4g.71gb', '7g.141gb')
-GUIDE_TABLES = {
-    'NVIDIA A100-SXM4-40GB': _A100_40GB,
-    'NVIDIA A100-PCIE-40GB': _A100_40GB,
-    'NVIDIA A100-SXM4-80GB': _A100_80GB,
-    'NVIDIA A100 80GB PCIe': _A100_80GB,
-    'NVIDIA H100 80GB HBM3': _A100_80GB,
-    'NVIDIA H100 PCIe': _A100_80GB,
-    'NVIDIA H200': _H200,
-}
-
-
-def guide_table(name):
-    """The MIG User Guide's profile table of the GPU model ``name`` (planner format), or None when not known."""
-    names = GUIDE_TABLES.get(name)
-    if names is None:
-        return None
-    return [{'name': profile, 'id': row[0], 'slices': row[1], 'instance_count': row[3],
-             'placements': [[start, row[2]] for start in row[4]], 'ci_profiles': None}
-            for profile, row in zip(names, _GUIDE_ROWS)]
-
-
 def _complete_tables(gpus):
     """Lend tables between GPUs of the same model.
 
     A GPU with MIG mode off cannot report its profiles; another GPU of the
     same model that can lends its table, so the request is validated before
     anything changes.  Without such a GPU, the MIG User Guide's table of
-    the model is used when the model is known (:data:`GUIDE_TABLES`).
+    the model is used when the catalogue has one (``catalogue._gpus.mig_profiles``).
     CI tables are lent the same way between GI profiles.
     """
     by_name = {}
@@ -740,7 +702,7 @@ def _complete_tables(gpus):
             if gpu['name'] in donors:
                 gpu['profiles'] = [dict(prof) for prof in donors[gpu['name']]]
             else:
-                gpu['profiles'] = guide_table(gpu['name'])
+                gpu['profiles'] = mig_profiles(gpu['name'])
         for prof in gpu.get('profiles') or ():
             if prof.get('ci_profiles') is None and prof['id'] in by_name.get(gpu['name'], {}):
                 prof['ci_profiles'] = by_name[gpu['name']][prof['id']]

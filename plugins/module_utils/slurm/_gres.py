@@ -37,26 +37,14 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist impor
     format_int_ranges,
     parse_int_ranges,
 )
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import gres_type_map
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import (
     cap_device,
     instance_minors,
 )
 
-DEFAULT_TYPE_MAP = {
-    'A10': 'a10',
-    'A100': 'a100',
-    'A30': 'a30',
-    'A40': 'a40',
-    'B200': 'b200',
-    'GH200': 'gh200',
-    'H100': 'h100',
-    'H200': 'h200',
-    'L4': 'l4',
-    'L40': 'l40',
-    'L40S': 'l40s',
-    'T4': 't4',
-    'V100': 'v100',
-}
+# Model-name substring -> GRES type: the catalogue's (catalogue._gpus), one per GPU family.
+DEFAULT_TYPE_MAP = gres_type_map()
 
 MIG_DEVICE_FILES = ('multiple', 'ci_only')
 SHARING = ('none', 'mps', 'shard')

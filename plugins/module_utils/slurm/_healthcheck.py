@@ -83,7 +83,7 @@ DEFAULTS = {
     # the lines after its last boot)
     'xid_source': 'journal',
     'xid_drain': list(XID_DRAIN),
-    # null: the GPU models' minimum (_healthcheck_fleet.DRIVER_MIN)
+    # null: the GPU models' minimum (catalogue._gpus.driver_minimum)
     'driver_min': None,
     # GPU index -> NVLinks that must be active; null: not checked (the role records the node's)
     'nvlinks_active': None,

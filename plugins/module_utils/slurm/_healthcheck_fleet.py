@@ -22,6 +22,8 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import driver_minimum as catalogue_driver_minimum
+
 # Xids that drain by default: those whose immediate action in NVIDIA's Xid catalog (Ampere and newer,
 # docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) is a GPU reset, a node reboot or service:
 # 48 double-bit ECC, 61/62 internal micro-controller breakpoint/halt, 64 row-remapper failure, 74 NVLink fatal
@@ -33,11 +35,7 @@ XID_ACTION = {48: 'reset the GPU', 61: 'reset the GPU', 62: 'reset the GPU', 64:
               74: 'reset the GPU and check the NVLink', 79: 'reboot the node (RMA if it recurs)', 95: 'reset the GPU',
               119: 'reset the GPU', 120: 'reset the GPU', 140: 'reset the GPU', 154: 'reset the GPU or reboot, as the Xid says'}
 
-# The oldest driver that supports a model (first match of the name wins, so "H200" before "H100").
-# A100: MIG needs R450 >= 450.80.02 (NVIDIA MIG user guide, "Supported GPUs"); H100: R525, 525.60.13 the first
-# production release of the branch that supports Hopper with MIG; H200: R550 (550.54.14, the first production
-# release of the branch that added H200); L40S: R535 (535.54.03).  Override with driver_min.
-DRIVER_MIN = (('H200', '550.54.14'), ('H100', '525.60.13'), ('A100', '450.80.02'), ('L40S', '535.54.03'))
+# The oldest driver that supports a model: the catalogue's (catalogue._gpus.driver_minimum).  Override with driver_min.
 
 # nvml.h nvmlClocksEventReason* bits
 CLOCK_REASONS = (('gpu_idle', 0x1), ('applications_clocks_setting', 0x2), ('sw_power_cap', 0x4), ('hw_slowdown', 0x8),
@@ -100,11 +98,9 @@ def driver_minimum(models, override=None):
         return override, 'driver_min'
     best = None
     for name in models:
-        for fragment, version in DRIVER_MIN:
-            if fragment.lower() in str(name).lower():
-                if best is None or version_key(version) > version_key(best[0]):
-                    best = (version, 'the oldest that supports %s' % name)
-                break
+        version = catalogue_driver_minimum(name)
+        if version and (best is None or version_key(version) > version_key(best[0])):
+            best = (version, 'the oldest that supports %s' % name)
     return best if best else (None, None)
 
 

@@ -21,6 +21,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import busbw_platform
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     require_bool, require_choice, require_int, require_list, require_match, require_str, require_word, slurm_name)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _busbw
@@ -33,22 +34,10 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
 
 STAGE = 'nccl'
 COLLECTIVE = 'all_reduce_perf'
-NODE_TOPOLOGIES = (
-    # (substrings that must all be in the NVML name, GPUs in the node, topology key of _nccl.DEFAULT_BUSBW_GBPS), first match
-    # wins: the PCIe cards before the SXM ones of the same GPU ("NVIDIA H100 PCIe" holds "H100"). NVML names: "NVIDIA L40S",
-    # "NVIDIA A100-PCIE-40GB", "NVIDIA A100 80GB PCIe", "NVIDIA H100 PCIe", "NVIDIA H100 NVL" (a PCIe card, NVLink-bridged pairs).
-    (('L40S',), 4, 'l40s-pcie'),
-    (('L40S',), 8, 'l40s-pcie'),
-    (('A100', 'PCIE'), 4, 'a100-pcie'),
-    (('A100', 'PCIE'), 8, 'a100-pcie'),
-    (('H100', 'PCIE'), 4, 'h100-pcie'),
-    (('H100', 'PCIE'), 8, 'h100-pcie'),
-    (('H100', 'NVL'), 4, 'h100-pcie'),
-    (('H100', 'NVL'), 8, 'h100-pcie'),
-    (('H200',), 8, 'h200-nvlink-8'),
-    (('H100',), 8, 'h100-nvlink-8'),
-    (('A100',), 8, 'a100-nvlink-8'),
-)
+# The catalogue's busbw platform (catalogue._gpus.busbw_platform) -> the topology key of _nccl.DEFAULT_BUSBW_GBPS that
+# holds its figure; a platform without one here has no default gate yet.
+_PLATFORM_TOPOLOGY = {'a100-nvswitch': 'a100-nvlink-8', 'h100-nvswitch': 'h100-nvlink-8', 'h200-nvswitch': 'h200-nvlink-8',
+                      'a100-pcie': 'a100-pcie', 'h100-pcie': 'h100-pcie', 'l40s-pcie': 'l40s-pcie'}
 DEFAULT_ARGS = ['-b', '8', '-e', '8G', '-f', '2']
 _SAFE_ENV_KEY = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 RING_NODES = 2
@@ -58,11 +47,7 @@ FABRIC_GROUP = r'[A-Za-z0-9][A-Za-z0-9_.+-]*'
 
 def node_topology(model, gpus):
     """Topology key for a node of ``gpus`` GPUs named ``model`` (NVML name), or None when no default fits."""
-    name = str(model or '').upper()
-    for needles, count, key in NODE_TOPOLOGIES:
-        if all(needle in name for needle in needles) and gpus == count:
-            return key
-    return None
+    return _PLATFORM_TOPOLOGY.get(busbw_platform(model, gpus))
 
 
 def model_group(model):

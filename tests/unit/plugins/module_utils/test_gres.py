@@ -426,8 +426,8 @@ def _set(path_value):
     (_set(['gpus', 3, 'minor', 5]), {},
      'MIG instance gpu5/gi7/ci0 has no GPU-instance minor in mig-minors: no line "gpu5/gi7/access <minor>"'),
     (_set(['gpus', 1, 'name', 'NVIDIA Quadro P400']), {},
-     'GPU model "NVIDIA Quadro P400" matches no key of type_map (keys: A10, A100, A30, A40, B200, GH200, H100, H200, L4, L40, L40S, '
-     'T4, V100); add one, e.g. type_map: {"NVIDIA Quadro P400": "<short type>"}'),
+     'GPU model "NVIDIA Quadro P400" matches no key of type_map (keys: A10, A100, A30, A40, B200, B300, GB200, GB300, GH200, H100, H200, L4, L40, L40S, '
+     'RTX PRO 6000, T4, V100); add one, e.g. type_map: {"NVIDIA Quadro P400": "<short type>"}'),
     (_set(['gpus', 2, 'mig_devices', 0, 'memory_mb', 0]), {}, 'MIG device reports 1 slices and 0 MB of memory; both must be positive'),
     (None, {'file_exists': lambda path: path not in ('/dev/nvidia1', '/dev/nvidia2', '/dev/nvidia-caps/nvidia-cap337')},
      'device files named by the GRES entries do not exist: /dev/nvidia1, /dev/nvidia2, /dev/nvidia-caps/nvidia-cap337'),

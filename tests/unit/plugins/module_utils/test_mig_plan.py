@@ -13,9 +13,9 @@ import pytest
 
 from nvmlsim import models
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import mig_profiles
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_plan import (
-    GUIDE_TABLES, MigPlanError, check_request, describe_layout, guide_table, plan_actions, plan_node, recreate_all_counts, select_gpus,
-    expand_instances)
+    MigPlanError, check_request, describe_layout, plan_actions, plan_node, recreate_all_counts, select_gpus, expand_instances)
 
 UUID = 'GPU-00000000-0000-0000-0000-00000000000%d'
 
@@ -389,17 +389,15 @@ def test_recreate_all_counts():
 # ------------------------------------------------------------------ tables for GPUs in MIG mode off
 
 @pytest.mark.parametrize('model_key', sorted(key for key in models.MODELS if models.MODELS[key].mig_capable))
-def test_guide_table_matches_the_simulator(model_key):
-    # The planner's own copy of the guide's tables equals the simulator's (names, ids, slices, counts, placements).
+def test_catalogue_table_matches_the_simulator(model_key):
+    # The catalogue's copy of the guide's tables equals the simulator's (names, ids, slices, counts, placements).
     def rows(profiles):
         return sorted((p['name'], p['id'], p['slices'], p['instance_count'], [list(x) for x in p['placements']]) for p in profiles)
-    assert rows(guide_table(models.MODELS[model_key].name)) == rows(table(model_key))
+    assert rows(mig_profiles(models.MODELS[model_key].name)) == rows(table(model_key))
 
 
-def test_guide_tables_only_for_known_names():
-    assert guide_table('NVIDIA A30') is None and guide_table('NVIDIA L40S') is None
-    assert sorted(GUIDE_TABLES) == ['NVIDIA A100 80GB PCIe', 'NVIDIA A100-PCIE-40GB', 'NVIDIA A100-SXM4-40GB', 'NVIDIA A100-SXM4-80GB',
-                                    'NVIDIA H100 80GB HBM3', 'NVIDIA H100 PCIe', 'NVIDIA H200']
+def test_catalogue_tables_only_for_known_names():
+    assert mig_profiles('NVIDIA A30') is None and mig_profiles('NVIDIA L40S') is None and mig_profiles('NVIDIA X9000') is None
 
 
 def test_mig_off_gpu_validated_with_guide_table():

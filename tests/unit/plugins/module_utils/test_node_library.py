@@ -27,13 +27,13 @@ TREE = 'ansible_collections/gpucluster/bringup/plugins/module_utils'
 
 
 @pytest.mark.parametrize('names, files', [
-    (['mig/_mig_nvml.py'], ['_nvml.py', '_validate_input.py', 'mig/_mig_nvml.py', 'mig/_mig_plan.py']),
+    (['mig/_mig_nvml.py'], ['_nvml.py', '_validate_input.py', 'catalogue/_gpus.py', 'mig/_mig_nvml.py', 'mig/_mig_plan.py']),
     (['slurm/_slurm_hooks.py'], ['_validate_input.py', 'slurm/_slurm_hooks.py']),
     (['_nvml.py'], ['_nvml.py']),
     (['slurm/_healthcheck.py'],
-     ['_gpu_baseline.py', '_validate_input.py', 'mig/_mig_minors.py', 'slurm/_healthcheck.py', 'slurm/_healthcheck_fleet.py',
+     ['_gpu_baseline.py', '_validate_input.py', 'catalogue/_gpus.py', 'mig/_mig_minors.py', 'slurm/_healthcheck.py', 'slurm/_healthcheck_fleet.py',
       'slurm/_munge_key.py']),
-    (['mig/_mig_nvml.py', '_nvml.py'], ['_nvml.py', '_validate_input.py', 'mig/_mig_nvml.py', 'mig/_mig_plan.py']),
+    (['mig/_mig_nvml.py', '_nvml.py'], ['_nvml.py', '_validate_input.py', 'catalogue/_gpus.py', 'mig/_mig_nvml.py', 'mig/_mig_plan.py']),
 ])
 def test_closure_follows_the_imports(names, files):
     assert lib.closure(MODULE_UTILS, names) == files
@@ -71,7 +71,9 @@ def test_entries():
         {'dest': '/opt/x/ansible_collections/gpucluster/bringup', 'state': 'directory', 'mode': '0755'},
         {'dest': '/opt/x/ansible_collections/gpucluster/bringup/plugins', 'state': 'directory', 'mode': '0755'},
         {'dest': '/opt/x/' + TREE, 'state': 'directory', 'mode': '0755'},
+        {'dest': '/opt/x/%s/catalogue' % TREE, 'state': 'directory', 'mode': '0755'},
         {'dest': '/opt/x/%s/mig' % TREE, 'state': 'directory', 'mode': '0755'},
+        {'dest': '/opt/x/%s/catalogue/_gpus.py' % TREE, 'src': os.path.join(MODULE_UTILS, 'catalogue/_gpus.py'), 'mode': '0644'},
         {'dest': '/opt/x/%s/mig/_mig_plan.py' % TREE, 'src': os.path.join(MODULE_UTILS, 'mig/_mig_plan.py'), 'mode': '0644'},
     ]
 

@@ -31,7 +31,10 @@ def test_a_consistent_site_passes():
 
 @pytest.mark.parametrize('text, kind, name', [
     ('H100', 'mig', 'NVIDIA H100 80GB HBM3'), ('h200', 'mig', 'NVIDIA H200'), ('A100', 'mig-unknown', 'NVIDIA A100-SXM4-40GB'),
-    ('L40S', 'no-mig', 'NVIDIA L40S'), ('B200', 'mig-unknown', None), ('H10O', 'unknown', None),
+    ('L40S', 'no-mig', 'NVIDIA L40S'), ('H10O', 'unknown', None),
+    # a name that is the model's own NVML name ("NVIDIA B200") beats the longer ones holding it ("NVIDIA GB200")
+    ('B200', 'mig', 'NVIDIA B200'), ('GB200', 'mig', 'NVIDIA GB200'), ('B300', 'mig', 'NVIDIA B300 SXM6 AC'),
+    ('RTX PRO 6000', 'mig-unknown', None), ('A30', 'mig-unknown', None),
 ])
 def test_models_resolve_against_the_catalogue(text, kind, name):
     found = site.resolve_model(text)

@@ -283,7 +283,7 @@ def test_invalid_profile_on_mig_off_gpu_checked_with_the_guide_table(node, calls
 
 def test_invalid_profile_found_after_mode_change(node, calls, monkeypatch):
     # A model the planner has no table for, with no GPU of the node in MIG mode: the table is read after the change.
-    monkeypatch.setattr(_mig_plan, 'GUIDE_TABLES', {})
+    monkeypatch.setattr(_mig_plan, 'mig_profiles', lambda name: None)
     node('a100-80gb-pcie-x4')
     result = fail({'gpus': [{'gpu': '0', 'instances': [{'profile': '1g.5gb'}]}]})
     uuid = state()['gpus'][0]['uuid']
