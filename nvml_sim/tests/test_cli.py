@@ -41,7 +41,8 @@ def test_presets_listing(capsys):
 
 @pytest.mark.parametrize("argv, status, message", [
     (["create", "--preset", "dgx-b200"], 2,
-     "nvmlsim: error: unknown preset 'dgx-b200'; valid presets: a100-40gb-x8, a100-80gb-pcie-x4, a100-gi-gaps, h100-80gb-x8, h200-x8, l40s-x4, seed-003\n"),
+     "nvmlsim: error: unknown preset 'dgx-b200'; valid presets: a100-40gb-x8, a100-80gb-pcie-x4, a100-gi-gaps, b200-x8, b300-x8, "
+     "gb200-x4, gb300-x4, h100-80gb-x8, h200-nvl-x4, h200-x8, l40s-x4, seed-003\n"),
     (["create", "--preset", "l40s-x4"], 2, "nvmlsim: error: a simulated node already exists at "),
     (["process", "add", "--gpu", "9", "--pid", "5", "--name", "x"], 2,
      "nvmlsim: error: no GPU with index 9; this node has indices 0, 1, 2, 3\n"),

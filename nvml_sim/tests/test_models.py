@@ -5,6 +5,8 @@ from nvmlsim import models
 from nvmlsim.models import MODELS, ci_profiles, gi_id_for_placement
 
 MIG_MODELS = ["a100-sxm4-40gb", "a100-sxm4-80gb", "a100-pcie-80gb", "h100-sxm5-80gb", "h200-sxm5-141gb"]
+# The Blackwell models and the H200 NVL share the 7/8-slice geometry (ids, counts, placements).
+BLACKWELL_MODELS = ["b200", "b300", "gb200", "gb300", "h200-nvl"]
 
 # nvidia-smi mig -lgipp, identical on every 8-memory-slice GPU (MIG User Guide).
 LGIPP = {19: [0, 1, 2, 3, 4, 5, 6], 20: [0, 1, 2, 3, 4, 5, 6], 15: [0, 2, 4, 6], 14: [0, 2, 4], 9: [0, 4], 5: [0], 0: [0]}
@@ -52,17 +54,17 @@ def test_profile_rows_match_the_guide(key, row):
     assert got == row
 
 
-@pytest.mark.parametrize("model_key", MIG_MODELS)
+@pytest.mark.parametrize("model_key", MIG_MODELS + BLACKWELL_MODELS)
 def test_placements_are_those_of_lgipp(model_key):
     model = MODELS[model_key]
     assert {p.profile_id: list(p.starts) for p in model.profiles} == LGIPP
     assert {p.profile_id: p.mem_slices for p in model.profiles} == LGIPP_SIZE
     for prof in model.profiles:
         assert all(start + prof.mem_slices <= models.MEMORY_SLICES for start in prof.starts)
-        assert prof.encoders == 0
+        assert prof.encoders == 0 or model.architecture == models.ARCH_BLACKWELL
 
 
-@pytest.mark.parametrize("model_key", MIG_MODELS)
+@pytest.mark.parametrize("model_key", MIG_MODELS + BLACKWELL_MODELS)
 def test_nvml_profile_enums_map_to_profile_ids(model_key):
     # NVML_GPU_INSTANCE_PROFILE_1_SLICE -> 19, _1_SLICE_REV1 (+me) -> 20, _1_SLICE_REV2 -> 15,
     # _2_SLICE -> 14, _3_SLICE -> 9, _4_SLICE -> 5, _7_SLICE -> 0; 8- and 6-slice do not exist.
@@ -77,6 +79,10 @@ def test_nvml_profile_enums_map_to_profile_ids(model_key):
     ("h200-sxm5-141gb", set()),  # every figure read from a real H200
     ("h100-sxm5-80gb", set()),
     ("a100-sxm4-40gb", set()),
+    # B200: NVIDIA's go-nvml mock, not a transcript; B300, GB200, GB300: memory and SMs from the names
+    ("b200", {p.name for p in MODELS["b200"].profiles}),
+    ("b300", {p.name for p in MODELS["b300"].profiles}),
+    ("gb300", {p.name for p in MODELS["gb300"].profiles}),
 ])
 def test_estimated_figures_are_marked(model_key, estimated):
     assert {p.name for p in MODELS[model_key].profiles if p.estimated} == estimated

@@ -65,6 +65,7 @@ CI_PROFILE_7_SLICE = 0x4
 ARCH_AMPERE = 7
 ARCH_ADA = 8
 ARCH_HOPPER = 9
+ARCH_BLACKWELL = 10
 
 MEMORY_SLICES = 8   # memory-slice axis of A100 / H100 / H200
 COMPUTE_SLICES = 7  # compute slices of A100 / H100 / H200
@@ -261,6 +262,44 @@ H200_PROFILES = (
     _row("7g.141gb", GI_PROFILE_7_SLICE, 0, 7, 8, 1, 132, (8, 7, 0, 7, 1), 143360),
 )
 
+# B200 -- MIG User Guide, "B200 MIG Profiles" (names, instance counts; the
+# catalogue's table); every figure (SMs, memorySizeMB, engines CE/NVDEC/NVENC/
+# JPEG/OFA) from NVIDIA's own NVML mock of a B200 (github.com/NVIDIA/go-nvml,
+# pkg/nvml/mock/shared/gpus/b200.go, b200_180gb_GpuInstanceProfiles), not from
+# a transcript of a real B200 (hence estimated).  Ids and placements: the
+# 8-memory-slice table above (the mock's placements count compute slices and
+# are not NVML's).
+B200_PROFILES = (
+    _row("1g.23gb", GI_PROFILE_1_SLICE, 19, 1, 1, 7, 18, (1, 1, 0, 0, 0), 23552, estimated=True),
+    _row("1g.23gb+me", GI_PROFILE_1_SLICE_REV1, 20, 1, 1, 1, 18, (1, 1, 1, 1, 1), 23552, estimated=True),
+    _row("1g.45gb", GI_PROFILE_1_SLICE_REV2, 15, 1, 2, 4, 18, (1, 1, 0, 0, 0), 46080, estimated=True),
+    _row("2g.45gb", GI_PROFILE_2_SLICE, 14, 2, 2, 3, 36, (2, 2, 1, 1, 1), 46080, estimated=True),
+    _row("3g.90gb", GI_PROFILE_3_SLICE, 9, 3, 4, 2, 54, (3, 3, 2, 2, 2), 92160, estimated=True),
+    _row("4g.90gb", GI_PROFILE_4_SLICE, 5, 4, 4, 1, 72, (4, 4, 2, 2, 2), 92160, estimated=True),
+    _row("7g.180gb", GI_PROFILE_7_SLICE, 0, 7, 8, 1, 126, (7, 7, 4, 4, 4), 184320, estimated=True),
+)
+
+
+def _estimated_rows(names, sms_per_slice):
+    """A 7/8-slice Blackwell table of which only names, ids, counts and placements are known (the catalogue's
+    sources): memory = the GB of the name x 1024 MiB, SMs and engines as the B200's per slice.  Estimates."""
+    rows = []
+    for prof, name in zip(B200_PROFILES, names.split()):
+        memory = int(name.split(".")[1].split("gb")[0]) * 1024
+        rows.append(_row(name, prof.enum, prof.profile_id, prof.slices, prof.mem_slices, prof.instances,
+                         sms_per_slice * prof.slices, (prof.copy_engines, prof.decoders, prof.encoders, prof.jpegs, prof.ofas),
+                         memory, estimated=True))
+    return tuple(rows)
+
+
+# B300 (HGX B300), GB200, GB300: names and counts as gpucluster's catalogue
+# (plugins/module_utils/catalogue/_gpus.py) gives them with their sources;
+# ids and placements those of every 7/8-slice GPU; memory and SMs estimated.
+B300_PROFILES = _estimated_rows("1g.34gb 1g.34gb+me 1g.67gb 2g.67gb 3g.135gb 4g.135gb 7g.269gb", 18)
+GB200_PROFILES = _estimated_rows("1g.24gb 1g.24gb+me 1g.47gb 2g.47gb 3g.95gb 4g.95gb 7g.189gb", 18)
+GB300_PROFILES = _estimated_rows("1g.35gb 1g.35gb+me 1g.70gb 2g.70gb 3g.139gb 4g.139gb 7g.278gb", 18)
+
+
 @dataclass(frozen=True)
 class Health:  # pylint: disable=too-many-instance-attributes
     """What a healthy, idle GPU of a model answers to the calls health checks make.
@@ -301,6 +340,20 @@ HEALTH: Dict[str, Health] = {
     "h100-sxm5": Health(5, 16, 38, (95, 89, 95, 87), nvlinks=18, nvlink_version=6, fabric_info=True, source=_REAL_H100),
     "h200-sxm5": Health(5, 16, 33, (95, 89, 95, 87), nvlinks=18, nvlink_version=6, fabric_info=True, source=_REAL_H200),
     "l40s": Health(4, 16, 35, (94, 91, None, 89), source="L40S product brief (PCIe Gen4 x16); thresholds assumed"),
+    # H200 NVL: PCIe Gen5 x16 card; its NVLink bridge is not modelled (as on the A100 PCIe); idle temperature and
+    # thresholds assumed equal to the H200's.
+    "h200-nvl": Health(5, 16, 33, (95, 89, 95, 87), fabric_info=True, source="H200 NVL product brief; H200 figures assumed"),
+    # Blackwell SXM: 18 links of NVLink 5 (nvmlNvlinkVersion_t NVML_NVLINK_VERSION_5_0 = 7); B200 PCIe Gen5 x16
+    # (HGX B200), B300 PCIe Gen6 x16 (what a B300 SXM6 AC reports, public measurements); GB200/GB300 reach their
+    # Grace over NVLink-C2C, the PCIe figures there are assumed.  Temperatures and thresholds assumed (H200's).
+    "b200": Health(5, 16, 33, (95, 89, 95, 87), nvlinks=18, nvlink_version=7, fabric_info=True,
+                   source="HGX B200 datasheet (PCIe Gen5, NVLink 5); thresholds assumed"),
+    "b300": Health(6, 16, 33, (95, 89, 95, 87), nvlinks=18, nvlink_version=7, fabric_info=True,
+                   source="B300 SXM6 AC measurements (PCIe Gen6 x16, NV18); thresholds assumed"),
+    "gb200": Health(5, 16, 33, (95, 89, 95, 87), nvlinks=18, nvlink_version=7, fabric_info=True,
+                    source="GB200 NVL72 (18 NVLink 5 links per GPU); PCIe and thresholds assumed"),
+    "gb300": Health(6, 16, 33, (95, 89, 95, 87), nvlinks=18, nvlink_version=7, fabric_info=True,
+                    source="GB300 NVL72 (18 NVLink 5 links per GPU); PCIe and thresholds assumed"),
 }
 
 MODELS: Dict[str, GpuModel] = {
@@ -320,6 +373,20 @@ MODELS: Dict[str, GpuModel] = {
         GpuModel("h200-sxm5-141gb", "NVIDIA H200", 143771, 0x233510DE, 0x18BE10DE,
                  ARCH_HOPPER, (9, 0), 132, H200_PROFILES, GUIDE + "#h200-mig-profiles",
                  health=HEALTH["h200-sxm5"]),
+        # H200 NVL: the H200's profile table (same GH100 die and 141 GB; mig-parted gives both device ids the same
+        # profiles), not read from a real H200 NVL.  Device ids: mig-parted config-default.yaml device filters
+        # (0x233B H200 NVL, 0x2901 B200, 0x2941 GB200); B300/GB300: not known here (vendor id only).
+        GpuModel("h200-nvl", "NVIDIA H200 NVL", 143771, 0x233B10DE, 0x000010DE,
+                 ARCH_HOPPER, (9, 0), 132, H200_PROFILES, GUIDE + "#h200-mig-profiles", health=HEALTH["h200-nvl"]),
+        GpuModel("b200", "NVIDIA B200", 184320, 0x290110DE, 0x000010DE,
+                 ARCH_BLACKWELL, (10, 0), 148, B200_PROFILES, GUIDE + "#b200-mig-profiles", health=HEALTH["b200"]),
+        GpuModel("b300", "NVIDIA B300 SXM6 AC", 275456, 0x000010DE, 0x000010DE,
+                 ARCH_BLACKWELL, (10, 3), 148, B300_PROFILES, "GPU Operator 25.10.0 release notes", health=HEALTH["b300"]),
+        GpuModel("gb200", "NVIDIA GB200", 193536, 0x294110DE, 0x000010DE,
+                 ARCH_BLACKWELL, (10, 0), 152, GB200_PROFILES, "mig-parted config-default.yaml (0x2941)", health=HEALTH["gb200"]),
+        GpuModel("gb300", "NVIDIA GB300", 284672, 0x000010DE, 0x000010DE,
+                 ARCH_BLACKWELL, (10, 3), 152, GB300_PROFILES, "NVIDIA DGX Station playbook, MIG on DGX Station",
+                 health=HEALTH["gb300"]),
         # L40S: Ada, no MIG (not in the guide's "Supported GPUs" table).
         # Its memory-error reporting is not recorded here: it keeps page
         # retirement (not checked on a real L40S).

@@ -26,6 +26,7 @@ class Driver(NamedTuple):
 R535 = Driver("535.129.03", 12020)   # seed 003: "Driver Version: 535.129.03  CUDA Version: 12.2"
 R550 = Driver("550.127.08", 12040)
 R570 = Driver("570.133.20", 12080)
+R580 = Driver("580.126.09", 13000)   # B300 SXM6 AC measurements: "CUDA 13.0 driver (580.126.09)"
 
 
 class GiSpec(NamedTuple):
@@ -88,6 +89,28 @@ PRESETS: Dict[str, Preset] = {
         "8 x NVIDIA H200 141GB (HGX H200 layout), MIG disabled",
         "h200-sxm5-141gb", _DGX_H_BUS, (0, 0, 0, 0, 1, 1, 1, 1),
         {0: "0-55,112-167", 1: "56-111,168-223"}, R570, nvswitch=True, kernel_module="open"),
+    # Blackwell and H200 NVL nodes (catalogue models with MIG tables); no InfiniBand HCAs.
+    "b200-x8": Preset(
+        "8 x NVIDIA B200 (HGX B200 layout), MIG disabled",
+        "b200", _DGX_H_BUS, (0, 0, 0, 0, 1, 1, 1, 1),
+        {0: "0-55,112-167", 1: "56-111,168-223"}, R570, nvswitch=True, kernel_module="open"),
+    "b300-x8": Preset(
+        "8 x NVIDIA B300 SXM6 AC (HGX B300 layout), MIG disabled",
+        "b300", _DGX_H_BUS, (0, 0, 0, 0, 1, 1, 1, 1),
+        {0: "0-55,112-167", 1: "56-111,168-223"}, R580, nvswitch=True, kernel_module="open"),
+    # An NVL72 compute tray: two Grace CPUs with two GPUs each.
+    "gb200-x4": Preset(
+        "4 x NVIDIA GB200 (one NVL72 compute tray), MIG disabled",
+        "gb200", ("01", "02", "03", "04"), (0, 0, 1, 1),
+        {0: "0-71", 1: "72-143"}, R570, nvswitch=True, kernel_module="open"),
+    "gb300-x4": Preset(
+        "4 x NVIDIA GB300 (one NVL72 compute tray), MIG disabled",
+        "gb300", ("01", "02", "03", "04"), (0, 0, 1, 1),
+        {0: "0-71", 1: "72-143"}, R580, nvswitch=True, kernel_module="open"),
+    "h200-nvl-x4": Preset(
+        "4 x NVIDIA H200 NVL (PCIe), MIG disabled",
+        "h200-nvl", _SEED_BUS, (0, 0, 1, 1),
+        {0: "0-15,32-47", 1: "16-31,48-63"}, R570, kernel_module="open"),
     "a100-40gb-x8": Preset(
         "8 x NVIDIA A100-SXM4-40GB (DGX A100 layout), MIG disabled",
         "a100-sxm4-40gb", _DGX_A_BUS, (0, 0, 0, 0, 1, 1, 1, 1),

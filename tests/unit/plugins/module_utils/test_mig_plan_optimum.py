@@ -80,7 +80,8 @@ def test_busy_instances_kept_first_then_the_optimum(model_key):
 
 
 def test_every_mig_model_is_swept():
-    assert set(MIG_MODELS) == set(['a100-pcie-80gb', 'a100-sxm4-40gb', 'a100-sxm4-80gb', 'h100-sxm5-80gb', 'h200-sxm5-141gb'])
+    assert set(MIG_MODELS) == set(['a100-pcie-80gb', 'a100-sxm4-40gb', 'a100-sxm4-80gb', 'h100-sxm5-80gb', 'h200-sxm5-141gb',
+                                   'b200', 'b300', 'gb200', 'gb300', 'h200-nvl'])
 
 
 # ------------------------------------------------------------------ the oracle itself
