@@ -328,7 +328,10 @@ def mig_layout_problems(host, values, extra):
     for gpu in gpus:
         entry = (selected.get(gpu['index']) or (None, None))[0]
         if entry is not None and entry.get('mig', True) and mig:
-            for spec in entry.get('instances') or []:
+            instances = entry.get('instances') or []
+            if entry.get('shape'):
+                instances = catalogue.shape_instances(gpu['profiles'], entry['shape'])  # plan_gpu took it above
+            for spec in instances:
                 if spec.get('compute_instances'):
                     return [], None  # the GRES of a split GPU instance: left to the node
                 profile = spec['profile'].split('+', 1)[0]

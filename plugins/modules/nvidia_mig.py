@@ -100,6 +100,15 @@ options:
                 (what C(nvidia-smi mig -cgi ... -C) does); its profile name is the GPU-instance profile name.
             type: list
             elements: str
+      shape:
+        description:
+          - Instead of O(gpus[].instances), a layout computed from each GPU's own profile table (what NVML reports;
+            the GPU catalogue's table while MIG mode is still off), so one entry fits every GPU model.
+          - V(1g), V(2g), V(3g), V(4g), V(7g) are as many instances of that slice count as fit (the 1g profile with
+            the least memory, no C(+me) variant); V(balanced) is one 3g, one 2g and two 1g (one 2g and two 1g on a
+            GPU without 3g); a profile name such as V(1g.10gb) is as many instances of it as the GPU allows.
+          - Not together with O(gpus[].instances) or O(gpus[].mig=false).
+        type: str
   force:
     description:
       - Destroy instances and change MIG mode even when processes run on them. The driver can still refuse
@@ -253,6 +262,7 @@ def main():
                 model=dict(type='str'),
                 mig=dict(type='bool', default=True),
                 instances=dict(type='list', elements='dict', default=[], options=instance_spec),
+                shape=dict(type='str'),
             )),
             force=dict(type='bool', default=False),
         ),

@@ -255,3 +255,41 @@ def busbw_platform(nvml_name, gpus):
     if model is None or model.busbw is None or gpus not in model.gpus_per_node:
         return None
     return model.busbw
+
+
+# Named layout shapes (the mig role's all-1g, all-2g, all-3g, all-4g, all-7g, all-balanced): computed from a GPU's
+# profile table, the catalogue's or, on a node, the one NVML reports.  mig-parted's config-default.yaml names the same
+# layouts per model: all-balanced = 1 x 3g, 1 x 2g, 2 x the smallest 1g on a 7-slice GPU (A100, H100, H200, B200,
+# GB200, ...), 1 x 2g, 2 x 1g on a 4-slice one (A30, RTX PRO 6000); all-<N>g = as many of the N-slice profile as fit.
+SHAPES = ('1g', '2g', '3g', '4g', '7g', 'balanced')
+
+
+def _plain(profiles, slices):
+    """The profile of ``slices`` compute slices without media or graphics variants (``+me``, ``-me``, ``+gfx``), the one
+    with the fewest memory slices (``1g.10gb`` before ``1g.20gb``), or None."""
+    found = [prof for prof in profiles if prof['slices'] == slices and '+' not in prof['name'] and '-' not in prof['name']]
+    found.sort(key=lambda prof: (prof['placements'][0][1] if prof['placements'] else 0, prof['id']))
+    return found[0] if found else None
+
+
+def shape_instances(profiles, shape):
+    """The instances (``[{'profile', 'count'}]``) of layout shape ``shape`` on a GPU with the profile table ``profiles``
+    (planner format): one of SHAPES, or a profile name (as many instances of it as the GPU allows).  ValueError says
+    what the table lacks."""
+    names = [prof['name'] for prof in profiles]
+    if shape in names:
+        prof = profiles[names.index(shape)]
+        return [{'profile': prof['name'], 'count': prof['instance_count']}]
+    if shape == 'balanced':
+        big = _plain(profiles, 3)
+        parts = [(big, 1), (_plain(profiles, 2), 1), (_plain(profiles, 1), 2)] if big else [(_plain(profiles, 2), 1), (_plain(profiles, 1), 2)]
+        if all(prof for prof, _count in parts):
+            return [{'profile': prof['name'], 'count': count} for prof, count in parts]
+        raise ValueError('shape balanced needs a 2g and a 1g profile; this GPU has %s' % ', '.join(names))
+    if shape in SHAPES:
+        prof = _plain(profiles, int(shape[0]))
+        if prof:
+            return [{'profile': prof['name'], 'count': prof['instance_count']}]
+    listed = [prof['name'] for prof in sorted(profiles, key=lambda prof: (
+        prof['slices'], prof['placements'][0][1] if prof['placements'] else 0, prof.get('memory_mb', 0), prof['name']))]
+    raise ValueError('shape %r is not a MIG profile of this GPU nor one of %s; valid profiles: %s' % (shape, ', '.join(SHAPES), ', '.join(listed)))

@@ -51,7 +51,7 @@ __metaclass__ = type
 import itertools
 import re
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import mig_profiles
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import mig_profiles, shape_instances
 
 
 class MigPlanError(Exception):
@@ -96,7 +96,7 @@ def _total_slices(gpu):
 
 # --------------------------------------------------------------------- request shape
 
-_ENTRY_KEYS = ('gpu', 'model', 'mig', 'instances')
+_ENTRY_KEYS = ('gpu', 'model', 'mig', 'instances', 'shape')
 _INSTANCE_KEYS = ('profile', 'count', 'placement', 'compute_instances')
 _INDEX_TEXT = re.compile(r'^[0-9]+$')
 
@@ -201,6 +201,14 @@ def check_request(wanted):
             # null too: it would read as false and destroy every instance of the GPU.
             raise MigPlanError('%s.mig is %s, expected true or false' % (where, _show(mig)))
         instances = entry.get('instances')
+        shape = entry.get('shape')
+        if shape is not None:
+            if not isinstance(shape, str) or not shape.strip() or ' ' in shape:
+                raise MigPlanError('%s.shape is %s, expected a layout shape (1g, 2g, 3g, 4g, 7g, balanced) or a MIG profile name such as '
+                                   '1g.10gb' % (where, _show(shape)))
+            if instances or mig is False:
+                raise MigPlanError('%s: shape %s is given with %s; a shape stands for the instances, give one or the other' % (
+                    where, shape, 'mig: false' if mig is False else 'instances'))
         if instances is None:
             continue
         if instances and mig is False:
@@ -592,10 +600,23 @@ def _plan_cis(gpu, gi, gi_prof, wanted_names, force, refusals):
     return [{'gi_id': gi['gi_id'], 'ci_id': ci['ci_id'], 'profile': ci['profile'], 'profile_id': ci['profile_id']} for ci in destroy], create
 
 
+def _shaped(gpu, entry, label):
+    """``entry`` with the instances of its ``shape`` (``catalogue._gpus.shape_instances`` on this GPU's own table); as
+    given without a shape or without a table yet (MIG mode off, model unknown: planned again once the mode is on)."""
+    shape = entry.get('shape')
+    if not shape or not gpu['mig_capable'] or gpu['profiles'] is None:
+        return entry
+    try:
+        return dict(entry, instances=shape_instances(gpu['profiles'], shape))
+    except ValueError as exc:
+        raise MigPlanError('%s: %s' % (label, exc))
+
+
 def plan_gpu(gpu, entry, force=False):
     """Plan one GPU. Returns the plan dict (see :func:`plan_node`)."""
     label = gpu_label(gpu)
     want_mig = bool(entry.get('mig', True))
+    entry = _shaped(gpu, entry, label)
     instances = entry.get('instances') or []
     plan = {'index': gpu['index'], 'uuid': gpu['uuid'], 'name': gpu['name'], 'set_mode': None, 'deferred': False,
             'destroy_gis': [], 'destroy_cis': [], 'create_gis': [], 'create_cis': [], 'keep': [], 'refusals': []}
@@ -610,7 +631,7 @@ def plan_gpu(gpu, entry, force=False):
     current = list(gpu['instances'])
     # Instances can only be made while MIG mode is on; with it off they are
     # validated now (when a table is known) and created after the mode change.
-    plan['deferred'] = bool(want_mig and not gpu['mig_current'] and instances)
+    plan['deferred'] = bool(want_mig and not gpu['mig_current'] and (instances or entry.get('shape')))
     items = []
     if want_mig and gpu['profiles'] is not None:
         items = expand_instances(gpu, entry)

@@ -41,7 +41,7 @@ if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
 DEFAULT_LAYOUT_FILE = '/etc/gpucluster/mig-layout.json'
 PROG = 'gpucluster-mig-boot'
 
-_ENTRY_KEYS = ('gpu', 'model', 'mig', 'instances')
+_ENTRY_KEYS = ('gpu', 'model', 'mig', 'instances', 'shape')
 _INSTANCE_KEYS = ('profile', 'count', 'placement', 'compute_instances')
 
 
@@ -99,6 +99,7 @@ def normalise(gpus):
             'model': None if entry.get('model') is None else str(entry['model']),
             'mig': True if entry.get('mig') is None else bool(entry['mig']),
             'instances': [_normalise_instance(spec, '%s.instances[%d]' % (where, i)) for i, spec in enumerate(instances)],
+            'shape': None if entry.get('shape') is None else str(entry['shape']),
         })
     return result
 

@@ -427,8 +427,14 @@ SHAPE_CASES = [
     ('not a list', 'all', "gpus is 'all', expected a list of GPU entries ({gpu: ..., instances: [...]})"),
     ('instance not a dict', [entry(instances=['1g.10gb'])],
      "gpus[0].instances[0] is '1g.10gb' (str), expected a dict with the keys profile, count, placement, compute_instances"),
-    ('entry not a dict', [3], 'gpus[0] is 3 (int), expected a dict with the keys gpu, model, mig, instances'),
-    ('unknown entry key', [entry(colour='red')], 'gpus[0] has the unknown key colour; valid keys: gpu, model, mig, instances'),
+    ('entry not a dict', [3], 'gpus[0] is 3 (int), expected a dict with the keys gpu, model, mig, instances, shape'),
+    ('unknown entry key', [entry(colour='red')], 'gpus[0] has the unknown key colour; valid keys: gpu, model, mig, instances, shape'),
+    ('shape with instances', [entry(shape='1g', instances=[spec()])],
+     'gpus[0]: shape 1g is given with instances; a shape stands for the instances, give one or the other'),
+    ('shape with mig false', [entry(shape='balanced', mig=False)],
+     'gpus[0]: shape balanced is given with mig: false; a shape stands for the instances, give one or the other'),
+    ('shape not a word', [entry(shape='3g 40gb')],
+     "gpus[0].shape is '3g 40gb', expected a layout shape (1g, 2g, 3g, 4g, 7g, balanced) or a MIG profile name such as 1g.10gb"),
     ('unknown instance keys', [entry(instances=[spec(size=2, slot=1)])],
      'gpus[0].instances[0] has the unknown keys size, slot; valid keys: profile, count, placement, compute_instances'),
     ('negative index', [entry(gpu='-1')], 'gpus[0].gpu is \'-1\', expected a GPU index (0, 1, ...), a GPU UUID (GPU-...) or "all"'),
@@ -476,3 +482,31 @@ def test_check_request(case_id, wanted, message):
 ])
 def test_check_request_accepts(wanted):
     assert check_request(wanted) is None
+
+
+# ------------------------------------------------------------------ layout shapes (the mig role's all-balanced, all-1g, ...)
+
+@pytest.mark.parametrize('model_key, shape, profiles', [
+    ('h200-sxm5-141gb', 'balanced', ['1g.18gb', '1g.18gb', '2g.35gb', '3g.71gb']),
+    ('a100-sxm4-40gb', '1g', ['1g.5gb'] * 7),
+    ('b200', '2g', ['2g.45gb'] * 3),
+    ('gb300', '7g', ['7g.278gb']),
+    ('a100-sxm4-40gb', '1g.10gb', ['1g.10gb'] * 4),
+])
+def test_a_shape_is_planned_with_the_gpus_own_table(model_key, shape, profiles):
+    plan = plan_node([gpu(model_key=model_key)], [entry(shape=shape)])[0]
+    assert sorted(item['profile'] for item in plan['create_gis']) == profiles
+
+
+def test_a_shape_on_a_mig_off_gpu_without_a_table_waits_for_the_mode_change():
+    state = {'index': 0, 'uuid': UUID % 0, 'name': 'NVIDIA H100 NVL', 'mig_capable': True, 'mig_current': False, 'mig_pending': False,
+             'profiles': None, 'instances': [], 'processes': []}
+    plan = plan_node([state], [entry(shape='balanced')])[0]
+    assert (plan['deferred'], plan['set_mode'], plan['create_gis']) == (True, True, [])
+
+
+def test_a_shape_the_gpu_lacks():
+    with pytest.raises(MigPlanError) as err:
+        plan_node([gpu(model_key='h100-sxm5-80gb')], [entry(shape='1g.5gb')])
+    assert str(err.value) == (G0H + ": shape '1g.5gb' is not a MIG profile of this GPU nor one of 1g, 2g, 3g, 4g, 7g, balanced; valid profiles: "
+                              "1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb")

@@ -149,7 +149,8 @@ def test_an_invalid_layout_is_refused_before_anything_changes(node, calls, tmp_p
     assert boot.main(['--layout-file', write_layout(tmp_path, 'all-1g')]) == 0
     del calls[:]
     capsys.readouterr()
-    assert boot.main(['--layout-file', write_layout(tmp_path, 'all-1g.10gb')]) == 1
+    too_many = [{'gpu': 'all', 'instances': [{'profile': '1g.10gb', 'count': 7}]}]
+    assert boot.main(['--layout-file', write_layout(tmp_path, 'too-many', too_many)]) == 1
     err = capsys.readouterr().err
     assert 'too many 1g.10gb instances: 7 wanted, this GPU allows at most 4' in err
     assert calls == []
@@ -231,8 +232,12 @@ def test_model_aware_layouts_cover_every_gpu_with_its_own_profiles(node, tmp_pat
     ('all-7g.80gb', 'a100-80gb-pcie-x4', None),
     ('all-enabled', 'h200-x8', None),
     ('all-disabled', 'h100-80gb-x8', None),
-    ('all-1g.5gb', 'h100-80gb-x8', "instances[0] profile '1g.5gb' is not a MIG profile of this GPU; valid: 1g.10gb, 1g.10gb+me, 1g.20gb"),
-    ('all-7g.80gb', 'a100-40gb-x8', "instances[0] profile '7g.80gb' is not a MIG profile of this GPU; valid: 1g.5gb"),
+    # all-<profile>: as many as the GPU allows (4 x 1g.10gb on an A100 40GB, where mig-parted's all-1g.10gb gives 4 too)
+    ('all-1g.10gb', 'a100-40gb-x8', None),
+    ('all-1g.5gb', 'h100-80gb-x8', "shape '1g.5gb' is not a MIG profile of this GPU nor one of 1g, 2g, 3g, 4g, 7g, balanced; "
+                                   "valid profiles: 1g.10gb, 1g.10gb+me, 1g.20gb"),
+    ('all-7g.80gb', 'a100-40gb-x8', "shape '7g.80gb' is not a MIG profile of this GPU nor one of 1g, 2g, 3g, 4g, 7g, balanced; "
+                                    "valid profiles: 1g.5gb"),
     ('all-enabled', 'l40s-x4', 'does not support MIG; set mig: false for it or select MIG GPUs with the model filter'),
 ])
 def test_profile_named_layouts(node, tmp_path, capsys, name, preset, message):

@@ -254,11 +254,15 @@ def _read(rel):
         return handle.read()
 
 
+# A mig-parted profile-named layout ("all-1g.10gb: [{gpu: all, shape: 1g.10gb}]") names a profile and no fact about it.
+_PROFILE_LAYOUT = re.compile(r'^\s*all-(\S+): \[\{gpu: all, shape: \1\}\]\s*$', re.M)
+
+
 def _second_tables(files):
     """Files that list the MIG profiles of more than one table, or 6 or more of one table's names."""
     found = []
     for rel, text in files:
-        names = set(_ANY_PROFILE.findall(text)) & set().union(*_TABLES.values())
+        names = set(_ANY_PROFILE.findall(_PROFILE_LAYOUT.sub('', text))) & set().union(*_TABLES.values())
         if len(names) >= 6 or not any(names <= table for table in _TABLES.values()):
             found.append('%s: %s' % (rel, ', '.join(sorted(names))))
     return found
@@ -288,6 +292,8 @@ def test_the_scan_finds_a_copy():
     assert _second_tables([('x.yml', 'a: [1g.10gb, 2g.20gb]\nb: [1g.18gb]\n')]) == ['x.yml: 1g.10gb, 1g.18gb, 2g.20gb']
     assert _second_tables([('x.py', "T = ('1g.5gb', '1g.5gb+me', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb')")])
     assert _second_tables([('x.py', 'e.g. {"0": ["3g.40gb", "1g.10gb"]}')]) == []
+    assert _second_tables([('x.yml', 'all-1g.5gb: [{gpu: all, shape: 1g.5gb}]\nall-1g.18gb: [{gpu: all, shape: 1g.18gb}]\n')]) == []
+    assert _second_tables([('x.yml', 'small: [{gpu: all, shape: 1g.5gb}]\nall-x: [{gpu: all, shape: 1g.18gb}]\n')])
     assert _type_maps([('x.py', "DEFAULT = {'A100': 'a100', 'H100': 'h100'}")]) == ['x.py: A100 -> a100', 'x.py: H100 -> h100']
     assert _type_maps([('x.yml', 'map:\n  L40S: l40s\n  T4: t4\n')]) == ['x.yml: L40S -> l40s', 'x.yml: T4 -> t4']
     assert _type_maps([('x.py', 'e.g. {"A100": "a100"}')]) == []
@@ -297,6 +303,6 @@ def test_the_scan_finds_a_copy():
 
 def test_no_second_table_of_the_catalogue_in_plugins_or_roles():
     files = [(rel, _read(rel)) for rel in _product_files()]
-    assert [found.split(':')[0] for found in _second_tables(files)] == ['roles/mig/defaults/main.yml']  # the named layouts: next commit
+    assert _second_tables(files) == []
     assert _type_maps(files) == []
     assert _driver_minimums(files) == []
