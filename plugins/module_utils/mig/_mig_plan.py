@@ -236,7 +236,9 @@ def select_gpus(gpus, wanted):
         selector = entry.get('gpu', 'all')
         model = entry.get('model')
         if selector == 'all':
-            picked = [gpu for gpu in gpus if not model or model.lower() in gpu['name'].lower()]
+            # a shape (all-balanced, all-1g, ...) is for the GPUs with MIG: "all" passes over the others
+            picked = [gpu for gpu in gpus if (not model or model.lower() in gpu['name'].lower())
+                      and (not entry.get('shape') or gpu['mig_capable'])]
         else:
             if _is_uuid(selector):
                 matches = [gpu for gpu in gpus if gpu['uuid'].lower() == selector.lower()]

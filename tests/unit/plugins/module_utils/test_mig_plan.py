@@ -510,3 +510,9 @@ def test_a_shape_the_gpu_lacks():
         plan_node([gpu(model_key='h100-sxm5-80gb')], [entry(shape='1g.5gb')])
     assert str(err.value) == (G0H + ": shape '1g.5gb' is not a MIG profile of this GPU nor one of 1g, 2g, 3g, 4g, 7g, balanced; valid profiles: "
                               "1g.10gb, 1g.10gb+me, 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb")
+
+
+def test_a_shape_for_all_gpus_passes_over_the_gpus_without_mig():
+    # as the per-model entries of the earlier layouts did: the L40S stays whole, selected by no entry
+    plans = plan_node([gpu(0, model_key='l40s'), gpu(1, model_key='h100-sxm5-80gb')], [entry(shape='7g')])
+    assert [(plan['index'], [item['profile'] for item in plan['create_gis']]) for plan in plans] == [(1, ['7g.80gb'])]

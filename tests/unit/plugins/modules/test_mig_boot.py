@@ -192,7 +192,7 @@ def test_installed_like_the_role_does_it_runs_without_ansible(node, tmp_path):
 
 # ----------------------------------------------------------------- the catalogue
 
-MIG_PRESETS = ('a100-40gb-x8', 'a100-80gb-pcie-x4', 'h100-80gb-x8', 'h200-x8')
+MIG_PRESETS = ('a100-40gb-x8', 'a100-80gb-pcie-x4', 'h100-80gb-x8', 'h200-x8', 'b200-x8', 'gb300-x4')
 # Per preset: the profiles of one GPU after each model-aware layout.
 EXPECTED = {
     'a100-40gb-x8': {'all-balanced': ['1g.5gb', '1g.5gb', '2g.10gb', '3g.20gb'], 'all-1g': ['1g.5gb'] * 7, 'all-2g': ['2g.10gb'] * 3,
@@ -204,11 +204,19 @@ EXPECTED = {
     'h200-x8': {'all-balanced': ['1g.18gb', '1g.18gb', '2g.35gb', '3g.71gb'], 'all-1g': ['1g.18gb'] * 7, 'all-2g': ['2g.35gb'] * 3,
                 'all-3g': ['3g.71gb'] * 2, 'all-7g': ['7g.141gb']},
 }
-GPU_COUNT = {'a100-40gb-x8': 8, 'a100-80gb-pcie-x4': 4, 'h100-80gb-x8': 8, 'h200-x8': 8}
+# The Blackwell presets: no layout names their profiles; the shapes find them in each GPU's table.
+EXPECTED['b200-x8'] = {'all-balanced': ['1g.23gb', '1g.23gb', '2g.45gb', '3g.90gb'], 'all-1g': ['1g.23gb'] * 7, 'all-2g': ['2g.45gb'] * 3,
+                       'all-3g': ['3g.90gb'] * 2, 'all-7g': ['7g.180gb']}
+EXPECTED['gb300-x4'] = {'all-balanced': ['1g.35gb', '1g.35gb', '2g.70gb', '3g.139gb'], 'all-1g': ['1g.35gb'] * 7,
+                        'all-2g': ['2g.70gb'] * 3, 'all-3g': ['3g.139gb'] * 2, 'all-7g': ['7g.278gb']}
+for _preset, _four in (('a100-40gb-x8', '4g.20gb'), ('a100-80gb-pcie-x4', '4g.40gb'), ('h100-80gb-x8', '4g.40gb'), ('h200-x8', '4g.71gb'),
+                       ('b200-x8', '4g.90gb'), ('gb300-x4', '4g.139gb')):
+    EXPECTED[_preset]['all-4g'] = [_four]
+GPU_COUNT = {'a100-40gb-x8': 8, 'a100-80gb-pcie-x4': 4, 'h100-80gb-x8': 8, 'h200-x8': 8, 'b200-x8': 8, 'gb300-x4': 4}
 
 
 @pytest.mark.parametrize('preset', MIG_PRESETS)
-@pytest.mark.parametrize('name', ['all-balanced', 'all-1g', 'all-2g', 'all-3g', 'all-7g'])
+@pytest.mark.parametrize('name', ['all-balanced', 'all-1g', 'all-2g', 'all-3g', 'all-4g', 'all-7g'])
 def test_model_aware_layouts_cover_every_gpu_with_its_own_profiles(node, tmp_path, preset, name):
     node(preset)
     assert boot.main(['--layout-file', write_layout(tmp_path, name)]) == 0
