@@ -124,15 +124,17 @@ def test_a_task_prolog_with_containers_is_a_warning(dgx, ctl_overrides, reason):
         assert 'every container job of the cluster fails' in warnings[0] and 'slurm_conf_overrides: {TaskProlog: null}' in warnings[0]
 
 
+UNCOVERED = ("mig_layout 'shaped' (mig_layouts['shaped']) selects none of GPUs 0, 1, 2, 3 of the 4 the node has (validate_gpu_count 4); "
+             'expected an entry for each GPU ({gpu: "0", mig: false} leaves one whole) or mig_require_all_gpus: false')
+
+
 @pytest.mark.parametrize('models, shape, require_all, result', [
     # a shape takes the declared model's catalogue table
     (['B200'], 'balanced', True, ([], {'3g.90gb': 4, '2g.45gb': 4, '1g.23gb': 8})),
     (['NVIDIA H200 NVL'], '1g', True, ([], {'1g.18gb': 28})),
     # GPUs without MIG: the shape passes over them (uncovered, as with the earlier per-model entries)
     (['L40S'], '7g', False, ([], {'l40s': 4})),
-    (['L40S'], '7g', True, ([('gpu-01', 'mig', "mig_layout 'shaped' (mig_layouts['shaped']) selects none of GPUs 0, 1, 2, 3 of the 4 the node "
-                               'has (validate_gpu_count 4); expected an entry for each GPU ({gpu: "0", mig: false} leaves one whole) or '
-                               'mig_require_all_gpus: false')], None)),
+    (['L40S'], '7g', True, ([('gpu-01', 'mig', UNCOVERED)], None)),
 ])
 def test_a_shape_layout_against_the_declared_gpus(models, shape, require_all, result):
     values = {'validate_gpu_count': 4, 'validate_gpu_models': models, 'mig_layout': 'shaped', 'mig_require_all_gpus': require_all,
