@@ -281,7 +281,7 @@ def mig_layout_problems(host, values, extra):
         filter_ = entry.get('model')
         matches = not filter_ or filter_.lower() in name.lower() or any(filter_.lower() in n.lower() for n in resolved['names'])
         if selector == 'all':
-            picked = gpus if matches and (mig or not entry.get('shape')) else []  # a shape passes over GPUs without MIG
+            picked = gpus if matches and (mig or entry.get('shape') not in catalogue.SHAPES) else []  # as the planner's select_gpus
         elif _whole(selector) or str(selector).strip().isdigit():
             index = int(str(selector).strip())
             picked = [gpus[index]] if index < len(gpus) else []

@@ -164,7 +164,7 @@ CASES = [
     ("mig", "count-zero", half(count=0),
      ["dgx-01: %s[0] (mig_layout 'dgx-half-1g'): %s[0].instances[0].count is 0, expected a whole number of 1 or more" % (MIG_GPUS, MIG_GPUS)]),
     ("mig", "entry-unknown-key", half({"gpu": "0", "profiles": [{"profile": "1g.10gb", "count": 7}]}),
-     ["dgx-01: %s[0] (mig_layout 'dgx-half-1g'): %s[0] has the unknown key profiles; valid keys: gpu, model, mig, instances"
+     ["dgx-01: %s[0] (mig_layout 'dgx-half-1g'): %s[0] has the unknown key profiles; valid keys: gpu, model, mig, instances, shape"
       % (MIG_GPUS, MIG_GPUS)]),
     ("mig", "instances-with-mig-false", half({"gpu": "0", "mig": False, "instances": [{"profile": "1g.10gb", "count": 7}]}),
      ["dgx-01: %s[0] (mig_layout 'dgx-half-1g'): %s[0]: instances are given with mig: false" % (MIG_GPUS, MIG_GPUS)]),

@@ -51,7 +51,7 @@ __metaclass__ = type
 import itertools
 import re
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import mig_profiles, shape_instances
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import SHAPES, mig_profiles, shape_instances
 
 
 class MigPlanError(Exception):
@@ -236,9 +236,10 @@ def select_gpus(gpus, wanted):
         selector = entry.get('gpu', 'all')
         model = entry.get('model')
         if selector == 'all':
-            # a shape (all-balanced, all-1g, ...) is for the GPUs with MIG: "all" passes over the others
+            # a size shape (all-balanced, all-1g, ...) is for the GPUs with MIG: "all" passes over the others (as the
+            # per-model entries of those layouts did); a profile name (all-1g.10gb) selects every GPU, as before
             picked = [gpu for gpu in gpus if (not model or model.lower() in gpu['name'].lower())
-                      and (not entry.get('shape') or gpu['mig_capable'])]
+                      and (entry.get('shape') not in SHAPES or gpu['mig_capable'])]
         else:
             if _is_uuid(selector):
                 matches = [gpu for gpu in gpus if gpu['uuid'].lower() == selector.lower()]

@@ -516,3 +516,10 @@ def test_a_shape_for_all_gpus_passes_over_the_gpus_without_mig():
     # as the per-model entries of the earlier layouts did: the L40S stays whole, selected by no entry
     plans = plan_node([gpu(0, model_key='l40s'), gpu(1, model_key='h100-sxm5-80gb')], [entry(shape='7g')])
     assert [(plan['index'], [item['profile'] for item in plan['create_gis']]) for plan in plans] == [(1, ['7g.80gb'])]
+
+
+def test_a_profile_named_shape_selects_every_gpu():
+    # all-1g.10gb was {gpu: all, instances: [...]}: a GPU without MIG in it fails, as it did
+    with pytest.raises(MigPlanError) as err:
+        plan_node([gpu(0, model_key='l40s'), gpu(1, model_key='h100-sxm5-80gb')], [entry(shape='1g.10gb')])
+    assert 'does not support MIG' in str(err.value)
