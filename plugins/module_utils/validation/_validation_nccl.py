@@ -34,8 +34,8 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
 
 STAGE = 'nccl'
 COLLECTIVE = 'all_reduce_perf'
-# The catalogue's busbw platform (catalogue._gpus.busbw_platform) -> the topology key of _nccl.DEFAULT_BUSBW_GBPS that
-# holds its figure; a platform without one here has no default gate yet.
+# The catalogue's busbw platform (catalogue._gpus.busbw_platform) -> the legacy topology key a site may have set a
+# threshold or curve under (validate_nccl_thresholds / validate_nccl_gate_curves); the built-in curves are the platform's own.
 _PLATFORM_TOPOLOGY = {'a100-nvswitch': 'a100-nvlink-8', 'h100-nvswitch': 'h100-nvlink-8', 'h200-nvswitch': 'h200-nvlink-8',
                       'a100-pcie': 'a100-pcie', 'h100-pcie': 'h100-pcie', 'l40s-pcie': 'l40s-pcie'}
 DEFAULT_ARGS = ['-b', '8', '-e', '8G', '-f', '2']
@@ -390,14 +390,10 @@ def known_topologies(thresholds=None, gate_curves=None):
 
 
 def node_platform(model, gpus, topology=None):
-    """The busbw platform (``_busbw.PLATFORMS``) of a node: that of its gate key where it names one, else of the key
-    ``node_topology`` derives from its GPU model and count (a legacy key or, once the GPU catalogue gives it, a platform);
-    None when unknown."""
-    for key in (topology, node_topology(model, gpus)):
-        platform = _busbw.platform_of(key) if key else None
-        if platform:
-            return platform
-    return None
+    """The busbw platform (``_busbw.PLATFORMS``) of a node: that of its gate key where it names one, else the GPU
+    catalogue's platform of its GPU model and count (``catalogue._gpus.busbw_platform``); None when unknown."""
+    platform = _busbw.platform_of(topology) if topology else None
+    return platform or busbw_platform(model, gpus)
 
 
 def node_gate(node, plan, gpus, env):

@@ -274,3 +274,18 @@ def test_a_record_with_a_bad_curve_is_refused():
     with pytest.raises(ValueError) as err:
         build_report([record])
     assert str(err.value) == "result 0: curve is {'id': 'x'}, expected {'id': str, 'source': str} (the gate curve that judged the run)"
+
+
+@pytest.mark.parametrize('model, gpus, topology, want', [
+    ('NVIDIA H100 80GB HBM3', 8, None, 'h100-nvswitch'),
+    ('NVIDIA B200', 8, None, 'b200-nvswitch'),
+    ('NVIDIA H200 NVL', 4, None, 'h200-nvl'),
+    ('NVIDIA L40S', 8, None, 'l40s-pcie'),
+    ('NVIDIA A30', 4, None, None),                       # no platform in the GPU catalogue: no built-in gate
+    ('NVIDIA H100 80GB HBM3', 8, 'h100-nvlink-8', 'h100-nvswitch'),  # a legacy key the site set names the platform
+    ('NVIDIA B200', 8, 'l40s-pcie', 'l40s-pcie'),         # the site's key wins over the model
+])
+def test_a_nodes_platform_comes_from_the_gpu_catalogue(model, gpus, topology, want):
+    """The validation reads a node's busbw platform from the GPU catalogue (its model and GPU count), so a model added
+    there (B200, H200 NVL) is gated by its platform's curves with no second table."""
+    assert vn.node_platform(model, gpus, topology) == want
