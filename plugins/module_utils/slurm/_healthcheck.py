@@ -38,11 +38,14 @@ import re
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import cap_device, parse_mig_minors
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_baseline as baseline_checks
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import SLURM_NAME_TEXT, is_slurm_name
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _drain_tag as drain_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._drain_tag import format_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_fleet import THROTTLE_DRAIN, XID_DRAIN
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import KEY_PATH as MUNGE_KEY_PATH
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import USER as MUNGE_USER
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import problems as munge_key_problems
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes import is_drained, parse_node
 
 CHECKS = ('nvml', 'gpu-count', 'gpu-model', 'gpu-error', 'xid', 'ecc', 'mig', 'device-files', 'driver', 'persistence',
           'fabric-manager', 'fabric', 'nvlink', 'pcie', 'thermal', 'ib', 'gpudirect', 'munge-key')
@@ -51,10 +54,10 @@ CHECKS = ('nvml', 'gpu-count', 'gpu-model', 'gpu-error', 'xid', 'ecc', 'mig', 'd
 # (slurmd's HealthCheckProgram) everything.
 TIERS = ('prolog', 'periodic')
 TIER_CHECKS = {'prolog': ('nvml', 'gpu-count', 'gpu-model', 'gpu-error', 'xid'), 'periodic': CHECKS}
-MAX_REASON = 200
+MAX_REASON = drain_tag.MAX_REASON
 # Drain reasons of this check: "<prefix>:<tier>:<check>: <detail>".  A reason with the prefix of earlier
 # releases ("healthcheck: <check>: ...") is ours too.
-LEGACY_PREFIXES = ('healthcheck',)
+LEGACY_PREFIXES = drain_tag.LEGACY_PREFIXES
 
 DEFAULTS = {
     'node_name': '',
@@ -485,70 +488,35 @@ def baseline(observed):
 # ------------------------------------------------------------------ Slurm side
 
 def reason_text(prefix, failures, tier='periodic', limit=MAX_REASON):
-    """``"<prefix>:<tier>:<check>: <detail>"`` of the first failure, ``(+N more)`` when there are others."""
+    """The drain tag (``slurm._drain_tag``) ``"<prefix>:<tier>:<check>: <detail>"`` of the first failure, ``(+N more)``
+    when there are others."""
     if not failures:
         raise ValueError('a drain reason needs at least one failure')
     more = len(failures) - 1
     suffix = ' (+%d more)' % more if more else ''
-    text = '%s:%s:%s' % (prefix, tier, failures[0].text())
-    text = text.replace('\n', ' ').replace('"', "'")
-    if len(text) + len(suffix) > limit:
-        text = text[:limit - len(suffix) - 3] + '...'
-    return text + suffix
-
-
-_TAG = re.compile(r'^([A-Za-z][A-Za-z0-9_-]*):\s?(?:(prolog|periodic|deep):)?([a-z-]+): ')
+    return format_tag('healthcheck', failures[0].check, failures[0].detail, scope=tier, prefix=prefix, limit=limit - len(suffix)) + suffix
 
 
 def parse_tag(reason, prefix=DEFAULTS['reason_prefix']):
     """``{'tier', 'check'}`` of a drain reason this check wrote (``gpuhc:periodic:xid: ...``, or the earlier
-    ``healthcheck: ecc: ...``, tier ``periodic``), else None."""
-    match = _TAG.match(reason or '')
-    if not match or match.group(1) not in (prefix,) + LEGACY_PREFIXES:
+    ``healthcheck: ecc: ...``, tier ``periodic``), else None (``slurm._drain_tag``)."""
+    tag = drain_tag.parse_tag(reason, prefix)
+    if not tag or tag['owner'] != 'healthcheck':
         return None
-    return {'tier': match.group(2) or 'periodic', 'check': match.group(3)}
-
-
-_REASON = re.compile(r'\sReason=(.*?)(?:\s\[([^\]@\s]+)@([^\]]+)\])?\s*$')
-_STATE_WORD = re.compile(r'[A-Z][A-Z_]*[*~#!%$@^-]?\Z')
+    return {'tier': tag['scope'], 'check': tag['check']}
 
 
 def parse_scontrol_node(text):
-    """``scontrol -o show node NAME`` as ``{'name', 'state', 'flags', 'reason', 'reason_user'}``.
+    """``scontrol -o show node NAME`` as a node of :func:`slurm._nodes.parse_node_line` (``name``, ``state`` without
+    sinfo's marks, ``flags`` the sorted ``+`` flags, ``reason`` without its ``[user@time]`` suffix, ``reason_user`` ...).
 
-    ``state`` is the base state (``IDLE``), ``flags`` the set of ``+`` flags
-    (``DRAIN``, ``NOT_RESPONDING``), ``reason`` the text without its
-    ``[user@time]`` suffix.
-    """
-    line = next((l for l in (text or '').splitlines() if l.startswith('NodeName=')), None)
-    if line is None:
-        raise ValueError('scontrol printed no "NodeName=" line: %r' % ((text or '').strip()[:200],))
-    named = re.match(r'^NodeName=(\S+)', line)
-    if not named:
-        raise ValueError('scontrol line has an empty NodeName=: %r' % (line[:200],))
-    name = named.group(1)
-    state = re.search(r'\sState=(\S+)', line)
-    if not state:
-        raise ValueError('scontrol line for %s has no State=: %r' % (name, line[:200]))
-    parts = state.group(1).split('+')
-    # Slurm's state words (IDLE, MIXED, DRAIN, NOT_RESPONDING, ...), each may carry one of sinfo's marks (IDLE*):
-    # anything else is not a state this check can judge (never read as a healthy node)
-    if not all(_STATE_WORD.match(part) for part in parts):
-        raise ValueError('scontrol line for %s has State=%s, expected Slurm state words joined by "+" such as IDLE+DRAIN'
-                         % (name, state.group(1)[:100]))
-    reason = _REASON.search(line)
-    return {
-        'name': name,
-        'state': parts[0],
-        'flags': set(parts[1:]),
-        'reason': reason.group(1).strip() if reason else '',
-        'reason_user': (reason.group(2) or '') if reason else '',
-    }
+    ValueError (starting ``scontrol``) when it printed no node line, or one whose State= is not Slurm's state words."""
+    return parse_node(text)
 
 
 def drained(node):
     """Whether the node is drained or draining (``DRAIN`` flag, or a ``DRAINED``/``DRAINING`` state)."""
-    return 'DRAIN' in node['flags'] or node['state'] in ('DRAIN', 'DRAINED', 'DRAINING')
+    return is_drained(node)
 
 
 def is_ours(node, prefix):
@@ -559,11 +527,6 @@ def is_ours(node, prefix):
 # ------------------------------------------------------------------ who set a node's state
 
 OWNERS = ('ours', 'slurm', 'admin')
-# Reasons the collection's programs write, at the start of the reason: the health check's tags (parse_tag), the
-# mig role's drain ("gpucluster.bringup.mig: applying layout ..."), validate.yml's drain ("validate: node/gres_conf: ...")
-# and the prolog/epilog hook runner's own drain ("prolog hook 95-all-x failed (exit 1)", slurm/_slurm_hooks.py).
-OUR_REASON_PREFIXES = ('gpucluster.bringup.mig:', 'validate:')
-_OUR_HOOK_REASON = re.compile(r'^(prolog|epilog) hook \S+ (failed \(exit -?\d+\)|timed out after \S+|killed by signal \d+)')
 # Reasons slurmctld, slurmd and slurmstepd write themselves (SchedMD slurm src/slurmctld/node_mgr.c, ping_nodes.c,
 # proc_req.c, job_mgr.c, agent.c, power_save.c, src/slurmd/slurmstepd, src/interfaces/gres.c), at the start of the
 # reason (Slurm appends " : <more>" and "(JobId=...)" to some).  These mean the node itself failed, never that a person
@@ -585,10 +548,10 @@ def _starts_with(reason, texts):
 
 def node_owner(node, prefix=DEFAULTS['reason_prefix']):
     """Who set the node's drain or down state, from its reason: ``ours`` (a tag of this collection at the start of the
-    reason: the health check's ``<prefix>:<tier>:<check>:``, ``gpucluster.bringup.mig:``, ``validate:``, the hook
-    runner's ``prolog hook X failed (exit N)``), ``slurm`` (one of Slurm's own reasons, see ``SLURM_REASONS``; or no
-    reason at all: scontrol refuses a DOWN or DRAIN without one, so only slurmctld leaves a node without a reason,
-    and a node that is only NOT_RESPONDING has none), else ``admin``: free text a person wrote, even when it
+    reason, ``slurm._drain_tag``: the health check's ``<prefix>:<tier>:<check>:``, the loop's ``<prefix>:loop:<check>:``,
+    ``gpucluster.bringup.mig:``, ``validate:``, the hook runner's ``prolog hook X failed (exit N)``), ``slurm`` (one of
+    Slurm's own reasons, see ``SLURM_REASONS``; or no reason at all: scontrol refuses a DOWN or DRAIN without one, so
+    only slurmctld leaves a node without a reason, and a node that is only NOT_RESPONDING has none), else ``admin``: free text a person wrote, even when it
     contains one of our tags or Slurm's words further on.
 
     ``node``: ``{'state', 'flags', 'reason'}`` (``flags`` a list or set), a ``parse_scontrol_node`` entry.  Only the
@@ -596,7 +559,7 @@ def node_owner(node, prefix=DEFAULTS['reason_prefix']):
     reason = (node.get('reason') or '').strip()
     if not reason:
         return 'slurm'
-    if parse_tag(reason, prefix) is not None or reason.startswith(OUR_REASON_PREFIXES) or _OUR_HOOK_REASON.match(reason):
+    if drain_tag.is_ours(reason, prefix):
         return 'ours'
     down = node.get('state') == 'DOWN' or 'NOT_RESPONDING' in (node.get('flags') or ())
     if _starts_with(reason, SLURM_REASONS) or _SLURM_GRES_REASON.match(reason) or down and _starts_with(reason, SLURM_DOWN_REASONS):
@@ -614,7 +577,7 @@ def owner_text(node, prefix=DEFAULTS['reason_prefix']):
 
 def drained_or_flagged(node):
     """Whether the node is drained or draining (a list or a set of flags)."""
-    return 'DRAIN' in (node.get('flags') or ()) or node.get('state') in ('DRAIN', 'DRAINED', 'DRAINING')
+    return is_drained(node)
 
 
 class Decision(object):

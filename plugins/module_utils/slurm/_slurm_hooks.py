@@ -30,6 +30,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import is_slurm_name
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._drain_tag import MAX_REASON, clean, format_tag
 
 HOOK_CLASSES = ('all', 'exclusive', 'lastuserjob')
 PHASES = ('prolog', 'epilog')
@@ -209,7 +210,7 @@ def drain_argv(node, reason):
 
 
 DRAIN_REASON_LINE = 'drain-reason: '
-MAX_DRAIN_REASON = 200
+MAX_DRAIN_REASON = MAX_REASON
 
 
 def asked_reason(output):
@@ -218,22 +219,28 @@ def asked_reason(output):
     asked = None
     for line in (output or '').splitlines():
         if line.startswith(DRAIN_REASON_LINE):
-            asked = ' '.join(line[len(DRAIN_REASON_LINE):].split()).replace('"', "'")
-    if not asked:
-        return None
-    return asked if len(asked) <= MAX_DRAIN_REASON else asked[:MAX_DRAIN_REASON - 3] + '...'
+            asked = line[len(DRAIN_REASON_LINE):]
+    asked = clean(asked or '', MAX_DRAIN_REASON)
+    return asked or None
 
 
 def drain_reason(phase, name, rc, timed_out, limit=None, asked=None):
-    """The node's drain reason: the one the failed hook asked for (:func:`asked_reason`), else one that names
-    the hook, e.g. ``prolog hook 50-all-x failed (exit 1)``; a timeout always names the hook."""
+    """The node's drain reason: the one the failed hook asked for (:func:`asked_reason`), else the hook tag
+    (``slurm._drain_tag``) that names the hook, e.g. ``prolog hook 50-all-x failed (exit 1)``; a timeout always names
+    the hook."""
     if asked and not timed_out and rc is not None and rc > 0:
         return asked
     if timed_out:
-        return '%s hook %s timed out after %ss' % (phase, name, limit)
-    if rc is not None and rc < 0:
-        return '%s hook %s killed by signal %d' % (phase, name, -rc)
-    return '%s hook %s failed (exit %s)' % (phase, name, rc)
+        what = 'timed out after %ss' % limit
+    elif rc is not None and rc < 0:
+        what = 'killed by signal %d' % -rc
+    else:
+        what = 'failed (exit %s)' % rc
+    try:
+        return format_tag('hook', name, what, scope=phase)
+    except ValueError:
+        # a name or an exit status no tag holds (never one of the runner's own hooks): the words as they are
+        return clean('%s hook %s %s' % (phase, name, what))
 
 
 def log_line(phase, job_id, name, rc, seconds, status):

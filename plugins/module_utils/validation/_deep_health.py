@@ -31,6 +31,7 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import drained, parse_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_deep import CHECKS, TIER, load_config, read_report
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes import parse_nodes
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import record, slurm_names
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     SLURM_NAME_TEXT, InputError, ModuleFailure, is_slurm_name, require_choice, require_int, require_list, require_match, require_str, show,
@@ -46,9 +47,6 @@ RESERVED_FLAGS = ('MAINT', 'RESERVED')
 # the reservation outlives the batch's longest job by this margin (minutes); it is deleted when the batch ends
 RESERVATION_MARGIN_MINUTES = 10
 
-_NODE = re.compile(r'^NodeName=(\S+)')
-_GRES = re.compile(r'(?:^|\s)Gres=(\S+)')
-_PARTITIONS = re.compile(r'(?:^|\s)Partitions=(\S+)')
 _GRES_GPU = re.compile(r'^gpu(?::[^:(]+)?:(\d+)')
 
 
@@ -67,17 +65,8 @@ def gres_gpus(gres):
 
 
 def node_extras(text):
-    """Per node of ``scontrol -o show node``: ``{'gpus': N, 'partitions': [..]}`` (what ``parse_scontrol_nodes`` leaves out)."""
-    extras = {}
-    for line in (text or '').splitlines():
-        match = _NODE.match(line.strip())
-        if not match:
-            continue
-        gres = _GRES.search(line)
-        parts = _PARTITIONS.search(line)
-        extras[match.group(1)] = {'gpus': gres_gpus(gres.group(1)) if gres and gres.group(1) != '(null)' else 0,
-                                  'partitions': [p for p in parts.group(1).split(',') if p] if parts and parts.group(1) != '(null)' else []}
-    return extras
+    """Per node of ``scontrol -o show node``: ``{'gpus': N, 'partitions': [..]}`` (read by ``slurm._nodes.parse_nodes``)."""
+    return dict((name, {'gpus': gres_gpus(node['gres']), 'partitions': node['partitions']}) for name, node in parse_nodes(text).items())
 
 
 def _state(node):

@@ -18,6 +18,8 @@ import re
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import expand
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import node_owner
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import problems as munge_key_problems
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._drain_tag import MAX_REASON, format_tag
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes import parse_nodes
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import threshold_for
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     InputError, require_bool, require_choice, require_dict, require_int, require_list, require_match, require_str, require_unit, require_word,
@@ -40,9 +42,6 @@ SLOW_ENV = (
     ('NCCL_DEBUG', re.compile(r'^(TRACE)$', re.IGNORECASE), 'NCCL_DEBUG=TRACE logs every call and slows collectives'),
 )
 
-_NODE_LINE = re.compile(r'^NodeName=(\S+)')
-_STATE = re.compile(r'\sState=(\S+)')
-_REASON = re.compile(r'\sReason=(.*?)(?:\s\[([^\]@\s]+)@([^\]\s]+)\])?(?:\s+[A-Z][A-Za-z]*=\S*)*\s*$')
 _MPI_HELLO = re.compile(r'^(?:\s*\d+:\s*)?mpi_hello rank (\d+) of (\d+) on (\S+)')
 
 
@@ -69,31 +68,11 @@ def _clip(text, limit=300):
 # ---------------------------------------------------------------- scontrol
 
 def parse_scontrol_nodes(text):
-    """``scontrol -o show node`` (one node per line) as ``{name: {name, state, flags, reason, reason_user, reason_time}}``.
+    """``scontrol -o show node`` (one node per line) as ``{name: node}`` (``slurm._nodes.parse_nodes``: ``state`` the base
+    state, ``flags`` the sorted ``+`` flags, ``reason``, ``reason_user``, ``reason_time``, ``comment`` ...).
 
-    ``state`` is the base state (``IDLE``), ``flags`` the sorted ``+`` flags (``DRAIN``, ``NOT_RESPONDING``).
-    Raises ``ValueError`` naming the line when a ``NodeName=`` line has no ``State=``.
-    """
-    nodes = {}
-    for number, line in enumerate((text or '').splitlines(), 1):
-        line = line.strip()
-        match = _NODE_LINE.match(line)
-        if not match:
-            continue
-        state = _STATE.search(line)
-        if not state:
-            raise ValueError('scontrol line %d for node %s has no State=: %r' % (number, match.group(1), _clip(line, 200)))
-        parts = state.group(1).split('+')
-        reason = _REASON.search(line)
-        nodes[match.group(1)] = {
-            'name': match.group(1),
-            'state': parts[0].rstrip('*~#$@^-!%'),
-            'flags': sorted(set(p for p in parts[1:] if p)),
-            'reason': reason.group(1).strip() if reason else '',
-            'reason_user': (reason.group(2) or '') if reason else '',
-            'reason_time': (reason.group(3) or '') if reason else '',
-        }
-    return nodes
+    Raises ``ValueError`` naming the line when a ``NodeName=`` line has no ``State=`` or one that is not Slurm's."""
+    return parse_nodes(text)
 
 
 def node_problem(node):
@@ -553,8 +532,9 @@ def missing_node_records(records, nodes, stage='node'):
             for node in nodes if node not in have]
 
 
-def drain_reasons(records, nodes, prefix='validate', limit=200):
-    """``{node: "validate: <stage>/<check>: <reason>"}`` of the first failure naming each node of ``nodes``.
+def drain_reasons(records, nodes, limit=MAX_REASON):
+    """``{node: "validate: <stage>/<check>: <reason>"}`` (the drain tag, ``slurm._drain_tag``) of the first failure naming
+    each node of ``nodes``.
 
     Only failures that point at one node count: a failed multi-node run (``hosts`` with several nodes, such as
     the fabric run) does not say which node is at fault and drains none. Nodes not in ``nodes`` (not Slurm
@@ -573,9 +553,7 @@ def drain_reasons(records, nodes, prefix='validate', limit=200):
             continue
         for host in hosts:
             if host in nodes and host not in reasons:
-                text = '%s: %s/%s: %s' % (prefix, rec['stage'], rec['check'], ' '.join(str(rec.get('reason', '')).split()))
-                text = text.replace('"', "'")
-                reasons[host] = text if len(text) <= limit else text[:limit - 3] + '...'
+                reasons[host] = format_tag('validate', rec['check'], rec.get('reason', ''), scope=rec['stage'], limit=limit)
     return reasons
 
 

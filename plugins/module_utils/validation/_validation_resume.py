@@ -19,8 +19,9 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 # node_owner (who set a node's DOWN or DRAIN: ours, Slurm's or an admin's) is the one classifier of the resume playbook, the
-# health check's auto-resume and the deep tier; it lives with parse_tag in slurm/_healthcheck.py, which the node programs get.
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import node_owner, owner_text, parse_tag
+# health check's auto-resume and the deep tier; it lives in slurm/_healthcheck.py (tags: slurm/_drain_tag.py), which the node programs get.
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _drain_tag as drain_tag
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import node_owner, owner_text
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import node_problem, record, slurm_names
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     InputError, ModuleFailure, require_choice, require_dict, require_int, require_list, require_match, require_str, show, slurm_name)
@@ -30,7 +31,6 @@ CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gr
 AUTO_RESUME_CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down', 'mig', 'slurm')
 ADMIN_KEPT = "kept: an admin's down or drain is undone only with validate_resume_admin_drains"
 
-_HOOK_REASON = re.compile(r'^(prolog|epilog) hook (\S+) (failed \(exit -?\d+\)|timed out after \S+|killed by signal \d+)')
 _LOG_RESULT = re.compile(r'\b(prolog|epilog) job=(\S+) hook=(\S+) rc=(\S+) duration=(\S+) status=(.+?)\s*$')
 _LOG_OUTPUT = re.compile(r'\b(prolog|epilog) hook (\S+) output: (.*?)\s*$')
 _LOG_DRAINED = re.compile(r'\bdrained (\S+): ((?:prolog|epilog) hook (\S+) .*?)\s*$')
@@ -91,11 +91,12 @@ def diagnose(node, log_text=None, prefix='gpuhc'):
     if owner == 'admin':
         return {'cause': 'admin', 'hook': None, 'detail': admin_detail(node, prefix)}
     state = '+'.join([node['state']] + list(node['flags']))
-    match = _HOOK_REASON.match(reason)
-    if match:
-        run = last_hook_failure(log_text, match.group(1)) if log_text else None
-        detail = hook_failure_text(run) if run and run['hook'] == match.group(2) else reason
-        return {'cause': 'hook', 'hook': match.group(2), 'detail': detail}
+    # a reason the collection wrote names its owner (slurm._drain_tag), whatever the node's flags say
+    tag = drain_tag.parse_tag(reason, prefix)
+    if tag and tag['owner'] == 'hook':
+        run = last_hook_failure(log_text, tag['scope']) if log_text else None
+        detail = hook_failure_text(run) if run and run['hook'] == tag['check'] else reason
+        return {'cause': 'hook', 'hook': tag['check'], 'detail': detail}
     lowered = reason.lower()
     for words, cause in (('prolog error', 'prolog_error'), ('prolog launch failure', 'prolog_error'), ('epilog error', 'epilog_error')):
         if lowered.startswith(words):
@@ -105,20 +106,21 @@ def diagnose(node, log_text=None, prefix='gpuhc'):
                 return {'cause': cause, 'hook': run['hook'], 'detail': '"%s": %s' % (reason, hook_failure_text(run))}
             where = 'the hook runner log has no failed %s hook' % phase if log_text is not None else 'the hook runner log could not be read'
             return {'cause': cause, 'hook': None, 'detail': '"%s": %s' % (reason, where)}
-    tag = parse_tag(reason, prefix)
-    if tag:
+    if tag and tag['owner'] == 'healthcheck':
         return {'cause': 'healthcheck', 'hook': None,
-                'detail': 'GPU health check, %s tier, check %s: %s' % (tag['tier'], tag['check'], reason)}
-    if lowered.startswith('validate:'):
+                'detail': 'GPU health check, %s tier, check %s: %s' % (tag['scope'], tag['check'], reason)}
+    if tag and tag['owner'] == 'loop':
+        return {'cause': 'healthcheck', 'hook': None, 'detail': 'GPU health closed loop, check %s: %s' % (tag['check'], reason)}
+    if tag and tag['owner'] == 'validate':
         return {'cause': 'validate', 'hook': None, 'detail': reason}
+    if tag and tag['owner'] == 'mig':
+        return {'cause': 'mig', 'hook': None, 'detail': 'drained by the mig role: %s' % reason}
     if 'gres/' in lowered and ('count' in lowered or 'reported' in lowered):
         return {'cause': 'gres', 'hook': None, 'detail': reason}
     if 'NOT_RESPONDING' in node['flags'] or lowered.startswith('not responding'):
         return {'cause': 'not_responding', 'hook': None, 'detail': reason or 'slurmd does not answer (%s)' % state}
     if not reason or node['state'] == 'DOWN' and lowered in ('', 'node unexpectedly rebooted', 'kill task failed'):
         return {'cause': 'down', 'hook': None, 'detail': reason or state}
-    if owner == 'ours':
-        return {'cause': 'mig', 'hook': None, 'detail': 'drained by the mig role: %s' % reason}
     return {'cause': 'slurm', 'hook': None, 'detail': owner_text(node, prefix)}
 
 

@@ -165,12 +165,13 @@ def test_failures_come_in_check_order():
 
 def test_parse_scontrol_drained():
     node = hc.parse_scontrol_node(SCONTROL_DRAINED)
-    assert node == {'name': 'gpu-01', 'state': 'IDLE', 'flags': set(['DRAIN']),
-                    'reason': 'healthcheck: gpu-count: 7 GPUs, expected 8 (missing index 3)', 'reason_user': 'root'}
+    assert (node['name'], node['state'], node['flags'], node['reason'], node['reason_user'], node['reason_time']) == (
+        'gpu-01', 'IDLE', ['DRAIN'], 'healthcheck: gpu-count: 7 GPUs, expected 8 (missing index 3)', 'root', '2026-11-21T06:10:36')
 
 
 def test_parse_scontrol_idle():
-    assert hc.parse_scontrol_node(SCONTROL_IDLE) == {'name': 'gpu-02', 'state': 'IDLE', 'flags': set(), 'reason': '', 'reason_user': ''}
+    node = hc.parse_scontrol_node(SCONTROL_IDLE)
+    assert (node['name'], node['state'], node['flags'], node['reason'], node['reason_user']) == ('gpu-02', 'IDLE', [], '', '')
 
 
 @pytest.mark.parametrize('text,message', [

@@ -28,11 +28,11 @@ TREE = 'ansible_collections/gpucluster/bringup/plugins/module_utils'
 
 @pytest.mark.parametrize('names, files', [
     (['mig/_mig_nvml.py'], ['_nvml.py', '_validate_input.py', 'catalogue/_gpus.py', 'mig/_mig_nvml.py', 'mig/_mig_plan.py']),
-    (['slurm/_slurm_hooks.py'], ['_validate_input.py', 'slurm/_slurm_hooks.py']),
+    (['slurm/_slurm_hooks.py'], ['_validate_input.py', 'slurm/_drain_tag.py', 'slurm/_slurm_hooks.py']),
     (['_nvml.py'], ['_nvml.py']),
     (['slurm/_healthcheck.py'],
-     ['_gpu_baseline.py', '_validate_input.py', 'catalogue/_gpus.py', 'mig/_mig_minors.py', 'slurm/_healthcheck.py', 'slurm/_healthcheck_fleet.py',
-      'slurm/_munge_key.py']),
+     ['_gpu_baseline.py', '_validate_input.py', 'catalogue/_gpus.py', 'mig/_mig_minors.py', 'slurm/_drain_tag.py', 'slurm/_healthcheck.py',
+      'slurm/_healthcheck_fleet.py', 'slurm/_munge_key.py', 'slurm/_nodes.py']),
     (['mig/_mig_nvml.py', '_nvml.py'], ['_nvml.py', '_validate_input.py', 'catalogue/_gpus.py', 'mig/_mig_nvml.py', 'mig/_mig_plan.py']),
 ])
 def test_closure_follows_the_imports(names, files):

@@ -62,14 +62,17 @@ def test_clip_default_limit_is_300():
                  'reason_time': ''}}),
 ])
 def test_parse_scontrol_nodes_whole_entries(text, expected):
-    assert vc.parse_scontrol_nodes(text) == expected
+    nodes = vc.parse_scontrol_nodes(text)
+    assert sorted(nodes) == sorted(expected)
+    for name, node in expected.items():
+        assert dict((key, nodes[name][key]) for key in node) == node
 
 
 def test_parse_scontrol_nodes_names_the_line_without_state():
     line = 'NodeName=gpu-09 Comment=' + 'c' * 250
     with pytest.raises(ValueError) as err:
         vc.parse_scontrol_nodes(line)
-    assert str(err.value) == "scontrol line 1 for node gpu-09 has no State=: '%s...'" % line[:197]
+    assert str(err.value) == "scontrol line for gpu-09 has no State=: '%s...' (line 1)" % line[:197]
 
 
 NODES = vc.parse_scontrol_nodes(
@@ -494,7 +497,7 @@ def test_slow_env_warnings_more(env, expected):
     ([{'stage': 'nccl', 'node': 'gpu-01', 'check': 'busbw', 'status': 'fail', 'reason': 'low', 'hosts': ['gpu-01', 'gpu-02']}], {}),
     ([{'stage': 'mpi', 'node': 'srun_pmi', 'check': 'launch', 'status': 'fail', 'reason': 'x', 'hosts': ['gpu-02']}],
      {'gpu-02': 'validate: mpi/launch: x'}),
-    ([{'stage': 'node', 'node': 'gpu-01', 'check': 'reachable', 'status': 'fail'}], {'gpu-01': 'validate: node/reachable: '}),
+    ([{'stage': 'node', 'node': 'gpu-01', 'check': 'reachable', 'status': 'fail'}], {'gpu-01': 'validate: node/reachable:'}),
     ([{'stage': 'node', 'node': 'gpu-01', 'check': 'c', 'status': 'fail', 'reason': 'r' * 182}], {'gpu-01': 'validate: node/c: ' + 'r' * 182}),
     ([{'stage': 'node', 'node': 'gpu-01', 'check': 'c', 'status': 'fail', 'reason': 'r' * 183}],
      {'gpu-01': 'validate: node/c: ' + 'r' * 179 + '...'}),

@@ -94,6 +94,10 @@ def test_hook_failure_text_without_job_from_the_log():
     assert vr.hook_failure_text(run) == 'prolog hook 95-all-x failed (exit 3)'
 
 
+MIG = ('gpucluster.bringup.mig: applying layout all-1g; if this stays, fix the cause, then run gpucluster.bringup.mig_change '
+       '--limit gpu-01 -e mig_layout=all-1g')
+
+
 @pytest.mark.parametrize('reason, flags, state, log, cause, hook, detail', [
     (FAILED, ('DRAIN',), 'IDLE', LOG, 'hook', '95-all-rootless',
      'prolog hook 95-all-rootless failed (exit 1) in job 12: singularity: command not found'),
@@ -142,6 +146,17 @@ def test_hook_failure_text_without_job_from_the_log():
     ('Kill task failed', (), 'DOWN', None, 'down', None, 'Kill task failed'),
     ('Node unexpectedly rebooted', ('DRAIN',), 'IDLE', None, 'admin', None, 'drained by an admin: Node unexpectedly rebooted (set by root)'),
     ('disk replacement', (), 'DOWN', None, 'admin', None, 'down by an admin: disk replacement (set by root)'),
+    # the mig role's drain is the mig role's, also while the slurmd it restarted has not registered yet (NOT_RESPONDING)
+    (MIG, ('DRAIN',), 'IDLE', None, 'mig', None, 'drained by the mig role: ' + MIG),
+    (MIG, ('DRAIN', 'NOT_RESPONDING'), 'IDLE', None, 'mig', None, 'drained by the mig role: ' + MIG),
+    (MIG, ('DRAIN', 'NOT_RESPONDING'), 'DOWN', None, 'mig', None, 'drained by the mig role: ' + MIG),
+    ('gpucluster.bringup.mig: layout balanced failed, fix the cause', ('DRAIN',), 'IDLE', None, 'mig', None,
+     'drained by the mig role: gpucluster.bringup.mig: layout balanced failed, fix the cause'),
+    ('RMA; gpucluster.bringup.mig: later', ('DRAIN',), 'IDLE', None, 'admin', None,
+     'drained by an admin: RMA; gpucluster.bringup.mig: later (set by root)'),
+    # the closed loop's tag, and the validate tag while the node does not answer
+    ('gpuhc:loop:xid: Xid 79 twice', ('DRAIN',), 'IDLE', None, 'healthcheck', None, 'GPU health closed loop, check xid: gpuhc:loop:xid: Xid 79 twice'),
+    ('validate: node/gres_conf: x', ('DRAIN', 'NOT_RESPONDING'), 'IDLE', None, 'validate', None, 'validate: node/gres_conf: x'),
 ])
 def test_diagnose(reason, flags, state, log, cause, hook, detail):
     assert vr.diagnose(node(state, flags, reason), log) == {'cause': cause, 'hook': hook, 'detail': detail}
