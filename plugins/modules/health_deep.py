@@ -133,38 +133,16 @@ records:
 '''
 
 import threading
-import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._deep_health import (
     DeepFailure, batches, check_deep_input, delete_reservation_argv, node_extras, reservation_minutes, select, settle,
     show_nodes_argv, show_reservation_argv, skipped_records, srun_argv, update_argv)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes, record
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import reservation_argv
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
-
-
-class SlurmClient(object):
-    """scontrol (found on first use, after the input is checked) and the jobs."""
-
-    def __init__(self, module):
-        self.module = module
-        self._bins = {}
-
-    def _bin(self, name):
-        if name not in self._bins:
-            self._bins[name] = self.module.get_bin_path(name, required=True)
-        return self._bins[name]
-
-    def scontrol(self, *args):
-        return self.module.run_command([self._bin('scontrol')] + list(args))
-
-    def job(self, argv, timeout):
-        start = time.time()
-        rc, out, err = self.module.run_command(['timeout', '--kill-after=10', str(timeout), self._bin('srun')] + argv[1:])
-        timed_out = rc in (124, 137) and time.time() - start >= timeout
-        return {'rc': None if timed_out else rc, 'stdout': out, 'stderr': err, 'timed_out': timed_out, 'timeout': timeout}
 
 
 class DeepManager(object):
@@ -276,10 +254,11 @@ class DeepManager(object):
         """Node name -> job result; every node's job at once."""
         results = {}
         timeout = self.params['time_limit'] * 60 + 180
+        srun = self.client.path('srun')
 
         def one(candidate):
             try:
-                argv = srun_argv(candidate, self.params['reservation'], self.params['program'], self.settings, self.params['time_limit'])
+                argv = srun_argv(candidate, self.params['reservation'], self.params['program'], self.settings, self.params['time_limit'], srun)
                 results[candidate['name']] = self.client.job(argv, timeout)
             except Exception as exc:  # pylint: disable=broad-except
                 # a job that cannot even start gives no verdict: the node is put back as it was
@@ -316,7 +295,7 @@ def main():
         supports_check_mode=True,
     )
     try:
-        result = DeepManager(SlurmClient(module), module.params, check_mode=module.check_mode).run()
+        result = DeepManager(SlurmCli.for_module(module), module.params, check_mode=module.check_mode).run()
     except DeepFailure as exc:
         module.fail_json(msg=exc.msg, **exc.result)
     module.exit_json(**result)

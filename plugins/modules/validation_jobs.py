@@ -230,38 +230,13 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import choose_mpi_plugin, parse_mpi_list
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import (
     JobsFailure, allocation_groups, checked_jobs, fill_mpi, granted_job, idle_nodes, judge_jobs, needing_mpi, refusal, retry_allocation,
     split_idle, tails, use_allocation, use_own_jobs)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import narrowed, split_json_report
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
-
-
-class JobsClient(object):
-    """Runs the module's commands through ``run_command`` and passes its warnings on."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def run(self, argv):
-        """(rc, stdout, stderr) of one command."""
-        return self.module.run_command(argv)
-
-    def run_job(self, argv, timeout, env=None):
-        """Run one job under coreutils ``timeout`` (SIGTERM, then SIGKILL 10 s later): its result dict."""
-        start = time.time()
-        env = dict((str(k), str(v)) for k, v in (env or {}).items())
-        try:
-            rc, out, err = self.module.run_command(['timeout', '--kill-after=10', str(timeout)] + list(argv), environ_update=env)
-        except Exception as exc:  # pylint: disable=broad-except
-            rc, out, err = 127, '', 'cannot run %s: %s' % (argv[0], exc)
-        seconds = round(time.time() - start, 2)
-        timed_out = rc in (124, 137) and seconds >= timeout
-        return {'rc': None if timed_out else rc, 'stdout': out, 'stderr': err, 'timed_out': timed_out, 'timeout': timeout, 'seconds': seconds}
-
-    def warn(self, text):
-        self.module.warn(text)
 
 
 class JobsManager(object):
@@ -326,7 +301,7 @@ class JobsManager(object):
             why = self._allocate(allocation, members, granted)
             if why is None:
                 continue
-            idle = idle_nodes(self.client.run_job(allocation['idle'], 60)) if allocation.get('idle') else set()
+            idle = idle_nodes(self.client.job(allocation['idle'], 60)) if allocation.get('idle') else set()
             free, busy = split_idle(members, idle)
             if free and busy:
                 use_own_jobs(busy, '%s; not idle: %s' % (why, compress([job['name'] for job in busy])))
@@ -337,7 +312,7 @@ class JobsManager(object):
 
     def _allocate(self, allocation, members, granted):
         """Ask for one allocation; its jobs become its steps. None when granted, else why not."""
-        result = self.client.run_job(allocation['argv'], allocation.get('timeout') or 120)
+        result = self.client.job(allocation['argv'], allocation.get('timeout') or 120)
         job_id = granted_job(result)
         entry = {'name': allocation['name'], 'nodes': len(members), 'job_id': job_id, 'seconds': result['seconds']}
         self.allocations.append(entry)
@@ -350,11 +325,11 @@ class JobsManager(object):
 
     def _run_job(self, job, results):
         attempt = 1
-        result = self.client.run_job(job['argv'], job['timeout'], job.get('env'))
+        result = self.client.job(job['argv'], job['timeout'], job.get('env'))
         while retry_allocation(result, attempt):
             time.sleep(2 * attempt)
             attempt += 1
-            result = self.client.run_job(job['argv'], job['timeout'], job.get('env'))
+            result = self.client.job(job['argv'], job['timeout'], job.get('env'))
         if job.get('json'):
             # the -J report printed after the text (JSON_SCRIPT): out of stdout, so that tails never carry it
             result.update(split_json_report(result['stdout']))
@@ -413,7 +388,7 @@ def main():
         supports_check_mode=False,
     )
     try:
-        result = JobsManager(JobsClient(module), module.params).run()
+        result = JobsManager(SlurmCli.for_module(module), module.params).run()
     except JobsFailure as exc:
         module.fail_json(msg=exc.msg, **exc.result)
     module.exit_json(**result)

@@ -139,10 +139,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import (
-    ResumeFailure, check_resume_input, plan_resume, probe_argv, probe_outcome, problem_nodes, reservation_argv, resume_argv, resume_records,
+    ResumeFailure, check_resume_input, plan_resume, probe_argv, probe_outcome, probe_result, problem_nodes, reservation_argv, resume_argv, resume_records,
     started_text)
 
 
@@ -151,28 +152,6 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
 PROBE_PARALLEL = 64
 # Seconds between two looks at the started slurmds (action wait).
 WAIT_POLL = 2
-
-
-class SlurmClient(object):
-    """The commands of the module: scontrol (found on first use, after the input is checked), a probe job, warnings."""
-
-    def __init__(self, module):
-        self.module = module
-        self._scontrol = None
-
-    def scontrol(self, *args):
-        if self._scontrol is None:
-            self._scontrol = self.module.get_bin_path('scontrol', required=True)
-        return self.module.run_command([self._scontrol] + list(args))
-
-    def probe(self, argv, timeout):
-        rc, out, err = self.module.run_command(['timeout', '--kill-after=10', str(timeout)] + argv)
-        if rc in (124, 137):
-            err = (err + ' probe timed out after %ds' % timeout).strip()
-        return {'rc': rc, 'stdout': out, 'stderr': err}
-
-    def warn(self, message):
-        self.module.warn(message)
 
 
 class ResumeManager(object):
@@ -296,7 +275,7 @@ class ResumeManager(object):
                 except InputError as exc:
                     results[name] = {'rc': None, 'stdout': '', 'stderr': 'no probe: %s' % exc}
                     continue
-                results[name] = self.client.probe(argv, self.params['probe_timeout'])
+                results[name] = probe_result(self.client.job(argv, self.params['probe_timeout']))
 
         threads = [threading.Thread(target=worker) for dummy in range(min(PROBE_PARALLEL, len(names)))]
         for thread in threads:
@@ -334,7 +313,7 @@ def main():
         supports_check_mode=True,
     )
     try:
-        result = ResumeManager(SlurmClient(module), module.params, check_mode=module.check_mode).run()
+        result = ResumeManager(SlurmCli.for_module(module), module.params, check_mode=module.check_mode).run()
     except ResumeFailure as exc:
         module.fail_json(msg=exc.msg, **exc.result)
     module.exit_json(**result)

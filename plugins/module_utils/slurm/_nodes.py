@@ -20,7 +20,7 @@ boot_time, gres, partitions, fields}``: ``state`` the base state without
 sinfo's marks (``IDLE`` of ``IDLE*+DRAIN``), ``marks`` those marks (``*``),
 ``flags`` the sorted ``+`` flags (``DRAIN``, ``NOT_RESPONDING``), ``fields``
 every ``Key=value`` as printed.  ``parse_sinfo_names`` reads
-``sinfo -h -N -o %N``.
+``sinfo -h -N -o %N``, ``parse_squeue`` the jobs of ``squeue``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -149,11 +149,24 @@ def parse_node(text):
 def parse_sinfo_names(text):
     """The node names of ``sinfo -h -N -o %N`` (one per line, repeated once per partition), in order, each once."""
     names = []
-    for line in (text or '').splitlines():
-        name = line.strip()
-        if name and name not in names:
+    for name in (text or '').split():
+        if name not in names:
             names.append(name)
     return names
+
+
+def parse_squeue(text):
+    """``squeue --noheader --format '%i|%T|%u|%j'`` lines as ``[{id, state, user, name}]``; ValueError names a line
+    of another form."""
+    jobs = []
+    for line in (text or '').splitlines():
+        if not line.strip():
+            continue
+        parts = line.split('|', 3)
+        if len(parts) != 4:
+            raise ValueError('unexpected squeue line %r (expected id|state|user|name)' % line)
+        jobs.append({'id': parts[0].strip(), 'state': parts[1].strip(), 'user': parts[2].strip(), 'name': parts[3].strip()})
+    return jobs
 
 
 def state_text(node):

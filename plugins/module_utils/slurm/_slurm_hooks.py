@@ -202,13 +202,6 @@ def user_jobs_argv(node, user):
     return ['squeue', '-h', '-o', '%A', '-w', node, '-u', user]
 
 
-def drain_argv(node, reason):
-    """``scontrol update NodeName=NODE State=DRAIN Reason=REASON``; None unless ``node`` is a node name."""
-    if not is_slurm_name(node):
-        return None
-    return ['scontrol', 'update', 'NodeName=%s' % node, 'State=DRAIN', 'Reason=%s' % reason]
-
-
 DRAIN_REASON_LINE = 'drain-reason: '
 MAX_DRAIN_REASON = MAX_REASON
 

@@ -23,6 +23,7 @@ import re
 import shlex
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, ModuleFailure
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes import parse_sinfo_names
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import (
     check_jobs, check_jobs_input, container_record, gres_job_record, mpi_jobs, mpi_record, record, slow_env_warnings, slurm_jobs,
     srun_record)
@@ -86,8 +87,8 @@ def refusal(result):
 
 
 def idle_nodes(result):
-    """The node names ``sinfo -h -N -t idle -o %N`` printed (``run_job``'s result); empty when it failed."""
-    return set((result.get('stdout') or '').split()) if result.get('rc') == 0 else set()
+    """The node names ``sinfo -h -N -t idle -o %N`` printed (a job result, ``slurm._nodes.parse_sinfo_names``); empty when it failed."""
+    return set(parse_sinfo_names(result.get('stdout'))) if result.get('rc') == 0 else set()
 
 
 def split_idle(jobs, idle):

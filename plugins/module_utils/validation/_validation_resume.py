@@ -227,6 +227,14 @@ def resume_argv(scontrol, nodes):
     return [scontrol, 'update', 'NodeName=%s' % compress(list(nodes)), 'State=RESUME']
 
 
+def probe_result(job):
+    """The probe's ``{rc, stdout, stderr}`` from its job result (``slurm._slurm_cli``); a time-out is said in ``stderr``."""
+    err = job.get('stderr') or ''
+    if job.get('timed_out'):
+        err = (err + ' probe timed out after %ss' % job.get('timeout')).strip()
+    return {'rc': job.get('rc'), 'stdout': job.get('stdout') or '', 'stderr': err}
+
+
 def probe_outcome(name, probe, node_after, log_text=None):
     """After resuming: did the probe job run and is the node still up? ``{ok, reason}``."""
     problem = node_problem(node_after) if node_after else 'Slurm no longer lists %s' % name

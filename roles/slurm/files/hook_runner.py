@@ -32,6 +32,8 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 sys.path.insert(0, os.path.join(HERE, 'lib'))
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_hooks as logic  # noqa: E402  pylint: disable=wrong-import-position
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import (  # noqa: E402  pylint: disable=wrong-import-position
+    SlurmCli, SlurmError, run_process)
 
 SAFE_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin'
 HEADER_BYTES = 4096
@@ -53,12 +55,8 @@ def read_header(path):
 
 
 def command_output(argv, timeout=15):
-    try:
-        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=timeout, check=False,
-                                universal_newlines=True)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return result.stdout if result.returncode == 0 else None
+    rc, out, _err = run_process(argv, timeout=timeout)
+    return out if rc == 0 else None
 
 
 def job_facts(needed, phase, env, node):
@@ -105,17 +103,13 @@ def run_hook(path, timeout, env):
 
 
 def drain(node, reason):
-    argv = logic.drain_argv(node, reason)
-    if argv is None:
-        log(syslog.LOG_ERR, 'could not drain %r: not a Slurm node name' % (node,))
-        return False
+    """Drain ``node`` with ``reason`` through the collection's Slurm client (scontrol, 30 s at most)."""
     try:
-        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30, check=False, universal_newlines=True)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        log(syslog.LOG_ERR, 'could not drain %s: %s' % (node, exc))
-        return False
-    if result.returncode != 0:
-        log(syslog.LOG_ERR, 'could not drain %s: %s' % (node, result.stdout.strip()))
+        error = SlurmCli(run=lambda argv, env=None, data=None: run_process(argv, env, data, timeout=30)).drain(node, reason)
+    except SlurmError as exc:
+        error = str(exc)
+    if error:
+        log(syslog.LOG_ERR, 'could not drain %s: %s' % (node, error))
         return False
     return True
 

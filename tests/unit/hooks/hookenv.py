@@ -133,7 +133,7 @@ def runner(node):
     node.cleanups.append(lambda: shutil.rmtree(str(lib), ignore_errors=True))
     for name in ('hook-runner', 'hook_runner.py', 'mps_hook.py', 'task_prolog.py'):
         shutil.copy(str(FILES / name), str(lib / name))
-    install_library(lib / 'lib', ['slurm/_slurm_hooks.py', 'slurm/_slurm_mps.py'])
+    install_library(lib / 'lib', ['slurm/_slurm_hooks.py', 'slurm/_slurm_mps.py', 'slurm/_slurm_cli.py'])
     for link in ('prolog', 'epilog', 'task-prolog'):
         os.symlink('hook-runner', str(lib / link))
     for phase in ('prolog', 'epilog'):

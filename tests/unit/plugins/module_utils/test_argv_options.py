@@ -36,6 +36,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as hd
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as acct
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_cli as cli
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_hooks as hooks
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as dh
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_checks as vc
@@ -201,6 +202,13 @@ class Recorder(object):
         return 1, '', 'not Slurm'
 
 
+def cli_call(method, *args):
+    """The command line the Slurm client (_slurm_cli) runs for ``method(*args)``; SlurmError when it refuses."""
+    calls = []
+    getattr(cli.SlurmCli(run=lambda argv, env=None, data=None: calls.append(list(argv)) or (0, '', '')), method)(*args)
+    return calls[0]
+
+
 def mig_call(method, *args):
     recorder = Recorder()
     try:
@@ -216,7 +224,7 @@ def mig_update_reason(reason):
     return recorder.calls[0]
 
 
-REFUSED = (ValueError, msn.SlurmError)
+REFUSED = (ValueError, msn.SlurmError, cli.SlurmError)
 # the harmless value a row's builder takes where GOOD is not one
 GOODS = {'hooks show job': '12'}
 
@@ -323,8 +331,13 @@ ROWS = [
     ('hooks show job', 'scontrol', hooks.job_show_argv, 'no_command', []),
     ('hooks squeue node', 'squeue', lambda v: hooks.user_jobs_argv(v, 'alice'), 'no_command', []),
     ('hooks squeue user', 'squeue', lambda v: hooks.user_jobs_argv(GOOD, v), 'no_command', []),
-    ('hooks drain node', 'scontrol', lambda v: hooks.drain_argv(v, 'prolog hook 10-all-x failed (exit 1)'), 'no_command', []),
-    ('hooks drain reason', 'scontrol', lambda v: hooks.drain_argv(GOOD, v), 'no_option', []),
+    # the hook runner's drain: the Slurm client (_slurm_cli) refuses a node name before any command
+    ('hooks drain node', 'scontrol', lambda v: cli_call('drain', v, 'prolog hook 10-all-x failed (exit 1)'), 'refused',
+     ["'{v}' is not a Slurm node name", 'nothing was run']),
+    ('hooks drain reason', 'scontrol', lambda v: cli_call('drain', GOOD, v), 'no_option', []),
+    ('slurm client show nodes', 'scontrol', lambda v: cli_call('show_nodes', [GOOD, v]), 'refused', ["'{v}' is not a Slurm node name"]),
+    ('slurm client jobs on', 'squeue', lambda v: cli_call('jobs_on', v), 'refused', ["'{v}' is not a Slurm node name"]),
+    ('slurm client resume', 'scontrol', lambda v: cli_call('resume', [GOOD, v]), 'refused', ["'{v}' is not a Slurm node name"]),
     # the mig role's Slurm helper (roles/mig/files/gpucluster_mig_slurm.py): scontrol, squeue
     ('mig helper show node', 'scontrol', lambda v: mig_call('node', v), 'refused', ["--node '{v}' is not a Slurm node name", 'nothing was run']),
     ('mig helper squeue', 'squeue', lambda v: mig_call('jobs', v), 'refused', ["--node '{v}' is not a Slurm node name"]),

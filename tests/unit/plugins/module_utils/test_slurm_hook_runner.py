@@ -33,7 +33,7 @@ def layout(tmp_path):
     lib.mkdir()
     for name in ('hook-runner', 'hook_runner.py', 'task_prolog.py'):
         shutil.copy(str(FILES / name), str(lib / name))
-    install_library(lib / 'lib', ['slurm/_slurm_hooks.py', 'slurm/_slurm_mps.py'])
+    install_library(lib / 'lib', ['slurm/_slurm_hooks.py', 'slurm/_slurm_mps.py', 'slurm/_slurm_cli.py'])
     for link in ('prolog', 'epilog', 'task-prolog'):
         os.symlink('hook-runner', str(lib / link))
     for phase in ('prolog', 'epilog'):

@@ -65,7 +65,11 @@ class FakeSlurm(object):
             return 0, '', ''
         raise AssertionError('unexpected scontrol %r' % (args,))
 
+    def path(self, name):
+        return '/usr/bin/' + name
+
     def job(self, argv, timeout):
+        assert argv[0] == '/usr/bin/srun'
         node = [a for a in argv if a.startswith('--nodelist=')][0].split('=', 1)[1]
         self.calls.append(('srun', node))
         assert '--reservation=gpucluster-deep-health' in argv and '--exclusive' in argv and '--gres=gpu:8' in argv

@@ -57,7 +57,7 @@ class FakeSlurm(object):
             return 0, '', ''
         raise AssertionError(args)
 
-    def probe(self, argv, timeout):
+    def job(self, argv, timeout):
         name = [a for a in argv if a.startswith('--nodelist=')][0].split('=', 1)[1]
         with self.cond:
             self.calls.append(('probe', name))
