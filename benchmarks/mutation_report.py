@@ -47,7 +47,6 @@ NO_TESTS = {5, 33}
 SUBPROCESS_ONLY = (
     'tests/unit/plugins/module_utils/test_enroot_roles.py',
     'tests/unit/plugins/module_utils/test_mig_role_local.py',
-    'tests/unit/plugins/module_utils/test_mig_role_slurm_helper.py',
     'tests/unit/plugins/module_utils/test_sacctmgr_slurmdbd_role.py',
     'tests/unit/plugins/action/test_preflight_playbook.py',
     # runs a copy of _slurm_hooks.py with a cleared environment: the mutated copy cannot import mutmut

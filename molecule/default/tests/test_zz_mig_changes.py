@@ -9,17 +9,21 @@ mig_change.yml the way an operator would and checks the result on the nodes: the
 files written. The tests run in file order; each leaves the cluster idle; the GPU nodes keep the layouts of the
 last tests (site.yml puts back the inventory's own: mig_layout of each node).
 """
-import importlib.machinery
-import importlib.util
 import json
 import re
 import subprocess
+import sys
 import time
 
 import pytest
 import yaml
 
 from simcluster import ANSIBLE_PLAYBOOK, PREFIX, ROOT, inventories, node, playbook_env, recap, run_playbook, sh
+
+# the collection's one node parser and the slurm_node module's view of a node (the checkout as a collection: conftest.py)
+sys.path.insert(0, str(ROOT / ".build" / "collections"))
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes import gres_set, parse_node  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.modules.slurm_node import view  # noqa: E402
 from test_validate import load, records  # the validation report's reader
 
 pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
@@ -28,10 +32,6 @@ VARS = ROOT / "molecule" / "default" / "vars" / "mig-changes.yml"
 MUTATING = ("nvmlDeviceSetMigMode", "nvmlDeviceCreateGpuInstance", "nvmlDeviceCreateGpuInstanceWithPlacement", "nvmlGpuInstanceDestroy",
             "nvmlGpuInstanceCreateComputeInstance", "nvmlGpuInstanceCreateComputeInstanceWithPlacement", "nvmlComputeInstanceDestroy")
 
-_loader = importlib.machinery.SourceFileLoader("gpucluster_mig_slurm", str(ROOT / "roles" / "mig" / "files" / "gpucluster_mig_slurm.py"))
-_spec = importlib.util.spec_from_loader("gpucluster_mig_slurm", _loader)
-msn = importlib.util.module_from_spec(_spec)
-_loader.exec_module(msn)
 
 CONTROLLER = "ctl"
 H100 = "gpu-01"
@@ -65,7 +65,8 @@ def expected_gres(name):
 
 
 def slurm_node(name):
-    return msn.node_view(msn.parse_show_node(sh(CONTROLLER, "scontrol show node %s --oneliner" % name).stdout))
+    # the one node parser (slurm/_nodes.py), shown as the slurm_node module shows a node
+    return view(parse_node(sh(CONTROLLER, "scontrol -o show node %s" % name).stdout))
 
 
 def wait_idle(names, timeout=120):
@@ -109,7 +110,7 @@ def test_all_balanced_gives_each_model_its_own_layout_and_slurm_follows():
     slurm_conf = sh(CONTROLLER, "cat /etc/slurm/slurm.conf").stdout
     for name in GPU_NODES:
         want = expected_gres(name)
-        assert msn.gres_set(views[name]["gres"]) == want, (name, views[name])
+        assert gres_set(views[name]["gres"]) == want, (name, views[name])
         assert slurm_conf_node_gres(slurm_conf, name) == want
         gres_conf = [line for line in sh(name, "cat /etc/slurm/gres.conf").stdout.splitlines() if line.startswith("Name=gpu")]
         assert len(gres_conf) == 32 and all(" MultipleFiles=/dev/nvidia" in line for line in gres_conf)
@@ -188,7 +189,7 @@ def test_changing_one_gpu_drains_waits_for_the_job_and_shrinks_the_gres():
     view = wait_idle([H100])[H100]
     want = expected_gres(H100)
     assert "gpu:1g.10gb:14" in want and "gpu:3g.40gb:9" in want
-    assert msn.gres_set(view["gres"]) == want and view["reason"] is None
+    assert gres_set(view["gres"]) == want and view["reason"] is None
     assert slurm_conf_node_gres(sh(CONTROLLER, "cat /etc/slurm/slurm.conf").stdout, H100) == want
     gres_conf = [line for line in sh(H100, "cat /etc/slurm/gres.conf").stdout.splitlines() if line.startswith("Name=gpu")]
     assert len(gres_conf) == 30
@@ -347,4 +348,4 @@ def test_the_boot_unit_recreates_the_layout_before_slurmd_after_a_reboot():
     slurmd_start = int(start_time(A100, "slurmd"))
     assert 0 < mig_done <= slurmd_start
     view = wait_idle([A100])[A100]
-    assert msn.gres_set(view["gres"]) == expected_gres(A100)
+    assert gres_set(view["gres"]) == expected_gres(A100)

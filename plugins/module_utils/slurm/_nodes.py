@@ -36,6 +36,8 @@ TRAILING_KEYS = ('Comment', 'Extra', 'InstanceId', 'InstanceType', 'ReservationN
 # % powering down, $ maintenance reservation, @ reboot pending, ^ rebooting, - planned (Slurm man sinfo, NODE STATE CODES).
 STATE_MARKS = '*~#!%$@^-'
 NOT_GIVEN = ('', '(null)', 'None', 'none', 'n/a')
+# states and flags of a node whose slurmd has not registered (again) with slurmctld
+NOT_REGISTERED = ('DOWN', 'NOT_RESPONDING', 'INVALID_REG', 'INVAL', 'UNKNOWN', 'FAIL', 'FUTURE', 'POWERED_DOWN', 'POWERING_UP')
 
 _NAME = re.compile(r'^NodeName=(\S*)')
 _KEY = re.compile(r' (?=[A-Za-z][A-Za-z0-9_]*=)')
@@ -172,6 +174,17 @@ def parse_squeue(text):
 def state_text(node):
     """``IDLE+DRAIN`` (base state and flags, marks left out)."""
     return '+'.join([node['state']] + list(node['flags']))
+
+
+def is_registered(node):
+    """Whether the node's slurmd is registered: none of ``NOT_REGISTERED`` in its state or flags."""
+    return not any(word in NOT_REGISTERED for word in [node['state']] + list(node['flags']))
+
+
+def gres_set(value):
+    """``gpu:h100:8(S:0-1),gpu:1g.10gb:2`` as a set of entries without socket bindings, to compare two Gres= values."""
+    items = re.split(r',(?![^()]*\))', value or '')
+    return set(re.sub(r'\(S:[^)]*\)', '', item).strip() for item in items if item.strip() and item.strip() != '(null)')
 
 
 def is_drained(node):

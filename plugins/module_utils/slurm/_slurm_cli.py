@@ -57,7 +57,7 @@ def checked_names(names):
     names = [names] if isinstance(names, str) else list(names)
     bad = [name for name in names if not is_slurm_name(name)]
     if bad or not names:
-        raise SlurmError('%r is not a Slurm node name: %s; nothing was run' % (bad[0] if bad else names, SLURM_NAME_TEXT))
+        raise SlurmError('node name is %r, expected a Slurm node name (%s); nothing was run' % (bad[0] if bad else names, SLURM_NAME_TEXT))
     return names
 
 

@@ -27,7 +27,6 @@ __metaclass__ = type
 
 import importlib.machinery
 import importlib.util
-import json
 import os
 
 import pytest
@@ -42,7 +41,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation impo
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_checks as vc
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_nccl as vn
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_resume as vr
-from ansible_collections.gpucluster.bringup.plugins.modules import node_check
+from ansible_collections.gpucluster.bringup.plugins.modules import node_check, slurm_node
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 
@@ -55,7 +54,6 @@ def _load(name, *path):
     return module
 
 
-msn = _load('gpucluster_mig_slurm_argv', 'roles', 'mig', 'files', 'gpucluster_mig_slurm.py')
 runner = _load('hook_runner_argv', 'roles', 'slurm', 'files', 'hook_runner.py')
 
 BAD = ['-Hroot@host', '--user', '--uid=0', '-w']
@@ -191,17 +189,6 @@ def systemctl_is_active(unit):
     return module.calls[0]
 
 
-class Recorder(object):
-    """``run(argv)`` of the MIG helper's Slurm: records, answers nothing useful (no row expects a call)."""
-
-    def __init__(self):
-        self.calls = []
-
-    def __call__(self, argv):
-        self.calls.append(list(argv))
-        return 1, '', 'not Slurm'
-
-
 def cli_call(method, *args):
     """The command line the Slurm client (_slurm_cli) runs for ``method(*args)``; SlurmError when it refuses."""
     calls = []
@@ -209,22 +196,7 @@ def cli_call(method, *args):
     return calls[0]
 
 
-def mig_call(method, *args):
-    recorder = Recorder()
-    try:
-        getattr(msn.Slurm(recorder), method)(*args)
-    finally:
-        assert recorder.calls == [], 'the MIG helper ran %r' % (recorder.calls,)
-
-
-def mig_update_reason(reason):
-    recorder = Recorder()
-    with pytest.raises(msn.SlurmError):
-        msn.Slurm(recorder).update(GOOD, 'state=drain', 'reason=%s' % reason)
-    return recorder.calls[0]
-
-
-REFUSED = (ValueError, msn.SlurmError, cli.SlurmError)
+REFUSED = (ValueError, cli.SlurmError, slurm_node.NodeFailure)
 # the harmless value a row's builder takes where GOOD is not one
 GOODS = {'hooks show job': '12'}
 
@@ -333,16 +305,16 @@ ROWS = [
     ('hooks squeue user', 'squeue', lambda v: hooks.user_jobs_argv(GOOD, v), 'no_command', []),
     # the hook runner's drain: the Slurm client (_slurm_cli) refuses a node name before any command
     ('hooks drain node', 'scontrol', lambda v: cli_call('drain', v, 'prolog hook 10-all-x failed (exit 1)'), 'refused',
-     ["'{v}' is not a Slurm node name", 'nothing was run']),
+     ["node name is '{v}', expected a Slurm node name", 'nothing was run']),
     ('hooks drain reason', 'scontrol', lambda v: cli_call('drain', GOOD, v), 'no_option', []),
-    ('slurm client show nodes', 'scontrol', lambda v: cli_call('show_nodes', [GOOD, v]), 'refused', ["'{v}' is not a Slurm node name"]),
-    ('slurm client jobs on', 'squeue', lambda v: cli_call('jobs_on', v), 'refused', ["'{v}' is not a Slurm node name"]),
-    ('slurm client resume', 'scontrol', lambda v: cli_call('resume', [GOOD, v]), 'refused', ["'{v}' is not a Slurm node name"]),
-    # the mig role's Slurm helper (roles/mig/files/gpucluster_mig_slurm.py): scontrol, squeue
-    ('mig helper show node', 'scontrol', lambda v: mig_call('node', v), 'refused', ["--node '{v}' is not a Slurm node name", 'nothing was run']),
-    ('mig helper squeue', 'squeue', lambda v: mig_call('jobs', v), 'refused', ["--node '{v}' is not a Slurm node name"]),
-    ('mig helper update', 'scontrol', lambda v: mig_call('update', v, 'state=resume'), 'refused', ["--node '{v}' is not a Slurm node name"]),
-    ('mig helper reason', 'scontrol', mig_update_reason, 'no_option', []),
+    ('slurm client show nodes', 'scontrol', lambda v: cli_call('show_nodes', [GOOD, v]), 'refused', ["node name is '{v}', expected a Slurm node name"]),
+    ('slurm client jobs on', 'squeue', lambda v: cli_call('jobs_on', v), 'refused', ["node name is '{v}', expected a Slurm node name"]),
+    ('slurm client resume', 'scontrol', lambda v: cli_call('resume', [GOOD, v]), 'refused', ["node name is '{v}', expected a Slurm node name"]),
+    # the slurm_node module (the mig role's drain / wait / resume) through the same client
+    ('slurm client show node', 'scontrol', lambda v: cli_call('show_node', v), 'refused',
+     ["node name is '{v}', expected a Slurm node name", 'nothing was run']),
+    ('slurm client update', 'scontrol', lambda v: cli_call('update_nodes', v, 'State=RESUME'), 'refused', ["node name is '{v}', expected a Slurm node name"]),
+    ('slurm_node reason', 'scontrol', lambda v: cli_call('update_nodes', GOOD, 'State=DRAIN', 'Reason=gpucluster.bringup.mig: %s' % v), 'no_option', []),
 ]
 
 
@@ -388,13 +360,15 @@ def test_nccl_args_are_all_reduce_perf_arguments_on_purpose():
 
 
 @pytest.mark.parametrize('value', BAD)
-def test_mig_helper_refuses_a_node_option_before_any_command(value, capsys):
-    recorder = Recorder()
-    assert msn.main(['drained', '--node=%s' % value, '--reason', 'gpucluster.bringup.mig: x'], slurm=msn.Slurm(recorder)) == 1
-    result = json.loads(capsys.readouterr().out)
-    assert result['failed'] is True and result['changed'] is False
-    assert "--node '%s' is not a Slurm node name" % value in result['msg']
-    assert recorder.calls == []
+def test_slurm_node_refuses_a_node_option_before_any_command(value):
+    calls = []
+    client = cli.SlurmCli(run=lambda argv, env=None, data=None: calls.append(list(argv)) or (1, '', 'not Slurm'))
+    params = {'action': 'drained', 'node': value, 'reason': 'gpucluster.bringup.mig: x', 'owner': 'gpucluster.bringup.mig:',
+              'gres': None, 'restarted_since': None, 'timeout': 0, 'poll': 1}
+    with pytest.raises(slurm_node.NodeFailure) as err:
+        slurm_node.NodeManager(client, params).run()
+    assert "node is '%s', expected a Slurm node name" % value in str(err.value)
+    assert calls == []
 
 
 @pytest.mark.parametrize('env, asked, fact', [

@@ -95,6 +95,7 @@ def _base(name, tmp):
         'validation_munge': {'node': 'ctl', 'unmunge': '/nonexistent/unmunge'},
         'health_deep': {'names': [], 'program': '/nonexistent/gpucluster-healthcheck'},
         'slurm_topology': {'nodes': ['gpu-01'], 'dest': os.path.join(tmp, 'topology.conf')},
+        'slurm_node': {'action': 'query', 'node': 'gpu-01'},
     }.get(name, {})
 
 

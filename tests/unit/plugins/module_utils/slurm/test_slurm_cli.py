@@ -82,7 +82,7 @@ def test_drain_resume_and_their_errors():
 def test_a_name_that_is_no_slurm_name_runs_nothing(name):
     recorder = Recorder()
     for call in (lambda s: s.drain(name, 'r'), lambda s: s.show_node(name), lambda s: s.jobs_on(name), lambda s: s.show_nodes([name])):
-        with pytest.raises(cli.SlurmError, match='is not a Slurm node name'):
+        with pytest.raises(cli.SlurmError, match='expected a Slurm node name'):
             call(client(recorder))
     assert recorder.calls == []
 

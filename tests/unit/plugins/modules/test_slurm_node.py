@@ -2,13 +2,11 @@
 # Copyright (c) gpucluster.bringup contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The mig role's Slurm helper (roles/mig/files/gpucluster_mig_slurm.py): parsing of
-``scontrol show node --oneliner`` and ``squeue`` output, and the drain / wait /
-resume decisions.
+"""The slurm_node module (the mig role's drain / wait / registered / resume around a MIG change), over the one
+Slurm client (slurm/_slurm_cli.py), node parser (slurm/_nodes.py) and drain tag.
 
-The helper calls Slurm through one function ``run(argv)``; here it is a
-STAND-IN (not Slurm) that keeps one node's State, Reason, Gres and jobs in a
-dict, prints the Slurm 22.05.8 formats and logs each call.  The real
+The client calls Slurm through one function ``run(argv)``; here it is a STAND-IN (not Slurm) that keeps one
+node's State, Reason, Gres and jobs in a dict, prints the Slurm 22.05.8 formats and logs each call.  The real
 commands are exercised in molecule/default (tests/test_zz_mig_changes.py).
 """
 
@@ -16,20 +14,12 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import importlib.machinery
-import importlib.util
-import json
-import os
-
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
-HELPER = os.path.join(ROOT, 'roles', 'mig', 'files', 'gpucluster_mig_slurm.py')
-
-_loader = importlib.machinery.SourceFileLoader('gpucluster_mig_slurm', HELPER)
-_spec = importlib.util.spec_from_loader('gpucluster_mig_slurm', _loader)
-msn = importlib.util.module_from_spec(_spec)
-_loader.exec_module(msn)
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _nodes
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
+from ansible_collections.gpucluster.bringup.plugins.modules import slurm_node
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import bad_input, forbid_commands
 
 OS = 'OS=Linux 6.1.0-26-amd64 #1 SMP PREEMPT_DYNAMIC Debian 6.1.112-1 (2024-09-30) '
 LINE = ('NodeName=gpu-01 Arch=x86_64 CoresPerSocket=1 CPUAlloc=0 CPUEfctv=2 CPUTot=2 CPULoad=0.11 AvailableFeatures=(null) '
@@ -60,15 +50,10 @@ def line(state='IDLE', gres='gpu:h100:8', reason=None, started='2026-11-21T06:10
      {'name': 'gpu-01', 'state': ['UNKNOWN'], 'reason': None, 'gres': 'gpu:h100:8', 'slurmd_start': '2026-11-21T06:10:00'}),
 ])
 def test_show_node_parsing(text, view):
-    fields = msn.parse_show_node(text)
-    assert fields['OS'] == OS[3:].strip()
-    assert fields['CfgTRES'] == 'cpu=2,mem=7000M,billing=2,gres/gpu=8' and fields['AllocTRES'] == ''
-    assert msn.node_view(fields) == view
-
-
-def test_show_node_without_a_record_is_an_error():
-    with pytest.raises(ValueError, match=r"^scontrol printed no NodeName= record: 'Node gpu-09 not found'$"):
-        msn.parse_show_node('Node gpu-09 not found\n')
+    node = _nodes.parse_node(text)
+    assert node['fields']['OS'] == OS[3:].strip()
+    assert node['fields']['CfgTRES'] == 'cpu=2,mem=7000M,billing=2,gres/gpu=8' and node['fields']['AllocTRES'] == ''
+    assert slurm_node.view(node) == view
 
 
 @pytest.mark.parametrize('text, jobs', [
@@ -78,12 +63,12 @@ def test_show_node_without_a_record_is_an_error():
         {'id': '13', 'state': 'SUSPENDED', 'user': 'bob', 'name': 'x'}]),
 ])
 def test_squeue_parsing(text, jobs):
-    assert msn.parse_squeue(text) == jobs
+    assert _nodes.parse_squeue(text) == jobs
 
 
 def test_squeue_bad_line():
     with pytest.raises(ValueError, match=r"^unexpected squeue line '12 RUNNING' \(expected id\|state\|user\|name\)$"):
-        msn.parse_squeue('12 RUNNING\n')
+        _nodes.parse_squeue('12 RUNNING\n')
 
 
 @pytest.mark.parametrize('left, right, same', [
@@ -93,7 +78,7 @@ def test_squeue_bad_line():
     ('', '(null)', True),
 ])
 def test_gres_comparison(left, right, same):
-    assert (msn.gres_set(left) == msn.gres_set(right)) is same
+    assert (_nodes.gres_set(left) == _nodes.gres_set(right)) is same
 
 
 # ----------------------------------------------------------------- the helper, with a stand-in Slurm
@@ -108,7 +93,7 @@ class StandIn(object):
         self.node.update(node)
         self.log = []
 
-    def __call__(self, argv):
+    def __call__(self, argv, env=None, data=None):
         self.log.append(list(argv))
         node = self.node
         if argv[0] == 'squeue':
@@ -117,9 +102,9 @@ class StandIn(object):
                 if not node['jobs_left_polls']:
                     node['jobs'] = []
             return 0, ''.join('|'.join(job) + '\n' for job in node['jobs']), ''
-        if argv[1:3] == ['show', 'node']:
-            if argv[3] != node['name']:
-                return 1, '', 'Node %s not found\n' % argv[3]
+        if argv[1:4] == ['-o', 'show', 'node']:
+            if argv[4] != node['name']:
+                return 1, '', 'Node %s not found\n' % argv[4]
             text = line(node['state'], node['gres'], node['reason'] and node['reason'] + ' [root@2026-11-21T07:00:01]', node['started'])
             if node['register_after_polls']:
                 node['register_after_polls'] -= 1
@@ -129,9 +114,9 @@ class StandIn(object):
                     node['started'] = '2026-11-21T07:02:13'
             return 0, text + '\n', ''
         settings = dict(item.split('=', 1) for item in argv[2:])
-        if settings['state'] == 'drain':
-            node['state'] += '+DRAIN'
-            node['reason'] = settings['reason']
+        if settings['State'] == 'DRAIN':
+            node['state'] += '+DRAIN' if '+DRAIN' not in node['state'] else ''
+            node['reason'] = settings['Reason']
         else:
             node['state'] = node['state'].split('+', maxsplit=1)[0]
             node['reason'] = None
@@ -141,19 +126,21 @@ class StandIn(object):
         return [argv for argv in self.log if argv[:2] == ['scontrol', 'update']]
 
 
-def run(standin, *argv, **kwargs):
-    """The helper's main() with the stand-in; returns (exit status, printed JSON)."""
-    kwargs.setdefault('capsys', None)
-    status = msn.main(list(argv), slurm=msn.Slurm(run=standin))
-    return status, json.loads(kwargs['capsys'].readouterr().out)
+def run(standin, action, *options, **kwargs):
+    """The module's manager with the stand-in, options as the role's old helper took them (``--node N --timeout S``):
+    (0, result), or (1, result with msg) when it failed."""
+    args = {'action': action, 'node': None, 'reason': None, 'owner': 'gpucluster.bringup.mig:', 'gres': None,
+            'restarted_since': None, 'timeout': 600, 'poll': 5}
+    for key, value in zip(options[::2], options[1::2]):
+        key = key.lstrip('-').replace('-', '_')
+        args[key] = int(value) if key in ('timeout', 'poll') else value
+    try:
+        return 0, slurm_node.NodeManager(SlurmCli(run=standin), args, sleep=lambda seconds: None).run()
+    except slurm_node.NodeFailure as exc:
+        return 1, dict(exc.result, failed=True, msg=str(exc), changed=False)
 
 
 REASON = 'gpucluster.bringup.mig: applying layout all-balanced'
-
-
-@pytest.fixture(autouse=True)
-def no_sleep(monkeypatch):
-    monkeypatch.setattr(msn.time, 'sleep', lambda seconds: None)
 
 
 def test_drain_then_resume_own_drain(capsys):
@@ -161,7 +148,7 @@ def test_drain_then_resume_own_drain(capsys):
     status, out = run(slurm, 'drained', '--node', 'gpu-01', '--reason', REASON, capsys=capsys)
     assert status == 0 and out['changed'] and out['owned']
     assert out['node']['state'] == ['IDLE', 'DRAIN'] and out['node']['reason'] == REASON
-    assert slurm.updates() == [['scontrol', 'update', 'nodename=gpu-01', 'state=drain', 'reason=' + REASON]]
+    assert slurm.updates() == [['scontrol', 'update', 'NodeName=gpu-01', 'State=DRAIN', 'Reason=' + REASON]]
     status, again = run(slurm, 'drained', '--node', 'gpu-01', '--reason', REASON, capsys=capsys)
     assert status == 0 and not again['changed'] and again['owned'] and len(slurm.updates()) == 1
     status, resumed = run(slurm, 'resumed', '--node', 'gpu-01', capsys=capsys)
@@ -203,7 +190,7 @@ def test_registered_waits_for_the_restarted_slurmd(capsys):
     status, out = run(slurm, 'registered', '--node', 'gpu-01', '--gres', 'gpu:h100:8', '--restarted-since', '2026-11-21T06:10:00',
                       '--timeout', '60', capsys=capsys)
     assert status == 0 and out['node']['slurmd_start'] == '2026-11-21T07:02:13'
-    assert len([argv for argv in slurm.log if argv[1:3] == ['show', 'node']]) == 4
+    assert len([argv for argv in slurm.log if argv[1:4] == ['-o', 'show', 'node']]) == 4
 
 
 @pytest.mark.parametrize('node, gres, message', [
@@ -227,28 +214,25 @@ def test_registered_failures(capsys, node, gres, message):
 
 @pytest.mark.parametrize('argv, message', [
     (['drained', '--node', 'gpu-01', '--reason', 'maintenance'],
-     "reason 'maintenance' must start with 'gpucluster.bringup.mig:' so that the role can recognise its own drain"),
-    (['query', '--node', 'gpu-09'], 'scontrol show node gpu-09 --oneliner failed (exit 1): Node gpu-09 not found'),
+     "reason is 'maintenance', expected a reason that starts with 'gpucluster.bringup.mig:' (owner) so that the caller can recognise "
+     "its own drain"),
+    (['query', '--node', 'gpu-09'], 'scontrol -o show node gpu-09 failed (rc 1): Node gpu-09 not found'),
 ])
 def test_bad_calls(capsys, argv, message):
     status, out = run(StandIn(), *argv, capsys=capsys)
     assert status == 1 and out['msg'] == message and out['changed'] is False
 
 
-def test_a_missing_command_is_reported():
-    assert msn._run(['/nonexistent/scontrol', 'show']) == (127, '', '/nonexistent/scontrol: No such file or directory')
-
-
 @pytest.mark.parametrize('argv, output, message', [
     (['query', '--node', 'gpu-01'], {'scontrol': 'Node gpu-01 is unknown to this tool\n'},
-     "cannot read Slurm node gpu-01: scontrol printed no NodeName= record: 'Node gpu-01 is unknown to this tool'"),
+     'cannot read Slurm node gpu-01: scontrol printed no "NodeName=" line: \'Node gpu-01 is unknown to this tool\''),
     (['jobs_done', '--node', 'gpu-01'], {'squeue': '12 RUNNING alice\n'},
      "cannot read the jobs of Slurm node gpu-01: unexpected squeue line '12 RUNNING alice' (expected id|state|user|name)"),
 ])
 def test_unexpected_output_is_reported(capsys, argv, output, message):
     standin = StandIn()
 
-    def garbled(command):
+    def garbled(command, env=None, data=None):
         if command[0] in output:
             return 0, output[command[0]], ''
         return standin(command)
@@ -270,9 +254,26 @@ def test_noted_rewrites_only_the_roles_own_drain_reason(capsys, state, reason, c
     status, out = run(slurm, 'noted', '--node', 'gpu-01', '--reason', FAILED_REASON, capsys=capsys)
     assert status == 0 and out['changed'] is changed
     assert slurm.node['reason'] == final_reason
-    assert slurm.updates() == ([['scontrol', 'update', 'nodename=gpu-01', 'state=drain', 'reason=' + FAILED_REASON]] if changed else [])
+    assert slurm.updates() == ([['scontrol', 'update', 'NodeName=gpu-01', 'State=DRAIN', 'Reason=' + FAILED_REASON]] if changed else [])
 
 
 def test_noted_needs_the_owner_prefix(capsys):
     status, out = run(StandIn(state='IDLE+DRAIN', reason=REASON), 'noted', '--node', 'gpu-01', '--reason', 'it broke', capsys=capsys)
-    assert status == 1 and out['msg'].startswith("reason 'it broke' must start with 'gpucluster.bringup.mig:'")
+    assert status == 1 and out['msg'].startswith("reason is 'it broke', expected a reason that starts with 'gpucluster.bringup.mig:'")
+
+
+# ----------------------------------------------------------------- the module's bad input: one message, nothing run
+
+
+@pytest.mark.parametrize('args, fragments', [
+    ({'action': 'drained', 'node': '-Mother', 'reason': 'gpucluster.bringup.mig: x'}, ["node is '-Mother', expected a Slurm node name", 'nothing was run']),
+    ({'action': 'drained', 'node': 'gpu-01', 'reason': 'maintenance'}, ["reason is 'maintenance', expected a reason that starts with"]),
+    ({'action': 'noted', 'node': 'gpu-01'}, ['reason is None, expected a reason that starts with']),
+    ({'action': 'jobs_done', 'node': 'gpu-01', 'timeout': -1}, ['timeout is -1, expected 0 or more seconds']),
+    ({'action': 'registered', 'node': 'gpu-01', 'poll': 0}, ['poll is 0, expected 1 or more seconds']),
+    ({'action': 'drain', 'node': 'gpu-01'}, ['action', 'drain', 'query, drained, noted, jobs_done, registered, resumed']),
+])
+def test_bad_input_runs_nothing(args, fragments, monkeypatch):
+    calls = forbid_commands(monkeypatch)
+    outcome = bad_input(slurm_node.main, args, *fragments)
+    assert outcome.result.get('changed', False) is False and calls == []
