@@ -30,6 +30,15 @@ description:
     changes nothing.
   - With O(action=query), reads the node and its jobs.
   - The mig role uses it around a MIG layout change; the reasons it writes are the drain tags of C(slurm/_drain_tag.py).
+author:
+  - gpucluster.bringup maintainers (@gpucluster-bringup)
+extends_documentation_fragment:
+  - gpucluster.bringup.attributes
+attributes:
+  check_mode:
+    support: none
+  diff_mode:
+    support: none
 options:
   action:
     description: What to do (see the description).
@@ -61,8 +70,6 @@ options:
     description: Seconds between two looks; 1 or more.
     type: int
     default: 5
-author:
-  - gpucluster.bringup contributors
 '''
 
 EXAMPLES = r'''

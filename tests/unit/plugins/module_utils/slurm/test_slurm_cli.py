@@ -89,8 +89,8 @@ def test_a_name_that_is_no_slurm_name_runs_nothing(name):
 
 def test_jobs_on_reads_squeue():
     recorder = Recorder({'--noheader': (0, '12|RUNNING|alice|train\n13|COMPLETING|bob|a|b\n', '')})
-    assert client(recorder).jobs_on('gpu-01') == [{'id': '12', 'state': 'RUNNING', 'user': 'alice', 'name': 'train'},
-                                                 {'id': '13', 'state': 'COMPLETING', 'user': 'bob', 'name': 'a|b'}]
+    assert client(recorder).jobs_on('gpu-01') == [
+        {'id': '12', 'state': 'RUNNING', 'user': 'alice', 'name': 'train'}, {'id': '13', 'state': 'COMPLETING', 'user': 'bob', 'name': 'a|b'}]
     assert recorder.calls[0][0] == ['squeue', '--noheader', '--nodelist', 'gpu-01', '--format', '%i|%T|%u|%j']
     with pytest.raises(cli.SlurmError, match='cannot read the jobs of Slurm node gpu-01: unexpected squeue line'):
         client(Recorder({'--noheader': (0, 'garbage\n', '')})).jobs_on('gpu-01')
