@@ -79,6 +79,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _h
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _munge_key  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import run_process  # noqa: E402
 
 DEFAULT_CONFIG = '/etc/gpucluster/healthcheck.json'
 # the closed loop's condition -> action table, written by the role where the loop is on (slurm_healthcheck_loop_enabled)
@@ -268,13 +269,11 @@ def check(config, pynvml, tier='periodic', start=None):
 
 
 def _scontrol(config, argv):
-    try:
-        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise RuntimeError('%s failed: %s' % (' '.join(argv), exc))
-    if result.returncode != 0:
-        raise RuntimeError('%s failed (rc=%d): %s' % (' '.join(argv), result.returncode, (result.stderr or result.stdout).strip()))
-    return result.stdout
+    """What ``argv`` (scontrol) printed, through the collection's Slurm client (60 s at most); RuntimeError when it failed."""
+    rc, out, err = run_process(argv, timeout=60)
+    if rc != 0:
+        raise RuntimeError('%s failed (rc=%d): %s' % (' '.join(argv), rc, (err or out).strip()))
+    return out
 
 
 def _write_json(path, data):
