@@ -136,11 +136,10 @@ import threading
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli, SlurmError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._deep_health import (
-    DeepFailure, batches, check_deep_input, delete_reservation_argv, node_extras, reservation_minutes, select, settle,
-    show_nodes_argv, show_reservation_argv, skipped_records, srun_argv, update_argv)
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes, record
+    DeepFailure, batches, check_deep_input, node_extras, reservation_minutes, select, settle, skipped_records, srun_argv)
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import record
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import reservation_argv
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 
@@ -157,8 +156,9 @@ class DeepManager(object):
         try:
             self.settings = check_deep_input(self.params)
             return self._run()
-        except InputError as exc:
-            # bad input, or (never expected) a name from Slurm that is not one to put on a command line
+        except (InputError, SlurmError) as exc:
+            # bad input, Slurm failing or printing what no parser reads, or (never expected) a name from Slurm that is not
+            # one to put on a command line
             raise DeepFailure(str(exc))
 
     def _run(self):
@@ -184,24 +184,17 @@ class DeepManager(object):
         return result
 
     def show_nodes(self, names=None):
-        rc, out, err = self.client.scontrol(*show_nodes_argv('scontrol', names or ())[1:])
-        if rc != 0:
-            raise DeepFailure('scontrol -o show node failed (rc %d): %s' % (rc, (err or out).strip()))
-        try:
-            return parse_scontrol_nodes(out), node_extras(out)
-        except ValueError as exc:
-            raise DeepFailure(str(exc))
+        nodes = self.client.show_nodes(names or ())
+        return nodes, node_extras(nodes)
 
     def refuse_existing_reservation(self):
         name = self.params['reservation']
-        rc, out, _err = self.client.scontrol(*show_reservation_argv('scontrol', name)[1:])
-        if rc == 0 and 'ReservationName=%s ' % name in out + ' ':
+        if self.client.reservation_exists(name):
             raise DeepFailure('the reservation %s exists already: a deep run is going on, or one ended without removing it '
                               '(scontrol delete ReservationName=%s); nothing was changed' % (name, name))
 
     def update(self, name, *settings):
-        rc, out, err = self.client.scontrol(*update_argv('scontrol', name, *settings)[1:])
-        return None if rc == 0 else (err or out).strip()
+        return self.client.update_nodes(name, *settings)
 
     def run_batch(self, batch):
         """Reserve the batch, resume its drained nodes into the reservation, run the jobs, settle each node, end the reservation."""
@@ -243,7 +236,7 @@ class DeepManager(object):
             for candidate in pending.values():
                 if candidate.get('resumed_for_test'):
                     self.update(candidate['name'], 'State=DRAIN', 'Reason=%s' % candidate['reason'])
-            self.client.scontrol(*delete_reservation_argv('scontrol', reservation)[1:])
+            self.client.delete_reservation(reservation)
         return outcomes
 
     def not_tested(self, candidate, why):

@@ -139,8 +139,7 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli, SlurmError
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import (
     ResumeFailure, check_resume_input, plan_resume, probe_argv, probe_outcome, probe_result, problem_nodes, reservation_argv, resume_argv, resume_records,
@@ -204,12 +203,9 @@ class ResumeManager(object):
 
     def show_nodes(self):
         """Node name -> node of ``scontrol -o show node``."""
-        rc, out, err = self.client.scontrol('-o', 'show', 'node')
-        if rc != 0:
-            raise ResumeFailure('scontrol -o show node failed (rc %d): %s' % (rc, (err or out).strip()))
         try:
-            return parse_scontrol_nodes(out)
-        except ValueError as exc:
+            return self.client.show_nodes()
+        except SlurmError as exc:
             raise ResumeFailure(str(exc))
 
     def problems(self):
@@ -241,7 +237,7 @@ class ResumeManager(object):
             return resumed
         finally:
             if reservation:
-                self.client.scontrol('delete', 'ReservationName=%s' % reservation)
+                self.client.delete_reservation(reservation)
 
     def lift(self, names, kept):
         """``State=RESUME`` for ``names`` in one scontrol call (a hostlist); node by node when that call fails, so

@@ -52,12 +52,13 @@ def run_process(argv, env=None, data=None, timeout=QUERY_TIMEOUT):
     return proc.returncode, proc.stdout, proc.stderr
 
 
-def checked_names(names):
-    """``names`` (one name or a list) as the list of Slurm names; SlurmError before any command when one is not."""
+def checked_names(names, what='node name'):
+    """``names`` (one name or a list) as the list of Slurm names (node or reservation: ``what``); SlurmError before any
+    command when one is not."""
     names = [names] if isinstance(names, str) else list(names)
     bad = [name for name in names if not is_slurm_name(name)]
     if bad or not names:
-        raise SlurmError('node name is %r, expected a Slurm node name (%s); nothing was run' % (bad[0] if bad else names, SLURM_NAME_TEXT))
+        raise SlurmError('%s is %r, expected a Slurm %s (%s); nothing was run' % (what, bad[0] if bad else names, what, SLURM_NAME_TEXT))
     return names
 
 
@@ -154,12 +155,12 @@ class SlurmCli(object):
     # ------------------------------------------------------------ reservations
 
     def reservation_exists(self, name):
-        rc, out, _err = self.scontrol('-o', 'show', 'reservation', checked_names(name)[0])
+        rc, out, _err = self.scontrol('-o', 'show', 'reservation', checked_names(name, 'reservation')[0])
         return rc == 0 and 'ReservationName=%s ' % name in out + ' '
 
     def delete_reservation(self, name):
         """End reservation ``name``: None, or scontrol's error."""
-        rc, out, err = self.scontrol('delete', 'ReservationName=%s' % checked_names(name)[0])
+        rc, out, err = self.scontrol('delete', 'ReservationName=%s' % checked_names(name, 'reservation')[0])
         return None if rc == 0 else (err or out).strip() or 'rc %d' % rc
 
     # ------------------------------------------------------------ jobs

@@ -31,8 +31,7 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import drained, parse_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_deep import CHECKS, TIER, load_config, read_report
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes import parse_nodes
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import record, slurm_names
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import record
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     SLURM_NAME_TEXT, InputError, ModuleFailure, is_slurm_name, require_choice, require_int, require_list, require_match, require_str, show,
     slurm_name)
@@ -64,9 +63,9 @@ def gres_gpus(gres):
     return total
 
 
-def node_extras(text):
-    """Per node of ``scontrol -o show node``: ``{'gpus': N, 'partitions': [..]}`` (read by ``slurm._nodes.parse_nodes``)."""
-    return dict((name, {'gpus': gres_gpus(node['gres']), 'partitions': node['partitions']}) for name, node in parse_nodes(text).items())
+def node_extras(nodes):
+    """Per node (``{name: node}`` of ``slurm._nodes.parse_nodes``): ``{'gpus': N, 'partitions': [..]}``."""
+    return dict((name, {'gpus': gres_gpus(node['gres']), 'partitions': node['partitions']}) for name, node in nodes.items())
 
 
 def _state(node):
@@ -142,26 +141,6 @@ def reservation_minutes(time_limit_minutes):
 # a name given as a word of its own, or the program, that starts with "-" would be an option. So every name that
 # goes on a command line is checked here as a Slurm name (no leading "-", no spaces, "," or "="), whatever checked it
 # before, and the program is an absolute path; ``InputError`` names the value.
-
-
-def show_nodes_argv(scontrol, names=()):
-    """``scontrol -o show node [NAME,...]``: every node, or ``names``."""
-    return [scontrol, '-o', 'show', 'node'] + ([','.join(slurm_names('names', list(names)))] if names else [])
-
-
-def show_reservation_argv(scontrol, name):
-    """``scontrol -o show reservation NAME``."""
-    return [scontrol, '-o', 'show', 'reservation', slurm_name('reservation', name, 'a Slurm reservation name')]
-
-
-def update_argv(scontrol, name, *settings):
-    """``scontrol update NodeName=NAME KEY=VALUE...`` (``settings`` are this module's own ``State=``/``Reason=`` words)."""
-    return [scontrol, 'update', 'NodeName=%s' % slurm_name('node name', name, 'a Slurm node name')] + list(settings)
-
-
-def delete_reservation_argv(scontrol, name):
-    """``scontrol delete ReservationName=NAME``."""
-    return [scontrol, 'delete', 'ReservationName=%s' % slurm_name('reservation', name, 'a Slurm reservation name')]
 
 
 def check_program(name, value):

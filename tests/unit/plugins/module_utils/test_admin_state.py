@@ -19,6 +19,7 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as hd
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as dh
@@ -208,10 +209,12 @@ def test_resume_records_name_the_started_slurmd():
 
 # ---------------------------------------------------------------- the module: query, wait, resume
 
-class FakeSlurm(object):
-    """scontrol over a dict of node lines; slurmd "answers" after ``answers_after`` clock seconds."""
+class FakeSlurm(SlurmCli):
+    """The real Slurm client over a stand-in of scontrol (a dict of node lines); slurmd "answers" after ``answers_after``
+    clock seconds."""
 
     def __init__(self, nodes, answers_after=None):
+        SlurmCli.__init__(self, clock=self.clock)
         self.nodes = nodes
         self.answers_after = answers_after or {}
         self.now = 0.0
@@ -237,7 +240,7 @@ class FakeSlurm(object):
             return 0, out, ''
         return 0, '', ''
 
-    def probe(self, argv, timeout):
+    def job(self, argv, timeout, env=None):
         raise AssertionError('no probe expected')
 
     def warn(self, message):
@@ -345,7 +348,7 @@ def deep_line(name, state, reason=None):
 def test_deep_tier_picks(state, reason, include, tested):
     text = deep_line('gpu-02', state, reason) + '\n'
     nodes = parse_scontrol_nodes(text)
-    candidates, skipped = dh.select(nodes, dh.node_extras(text), [], include)
+    candidates, skipped = dh.select(nodes, dh.node_extras(nodes), [], include)
     assert bool(candidates) is tested, skipped
 
 

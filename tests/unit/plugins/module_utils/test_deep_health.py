@@ -41,7 +41,7 @@ SHOW = '\n'.join([
     line('cpu-01', 'IDLE', gres='(null)'),
 ]) + '\n'
 NODES = parse_scontrol_nodes(SHOW)
-EXTRAS = dh.node_extras(SHOW)
+EXTRAS = dh.node_extras(NODES)
 
 
 @pytest.mark.parametrize('gres, count', [

@@ -18,11 +18,15 @@ import json
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as hd
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
 from ansible_collections.gpucluster.bringup.plugins.modules import health_deep
 
 
-class FakeSlurm(object):
+class FakeSlurm(SlurmCli):
+    """The real Slurm client over a stand-in of scontrol (its ``scontrol``) and srun (its ``job``)."""
+
     def __init__(self, nodes, jobs, reservations=()):
+        SlurmCli.__init__(self)
         self.nodes = nodes          # name -> [state, reason]
         self.jobs = jobs            # name -> job result, or a callable(self) -> result
         self.reservations = set(reservations)

@@ -14,15 +14,18 @@ import time
 
 import pytest
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
 from ansible_collections.gpucluster.bringup.plugins.modules import validation_resume
 
 REASON = 'gpuhc:periodic:xid: Xid 79 on GPU 0'
 
 
-class FakeSlurm(object):
-    """scontrol and srun over a dict of node states; records every call; probes take ``delay`` seconds."""
+class FakeSlurm(SlurmCli):
+    """The real Slurm client over a stand-in of scontrol and srun (a dict of node states); records every call; probes
+    take ``delay`` seconds."""
 
     def __init__(self, names, refuse=(), failing_probe=(), hostlist_update_fails=False, delay=0.05):
+        SlurmCli.__init__(self)
         self.state = dict((name, 'IDLE+DRAIN') for name in names)
         self.refuse = set(refuse)
         self.failing_probe = set(failing_probe)
