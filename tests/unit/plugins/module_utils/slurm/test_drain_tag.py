@@ -8,10 +8,14 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+
 import pytest
+import yaml
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _drain_tag as tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _nodes
+from ansible_collections.gpucluster.bringup.plugins.modules import slurm_node
 
 # (owner, scope, check, detail, prefix) -> the reason written, as earlier releases wrote it
 ROUND_TRIP = [
@@ -102,3 +106,20 @@ def test_a_bad_tag_is_refused(args, kwargs, fragment):
     with pytest.raises(ValueError) as err:
         tag.format_tag(*args, **kwargs)
     assert fragment in str(err.value)
+
+
+def test_the_roles_write_the_tags_this_module_reads():
+    """The words the roles put at the start of their reasons are this module's: the mig role's owner, the health
+    check's default prefix, and slurm_node's default owner."""
+    root = os.path.dirname(os.path.abspath(tag.__file__)).rsplit(os.sep + 'plugins' + os.sep, 1)[0]
+    with open(os.path.join(root, 'roles', 'mig', 'vars', 'main.yml')) as handle:
+        mig_vars = yaml.safe_load(handle)
+    with open(os.path.join(root, 'roles', 'slurm_healthcheck', 'defaults', 'main.yml')) as handle:
+        healthcheck_defaults = yaml.safe_load(handle)
+    assert mig_vars['_mig_reason_owner'] == tag.MIG_OWNER
+    assert healthcheck_defaults['slurm_healthcheck_reason_prefix'] == tag.DEFAULT_PREFIX
+    assert yaml.safe_load(slurm_node.DOCUMENTATION)['options']['owner']['default'] == tag.MIG_OWNER
+    # the mig role's reasons, as its vars render them, are mig tags
+    for reason in ('%s applying layout all-1g; if this stays, fix the cause' % mig_vars['_mig_reason_owner'],
+                   '%s layout all-1g failed, fix the cause: boom' % mig_vars['_mig_reason_owner']):
+        assert tag.owner(reason) == 'mig'
