@@ -286,13 +286,14 @@ def test_a_change_whose_slurmctld_dies_reports_the_cause_first_and_the_node_says
     msg = json.loads(fatal[-1].split("=> ", 1)[1])["msg"]
     # the cause first (the job wait could not ask slurmctld), then what to do, then the rescue's own failure
     cause, stays, resume = re.match(r"^(.*?)\. (%s stays drained: .*?); (resuming it failed too: .*)$" % H100, msg).groups()
-    assert re.match(r"^(scontrol show node %s --oneliner|squeue --noheader --nodelist %s .*) failed \(exit 1\): .*"
+    # (the slurm_node module's message, through the Slurm client: the command, its exit status, what it printed)
+    assert re.match(r"^(scontrol -o show node %s|squeue --noheader --nodelist %s .*) failed \(rc 1\): .*"
                     r"Unable to contact slurm controller" % (H100, H100), cause), msg
     # the hint is the whole command as the user ran it: inventories, this node and the layout of this run
     hint = re.match(r"^%s stays drained: fix the cause, then run ansible-playbook(?: -i \S+)+ gpucluster.bringup.mig_change "
                     r"--limit %s -e '(\{.*\})'$" % (H100, H100), stays)
     assert hint and json.loads(hint.group(1))["mig_layout"] == "molecule-gpu5-7g", msg
-    assert resume.startswith("resuming it failed too: scontrol show node %s --oneliner failed (exit 1): " % H100), msg
+    assert resume.startswith("resuming it failed too: scontrol -o show node %s failed (rc 1): " % H100), msg
     assert layout(H100) == before
     # slurmctld is back: the node is still drained by the role, and its reason says what to run
     deadline = time.time() + 60
