@@ -243,8 +243,8 @@ class FakeSlurm(SlurmCli):
     def job(self, argv, timeout, env=None):
         raise AssertionError('no probe expected')
 
-    def warn(self, message):
-        self.warnings.append(message)
+    def warn(self, text):
+        self.warnings.append(text)
 
 
 def params(**extra):

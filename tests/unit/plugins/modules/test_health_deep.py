@@ -72,7 +72,7 @@ class FakeSlurm(SlurmCli):
     def path(self, name):
         return '/usr/bin/' + name
 
-    def job(self, argv, timeout):
+    def job(self, argv, timeout, env=None):
         assert argv[0] == '/usr/bin/srun'
         node = [a for a in argv if a.startswith('--nodelist=')][0].split('=', 1)[1]
         self.calls.append(('srun', node))
@@ -174,7 +174,7 @@ def test_the_job_gets_the_settings_as_json():
     seen = {}
 
     class Recording(FakeSlurm):
-        def job(self, argv, timeout):
+        def job(self, argv, timeout, env=None):
             seen['argv'] = argv
             seen['timeout'] = timeout
             return report('gpu-01', *PASS)

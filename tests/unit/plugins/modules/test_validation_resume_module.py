@@ -60,7 +60,7 @@ class FakeSlurm(SlurmCli):
             return 0, '', ''
         raise AssertionError(args)
 
-    def job(self, argv, timeout):
+    def job(self, argv, timeout, env=None):
         name = [a for a in argv if a.startswith('--nodelist=')][0].split('=', 1)[1]
         with self.cond:
             self.calls.append(('probe', name))
@@ -82,8 +82,8 @@ class FakeSlurm(SlurmCli):
             return {'rc': 1, 'stdout': '', 'stderr': 'srun: error: Prolog error'}
         return {'rc': 0, 'stdout': '', 'stderr': ''}
 
-    def warn(self, message):
-        self.warnings.append(message)
+    def warn(self, text):
+        self.warnings.append(text)
 
 
 def manager(slurm, names):
