@@ -38,12 +38,14 @@ import time
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     InputError, require_bool, require_int, require_match, show)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _conditions as conditions
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _drain_tag as drain_tag
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _nodes as slurm_nodes
 
 STATES = ('ok', 'quarantine', 'drained', 'reboot-asked', 'back', 'deep-passed', 'returned', 'service')
 EVENTS = ('detected', 'drained', 'reboot_asked', 'back', 'deep_passed', 'deep_failed', 'returned', 'service', 'quarantined',
           'promoted')
 # what the loop writes into a drain reason: <tag>:<step>:<condition>: <detail>
-STEPS = ('reboot', 'drain', 'service')
+STEPS = drain_tag.LOOP_STEPS
 MAX_REASON = 200
 MAX_SEEN = 20
 REBOOT_ACTIONS = ('reset-gpu', 'reboot')
@@ -101,20 +103,18 @@ def load_policy(data, actions_name='actions'):
 
 def loop_reason(tag, step, condition, detail):
     """The loop's drain reason ``<tag>:<step>:<condition>: <detail>`` (one line, no double quotes, at most 200
-    characters): the one place that formats it."""
+    characters), written by the one drain tag of the collection (``slurm._drain_tag``, owner ``loop``)."""
     if step not in STEPS:
         raise ValueError('step %r is not one of %s' % (step, ', '.join(STEPS)))
-    head = '%s:%s:%s: ' % (tag, step, condition)
-    text = (head + (detail or '')).replace('\n', ' ').replace('"', "'").strip()
-    return text if len(text) <= MAX_REASON else text[:MAX_REASON - 3] + '...'
+    return drain_tag.format_tag('loop', condition, detail, scope=step, prefix=tag, limit=MAX_REASON)
 
 
 def parse_loop_reason(reason, tag=POLICY_DEFAULTS['tag']):
-    """``{'step', 'condition', 'detail'}`` of a reason :func:`loop_reason` wrote, else None."""
-    match = re.match(r'^%s:(%s):([a-z0-9-]+): ?(.*)$' % (re.escape(tag), '|'.join(STEPS)), reason or '')
-    if not match:
+    """``{'step', 'condition', 'detail'}`` of a reason :func:`loop_reason` wrote, else None (``slurm._drain_tag``)."""
+    parsed = drain_tag.parse_tag(reason, loop_prefix=tag)
+    if not parsed or parsed['owner'] != 'loop':
         return None
-    return {'step': match.group(1), 'condition': match.group(2), 'detail': match.group(3)}
+    return {'step': parsed['scope'], 'condition': parsed['check'], 'detail': parsed['detail']}
 
 
 def hit_comment(prefix, condition, epoch, detail):
@@ -134,11 +134,12 @@ def quarantine_comment(tag, condition, hits, policy):
 
 
 def health_tag(reason, prefix):
-    """``{'tier', 'check', 'detail'}`` of the health check's drain reason ``<prefix>:<tier>:<check>: <detail>``, else None."""
-    match = re.match(r'^%s:(?:(prolog|periodic|deep):)?([a-z-]+): (.*)$' % re.escape(prefix), reason or '')
-    if not match:
+    """``{'tier', 'check', 'detail'}`` of the health check's drain reason ``<prefix>:<tier>:<check>: <detail>``, else None
+    (``slurm._drain_tag``)."""
+    parsed = drain_tag.parse_tag(reason, prefix)
+    if not parsed or parsed['owner'] != 'healthcheck':
         return None
-    return {'tier': match.group(1) or 'periodic', 'check': match.group(2), 'detail': match.group(3)}
+    return {'tier': parsed['scope'], 'check': parsed['check'], 'detail': parsed['detail']}
 
 
 # ------------------------------------------------------------------ Slurm's view
@@ -151,35 +152,16 @@ def slurm_time(text):
     return int(time.mktime(tuple(int(g) for g in match.groups()) + (0, 0, -1)))
 
 
-_FIELD_AFTER_REASON = r'(?=\s(?:Comment|Extra|InstanceId|InstanceType|ResvName|Topology)=|\s*$)'
-
-
 def parse_nodes(text):
-    """``scontrol -o show node`` as a list of ``{'name', 'state', 'flags', 'reason', 'reason_time', 'comment', 'boot_time'}``.
-
-    Slurm prints ``Reason=<text> [<user>@<time>]`` and after it ``Comment=``/``Extra=`` (src/api/node_info.c), so the
-    reason ends at its ``[user@time]`` or at the next of those fields.  ``ValueError`` for a line without ``State=``."""
+    """``scontrol -o show node`` as a list of ``{'name', 'state', 'flags', 'reason', 'reason_time', 'comment', 'boot_time'}``
+    (times in seconds since the epoch), read by the one node parser (``slurm._nodes``); ``ValueError`` for a line that is
+    not a node."""
     nodes = []
-    for line in (text or '').splitlines():
-        line = line.strip()
-        named = re.match(r'^NodeName=(\S+)', line)
-        if not named:
-            continue
-        state = re.search(r'\sState=(\S+)', line)
-        if not state:
-            raise ValueError('scontrol line for %s has no State=: %r' % (named.group(1), line[:200]))
-        parts = state.group(1).split('+')
-        reason = re.search(r'\sReason=(.*?)(?:\s\[([^\]@\s]+)@([^\]]+)\])?' + _FIELD_AFTER_REASON, line)
-        comment = re.search(r'\sComment=(.*?)(?=\s(?:Extra|InstanceId|InstanceType|ResvName|Topology)=|\s*$)', line)
-        boot = re.search(r'\sBootTime=(\S+)', line)
+    for node in slurm_nodes.parse_nodes(text).values():
         nodes.append({
-            'name': named.group(1),
-            'state': parts[0].rstrip('*~#!%$@^-'),
-            'flags': sorted(set(parts[1:])),
-            'reason': reason.group(1).strip() if reason else '',
-            'reason_time': slurm_time(reason.group(3)) if reason and reason.group(3) else None,
-            'comment': '' if not comment or comment.group(1) == '(null)' else comment.group(1).strip(),
-            'boot_time': slurm_time(boot.group(1)) if boot else None,
+            'name': node['name'], 'state': node['state'], 'flags': sorted(set(node['flags'])), 'reason': node['reason'],
+            'reason_time': slurm_time(node['reason_time']) if node['reason_time'] else None,
+            'comment': node['comment'], 'boot_time': slurm_time(node['boot_time']),
         })
     return nodes
 

@@ -15,7 +15,9 @@ owner       reason                                   scope / check
 healthcheck ``<prefix>:<tier>:<check>: <detail>``    tier (prolog, periodic, deep) / check (``xid``);
             (read too: ``healthcheck: <check>: ..``,  ``<prefix>`` is slurm_healthcheck_reason_prefix,
             and ``<prefix>:<check>: ..``, periodic)  default ``gpuhc``
-loop        ``<prefix>:loop:<check>: <detail>``      the closed loop (no scope) / check
+loop        ``<loop>:<step>:<condition>: <detail>``  the closed loop (health/_node_loop): step (reboot, drain,
+                                                     service) / condition (``xid-79``); ``<loop>`` is its tag,
+                                                     default ``gpuloop``
 validate    ``validate: <stage>/<check>: <detail>``  stage (node, slurm, mpi, ...) / check (``gres_conf``)
 mig         ``gpucluster.bringup.mig: <detail>``     none / none (the mig role around a layout change)
 hook        ``<phase> hook <name> <what>``           phase (prolog, epilog) / hook name; ``<what>``:
@@ -42,13 +44,16 @@ DEFAULT_PREFIX = 'gpuhc'
 LEGACY_PREFIXES = ('healthcheck',)
 MIG_OWNER = 'gpucluster.bringup.mig:'
 VALIDATE_OWNER = 'validate:'
-LOOP_SCOPE = 'loop'
+DEFAULT_LOOP_PREFIX = 'gpuloop'
+# the closed loop's steps: a node it reboots, drains, or sends to service (hardware repair)
+LOOP_STEPS = ('reboot', 'drain', 'service')
 MAX_REASON = 200
 
 PREFIX = re.compile(r'[A-Za-z][A-Za-z0-9_-]*\Z')
 WORD = re.compile(r'[A-Za-z0-9_.-]+\Z')
 # (a tag with an empty detail ends with its ":")
-_HEALTH = re.compile(r'^([A-Za-z][A-Za-z0-9_-]*):\s?(?:(%s):)?([a-z-]+):(?: |\Z)' % '|'.join(HEALTH_TIERS + (LOOP_SCOPE,)))
+_HEALTH = re.compile(r'^([A-Za-z][A-Za-z0-9_-]*):\s?(?:(%s):)?([a-z-]+):(?: |\Z)' % '|'.join(HEALTH_TIERS))
+_LOOP = r'^%s:(' + '|'.join(LOOP_STEPS) + r'):([a-z0-9-]+):(?: |\Z)'
 _VALIDATE = re.compile(r'^validate: ([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+):(?: |\Z)')
 _HOOK = re.compile(r'^(prolog|epilog) hook (\S+) (failed \(exit -?\d+\)|timed out after \S+|killed by signal \d+)(.*)$')
 
@@ -68,12 +73,18 @@ def format_tag(owner, check=None, detail='', scope=None, prefix=DEFAULT_PREFIX, 
     """The drain reason of ``owner`` (see the module's table); ValueError names a bad owner, scope, check or prefix."""
     _need(owner in OWNERS, 'owner', owner, 'one of %s' % ', '.join(OWNERS))
     detail = ' '.join(str(detail or '').split())
-    if owner in ('healthcheck', 'loop'):
+    if owner == 'healthcheck':
         _need(isinstance(prefix, str) and PREFIX.match(prefix), 'prefix', prefix, 'a word such as "gpuhc" (letters, digits, "-", "_")')
-        if owner == 'healthcheck':
-            _need(scope in HEALTH_TIERS, 'tier', scope, 'one of %s' % ', '.join(HEALTH_TIERS))
+        _need(scope in HEALTH_TIERS, 'tier', scope, 'one of %s' % ', '.join(HEALTH_TIERS))
         _need(isinstance(check, str) and re.match(r'[a-z-]+\Z', check), 'check', check, 'lower-case letters and "-" such as "xid"')
-        text = '%s:%s:%s: %s' % (prefix, scope if owner == 'healthcheck' else LOOP_SCOPE, check, detail)
+        text = '%s:%s:%s: %s' % (prefix, scope, check, detail)
+    elif owner == 'loop':
+        # prefix: the loop's own tag (DEFAULT_LOOP_PREFIX unless the site set the loop's tag)
+        prefix = DEFAULT_LOOP_PREFIX if prefix == DEFAULT_PREFIX else prefix
+        _need(isinstance(prefix, str) and PREFIX.match(prefix), 'prefix', prefix, 'a word such as "gpuloop" (letters, digits, "-", "_")')
+        _need(scope in LOOP_STEPS, 'step', scope, 'one of %s' % ', '.join(LOOP_STEPS))
+        _need(isinstance(check, str) and re.match(r'[a-z0-9-]+\Z', check), 'condition', check, 'lower-case letters, digits and "-" such as "xid-79"')
+        text = '%s:%s:%s: %s' % (prefix, scope, check, detail)
     elif owner == 'validate':
         _need(isinstance(scope, str) and WORD.match(scope), 'stage', scope, 'a word such as "node"')
         _need(isinstance(check, str) and WORD.match(check), 'check', check, 'a word such as "gres_conf"')
@@ -88,13 +99,14 @@ def format_tag(owner, check=None, detail='', scope=None, prefix=DEFAULT_PREFIX, 
     return clean(text.strip(), limit)
 
 
-def parse_tag(reason, prefix=DEFAULT_PREFIX):
+def parse_tag(reason, prefix=DEFAULT_PREFIX, loop_prefix=DEFAULT_LOOP_PREFIX):
     """``{owner, scope, check, detail}`` of a reason the collection wrote (see the module's table), else None."""
     reason = (reason or '').strip()
+    match = re.match(_LOOP % re.escape(loop_prefix), reason)
+    if match:
+        return {'owner': 'loop', 'scope': match.group(1), 'check': match.group(2), 'detail': reason[match.end():]}
     match = _HEALTH.match(reason)
     if match and match.group(1) in (prefix,) + LEGACY_PREFIXES:
-        if match.group(2) == LOOP_SCOPE:
-            return {'owner': 'loop', 'scope': None, 'check': match.group(3), 'detail': reason[match.end():]}
         return {'owner': 'healthcheck', 'scope': match.group(2) or 'periodic', 'check': match.group(3), 'detail': reason[match.end():]}
     match = _VALIDATE.match(reason)
     if match:
@@ -110,12 +122,12 @@ def parse_tag(reason, prefix=DEFAULT_PREFIX):
     return None
 
 
-def owner(reason, prefix=DEFAULT_PREFIX):
+def owner(reason, prefix=DEFAULT_PREFIX, loop_prefix=DEFAULT_LOOP_PREFIX):
     """The owner of a reason the collection wrote (``healthcheck``, ``loop``, ``validate``, ``mig``, ``hook``), else None."""
-    tag = parse_tag(reason, prefix)
+    tag = parse_tag(reason, prefix, loop_prefix)
     return tag['owner'] if tag else None
 
 
-def is_ours(reason, prefix=DEFAULT_PREFIX):
+def is_ours(reason, prefix=DEFAULT_PREFIX, loop_prefix=DEFAULT_LOOP_PREFIX):
     """Whether the collection wrote the reason (an admin's text never is, whatever it contains further on)."""
-    return parse_tag(reason, prefix) is not None
+    return parse_tag(reason, prefix, loop_prefix) is not None

@@ -526,7 +526,7 @@ def is_ours(node, prefix):
 
 # ------------------------------------------------------------------ who set a node's state
 
-OWNERS = ('ours', 'slurm', 'admin')
+OWNERS = ('ours', 'loop', 'slurm', 'admin')
 # Reasons slurmctld, slurmd and slurmstepd write themselves (SchedMD slurm src/slurmctld/node_mgr.c, ping_nodes.c,
 # proc_req.c, job_mgr.c, agent.c, power_save.c, src/slurmd/slurmstepd, src/interfaces/gres.c), at the start of the
 # reason (Slurm appends " : <more>" and "(JobId=...)" to some).  These mean the node itself failed, never that a person
@@ -547,8 +547,9 @@ def _starts_with(reason, texts):
 
 
 def node_owner(node, prefix=DEFAULTS['reason_prefix']):
-    """Who set the node's drain or down state, from its reason: ``ours`` (a tag of this collection at the start of the
-    reason, ``slurm._drain_tag``: the health check's ``<prefix>:<tier>:<check>:``, the loop's ``<prefix>:loop:<check>:``,
+    """Who set the node's drain or down state, from its reason: ``loop`` (the closed loop's ``gpuloop:<step>:<condition>:``:
+    only the loop returns such a node), ``ours`` (another tag of this collection at the start of the
+    reason, ``slurm._drain_tag``: the health check's ``<prefix>:<tier>:<check>:``,
     ``gpucluster.bringup.mig:``, ``validate:``, the hook runner's ``prolog hook X failed (exit N)``), ``slurm`` (one of
     Slurm's own reasons, see ``SLURM_REASONS``; or no reason at all: scontrol refuses a DOWN or DRAIN without one, so
     only slurmctld leaves a node without a reason, and a node that is only NOT_RESPONDING has none), else ``admin``: free text a person wrote, even when it
@@ -559,7 +560,10 @@ def node_owner(node, prefix=DEFAULTS['reason_prefix']):
     reason = (node.get('reason') or '').strip()
     if not reason:
         return 'slurm'
-    if drain_tag.is_ours(reason, prefix):
+    tag = drain_tag.parse_tag(reason, prefix)
+    if tag and tag['owner'] == 'loop':
+        return 'loop'
+    if tag:
         return 'ours'
     down = node.get('state') == 'DOWN' or 'NOT_RESPONDING' in (node.get('flags') or ())
     if _starts_with(reason, SLURM_REASONS) or _SLURM_GRES_REASON.match(reason) or down and _starts_with(reason, SLURM_DOWN_REASONS):
@@ -571,7 +575,7 @@ def owner_text(node, prefix=DEFAULTS['reason_prefix']):
     """``"down by an admin: <reason>"`` / ``"drained by Slurm: <reason>"`` / ``"drained by gpucluster.bringup: <reason>"``."""
     owner = node_owner(node, prefix)
     what = 'down' if node.get('state') == 'DOWN' else 'drained' if drained_or_flagged(node) else 'not responding'
-    who = {'ours': 'gpucluster.bringup', 'slurm': 'Slurm', 'admin': 'an admin'}[owner]
+    who = {'ours': 'gpucluster.bringup', 'loop': 'the closed loop of gpucluster.bringup', 'slurm': 'Slurm', 'admin': 'an admin'}[owner]
     return '%s by %s: %s' % (what, who, node.get('reason') or 'no reason given')
 
 

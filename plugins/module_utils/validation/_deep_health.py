@@ -29,6 +29,7 @@ import json
 import os
 import re
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _drain_tag as drain_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import drained, parse_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_deep import CHECKS, TIER, load_config, read_report
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import record
@@ -86,6 +87,8 @@ def why_not(node, extra, include_drained, prefix):
     if drained(node):
         if include_drained == 'none':
             return 'drained ("%s"); include_drained=none tests idle nodes only' % node['reason']
+        if drain_tag.owner(node['reason'], prefix) == 'loop':
+            return 'drained by the closed loop ("%s"), which runs the deep tier on it itself' % node['reason']
         if include_drained == 'ours' and parse_tag(node['reason'], prefix) is None:
             return ('drained by someone else ("%s"%s); include_drained=all tests it and puts the drain back'
                     % (node['reason'], ', set by %s' % node['reason_user'] if node.get('reason_user') else ''))

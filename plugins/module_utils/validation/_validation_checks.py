@@ -93,7 +93,9 @@ def node_state_record(stage, name, nodes):
     problem = node_problem(nodes[name])
     if problem:
         # held='admin': a person set this state (node_owner); the validation reports it and never drains over it
-        held = 'admin' if nodes[name]['reason'] and node_owner(nodes[name]) == 'admin' else None
+        # (held='loop': the closed loop's drain, likewise never drained over: its tag is the loop's state)
+        owner = node_owner(nodes[name]) if nodes[name]['reason'] else None
+        held = owner if owner in ('admin', 'loop') else None
         return record(stage, name, 'node_state', 'fail', problem, held=held)
     return record(stage, name, 'node_state', 'pass', 'node is %s' % '+'.join([nodes[name]['state']] + nodes[name]['flags']))
 
@@ -544,7 +546,7 @@ def drain_reasons(records, nodes, limit=MAX_REASON):
     reasons = {}
     # a node an admin drained or set down keeps the admin's reason (a drain of ours would replace it, and resume.yml
     # would then take the node for one of ours)
-    held = set(rec.get('node') for rec in records if rec.get('check') == 'node_state' and rec.get('held') == 'admin')
+    held = set(rec.get('node') for rec in records if rec.get('check') == 'node_state' and rec.get('held') in ('admin', 'loop'))
     for rec in records:
         hosts = rec.get('hosts') or [rec.get('node')]
         if held.intersection(hosts):

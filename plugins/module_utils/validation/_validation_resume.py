@@ -26,10 +26,13 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     InputError, ModuleFailure, require_choice, require_dict, require_int, require_list, require_match, require_str, show, slurm_name)
 
-CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down', 'mig', 'slurm', 'admin')
+CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down', 'mig', 'slurm', 'admin',
+          'loop')
 # Causes a passing node is resumed from without being told to; an admin's drain or down (any other reason) is not.
 AUTO_RESUME_CAUSES = ('hook', 'prolog_error', 'epilog_error', 'healthcheck', 'validate', 'gres', 'not_responding', 'down', 'mig', 'slurm')
 ADMIN_KEPT = "kept: an admin's down or drain is undone only with validate_resume_admin_drains"
+LOOP_KEPT = ('kept: the closed loop returns the node itself after its reboot and a passing deep tier, or sends it to service '
+             '(slurm_healthcheck_loop_*; its history: gpucluster-node-loop --history NODE)')
 
 _LOG_RESULT = re.compile(r'\b(prolog|epilog) job=(\S+) hook=(\S+) rc=(\S+) duration=(\S+) status=(.+?)\s*$')
 _LOG_OUTPUT = re.compile(r'\b(prolog|epilog) hook (\S+) output: (.*?)\s*$')
@@ -110,7 +113,8 @@ def diagnose(node, log_text=None, prefix='gpuhc'):
         return {'cause': 'healthcheck', 'hook': None,
                 'detail': 'GPU health check, %s tier, check %s: %s' % (tag['scope'], tag['check'], reason)}
     if tag and tag['owner'] == 'loop':
-        return {'cause': 'healthcheck', 'hook': None, 'detail': 'GPU health closed loop, check %s: %s' % (tag['check'], reason)}
+        return {'cause': 'loop', 'hook': None, 'detail': 'the GPU health closed loop, step %s, condition %s: %s'
+                % (tag['scope'], tag['check'], reason)}
     if tag and tag['owner'] == 'validate':
         return {'cause': 'validate', 'hook': None, 'detail': reason}
     if tag and tag['owner'] == 'mig':
@@ -157,6 +161,8 @@ def slurmd_start(node, resume_admin_drains=False, prefix='gpuhc'):
     if node.get('state') != 'DOWN' and 'NOT_RESPONDING' not in flags:
         return {'start': False, 'why': ''}
     owner = node_owner(node, prefix)
+    if owner == 'loop':
+        return {'start': False, 'why': 'slurmd not started on %s: the closed loop handles it (%s)' % (node['name'], node.get('reason'))}
     if owner == 'admin' and not resume_admin_drains:
         return {'start': False, 'why': "slurmd not started on %s: an admin's %s (validate_resume_admin_drains overrides)"
                 % (node['name'], 'down' if node.get('state') == 'DOWN' else 'drain')}
@@ -187,6 +193,9 @@ def decide(node, diagnosis, check_records, resume_admin_drains=False):
     """
     if diagnosis['cause'] not in CAUSES:
         raise ValueError('unknown cause %r; valid causes: %s' % (diagnosis['cause'], ', '.join(CAUSES)))
+    if diagnosis['cause'] == 'loop':
+        # the closed loop returns its nodes itself (after the reboot and a passing deep tier) or sends them to service
+        return {'action': 'keep', 'reason': '%s; %s' % (diagnosis['detail'], LOOP_KEPT)}
     if diagnosis['cause'] not in AUTO_RESUME_CAUSES and not resume_admin_drains:
         return {'action': 'keep', 'reason': '%s; %s' % (diagnosis['detail'], ADMIN_KEPT)}
     if check_records is None:

@@ -47,6 +47,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _loop_events as events_mod  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _node_loop as loop  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _nodes as slurm_nodes  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as deep_jobs  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import reservation_argv  # noqa: E402
 
@@ -173,7 +174,7 @@ class Pass(object):
             if result.deep:
                 back.append(node)
         if back:
-            self.deep(back, deep_jobs.node_extras(text))
+            self.deep(back, deep_jobs.node_extras(slurm_nodes.parse_nodes(text)))
         return self.finish()
 
     def deep(self, nodes, extras):

@@ -96,6 +96,10 @@ def node(state='IDLE', flags=(), reason='', name='gpu-02', user='root'):
     ('DOWN', [], 'Set in slurm.conf', 'admin'),
     ('DOWN', [], 'reboot complete', 'admin'),
     ('IDLE', ['DRAIN'], 'gres/gpu cabling check', 'admin'),
+    # the closed loop's drains: its own owner (only the loop returns such a node)
+    ('IDLE', ['DRAIN', 'REBOOT_REQUESTED'], 'gpuloop:reboot:xid-79: GPU 3 had Xid 79', 'loop'),
+    ('IDLE', ['DRAIN'], 'gpuloop:service:xid-79: 3 reboots in 86400s', 'loop'),
+    ('IDLE', ['DRAIN'], 'gpuloop is what we call the rack', 'admin'),
 ])
 def test_node_owner(state, flags, reason, owner):
     assert vr.node_owner(node(state, flags, reason)) == owner

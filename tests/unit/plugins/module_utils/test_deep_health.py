@@ -252,3 +252,11 @@ def test_a_deep_drain_is_resumed_after_k_passing_deep_runs(passes, resume_after,
 @pytest.mark.parametrize('previous, status, passes', [(0, 0, 1), (3, 0, 4), (3, 1, 0), (3, 2, 3), (None, 0, 1), (-1, 0, 1), (True, 0, 1)])
 def test_next_passes(previous, status, passes):
     assert hd.next_passes(previous, status) == passes
+
+
+@pytest.mark.parametrize('include', ['ours', 'all'])
+def test_a_node_of_the_closed_loop_is_left_to_it(include):
+    """The closed loop runs the deep tier on the nodes it drained itself: health_deep leaves them, even with all."""
+    nodes = parse_scontrol_nodes(line('gpu-07', 'IDLE+DRAIN', reason='gpuloop:reboot:xid-79: GPU 3 had Xid 79') + '\n')
+    candidates, skipped = dh.select(nodes, dh.node_extras(nodes), [], include)
+    assert candidates == [] and 'closed loop' in skipped['gpu-07']

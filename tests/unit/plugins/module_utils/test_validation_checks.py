@@ -68,6 +68,8 @@ def test_node_state_record(state, reason, status, text):
     ('IDLE+DRAIN', ' Reason=validate: node/gres_conf: x [root@2026-11-21T06:12:01]', None),
     ('IDLE+DRAIN', ' Reason=gpuhc:periodic:xid: Xid 79 on GPU 0 [root@2026-11-21T06:12:01]', None),
     ('IDLE+DRAIN', ' Reason=Kill task failed [slurm@2026-11-21T06:12:01]', None),
+    # the closed loop's drain is its state: never drained over either
+    ('IDLE+DRAIN', ' Reason=gpuloop:reboot:xid-79: GPU 3 had Xid 79 [root@2026-11-21T06:12:01]', 'loop'),
     ('DOWN+NOT_RESPONDING', ' Reason=Not responding [slurm@2026-11-21T06:12:01]', None),
     ('DOWN', '', None),
     ('IDLE', '', None),
@@ -82,6 +84,14 @@ def test_drain_reasons_leave_an_admins_node_alone():
     held = vc.node_state_record('node', 'gpu-02', vc.parse_scontrol_nodes(line('gpu-02', state='IDLE+DRAIN', reason=' Reason=disk swap')))
     records = RECORDS + [held, {'stage': 'node', 'node': 'gpu-02', 'check': 'gres_conf', 'status': 'fail', 'reason': 'differs'}]
     assert held['held'] == 'admin'
+    assert vc.drain_reasons(records, ['gpu-01', 'gpu-02', 'gpu-03']) == {'gpu-01': "validate: node/gres_conf: gres.conf 'x' differs"}
+
+
+def test_drain_reasons_leave_a_closed_loop_node_alone():
+    drained = line('gpu-02', state='IDLE+DRAIN', reason=' Reason=gpuloop:service:xid-79: 3 reboots in 86400s')
+    held = vc.node_state_record('node', 'gpu-02', vc.parse_scontrol_nodes(drained))
+    records = RECORDS + [held, {'stage': 'node', 'node': 'gpu-02', 'check': 'gres_conf', 'status': 'fail', 'reason': 'differs'}]
+    assert held['held'] == 'loop'
     assert vc.drain_reasons(records, ['gpu-01', 'gpu-02', 'gpu-03']) == {'gpu-01': "validate: node/gres_conf: gres.conf 'x' differs"}
 
 

@@ -155,7 +155,10 @@ MIG = ('gpucluster.bringup.mig: applying layout all-1g; if this stays, fix the c
     ('RMA; gpucluster.bringup.mig: later', ('DRAIN',), 'IDLE', None, 'admin', None,
      'drained by an admin: RMA; gpucluster.bringup.mig: later (set by root)'),
     # the closed loop's tag, and the validate tag while the node does not answer
-    ('gpuhc:loop:xid: Xid 79 twice', ('DRAIN',), 'IDLE', None, 'healthcheck', None, 'GPU health closed loop, check xid: gpuhc:loop:xid: Xid 79 twice'),
+    ('gpuloop:reboot:xid-79: GPU 3 had Xid 79', ('DRAIN', 'REBOOT_REQUESTED'), 'IDLE', None, 'loop', None,
+     'the GPU health closed loop, step reboot, condition xid-79: gpuloop:reboot:xid-79: GPU 3 had Xid 79'),
+    ('gpuloop:service:xid-79: 3 reboots in 86400s', ('DRAIN',), 'IDLE', None, 'loop', None,
+     'the GPU health closed loop, step service, condition xid-79: gpuloop:service:xid-79: 3 reboots in 86400s'),
     ('validate: node/gres_conf: x', ('DRAIN', 'NOT_RESPONDING'), 'IDLE', None, 'validate', None, 'validate: node/gres_conf: x'),
 ])
 def test_diagnose(reason, flags, state, log, cause, hook, detail):
@@ -379,3 +382,15 @@ def test_a_failed_record_without_reason_is_named():
     node = {'name': 'gpu-01', 'state': 'IDLE', 'flags': ['DRAIN'], 'reason': 'validate: x', 'reason_user': 'root'}
     decision = vr.decide(node, vr.diagnose(node), [{'check': 'gres_conf', 'status': 'fail'}])
     assert decision == {'action': 'keep', 'reason': 'node checks still fail: gres_conf: failed; cause: validate: x'}
+
+
+@pytest.mark.parametrize('resume_admin_drains', [False, True])
+def test_a_closed_loop_drain_is_never_resumed_here(resume_admin_drains):
+    """The closed loop returns its own nodes (after the reboot and a passing deep tier) or sends them to service: resume.yml
+    keeps them whatever their checks say, even with resume_admin_drains, and starts no slurmd there."""
+    drained = node('IDLE', ('DRAIN',), 'gpuloop:service:xid-79: 3 reboots in 86400s')
+    diagnosis = vr.diagnose(drained, None)
+    decision = vr.decide(drained, diagnosis, [], resume_admin_drains)
+    assert decision['action'] == 'keep' and vr.LOOP_KEPT in decision['reason']
+    down = node('DOWN', ('DRAIN', 'NOT_RESPONDING'), 'gpuloop:reboot:xid-79: GPU 3 had Xid 79')
+    assert vr.slurmd_start(down, resume_admin_drains)['start'] is False

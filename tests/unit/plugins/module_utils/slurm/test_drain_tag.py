@@ -23,7 +23,9 @@ ROUND_TRIP = [
      'gpuhc:periodic:xid: GPU 3 (00000000:61:00.0) had Xid 79'),
     ('healthcheck', 'prolog', 'gpu-count', 'NVML sees 7 GPUs, expected 8', 'gpuhc', 'gpuhc:prolog:gpu-count: NVML sees 7 GPUs, expected 8'),
     ('healthcheck', 'deep', 'ib-bw', 'mlx5_0 42 Gb/s, expected >= 360', 'site_hc', 'site_hc:deep:ib-bw: mlx5_0 42 Gb/s, expected >= 360'),
-    ('loop', None, 'xid', 'Xid 79 twice in 10 min', 'gpuhc', 'gpuhc:loop:xid: Xid 79 twice in 10 min'),
+    ('loop', 'reboot', 'xid-79', 'GPU 3 had Xid 79', 'gpuhc', 'gpuloop:reboot:xid-79: GPU 3 had Xid 79'),
+    ('loop', 'service', 'xid-79', '3 reboots in 86400s', 'siteloop', 'siteloop:service:xid-79: 3 reboots in 86400s'),
+    ('loop', 'drain', 'nvlink-errors', '5 of 5 hits in 3600s', 'gpuhc', 'gpuloop:drain:nvlink-errors: 5 of 5 hits in 3600s'),
     ('validate', 'node', 'gres_conf', 'gres.conf has gpu:h100:7, expected 8', 'gpuhc',
      'validate: node/gres_conf: gres.conf has gpu:h100:7, expected 8'),
     ('validate', 'nccl', 'all_reduce', 'busbw 120 GB/s < 360 GB/s', 'gpuhc', 'validate: nccl/all_reduce: busbw 120 GB/s < 360 GB/s'),
@@ -41,8 +43,9 @@ ROUND_TRIP = [
 def test_every_owner_round_trips(owner, scope, check, detail, prefix, written):
     reason = tag.format_tag(owner, check, detail, scope=scope, prefix=prefix)
     assert reason == written
-    assert tag.parse_tag(reason, prefix) == {'owner': owner, 'scope': scope, 'check': check, 'detail': detail}
-    assert tag.owner(reason, prefix) == owner and tag.is_ours(reason, prefix)
+    loop = prefix if owner == 'loop' and prefix != tag.DEFAULT_PREFIX else tag.DEFAULT_LOOP_PREFIX
+    assert tag.parse_tag(reason, prefix, loop) == {'owner': owner, 'scope': scope, 'check': check, 'detail': detail}
+    assert tag.owner(reason, prefix, loop) == owner and tag.is_ours(reason, prefix, loop)
 
 
 @pytest.mark.parametrize('owner, scope, check, detail, prefix, written', ROUND_TRIP)
@@ -50,7 +53,8 @@ def test_every_owner_round_trips_through_scontrol(owner, scope, check, detail, p
     """What Slurm prints back (``Reason=<tag> [user@time]``, a Comment= after it) is the same tag."""
     line = 'NodeName=gpu-01 State=IDLE+DRAIN Partitions=gpu Reason=%s [root@2026-11-21T06:12:01] Comment=x=y z' % written
     node = _nodes.parse_node_line(line)
-    assert tag.parse_tag(node['reason'], prefix) == {'owner': owner, 'scope': scope, 'check': check, 'detail': detail}
+    loop = prefix if owner == 'loop' and prefix != tag.DEFAULT_PREFIX else tag.DEFAULT_LOOP_PREFIX
+    assert tag.parse_tag(node['reason'], prefix, loop) == {'owner': owner, 'scope': scope, 'check': check, 'detail': detail}
 
 
 @pytest.mark.parametrize('reason, prefix, parsed', [
@@ -97,7 +101,8 @@ def test_a_long_detail_is_cut_and_quotes_and_newlines_go():
     (('admin', 'x', 'y'), {}, "owner is 'admin', expected one of healthcheck, loop, validate, mig, hook"),
     (('healthcheck', 'xid', 'y'), {'scope': 'hourly'}, "tier is 'hourly', expected one of prolog, periodic, deep"),
     (('healthcheck', 'Xid', 'y'), {'scope': 'periodic'}, "check is 'Xid'"),
-    (('loop', 'xid', 'y'), {'prefix': 'gpu hc'}, "prefix is 'gpu hc'"),
+    (('loop', 'xid-79', 'y'), {'prefix': 'gpu hc', 'scope': 'reboot'}, "prefix is 'gpu hc'"),
+    (('loop', 'xid-79', 'y'), {'scope': 'reset'}, "step is 'reset', expected one of reboot, drain, service"),
     (('validate', 'x', 'y'), {'scope': 'no de'}, "stage is 'no de'"),
     (('hook', 'h', 'exploded'), {'scope': 'prolog'}, "hook detail is 'exploded'"),
     (('hook', 'h', 'failed (exit 1)'), {'scope': 'task'}, "phase is 'task', expected prolog or epilog"),
