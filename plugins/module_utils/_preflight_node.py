@@ -102,9 +102,9 @@ def _version_of(reading, want, daemon):
         return None
     name = names[0]
     found = packages.get(name) or {}
-    # the slurm role installs every local package file (apt deb:, dnf), over an installed package too; the slurmdbd
-    # role installs from the distribution only
-    if want.get('source') == 'local' and daemon != 'slurmdbd':
+    # the slurm role installs every local package file (apt deb:, dnf), over an installed package too; so does the
+    # slurmdbd role with the slurm role's slurm_install_source local (slurmdbd from the same package files)
+    if want.get('source') == 'local':
         files = reading.get('local_files') or []
         matching = [f for f in files if _serves(str(f.get('name') or ''), daemon)
                     or (daemon == 'client' and f.get('name') in CLIENT_PACKAGES)]

@@ -26,6 +26,14 @@ if compgen -G '/oracle/debs/slurm-smd_*.deb' >/dev/null; then
     [ "$PLUGIN_DIR" != . ] || { echo "slurm-smd has no gpu_nvml.so" >&2; exit 1; }
     basic=$PLUGIN_DIR
     plugin_version=$(dpkg-query -W -f='${Version}' slurm-smd)
+    # slurmd 26.05 loads its auth plugin and makes a MUNGE credential at start, -G too ("Munge encode failed: Failed
+    # to access /run/munge/munge.socket.2 ... slurmd initialization failed"); 22.05's -G did not
+    step "munged (slurmd 26.05 -G needs its auth plugin)"
+    apt-get -qq install -y --no-install-recommends munge >>/tmp/oracle-apt-install.log 2>&1 \
+        || { tail -20 /tmp/oracle-apt-install.log; exit 1; }
+    [ -s /etc/munge/munge.key ] || mungekey --create
+    install -d -o munge -g munge -m 0755 /run/munge
+    pgrep -x munged >/dev/null || runuser -u munge -- /usr/sbin/munged
 else
 step "apt-get install slurmd"
 apt-get -qq install -y --no-install-recommends slurmd >/tmp/oracle-apt-install.log 2>&1 \

@@ -266,7 +266,8 @@ def test_a_files_stages_come_from_its_markers():
     assert stages_of("molecule/default/tests/test_slurm.py", plan) == {"molecule", "acceptance"}
     assert stages_of("molecule/default/tests/test_slurm.py::test_sinfo_every_node_idle_with_its_gres", plan) == {"molecule"}
     assert stages_of("tests/oracle/test_compare.py", plan) == {"unit"}
-    assert stages_of("tests/oracle/test_oracle.py", plan) == {"oracle"}
+    # the oracle runs in its own stage and again on SchedMD's 26.05 packages (smd)
+    assert stages_of("tests/oracle/test_oracle.py", plan) == {"oracle", "smd"}
     assert stages_of("molecule/bookworm/tests/test_bookworm.py", plan) == {"bookworm"}
     with pytest.raises(AssertionError, match="no test of that name"):
         stages_of("molecule/default/tests/test_slurm.py::test_no_such_test", plan)

@@ -105,7 +105,6 @@ def _local_everywhere_two_os():
     readings, wants = site(head=reading(local=SMD), nodes=nodes, node_reading=lambda: reading(local=SMD))
     for host in wants:
         wants[host]['source'] = 'local'
-    # slurmdbd comes from the distribution: Debian 12's 22.05 against SchedMD's 24.11 slurmctld
     return readings, wants
 
 
@@ -173,23 +172,24 @@ CASES = [
      [['gpu-[01-04]: slurmd would be Slurm 22.05.8', 'slurmctld on head-01 24.05.8: 3 releases before it, and slurmctld 24.05 talks to at '
        'most 2'],
       ['gpu-[01-04]: the client commands']], 0),
-    ('slurmdbd-older-than-local-slurmctld', _ctl_local(SMD, node_candidate='24.11.5-4'), (),
-     [['head-01: slurmdbd would be Slurm 22.05.8 (package slurmdbd 22.05.8-4+deb12u3', 'but slurmctld on head-01 24.11.5',
-       'expected slurmdbd of release 24.11 or newer']], 0),
+    # slurm_install_source local: slurmdbd comes from the same package files (the distribution's 22.05 is not what it gets)
+    ('slurmdbd-from-the-local-files-too', _ctl_local(SMD, node_candidate='24.11.5-4'), (), [], 0),
+    ('slurmdbd-older-than-local-slurmctld', _ctl_local(SMD, node_candidate='24.11.5-4', dbd_installed={'slurmdbd': DEB12}),
+     (), [], 0),
     ('slurmdbd-newer-ok', site(head=reading(installed={'slurmdbd': '23.02.7-1', 'slurmctld': DEB12, 'slurm-client': DEB12})), (), [], 0),
     ('mixed-os-mixed-slurm', _mixed_os(), (),
      [['gpu-[03-04]: slurmd would be Slurm 24.11.5', 'but slurmctld on head-01 22.05.8'],
       ['gpu-[03-04]: the client commands would be Slurm 24.11.5'],
       ['the Slurm hosts run 2 OS releases that give 2 Slurm releases', 'debian 12 (bookworm): gpu-[01-02],head-01 would get Slurm 22.05.8',
        'debian 13 (trixie): gpu-[03-04] would get Slurm 24.11.5', 'expected one Slurm release on every host']], 0),
-    ('mixed-os-one-local-slurm-but-dbd-distro', _local_everywhere_two_os(), (),
-     [['head-01: slurmdbd would be Slurm 22.05.8', 'expected slurmdbd of release 24.11 or newer'],
-      ['the Slurm hosts run 2 OS releases']], 0),
+    # one build of SchedMD's packages on two OS releases: one Slurm release everywhere, slurmdbd included
+    ('mixed-os-one-local-slurm', _local_everywhere_two_os(), (), [], 0),
     ('no-candidate', site(nodes={'gpu-04': reading(candidate=None)}), (),
      [['gpu-04: package slurmd is not installed and the distribution offers no candidate', 'Candidate: (none)', 'slurm_install_source: local'],
       ['gpu-04: package slurm-client is not installed']], 0),
     ('local-without-slurm-files', _ctl_local(['libpmix-dev_5.0.6-2_amd64.deb']), (),
      [['head-01: package slurmctld is not installed and slurm_install_source is local', 'libpmix-dev_5.0.6-2_amd64.deb'],
+      ['head-01: package slurmdbd is not installed and slurm_install_source is local'],
       ['head-01: package slurm-client is not installed and slurm_install_source is local']], 0),
     ('installed-garbage-version', site(nodes={'gpu-01': reading(installed={'slurmd': '1.0-1'})}), (),
      [["gpu-01: package slurmd is installed as version '1.0-1', which names no Slurm release"]], 0),
