@@ -21,6 +21,29 @@ and decide from :func:`behaviour` what that release does:
   this version of Slurm to upgrade" otherwise).
 * ``topology_block`` - the topology/block plugin (``BlockName=`` lines,
   NVLink domains) exists from 23.11 on (its release notes, topology.conf(5)).
+* ``topology_file`` - the file the role writes the topology into: ``topology.yaml``
+  from 25.05 on (CHANGELOG 25.05 "multiple topology plugins via the new
+  topology.yaml"), ``topology.conf`` before.  Slurm 26.05 still reads
+  topology.conf, but only when there is no topology.yaml: ``topology_g_init()``
+  (src/interfaces/topology.c) parses topology.yaml first and falls back to
+  slurm.conf's TopologyPlugin and topology.conf only when the file is absent
+  (topology.yaml(5): "If this file exists, topology.conf will be ignored"); the
+  plugin then comes from topology.yaml, so the role sets no TopologyPlugin.
+* ``gres_gpus_exclusive`` - from 26.05 sbatch, srun and salloc refuse
+  ``--gres=gpu:N`` together with ``--gpus-per-node`` (CHANGELOG 26.05 "Make
+  --gres=gpu:N and --gpus-per-node mutually exclusive");
+  :func:`gpu_request_problem` checks a generated argv.
+* ``healthcheck_node_states`` - the values slurm.conf's HealthCheckNodeState
+  takes (:data:`HEALTHCHECK_NODE_STATES`: NONDRAINED_IDLE since 23.02,
+  START_ONLY since 25.11, REBOOT_ONLY since 26.05; the ``*_ONLY`` ones alone);
+  :func:`healthcheck_node_state_problem` checks a value.
+* ``cgroup_v1_deprecated`` - from 25.05 the cgroup/v1 plugin gets no new
+  features and "will not be supported in future Slurm versions" (cgroups.html
+  and cgroup.conf(5) of 26.05): the node preflight warns on a cgroup v1 node.
+* ``configless_task_prolog`` - from 25.11 configless slurmctld also sends
+  TaskProlog/TaskEpilog when they sit in slurm.conf's directory (CHANGELOG
+  25.11); the role keeps its hooks in ``slurm_hooks_dir`` on every node
+  (docs/slurm-configless.md says why).
 
 It also holds the collection's one version policy (issue 46), which the node
 preflight and ``docs/slurm-versions.md`` (checked by a unit test) take from here:
@@ -164,6 +187,75 @@ def upgrade_path(installed, target):
     return path
 
 
+# slurm.conf HealthCheckNodeState: each value and the release that brought it (slurm.conf(5) of 22.05 and 26.05;
+# CHANGELOG 23.02 NONDRAINED_IDLE, 25.11 START_ONLY, 26.05 REBOOT_ONLY).  The *_ONLY values stand alone.
+HEALTHCHECK_NODE_STATES = (('ALLOC', (22, 5)), ('ANY', (22, 5)), ('CYCLE', (22, 5)), ('IDLE', (22, 5)), ('MIXED', (22, 5)),
+                           ('NONDRAINED_IDLE', (23, 2)), ('START_ONLY', (25, 11)), ('REBOOT_ONLY', (26, 5)))
+# The release from which each behaviour below holds (the module's text)
+TOPOLOGY_YAML_FROM = (25, 5)
+GRES_GPUS_EXCLUSIVE_FROM = (26, 5)
+CGROUP_V1_DEPRECATED_FROM = (25, 5)
+CONFIGLESS_TASK_PROLOG_FROM = (25, 11)
+
+
+def healthcheck_node_states(version):
+    """The HealthCheckNodeState values Slurm ``version`` takes, in slurm.conf(5)'s order."""
+    return [name for name, since in HEALTHCHECK_NODE_STATES if tuple(version[:2]) >= since]
+
+
+def healthcheck_node_state_problem(value, version):
+    """Why slurm.conf ``HealthCheckNodeState=value`` is wrong for Slurm ``version``, or ``''``.
+
+    Comma-separated, case-insensitive as slurmctld reads it; a value the release does not know, an empty one and a
+    ``*_ONLY`` value combined with another are refused, naming the valid values of that release.
+    """
+    valid = healthcheck_node_states(version)
+    text = value if isinstance(value, str) else ''
+    names = [part.strip().upper() for part in text.split(',')]
+    expected = ('expected a comma-separated list of %s (Slurm %s), %s alone'
+                % (', '.join(v for v in valid if not v.endswith('_ONLY')), release_name(version),
+                   ' or '.join(v for v in valid if v.endswith('_ONLY')) or 'nothing')) \
+        if any(v.endswith('_ONLY') for v in valid) else \
+        'expected a comma-separated list of %s (Slurm %s)' % (', '.join(valid), release_name(version))
+    if not isinstance(value, str) or not all(names):
+        return 'HealthCheckNodeState is %s, %s' % (value if isinstance(value, str) and value.strip() else repr(value), expected)
+    unknown = [name for name in names if name not in valid]
+    if unknown:
+        later = ['%s (Slurm %s on)' % (name, release_name(since)) for name, since in HEALTHCHECK_NODE_STATES if name in unknown]
+        return 'HealthCheckNodeState is %s, %s%s' % (value, expected, '; %s' % ', '.join(later) if later else '')
+    if len(names) > 1 and any(name.endswith('_ONLY') for name in names):
+        return 'HealthCheckNodeState is %s, %s: a *_ONLY state cannot be combined with another' % (value, expected)
+    return ''
+
+
+def gpu_request_problem(argv, version):
+    """Why the srun/sbatch/salloc ``argv`` is refused by Slurm ``version`` for its GPU request, or ``''``.
+
+    From 26.05 ``--gres=gpu...`` and ``--gpus-per-node`` are mutually exclusive (CHANGELOG 26.05); before, Slurm took
+    both.  Every word of ``argv`` is looked at (``--gres=gpu:8``, ``--gres gpu:8``, ``--gpus-per-node=8``): the
+    collection's generated commands carry no such word after the program.
+    """
+    if tuple(version[:2]) < GRES_GPUS_EXCLUSIVE_FROM:
+        return ''
+    gres = per_node = None
+    words = [str(word) for word in argv]
+    for index, word in enumerate(words[1:], 1):
+        name, equal, value = word.partition('=')
+        if name not in ('--gres', '--gpus-per-node'):
+            continue
+        if not equal:
+            value = words[index + 1] if index + 1 < len(words) else ''
+            word = '%s %s' % (word, value)
+        if name == '--gres' and any(part.strip().split(':')[0] == 'gpu' for part in value.split(',')):
+            gres = word
+        elif name == '--gpus-per-node':
+            per_node = word
+    if gres and per_node:
+        return ('%s combines %s and %s, which Slurm %s refuses (mutually exclusive since 26.05): expected one of them'
+                % (argv[0], gres, per_node, release_name(version)))
+    return ''
+
+
 def behaviour(version):
     """What the release ``version`` does where releases differ (see the module's text)."""
     release = tuple(version[:2])
@@ -173,8 +265,34 @@ def behaviour(version):
         'reconfigure_restarts': release >= (23, 11),
         # topology/block (NVLink domains, topology.conf BlockName=) came with 23.11
         'topology_block': release >= (23, 11),
+        'topology_file': 'topology.yaml' if release >= TOPOLOGY_YAML_FROM else 'topology.conf',
+        'gres_gpus_exclusive': release >= GRES_GPUS_EXCLUSIVE_FROM,
+        'healthcheck_node_states': healthcheck_node_states(version),
+        'cgroup_v1_deprecated': release >= CGROUP_V1_DEPRECATED_FROM,
+        'configless_task_prolog': release >= CONFIGLESS_TASK_PROLOG_FROM,
         'upgrade_window': upgrade_window(version),
     }
+
+
+# The behaviour table of docs/slurm-versions.md (checked by a unit test): one row per release
+BEHAVIOUR_HEADER = ('release', 'topology file the role writes', '--gres=gpu:N with --gpus-per-node', 'HealthCheckNodeState values',
+                    'cgroup v1 node', 'configless sends TaskProlog/TaskEpilog')
+
+
+def behaviour_table(first=OLDEST, last=NEWEST_KNOWN):
+    """The per-release behaviour table (Markdown) of ``docs/slurm-versions.md``."""
+    lines = ['| %s |' % ' | '.join(BEHAVIOUR_HEADER), '|%s' % ('---|' * len(BEHAVIOUR_HEADER))]
+    for release in major_releases(last):
+        if release < tuple(first):
+            continue
+        found = behaviour(release + (0,))
+        lines.append('| %s |' % ' | '.join([
+            found['release'], found['topology_file'],
+            'refused (mutually exclusive)' if found['gres_gpus_exclusive'] else 'taken',
+            ', '.join(found['healthcheck_node_states']),
+            'deprecated: the node preflight warns' if found['cgroup_v1_deprecated'] else 'supported',
+            'yes (from slurm.conf\'s directory)' if found['configless_task_prolog'] else 'no']))
+    return '\n'.join(lines)
 
 
 # --------------------------------------------------------------------------------------------- the version policy

@@ -958,3 +958,68 @@ def block_topology(nodes, block_sizes=None):
     if sizes:
         lines.append('BlockSizes=%s' % ','.join(str(size) for size in sizes))
     return {'lines': lines, 'warnings': warnings}
+
+
+# --- topology.yaml (Slurm 25.05 and later) ----------------------------------------------------------------------------
+
+_CONF_LINE = re.compile(r'^(?P<key>SwitchName|BlockName)=(?P<name>\S+)\s+(?P<what>Nodes|Switches)=(?P<list>\S+)$')
+_SIZES_LINE = re.compile(r'^BlockSizes=(?P<sizes>\d+(?:,\d+)*)$')
+
+
+def _quoted(text):
+    """``text`` as a YAML double-quoted scalar (JSON's string syntax is YAML's)."""
+    return '"%s"' % text.replace('\\', '\\\\').replace('"', '\\"')
+
+
+def topology_yaml(plugin, lines, name='default'):
+    """The text of topology.yaml (Slurm 25.05 and later) for the topology.conf ``lines`` of :func:`tree_topology`
+    (``plugin='tree'``) or :func:`block_topology` (``'block'``): one topology ``name``, the cluster's default, e.g.::
+
+        - topology: "default"
+          cluster_default: true
+          tree:
+            switches:
+              - switch: "leaf1"
+                nodes: "gpu-[01-02]"
+              - switch: "spine"
+                children: "leaf[1-2]"
+
+    topology.yaml(5) and the data_parser of 26.05 (TOPOLOGY_CONF: ``topology``, ``cluster_default``, ``tree``
+    ``switches`` of ``switch``/``children``/``nodes``; ``block`` ``block_sizes`` and ``blocks`` of
+    ``block``/``nodes``).  The same model as topology.conf, so the two files hold the same topology.  ``ValueError``
+    for a plugin other than tree or block, a line that is not one the two functions write, no line.
+    """
+    if plugin not in ('tree', 'block'):
+        raise ValueError("plugin is %r, expected 'tree' or 'block'" % (plugin,))
+    if not isinstance(name, str) or not name or _UNSAFE.search(name):
+        raise ValueError('name is %r, expected a topology name of letters, digits, ".", "_" or "-"' % (name,))
+    if not isinstance(lines, (list, tuple)) or not lines:
+        raise ValueError('lines is %r, expected the topology.conf lines of the %s topology' % (lines, plugin))
+    entries, sizes = [], None
+    key = 'SwitchName' if plugin == 'tree' else 'BlockName'
+    for line in lines:
+        match = _CONF_LINE.match(line) if isinstance(line, str) else None
+        sized = _SIZES_LINE.match(line) if isinstance(line, str) and plugin == 'block' else None
+        if sized and sizes is None:
+            sizes = [int(size) for size in sized.group('sizes').split(',')]
+            continue
+        if not match or match.group('key') != key or (plugin == 'block' and match.group('what') != 'Nodes'):
+            raise ValueError('lines has %r, expected %s=<name> %s lines%s' % (
+                line, key, 'Nodes=|Switches=' if plugin == 'tree' else 'Nodes=', ' and one BlockSizes=' if plugin == 'block' else ''))
+        entries.append((match.group('name'), match.group('what'), match.group('list')))
+    if not entries:
+        raise ValueError('lines is %r, expected at least one %s= line' % (list(lines), key))
+    out = ['---', '- topology: %s' % _quoted(name), '  cluster_default: true']
+    if plugin == 'tree':
+        out += ['  tree:', '    switches:']
+        for switch, what, members in entries:
+            out += ['      - switch: %s' % _quoted(switch),
+                    '        %s: %s' % ('nodes' if what == 'Nodes' else 'children', _quoted(members))]
+    else:
+        out += ['  block:']
+        if sizes:
+            out += ['    block_sizes:'] + ['      - %d' % size for size in sizes]
+        out += ['    blocks:']
+        for block, _what, members in entries:
+            out += ['      - block: %s' % _quoted(block), '        nodes: %s' % _quoted(members)]
+    return '\n'.join(out) + '\n'

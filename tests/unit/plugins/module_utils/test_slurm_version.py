@@ -242,3 +242,84 @@ def test_docs_carry_the_policy_table():
     found = re.search(r'<!-- policy table: .*? -->\n(.*?)\n<!-- end of the policy table -->', text, re.S)
     assert found, 'docs/slurm-versions.md has no policy table between its markers'
     assert found.group(1) == sv.policy_table(), 'docs/slurm-versions.md: put this table between the markers:\n' + sv.policy_table()
+
+
+# --- 26.05 behaviour changes where the collection generates jobs or config (issue 46, item 3) -------------------------
+
+@pytest.mark.parametrize('version, topology_file, exclusive, cgroup_v1_deprecated, configless_task_prolog', [
+    ((22, 5, 8), 'topology.conf', False, False, False),
+    ((24, 11, 5), 'topology.conf', False, False, False),
+    ((25, 5, 9), 'topology.yaml', False, True, False),
+    ((25, 11, 8), 'topology.yaml', False, True, True),
+    ((26, 5, 3), 'topology.yaml', True, True, True),
+    ((26, 11, 0), 'topology.yaml', True, True, True),
+])
+def test_behaviour_of_the_recent_releases(version, topology_file, exclusive, cgroup_v1_deprecated, configless_task_prolog):
+    found = behaviour(version)
+    assert found['topology_file'] == topology_file
+    assert found['gres_gpus_exclusive'] is exclusive
+    assert found['cgroup_v1_deprecated'] is cgroup_v1_deprecated
+    assert found['configless_task_prolog'] is configless_task_prolog
+
+
+@pytest.mark.parametrize('version, states', [
+    ((22, 5, 8), ['ALLOC', 'ANY', 'CYCLE', 'IDLE', 'MIXED']),
+    ((23, 2, 7), ['ALLOC', 'ANY', 'CYCLE', 'IDLE', 'MIXED', 'NONDRAINED_IDLE']),
+    ((24, 11, 5), ['ALLOC', 'ANY', 'CYCLE', 'IDLE', 'MIXED', 'NONDRAINED_IDLE']),
+    ((25, 11, 0), ['ALLOC', 'ANY', 'CYCLE', 'IDLE', 'MIXED', 'NONDRAINED_IDLE', 'START_ONLY']),
+    ((26, 5, 3), ['ALLOC', 'ANY', 'CYCLE', 'IDLE', 'MIXED', 'NONDRAINED_IDLE', 'START_ONLY', 'REBOOT_ONLY']),
+])
+def test_healthcheck_node_states(version, states):
+    assert sv.healthcheck_node_states(version) == states
+    assert behaviour(version)['healthcheck_node_states'] == states
+
+
+@pytest.mark.parametrize('value, version, fragments', [
+    ('ANY,CYCLE', (22, 5, 8), []),
+    ('any, cycle', (24, 11, 5), []),
+    ('NONDRAINED_IDLE,CYCLE', (24, 11, 5), []),
+    ('START_ONLY', (25, 11, 0), []),
+    ('REBOOT_ONLY', (26, 5, 3), []),
+    ('NONDRAINED_IDLE', (22, 5, 8), ['HealthCheckNodeState is NONDRAINED_IDLE, expected a comma-separated list of ALLOC, ANY, CYCLE, IDLE, '
+                                     'MIXED (Slurm 22.05)', 'NONDRAINED_IDLE (Slurm 23.02 on)']),
+    ('START_ONLY', (24, 11, 5), ['HealthCheckNodeState is START_ONLY', 'NONDRAINED_IDLE (Slurm 24.11)', 'START_ONLY (Slurm 25.11 on)']),
+    ('REBOOT_ONLY', (25, 11, 8), ['HealthCheckNodeState is REBOOT_ONLY', 'START_ONLY alone', 'REBOOT_ONLY (Slurm 26.05 on)']),
+    ('ANY,START_ONLY', (26, 5, 3), ['HealthCheckNodeState is ANY,START_ONLY', 'START_ONLY or REBOOT_ONLY alone',
+                                    'a *_ONLY state cannot be combined with another']),
+    ('BUSY', (26, 5, 3), ['HealthCheckNodeState is BUSY, expected a comma-separated list of ALLOC, ANY, CYCLE, IDLE, MIXED, NONDRAINED_IDLE '
+                          '(Slurm 26.05)']),
+    ('ANY,', (26, 5, 3), ['HealthCheckNodeState is ANY,, expected']),
+    ('', (24, 11, 5), ["HealthCheckNodeState is '', expected"]),
+    (None, (24, 11, 5), ['HealthCheckNodeState is None, expected']),
+])
+def test_healthcheck_node_state_problem(value, version, fragments):
+    problem = sv.healthcheck_node_state_problem(value, version)
+    if not fragments:
+        assert problem == ''
+    for fragment in fragments:
+        assert fragment in problem
+
+
+@pytest.mark.parametrize('argv, version, problem', [
+    (['srun', '--gres=gpu:8', '--gpus-per-node=8', 'true'], (26, 5, 3),
+     'srun combines --gres=gpu:8 and --gpus-per-node=8, which Slurm 26.05 refuses (mutually exclusive since 26.05): expected one of them'),
+    (['sbatch', '--gres', 'gpu:h100:2', '--gpus-per-node', '2', 'job.sh'], (26, 5, 3),
+     'sbatch combines --gres gpu:h100:2 and --gpus-per-node 2, which Slurm 26.05 refuses'),
+    (['salloc', '--gres=shard:2,gpu:1', '--gpus-per-node=1'], (26, 11, 0), 'salloc combines --gres=shard:2,gpu:1 and --gpus-per-node=1'),
+    (['srun', '--gres=gpu:8', '--gpus-per-node=8', 'true'], (25, 11, 8), ''),
+    (['srun', '--gres=shard:2', '--gpus-per-node=1', 'true'], (26, 5, 3), ''),
+    (['srun', '--gres=gpu:8', 'true'], (26, 5, 3), ''),
+    (['srun', '--gpus-per-node=8', 'true'], (26, 5, 3), ''),
+])
+def test_gpu_request_problem(argv, version, problem):
+    found = sv.gpu_request_problem(argv, version)
+    assert found.startswith(problem) if problem else found == ''
+
+
+def test_docs_carry_the_behaviour_table():
+    """docs/slurm-versions.md holds the per-release behaviour table behaviour_table() renders, between its markers."""
+    with open(os.path.join(ROOT, 'docs', 'slurm-versions.md')) as handle:
+        text = handle.read()
+    found = re.search(r'<!-- behaviour table: .*? -->\n(.*?)\n<!-- end of the behaviour table -->', text, re.S)
+    assert found, 'docs/slurm-versions.md has no behaviour table between its markers'
+    assert found.group(1) == sv.behaviour_table(), 'docs/slurm-versions.md: put this table between the markers:\n' + sv.behaviour_table()
