@@ -127,6 +127,21 @@ def slurm_version_behaviour(text):
     return slurm_version.behaviour(slurm_version.parse_version(text))
 
 
+def slurm_conf_release_problems(text, version):
+    """What in the slurm.conf ``text`` the Slurm release ``version`` (a version text) does not take: a list of messages.
+
+    Today HealthCheckNodeState (the values of each release, ``_slurm_version.healthcheck_node_state_problem``).
+    """
+    settings = conf.parse_conf(text or '')['settings']
+    release = slurm_version.parse_version(version)
+    problems = []
+    if 'healthchecknodestate' in settings:
+        problem = slurm_version.healthcheck_node_state_problem(settings['healthchecknodestate'], release)
+        if problem:
+            problems.append(problem)
+    return problems
+
+
 def slurm_upgrade_problem(installed, target):
     """Why Slurm ``installed`` cannot be upgraded to ``target`` in one step (both version texts), or ``''``."""
     return slurm_version.upgrade_problem(slurm_version.parse_version(installed), slurm_version.parse_version(target))
@@ -300,4 +315,5 @@ class FilterModule(object):
             slurm_change_actions, slurm_unreachable_nodes, slurm_conf_kept_nodes, slurm_hook_files, slurm_version_behaviour,
             slurm_upgrade_problem, slurm_gres_conf_lines, slurm_upgrade_plan, slurm_upgrade_packages,
             slurm_show_config, slurm_conf_settings, slurm_upgrade_pins, slurm_large_system, slurm_large_system_warnings,
-            slurm_large_system_files, slurm_running_config, slurm_task_prolog_needs, slurm_local_package_files))
+            slurm_large_system_files, slurm_running_config, slurm_task_prolog_needs, slurm_local_package_files,
+            slurm_conf_release_problems))

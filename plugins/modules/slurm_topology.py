@@ -35,6 +35,8 @@ description:
     directory that already has O(mode); check mode and diff are supported.
     The slurm.conf side (C(TopologyPlugin=topology/tree) or C(topology/block)) and C(scontrol reconfigure) are the slurm
     role's.
+  - With O(format=yaml) the same topology is written as Slurm's C(topology.yaml) (Slurm 25.05 and later read it, and
+    ignore C(topology.conf) while it exists), one topology C(default) that is the cluster's default.
 author:
   - gpucluster.bringup maintainers (@gpucluster-bringup)
 extends_documentation_fragment:
@@ -63,6 +65,14 @@ options:
     type: str
     choices: [tree, block]
     default: tree
+  format:
+    description:
+      - V(conf) writes C(topology.conf) lines; V(yaml) writes C(topology.yaml) (Slurm 25.05 and later, topology.yaml(5)):
+        the same switches or blocks under one topology C(default) with C(cluster_default) true.
+      - The slurm role picks V(yaml) when the controller runs Slurm 25.05 or later.
+    type: str
+    choices: [conf, yaml]
+    default: conf
   nodes:
     description:
       - The Slurm node names to place (for example every host of the compute group). Required with O(state=present).
@@ -140,6 +150,14 @@ EXAMPLES = r'''
     ibnetdiscover_path: /root/fabric.txt
     node_name_map_path: /etc/rdma/ib-node-name-map
 
+- name: The same topology as topology.yaml (Slurm 25.05 and later)
+  gpucluster.bringup.slurm_topology:
+    plugin: tree
+    format: yaml
+    nodes: "{{ groups['slurm_compute'] }}"
+    ibnetdiscover_path: /root/fabric.txt
+    dest: /etc/slurm/topology.yaml
+
 - name: Remove the topology.conf this module wrote (a site's own file stays)
   gpucluster.bringup.slurm_topology:
     state: absent
@@ -147,7 +165,7 @@ EXAMPLES = r'''
 
 RETURN = r'''
 lines:
-  description: The topology.conf lines (without the header comment).
+  description: The topology.conf lines (without the header comment; also with O(format=yaml), whose file holds the same topology).
   returned: always
   type: list
   elements: str
@@ -188,10 +206,12 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology
     block_topology,
     parse_ibnetdiscover,
     parse_node_name_map,
+    topology_yaml,
     tree_topology,
 )
 
 HEADER = '# topology.conf written by gpucluster.bringup.slurm_topology (%s): do not edit, it is rewritten\n'
+YAML_HEADER = '# topology.yaml written by gpucluster.bringup.slurm_topology (%s): do not edit, it is rewritten\n'
 TREE_OPTIONS = ('ibnetdiscover', 'ibnetdiscover_path', 'node_name_map', 'node_name_map_path', 'name_map', 'name_regex', 'rail_hca')
 BLOCK_OPTIONS = ('fabric', 'block_sizes')
 MAX_INPUT = 256 * 1024 * 1024   # bytes: a dump of 10,000 hosts with 8 HCAs each is some 50 MB
@@ -413,7 +433,10 @@ def plan(params):
     else:
         fabric = dict((name, params['fabric'].get(name)) for name in params['nodes'])
         result = block_topology(fabric, params.get('block_sizes'))
-    text = HEADER % params['plugin'] + ''.join(line + '\n' for line in result['lines'])
+    if params.get('format') == 'yaml':
+        text = YAML_HEADER % params['plugin'] + topology_yaml(params['plugin'], result['lines'])
+    else:
+        text = HEADER % params['plugin'] + ''.join(line + '\n' for line in result['lines'])
     return text, result['lines'], result['warnings']
 
 
@@ -438,7 +461,7 @@ def remove(module):
     before = read_dest(module, dest)
     if before is None:
         module.exit_json(changed=False, lines=[], warnings_found=[], kept=False, dest=dest)
-    if not before.startswith(HEADER.split('(', 1)[0].encode()):
+    if not any(before.startswith(header.split('(', 1)[0].encode()) for header in (HEADER, YAML_HEADER)):
         # a site's own file (TopologyPlugin in its slurm_conf_overrides, say): not ours to remove, nothing to say
         module.exit_json(changed=False, lines=[], warnings_found=[], kept=True, dest=dest)
     result = dict(changed=True, lines=[], warnings_found=[], kept=False, dest=dest)
@@ -487,6 +510,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             plugin=dict(type='str', choices=['tree', 'block'], default='tree'),
+            format=dict(type='str', choices=['conf', 'yaml'], default='conf'),
             state=dict(type='str', choices=['present', 'absent'], default='present'),
             nodes=dict(type='list', elements='str'),
             ibnetdiscover=dict(type='str'),

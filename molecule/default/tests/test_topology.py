@@ -138,7 +138,7 @@ def test_a_dump_cut_short_stops_the_run_and_changes_nothing(tmp_path):
     dump.write_text(text[:text.rfind("\n\n", 0, len(text) // 2) + 1])
     rc, output = slurm_stage({"slurm_topology": "tree", "slurm_topology_ibnetdiscover_src": str(dump)})
     assert rc != 0
-    failed = task_output(output, "Write topology.conf")
+    failed = task_output(output, "Write the topology file (topology.conf, topology.yaml from Slurm 25.05)")
     assert "fatal:" in failed and ("truncated" in failed or "cut short" in failed), output[-4000:]
     assert dict((name, topology_conf(name)) for name in SLURM_HOSTS) == before
 

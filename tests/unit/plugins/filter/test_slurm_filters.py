@@ -17,7 +17,8 @@ HW = {'NodeName': 'gpu-01', 'CPUs': 2, 'Boards': 1, 'SocketsPerBoard': 1, 'Cores
 
 
 def test_filter_names():
-    assert sorted(FILTERS) == ['slurm_change_actions', 'slurm_conf_kept_nodes', 'slurm_conf_lines', 'slurm_conf_settings', 'slurm_gres_conf_lines',
+    assert sorted(FILTERS) == ['slurm_change_actions', 'slurm_conf_kept_nodes', 'slurm_conf_lines', 'slurm_conf_release_problems',
+                               'slurm_conf_settings', 'slurm_gres_conf_lines',
                                'slurm_gres_errors',
                                'slurm_hook_files', 'slurm_large_system', 'slurm_large_system_files', 'slurm_large_system_warnings',
                                'slurm_local_package_files', 'slurm_parse_slurmd_c', 'slurm_running_config', 'slurm_settings_lines', 'slurm_show_config',
@@ -269,3 +270,23 @@ def test_a_contributed_null_removes_the_task_prolog():
     kept = FILTERS['slurm_conf_lines'](nodes, settings, {}, None, contributions=[{}, {}])
     assert [line for line in removed if line.startswith('TaskProlog')] == []
     assert [line for line in kept if line.startswith('TaskProlog')] == ['TaskProlog=/usr/local/lib/gpucluster-slurm/task-prolog']
+
+
+@pytest.mark.parametrize('text, version, expected', [
+    ('ClusterName=c\nHealthCheckNodeState=ANY,CYCLE\n', 'slurm 22.05.8', []),
+    ('ClusterName=c\n', 'slurm 26.05.3', []),
+    ('HealthCheckNodeState=REBOOT_ONLY\n', 'slurm 26.05.3', []),
+    ('HealthCheckNodeState=REBOOT_ONLY\n', 'slurm-wlm 24.11.5',
+     ['HealthCheckNodeState is REBOOT_ONLY, expected a comma-separated list of ALLOC, ANY, CYCLE, IDLE, MIXED, NONDRAINED_IDLE (Slurm 24.11); '
+      'REBOOT_ONLY (Slurm 26.05 on)']),
+    ('HealthCheckNodeState=NONDRAINED_IDLE\n', 'slurm 22.05.8',
+     ['HealthCheckNodeState is NONDRAINED_IDLE, expected a comma-separated list of ALLOC, ANY, CYCLE, IDLE, MIXED (Slurm 22.05); '
+      'NONDRAINED_IDLE (Slurm 23.02 on)']),
+])
+def test_conf_release_problems(text, version, expected):
+    assert FILTERS['slurm_conf_release_problems'](text, version) == expected
+
+
+def test_conf_release_problems_names_a_bad_version():
+    with pytest.raises(AnsibleFilterError, match="'nonsense' is not a Slurm version"):
+        FILTERS['slurm_conf_release_problems']('HealthCheckNodeState=ANY\n', 'nonsense')

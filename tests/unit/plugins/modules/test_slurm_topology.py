@@ -187,3 +187,43 @@ def test_absent_with_a_file_it_cannot_remove(tmp_path, monkeypatch):
     monkeypatch.setattr(slurm_topology.os, 'remove', remove)
     outcome = bad_input(slurm_topology.main, {'state': 'absent', 'dest': str(dest)}, 'dest %s cannot be removed: Permission denied' % dest)
     assert outcome.result['changed'] is False and dest.exists()
+
+
+def test_yaml_format_writes_topology_yaml_with_the_same_topology(tmp_path):
+    """format=yaml (Slurm 25.05+): topology.yaml holds the tree the conf lines hold; rewritten only on change; removable."""
+    import yaml
+    dest = tmp_path / 'topology.yaml'
+    args = {'plugin': 'tree', 'format': 'yaml', 'nodes': FAT_NODES, 'ibnetdiscover_path': FAT, 'dest': str(dest)}
+    first = run_module(slurm_topology.main, args)
+    assert not first.failed and first.result['changed'] is True and first.result['lines'] == FAT_LINES, first.result
+    text = dest.read_text()
+    assert text.startswith('# topology.yaml written by gpucluster.bringup.slurm_topology (tree)')
+    loaded = yaml.safe_load(text)
+    switches = loaded[0]['tree']['switches']
+    assert loaded[0]['topology'] == 'default' and loaded[0]['cluster_default'] is True
+    assert ['SwitchName=%s %s=%s' % (s['switch'], 'Nodes' if 'nodes' in s else 'Switches', s.get('nodes', s.get('children')))
+            for s in switches] == FAT_LINES
+    assert run_module(slurm_topology.main, args).result['changed'] is False
+    # the conf form of the same topology is another text: a switch of format is a change
+    assert run_module(slurm_topology.main, dict(args, format='conf')).result['changed'] is True
+    run_module(slurm_topology.main, args)
+    removed = run_module(slurm_topology.main, {'state': 'absent', 'dest': str(dest)})
+    assert removed.result['changed'] is True and not dest.exists()
+
+
+def test_yaml_format_block(tmp_path):
+    import yaml
+    dest = tmp_path / 'topology.yaml'
+    fabric = dict(('gb%02d' % i, {'cluster_uuid': '6d1e3f2a-0000-4000-8000-%012d' % (1 if i <= 4 else 2), 'clique_id': 0}) for i in range(1, 9))
+    outcome = run_module(slurm_topology.main, {'plugin': 'block', 'format': 'yaml', 'nodes': sorted(fabric), 'fabric': fabric,
+                                               'block_sizes': [4], 'dest': str(dest)})
+    assert not outcome.failed, outcome.result
+    assert yaml.safe_load(dest.read_text())[0]['block'] == {
+        'block_sizes': [4], 'blocks': [{'block': 'block1', 'nodes': 'gb[01-04]'}, {'block': 'block2', 'nodes': 'gb[05-08]'}]}
+
+
+def test_bad_format_writes_nothing(tmp_path):
+    dest = tmp_path / 'topology.yaml'
+    bad_input(slurm_topology.main, {'nodes': FAT_NODES, 'ibnetdiscover_path': FAT, 'dest': str(dest), 'format': 'json'},
+              'format', 'json', 'conf, yaml')
+    assert not dest.exists()
