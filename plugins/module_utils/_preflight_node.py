@@ -17,6 +17,8 @@ the versions the package source would give, its GPUs through NVML, the processes
   commands, each at most ``_slurm_version.upgrade_window`` releases older than the daemon it talks to;
 * SchedMD's support window (``_slurm_version.support_warnings``, on the day given as ``today``): a release past it,
   or older than its security release, is a warning naming the month, not a refusal;
+* a compute node that mounts cgroup v1 (:func:`cgroup_version` of its mount table) and would run Slurm 25.05 or later
+  (``_slurm_version.CGROUP_V1_DEPRECATED_FROM``: SchedMD deprecated the cgroup/v1 plugin) is a warning, not a refusal;
 * Slurm hosts of several OS releases that would get several Slurm releases (one line naming each OS release);
 * the MIG layout against the node's real GPUs with the mig role's own planner (``_mig_plan``): profile names,
   counts that fit, GPU indices, MIG asked of a GPU without MIG, every GPU covered with ``mig_require_all_gpus``;
@@ -164,6 +166,32 @@ def how_to_get(reading, today=None):
             'distribution release whose own Slurm the collection runs: %s' % (head, sv.SMD_BUILD, day.isoformat(), current, ', '.join(others)))
 
 
+def cgroup_version(mounts):
+    """``'v2'``, ``'v1'`` or None (not known) from a mount table (``/proc/self/mounts``), as Slurm's autodetect tells them.
+
+    ``/sys/fs/cgroup`` a ``cgroup2`` mount: the unified hierarchy (v2).  A ``tmpfs`` there holding ``cgroup`` (v1)
+    hierarchies, with or without a ``cgroup2`` one beside them (systemd's hybrid mode), is v1: Slurm's cgroup/v1 plugin
+    runs there, and SchedMD supports no hybrid (cgroups.html).
+    """
+    if not isinstance(mounts, str):
+        return None
+    root, legacy = None, False
+    for line in mounts.splitlines():
+        fields = line.split()
+        if len(fields) < 3:
+            continue
+        where, kind = fields[1], fields[2]
+        if where == '/sys/fs/cgroup':
+            root = kind
+        elif where.startswith('/sys/fs/cgroup/') and kind == 'cgroup':
+            legacy = True
+    if root == 'cgroup2':
+        return 'v2'
+    if legacy or root == 'cgroup':
+        return 'v1'
+    return None
+
+
 def _slurm_problems(readings, wants, add, lines, warn, today):
     got = {}  # host -> daemon -> (version, package, text, where)
     for host in sorted(readings, key=natural_key):
@@ -194,6 +222,12 @@ def _slurm_problems(readings, wants, add, lines, warn, today):
         for version in sorted(set(found[0] for found in got[host].values())):
             for text in sv.support_warnings(version, today):
                 warn(host, text)
+        slurmd = got[host].get('slurmd')
+        if slurmd and readings[host].get('cgroup') == 'v1' and sv.behaviour(slurmd[0])['cgroup_v1_deprecated']:
+            warn(host, 'the node mounts cgroup v1 and would run slurmd %s: SchedMD deprecated the cgroup/v1 plugin (no new '
+                 'features since 25.05, to be removed in a later release; cgroup.conf(5)); plan the move to cgroup v2 '
+                 '(systemd.unified_cgroup_hierarchy=1 on the kernel command line, or a distribution that boots cgroup v2)'
+                 % sv.version_name(slurmd[0]))
     ctl = [(h, d['slurmctld']) for h, d in got.items() if 'slurmctld' in d]
     dbd = [(h, d['slurmdbd']) for h, d in got.items() if 'slurmdbd' in d]
     if ctl:

@@ -125,6 +125,11 @@ reading:
           C(nvidia-smi --query-gpu=index,name) lists them - C(gpus) (each with C(index) and C(name)), or C(error); the MIG layout is then
           checked against the catalogue's profiles of that model.
       type: dict
+    cgroup:
+      description:
+        - The cgroup version the node mounts at C(/sys/fs/cgroup) (C(v2) or C(v1), as Slurm's C(CgroupPlugin=autodetect) tells
+          them; null when C(/proc/self/mounts) cannot be read or shows neither).
+      type: str
     holders:
       description: The processes holding C(/dev/nvidia<minor>) - C([{pid, name, unit, job, gpu, device}]).
       type: list
@@ -147,7 +152,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_baseline as gb
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_holders_io as holders_io
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
-from ansible_collections.gpucluster.bringup.plugins.module_utils._preflight_node import package_file
+from ansible_collections.gpucluster.bringup.plugins.module_utils._preflight_node import cgroup_version, package_file
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, require_match
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_nvml import Nvml
 
@@ -362,6 +367,15 @@ def holders(minors):
     return holders_io.holders(minors, PROC_DIR, DEV_DIR)
 
 
+def read_cgroup_version(path='/proc/self/mounts'):
+    """The node's cgroup version (``_preflight_node.cgroup_version``), None when the mount table cannot be read."""
+    try:
+        with open(path) as handle:
+            return cgroup_version(handle.read())
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -388,7 +402,7 @@ def main():
         reading = {'os': osr, 'os_family': family, 'source': params['source'], 'packages': packages, 'package_error': error,
                    'local_files': read_local_files(module, params) if params['source'] == 'local' else [],
                    'nvml': {'available': False, 'reason': 'not read', 'error': None}, 'holders': [], 'modules': [],
-                   'fabric_manager': {}}
+                   'fabric_manager': {}, 'cgroup': read_cgroup_version()}
         if params['gpus']:
             reading['nvml'] = read_nvml(nvml.import_bindings())
             if reading['nvml'].get('reason') == 'bindings':

@@ -355,3 +355,52 @@ def test_security_release_warning(today, expected):
     readings, wants = site(head=reading(candidate='25.05.3-1'), node_reading=lambda: reading(candidate='25.05.3-1'))
     lines, warnings = pn.node_problems(readings, wants, today=today)
     assert lines == [] and warnings == expected
+
+
+# --- cgroup v1 with Slurm 25.05+ (issue 46: SchedMD deprecated the cgroup/v1 plugin) -----------------------------------
+
+V1_MOUNTS = ('sysfs /sys sysfs rw 0 0\ntmpfs /sys/fs/cgroup tmpfs ro,nosuid,nodev,noexec,mode=755 0 0\n'
+             'cgroup /sys/fs/cgroup/memory cgroup rw,nosuid,nodev,noexec,relatime,memory 0 0\n'
+             'cgroup /sys/fs/cgroup/devices cgroup rw,nosuid,nodev,noexec,relatime,devices 0 0\n')
+HYBRID_MOUNTS = V1_MOUNTS + 'cgroup2 /sys/fs/cgroup/unified cgroup2 rw,nosuid,nodev,noexec,relatime 0 0\n'
+V2_MOUNTS = 'sysfs /sys sysfs rw 0 0\ncgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime,nsdelegate 0 0\n'
+
+
+@pytest.mark.parametrize('mounts, expected', [
+    (V1_MOUNTS, 'v1'), (HYBRID_MOUNTS, 'v1'), (V2_MOUNTS, 'v2'), ('sysfs /sys sysfs rw 0 0\n', None), ('', None), (None, None),
+    ('garbage\n\n', None),
+])
+def test_cgroup_version(mounts, expected):
+    assert pn.cgroup_version(mounts) == expected
+
+
+def _cgroup_site(candidate, cgroup):
+    def node():
+        found = reading(os_=TRIXIE, candidate=candidate)
+        found['cgroup'] = cgroup
+        return found
+    head = reading(os_=TRIXIE, candidate=candidate)
+    head['cgroup'] = cgroup
+    return site(head=head, node_reading=node)
+
+
+@pytest.mark.parametrize('candidate, cgroup, warned', [
+    ('26.05.4-1', 'v1', True),
+    ('25.05.9-1', 'v1', True),
+    ('26.05.4-1', 'v2', False),
+    ('26.05.4-1', None, False),
+    ('24.11.5-4', 'v1', False),
+])
+def test_cgroup_v1_with_a_release_that_deprecates_it_is_a_warning(candidate, cgroup, warned):
+    readings, wants = _cgroup_site(candidate, cgroup)
+    lines, warnings = pn.node_problems(readings, wants, today='2026-06-01')
+    assert lines == []
+    found = [w for w in warnings if 'cgroup v1' in w]
+    if warned:
+        # the compute nodes only (slurmd), not the controller
+        assert found == ['gpu-[01-04]: the node mounts cgroup v1 and would run slurmd %s: SchedMD deprecated the cgroup/v1 plugin '
+                         '(no new features since 25.05, to be removed in a later release; cgroup.conf(5)); plan the move to cgroup v2 '
+                         '(systemd.unified_cgroup_hierarchy=1 on the kernel command line, or a distribution that boots cgroup v2)'
+                         % candidate.split('-')[0]], warnings
+    else:
+        assert found == [], warnings

@@ -236,3 +236,12 @@ def test_os_release_unreadable_is_read_as_such(host):
     assert not out.failed
     assert 'cannot be read' in out.result['reading']['os']['error']
     assert out.result['reading']['package_error'] == 'no package manager this module knows (Debian or RHEL family)'
+
+
+def test_read_cgroup_version_from_the_mount_table(tmp_path):
+    mounts = tmp_path / 'mounts'
+    mounts.write_text('cgroup2 /sys/fs/cgroup cgroup2 rw,nosuid,nodev,noexec,relatime 0 0\n')
+    assert node_preflight.read_cgroup_version(str(mounts)) == 'v2'
+    mounts.write_text('tmpfs /sys/fs/cgroup tmpfs ro 0 0\ncgroup /sys/fs/cgroup/memory cgroup rw,memory 0 0\n')
+    assert node_preflight.read_cgroup_version(str(mounts)) == 'v1'
+    assert node_preflight.read_cgroup_version(str(tmp_path / 'absent')) is None
