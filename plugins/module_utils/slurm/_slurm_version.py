@@ -206,12 +206,14 @@ def healthcheck_node_states(version):
 def healthcheck_node_state_problem(value, version):
     """Why slurm.conf ``HealthCheckNodeState=value`` is wrong for Slurm ``version``, or ``''``.
 
-    Comma-separated, case-insensitive as slurmctld reads it; a value the release does not know, an empty one and a
-    ``*_ONLY`` value combined with another are refused, naming the valid values of that release.
+    Comma-separated, case-insensitive, no blanks, as slurmctld reads it (``_health_node_state()`` in read_config.c of
+    26.05: ``strtok`` on ","; ``xstrcasecmp``).  slurmctld logs "Invalid HealthCheckNodeState value X ignored" for a
+    word it does not know and runs the check in ANY state then, a silent change; it refuses to start on a ``*_ONLY``
+    value combined with another.  Here both are refused, naming the valid values of that release.
     """
     valid = healthcheck_node_states(version)
     text = value if isinstance(value, str) else ''
-    names = [part.strip().upper() for part in text.split(',')]
+    names = [part.upper() for part in text.split(',')]
     expected = ('expected a comma-separated list of %s (Slurm %s), %s alone'
                 % (', '.join(v for v in valid if not v.endswith('_ONLY')), release_name(version),
                    ' or '.join(v for v in valid if v.endswith('_ONLY')) or 'nothing')) \
@@ -222,7 +224,8 @@ def healthcheck_node_state_problem(value, version):
     unknown = [name for name in names if name not in valid]
     if unknown:
         later = ['%s (Slurm %s on)' % (name, release_name(since)) for name, since in HEALTHCHECK_NODE_STATES if name in unknown]
-        return 'HealthCheckNodeState is %s, %s%s' % (value, expected, '; %s' % ', '.join(later) if later else '')
+        return 'HealthCheckNodeState is %s, %s%s (slurmctld ignores %s)' % (
+            value, expected, '; %s' % ', '.join(later) if later else '', ', '.join(repr(name) for name in unknown))
     if len(names) > 1 and any(name.endswith('_ONLY') for name in names):
         return 'HealthCheckNodeState is %s, %s: a *_ONLY state cannot be combined with another' % (value, expected)
     return ''

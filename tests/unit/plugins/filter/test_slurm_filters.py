@@ -278,10 +278,10 @@ def test_a_contributed_null_removes_the_task_prolog():
     ('HealthCheckNodeState=REBOOT_ONLY\n', 'slurm 26.05.3', []),
     ('HealthCheckNodeState=REBOOT_ONLY\n', 'slurm-wlm 24.11.5',
      ['HealthCheckNodeState is REBOOT_ONLY, expected a comma-separated list of ALLOC, ANY, CYCLE, IDLE, MIXED, NONDRAINED_IDLE (Slurm 24.11); '
-      'REBOOT_ONLY (Slurm 26.05 on)']),
+      "REBOOT_ONLY (Slurm 26.05 on) (slurmctld ignores 'REBOOT_ONLY')"]),
     ('HealthCheckNodeState=NONDRAINED_IDLE\n', 'slurm 22.05.8',
      ['HealthCheckNodeState is NONDRAINED_IDLE, expected a comma-separated list of ALLOC, ANY, CYCLE, IDLE, MIXED (Slurm 22.05); '
-      'NONDRAINED_IDLE (Slurm 23.02 on)']),
+      "NONDRAINED_IDLE (Slurm 23.02 on) (slurmctld ignores 'NONDRAINED_IDLE')"]),
 ])
 def test_conf_release_problems(text, version, expected):
     assert FILTERS['slurm_conf_release_problems'](text, version) == expected

@@ -276,7 +276,9 @@ def test_healthcheck_node_states(version, states):
 
 @pytest.mark.parametrize('value, version, fragments', [
     ('ANY,CYCLE', (22, 5, 8), []),
-    ('any, cycle', (24, 11, 5), []),
+    ('any,cycle', (24, 11, 5), []),
+    ('CYCLE', (22, 5, 8), []),
+    ('ANY, CYCLE', (24, 11, 5), ["HealthCheckNodeState is ANY, CYCLE, expected", "(slurmctld ignores ' CYCLE')"]),
     ('NONDRAINED_IDLE,CYCLE', (24, 11, 5), []),
     ('START_ONLY', (25, 11, 0), []),
     ('REBOOT_ONLY', (26, 5, 3), []),
