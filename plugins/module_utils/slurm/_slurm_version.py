@@ -231,12 +231,19 @@ def healthcheck_node_state_problem(value, version):
     return ''
 
 
-def gpu_request_problem(argv, version):
+# The environment variable each command reads --gpus-per-node from (src/{srun,sbatch,salloc}/opt.c of 26.05)
+GPUS_PER_NODE_ENV = {'srun': 'SLURM_GPUS_PER_NODE', 'sbatch': 'SBATCH_GPUS_PER_NODE', 'salloc': 'SALLOC_GPUS_PER_NODE'}
+
+
+def gpu_request_problem(argv, version, env=None):
     """Why the srun/sbatch/salloc ``argv`` is refused by Slurm ``version`` for its GPU request, or ``''``.
 
     From 26.05 ``--gres=gpu...`` and ``--gpus-per-node`` are mutually exclusive (CHANGELOG 26.05); before, Slurm took
     both.  Every word of ``argv`` is looked at (``--gres=gpu:8``, ``--gres gpu:8``, ``--gpus-per-node=8``): the
-    collection's generated commands carry no such word after the program.
+    collection's generated commands carry no such word after the program.  ``env``: the command's environment, where
+    slurmctld's clients also take --gpus-per-node from (``SLURM_GPUS_PER_NODE`` for srun, set in the job of an
+    ``sbatch --gpus-per-node``; ``SBATCH_``/``SALLOC_GPUS_PER_NODE``): ``_validate_gres_vs_gpus_per_node()`` in
+    src/common/slurm_opt.c refuses that too ("--gpus-per-node and --gres=gpu are mutually exclusive.").
     """
     if tuple(version[:2]) < GRES_GPUS_EXCLUSIVE_FROM:
         return ''
@@ -253,6 +260,9 @@ def gpu_request_problem(argv, version):
             gres = word
         elif name == '--gpus-per-node':
             per_node = word
+    variable = GPUS_PER_NODE_ENV.get(words[0].rsplit('/', 1)[-1] if words else '')
+    if per_node is None and variable and (env or {}).get(variable) not in (None, ''):
+        per_node = '%s=%s in its environment' % (variable, env[variable])
     if gres and per_node:
         return ('%s combines %s and %s, which Slurm %s refuses (mutually exclusive since 26.05): expected one of them'
                 % (argv[0], gres, per_node, release_name(version)))

@@ -318,6 +318,20 @@ def test_gpu_request_problem(argv, version, problem):
     assert found.startswith(problem) if problem else found == ''
 
 
+@pytest.mark.parametrize('argv, env, problem', [
+    # an srun inside a job of sbatch --gpus-per-node: the job's environment carries SLURM_GPUS_PER_NODE
+    (['/usr/bin/srun', '--gres=gpu:1', 'true'], {'SLURM_GPUS_PER_NODE': '8'},
+     '/usr/bin/srun combines --gres=gpu:1 and SLURM_GPUS_PER_NODE=8 in its environment, which Slurm 26.05 refuses'),
+    (['sbatch', '--gres=gpu:1', 'job.sh'], {'SBATCH_GPUS_PER_NODE': '1'}, 'sbatch combines --gres=gpu:1 and SBATCH_GPUS_PER_NODE=1'),
+    (['sbatch', '--gres=gpu:1', 'job.sh'], {'SLURM_GPUS_PER_NODE': '1'}, ''),
+    (['srun', '--gres=gpu:1', 'true'], {'SLURM_GPUS_PER_NODE': ''}, ''),
+    (['srun', '--gres=gpu:1', 'true'], None, ''),
+])
+def test_gpu_request_problem_reads_the_environment(argv, env, problem):
+    found = sv.gpu_request_problem(argv, (26, 5, 3), env)
+    assert found.startswith(problem) if problem else found == ''
+
+
 def test_docs_carry_the_behaviour_table():
     """docs/slurm-versions.md holds the per-release behaviour table behaviour_table() renders, between its markers."""
     with open(os.path.join(ROOT, 'docs', 'slurm-versions.md')) as handle:
