@@ -67,7 +67,7 @@ options:
     default: tree
   format:
     description:
-      - V(conf) writes C(topology.conf) lines; V(yaml) writes C(topology.yaml) (Slurm 25.05 and later, topology.yaml(5)):
+      - V(conf) writes C(topology.conf) lines; V(yaml) writes C(topology.yaml) (Slurm 25.05 and later, topology.yaml(5)) with
         the same switches or blocks under one topology C(default) with C(cluster_default) true.
       - The slurm role picks V(yaml) when the controller runs Slurm 25.05 or later.
     type: str
