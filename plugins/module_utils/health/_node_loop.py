@@ -36,7 +36,7 @@ import re
 import time
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
-    InputError, require_bool, require_int, require_match, show)
+    InputError, require_bool, require_choice, require_int, require_match, show)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _conditions as conditions
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _drain_tag as drain_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _nodes as slurm_nodes
@@ -492,7 +492,13 @@ SETTINGS_DEFAULTS = {
     'deep_reservation': 'gpucluster-loop-deep',
     'deep_time_limit': 30,
     'deep_settings': {},
+    # how the deep runs reach Slurm (health/_loop_deep.py): one allocation per node type with a step per node
+    # ('allocation'), one job per node ('per_node'), or the allocation from deep_dispatch_min_nodes runs in a pass on
+    'deep_dispatch': 'auto',
+    'deep_dispatch_min_nodes': 4,
+    'deep_allocation_wait': 60,
 }
+DEEP_DISPATCH = ('auto', 'per_node', 'allocation')
 
 
 def load_settings(data, actions_name='actions'):
@@ -514,6 +520,10 @@ def load_settings(data, actions_name='actions'):
         require_match(key, settings[key], r'[^\s-]\S*', 'a command name or path (no spaces, not starting with "-")')
     require_match('deep_reservation', settings['deep_reservation'], r'[A-Za-z0-9][A-Za-z0-9_.-]{0,63}', 'a Slurm reservation name')
     settings['deep_time_limit'] = require_int('deep_time_limit', settings['deep_time_limit'], minimum=1, maximum=24 * 60)
+    require_choice('deep_dispatch', settings['deep_dispatch'], DEEP_DISPATCH)
+    settings['deep_dispatch_min_nodes'] = require_int('deep_dispatch_min_nodes', settings['deep_dispatch_min_nodes'], minimum=1)
+    settings['deep_allocation_wait'] = require_int('deep_allocation_wait', settings['deep_allocation_wait'], minimum=1, maximum=3600,
+                                                   unit='seconds')
     if not isinstance(settings['deep_settings'], dict):
         raise InputError('deep_settings is %s, expected a mapping of deep tier settings' % show(settings['deep_settings']))
     return settings

@@ -16,9 +16,10 @@ Each pass:
    within the window, drain it; an admin's drain is never touched;
 3. runs those scontrol commands, appends each transition as one JSON line to the events file and writes the
    state file after each node (a crash leaves every node derivable from its tag in Slurm);
-4. runs the deep tier on the nodes back from their reboot: the health check program's --tier deep as one job
-   per node in a maintenance reservation (the same program and argv as playbooks/health_deep.yml); a pass
-   resumes the node, a failure sends it to service;
+4. runs the deep tier on the nodes back from their reboot: the health check program's --tier deep in a
+   maintenance reservation (the same program and argv as playbooks/health_deep.yml), from deep_dispatch_min_nodes
+   nodes in a pass on as steps of one allocation per node type (health/_loop_deep.py), else one job per node; a
+   pass resumes the node, a failure sends it to service;
 5. writes the Prometheus text-file metrics and POSTs the pass's events to the webhook, if any.
 
     gpucluster-node-loop [--config /etc/gpucluster/node-loop.json] [--dry-run] [--history NODE]
@@ -44,6 +45,7 @@ if os.path.isdir(LIB_DIR) and LIB_DIR not in sys.path:
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _hostlist as hostlist  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _loop_deep as loop_deep  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _loop_events as events_mod  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _node_loop as loop  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep  # noqa: E402
@@ -122,6 +124,7 @@ class Pass(object):
         self.state = read_state(settings['state_file'])
         self.events = []
         self.failed = False
+        self.allocations = []
 
     def save(self, record_name=None, record=None, new_events=()):
         if record_name is not None:
@@ -209,23 +212,28 @@ class Pass(object):
                 # a drained node takes no job, not even in a reservation: resumed into it, drained again if no verdict
                 run([self.policy['scontrol'], 'update', 'nodename=' + node['name'], 'state=resume'])
 
-            def one(node):
-                candidate = {'name': node['name'], 'gpus': extras.get(node['name'], {}).get('gpus', 0),
-                             'partition': (extras.get(node['name'], {}).get('partitions') or [None])[0]}
-                argv = deep_jobs.srun_argv(candidate, reservation, self.settings['deep_program'], deep_settings,
-                                           self.settings['deep_time_limit'], srun=self.settings['srun'])
-                rc, out, err = run(argv, timeout=self.settings['deep_time_limit'] * 60 + 180)
-                try:
-                    results[node['name']] = deep.read_report(out)
-                except ValueError as exc:
-                    log(syslog.LOG_ERR, 'deep tier on %s gave no verdict (rc=%s): %s %s' % (node['name'], rc, exc, (err or '').strip()[:200]))
-                    results[node['name']] = None
+            jobs = self.deep_jobs(nodes, extras, reservation, deep_settings)
+            granted = []
+            try:
+                self.allocate(jobs, granted)
 
-            threads = [threading.Thread(target=one, args=(n,)) for n in nodes]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
+                def one(job):
+                    rc, out, err = run(job['argv'], timeout=self.settings['deep_time_limit'] * 60 + 180)
+                    try:
+                        results[job['name']] = deep.read_report(out)
+                    except ValueError as exc:
+                        log(syslog.LOG_ERR, 'deep tier on %s gave no verdict (rc=%s, %s): %s %s'
+                            % (job['name'], rc, job.get('dispatch') or 'own job', exc, (err or '').strip()[:200]))
+                        results[job['name']] = None
+
+                threads = [threading.Thread(target=one, args=(job,)) for job in jobs]
+                for thread in threads:
+                    thread.start()
+                for thread in threads:
+                    thread.join()
+            finally:
+                for release, job_id in granted:
+                    run(list(release) + [job_id])
         finally:
             for node in nodes:
                 record = self.state['nodes'][node['name']]
@@ -238,6 +246,49 @@ class Pass(object):
                 if self.carry_out(actions):
                     self.save(node['name'], result.record, result.events)
             run([self.policy['scontrol'], 'delete', 'ReservationName=' + reservation])
+
+    def deep_jobs(self, nodes, extras, reservation, deep_settings):
+        """The deep runs of ``nodes``: steps of one allocation per node type, or jobs of their own (health/_loop_deep.py)."""
+        candidates = [{'name': n['name'], 'gpus': extras.get(n['name'], {}).get('gpus', 0),
+                       'partition': (extras.get(n['name'], {}).get('partitions') or [None])[0]} for n in nodes]
+        jobs, self.allocations = loop_deep.plan(candidates, reservation, self.settings['deep_program'], deep_settings,
+                                                self.settings['deep_time_limit'], srun=self.settings['srun'],
+                                                dispatch=self.settings['deep_dispatch'], min_nodes=self.settings['deep_dispatch_min_nodes'],
+                                                wait=self.settings['deep_allocation_wait'])
+        return jobs
+
+    def allocate(self, jobs, granted):
+        """One ``salloc --no-shell`` per allocation; ``granted`` gets ``(release argv, job id)`` of each granted one. One not
+        granted is asked again for its idle nodes only; the other nodes' runs (or all, when none is granted) go as jobs of
+        their own."""
+        for allocation in self.allocations:
+            members = loop_deep.members(jobs, allocation)
+            why = self._allocate(allocation, members, granted)
+            if why is None:
+                continue
+            rc, out, _err = run(allocation['idle'])
+            idle = loop_deep.idle_names(rc, out)
+            free = [job for job in members if job['name'] in idle]
+            busy = [job for job in members if job['name'] not in idle]
+            if free and busy:
+                loop_deep.use_own_jobs(busy, '%s; not idle: %s' % (why, hostlist.compress([job['name'] for job in busy])))
+                narrow = loop_deep.narrowed(allocation, [job['name'] for job in free])
+                members = free
+                why = self._allocate(narrow, members, granted)
+            if why is not None:
+                loop_deep.use_own_jobs(members, 'the allocation was not granted: %s' % why)
+        log(syslog.LOG_INFO, 'deep tier on %d node(s): %s' % (len(jobs), ', '.join(
+            '%s %s' % (job['name'], job.get('dispatch') or 'own job') for job in jobs)))
+
+    def _allocate(self, allocation, members, granted):
+        """Asks for one allocation; its jobs become its steps. None when granted, else why not."""
+        rc, out, err = run(allocation['argv'], timeout=allocation['timeout'])
+        job_id = loop_deep.granted_job((err or '') + '\n' + (out or ''))
+        if job_id:
+            granted.append((allocation['release'], job_id))
+            loop_deep.use_allocation(members, job_id, allocation['name'])
+            return None
+        return loop_deep.refusal(rc, (err or '') + '\n' + (out or ''))
 
     def finish(self):
         if self.settings['metrics_file'] and not self.dry_run:

@@ -1,0 +1,154 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""How the closed loop's deep runs reach Slurm (issue 48 item 6), pure planning.
+
+The loop program (``gpucluster-node-loop``) runs the deep tier on the nodes back from their reboot, in its maintenance
+reservation.  One job per node makes slurmctld allocate one job per node, one at a time (docs/scale.md: at 1,024
+nodes its allocations took 0.3-2.3 s each); the validation's NCCL stage therefore runs its per-node runs as steps of
+one allocation per node type (``_validation_nccl.allocation_dispatch``).  This module does the same for the deep
+runs:
+
+* :func:`plan` groups the nodes by node type (partition and GPU count: one ``--gres=gpu:N`` per allocation) and
+  gives each group of two or more nodes one allocation, ``salloc --no-shell`` in the reservation, with each node's
+  deep run a step of it (``srun --jobid={jobid}``); a node alone of its type, or every node when ``dispatch`` is
+  ``per_node`` (or ``auto`` below ``min_nodes`` nodes), runs as its own job, the argv ``_deep_health.srun_argv``
+  makes;
+* ``--immediate``: an allocation not granted within ``wait`` seconds is asked again for the group's idle nodes
+  only (:func:`narrowed`, the idle ones from ``sinfo``, :func:`idle_names`); the other nodes run as jobs of their
+  own (:func:`use_own_jobs`): a node that is not free holds up only its own run;
+* :func:`granted_job` reads salloc's job id, :func:`use_allocation` makes the steps of it.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import require_choice, require_int
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health._node_loop import DEEP_DISPATCH as DISPATCH
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes import parse_sinfo_names
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as deep_jobs
+
+# auto: from this many deep runs in one pass on (1 % of 1,024 nodes failing is about 10 back at once)
+DISPATCH_MIN_NODES = 4
+ALLOCATION_WAIT = 60
+JOB_NAME = 'gpucluster-loop-deep'
+# salloc's line once the nodes are the job's
+GRANTED = re.compile(r'Granted job allocation (\d+)')
+
+
+def dispatch_settings(dispatch, min_nodes, wait):
+    """``(dispatch, min_nodes, wait)`` checked; ``InputError`` names the setting (``deep_dispatch``, ...)."""
+    return (require_choice('deep_dispatch', dispatch, DISPATCH),
+            require_int('deep_dispatch_min_nodes', min_nodes, minimum=1),
+            require_int('deep_allocation_wait', wait, minimum=1, maximum=3600, unit='seconds'))
+
+
+def sibling_command(srun, command):
+    """``command`` (salloc, scancel, sinfo) next to ``srun``: its directory when srun is given as a path."""
+    return srun[:srun.rindex('/') + 1] + command if '/' in srun else command
+
+
+def node_type(candidate):
+    """What one allocation shares: the partition and the GPU count (``--gres=gpu:N`` is per node)."""
+    return (candidate.get('partition') or '', int(candidate['gpus']))
+
+
+def plan(candidates, reservation, program, settings, time_limit, srun='srun', dispatch='auto', min_nodes=DISPATCH_MIN_NODES,
+         wait=ALLOCATION_WAIT):
+    """The deep runs of ``candidates`` (``[{name, gpus, partition}]``, in order) as ``(jobs, allocations)``.
+
+    ``jobs``: one per node, ``{name, argv, own_argv, allocation}`` in the candidates' order; ``argv`` is what runs
+    (a step ``srun --jobid={jobid} ...`` of the allocation named ``allocation``, or, with ``allocation`` None, the
+    node's own job); ``own_argv`` is the node's own job (``_deep_health.srun_argv``), run when the allocation is not
+    granted.  ``allocations``: ``{name, nodes, argv, release, idle, timeout}`` per group of two or more nodes of one
+    type (``salloc --no-shell`` in the reservation; ``release``: ``scancel`` to which the job id is added;
+    ``idle``: ``sinfo`` listing the group's idle nodes)."""
+    dispatch, min_nodes, wait = dispatch_settings(dispatch, min_nodes, wait)
+    jobs = []
+    for candidate in candidates:
+        argv = deep_jobs.srun_argv(candidate, reservation, program, settings, time_limit, srun=srun)
+        jobs.append({'name': candidate['name'], 'argv': argv, 'own_argv': argv, 'allocation': None})
+    if dispatch == 'per_node' or (dispatch == 'auto' and len(candidates) < min_nodes):
+        return jobs, []
+    groups = {}  # node type -> indexes, in the order the nodes came
+    for index, candidate in enumerate(candidates):
+        groups.setdefault(node_type(candidate), []).append(index)
+    allocations = []
+    for (partition, gpus), indexes in groups.items():
+        if len(indexes) < 2:
+            continue  # alone of its type: an allocation of one node is a job of its own anyway
+        names = [candidates[i]['name'] for i in indexes]
+        label = 'gpu:%d%s' % (gpus, ' in %s' % partition if partition else '')
+        argv = [sibling_command(srun, 'salloc'), '--no-shell', '--immediate=%d' % wait, '--no-kill', '--reservation=%s' % reservation,
+                '--nodes=%d' % len(names), '--nodelist=%s' % compress(names), '--exclusive', '--gres=gpu:%d' % gpus,
+                '--time=%d' % time_limit, '--job-name=%s' % JOB_NAME]
+        if partition:
+            argv.append('--partition=%s' % partition)
+        allocation = {'name': '%s on %d nodes' % (label, len(names)), 'nodes': names, 'argv': argv, 'timeout': wait + 60,
+                      'release': [sibling_command(srun, 'scancel')],
+                      'idle': [sibling_command(srun, 'sinfo'), '-h', '-N', '-t', 'idle', '-o', '%N', '-n', compress(names)]}
+        allocations.append(allocation)
+        for i in indexes:
+            own = jobs[i]['own_argv']
+            # a step of the allocation: the job's options stay (srun ignores --reservation, --partition for a step),
+            # --exclusive goes (on a step it means something else)
+            step = [arg for arg in own if arg != '--exclusive']
+            jobs[i]['argv'] = step[:1] + ['--jobid={jobid}'] + step[1:]
+            jobs[i]['allocation'] = allocation['name']
+    return jobs, allocations
+
+
+def members(jobs, allocation):
+    """The jobs that are steps of ``allocation``."""
+    return [job for job in jobs if job['allocation'] == allocation['name']]
+
+
+def granted_job(text):
+    """The job id salloc says it was granted (its stderr and stdout), else None."""
+    found = GRANTED.search(text or '')
+    return found.group(1) if found else None
+
+
+def refusal(rc, text):
+    """Why an allocation was not granted, in a line: salloc's last message, else its exit status."""
+    lines = [line.strip() for line in (text or '').splitlines() if line.strip()]
+    return lines[-1] if lines else 'salloc exited %s with no message' % rc
+
+
+def idle_names(rc, text):
+    """The node names ``sinfo -h -N -t idle -o %N`` printed; empty when it failed."""
+    return set(parse_sinfo_names(text)) if rc == 0 else set()
+
+
+def narrowed(allocation, names):
+    """``allocation`` for the nodes ``names`` of it only (``names``: in the allocation's order)."""
+    argv = []
+    for arg in allocation['argv']:
+        if arg.startswith('--nodes='):
+            arg = '--nodes=%d' % len(names)
+        elif arg.startswith('--nodelist='):
+            arg = '--nodelist=%s' % compress(names)
+        argv.append(arg)
+    return dict(allocation, argv=argv, nodes=list(names), name='%s (%d idle)' % (allocation['name'], len(names)))
+
+
+def use_allocation(jobs, job_id, name=None):
+    """The jobs become steps of job ``job_id`` (and of the allocation ``name``, when it was narrowed)."""
+    for job in jobs:
+        job['argv'] = [arg.replace('{jobid}', str(job_id)) for arg in job['argv']]
+        job['dispatch'] = 'step of job %s' % job_id
+        if name:
+            job['allocation'] = name
+
+
+def use_own_jobs(jobs, why):
+    """The allocation was not granted (``why``): each job runs as its own job."""
+    for job in jobs:
+        job['argv'] = job['own_argv']
+        job['allocation'] = None
+        job['dispatch'] = 'own job (%s)' % why

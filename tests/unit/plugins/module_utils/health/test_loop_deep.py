@@ -1,0 +1,113 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""health/_loop_deep.py: the closed loop's deep runs as steps of one allocation per node type (issue 48 item 6)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _loop_deep as loop_deep
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _node_loop as loop
+
+PROGRAM = '/usr/local/sbin/gpucluster-healthcheck'
+SETTINGS = {'checks': ['dcgm']}
+
+
+def node(name, gpus=8, partition='gpu'):
+    return {'name': name, 'gpus': gpus, 'partition': partition}
+
+
+def plan(candidates, **kwargs):
+    return loop_deep.plan(candidates, 'gpucluster-loop-deep', PROGRAM, SETTINGS, 30, **kwargs)
+
+
+# (candidates, dispatch, min_nodes, expected allocations {name: nodes}, expected own jobs)
+TABLE = [
+    ([node('a'), node('b'), node('c'), node('d')], 'auto', 4, {'gpu:8 in gpu on 4 nodes': ['a', 'b', 'c', 'd']}, []),
+    ([node('a'), node('b'), node('c')], 'auto', 4, {}, ['a', 'b', 'c']),
+    ([node('a'), node('b')], 'allocation', 4, {'gpu:8 in gpu on 2 nodes': ['a', 'b']}, []),
+    ([node('a'), node('b'), node('c'), node('d')], 'per_node', 1, {}, ['a', 'b', 'c', 'd']),
+    # node types: partition and GPU count; a node alone of its type is a job of its own
+    ([node('a'), node('l1', 4, 'l40s'), node('b'), node('l2', 4, 'l40s'), node('m', 2)], 'allocation', 1,
+     {'gpu:8 in gpu on 2 nodes': ['a', 'b'], 'gpu:4 in l40s on 2 nodes': ['l1', 'l2']}, ['m']),
+    ([node('a', partition=None), node('b', partition=None)], 'allocation', 1, {'gpu:8 on 2 nodes': ['a', 'b']}, []),
+    ([node('x')], 'allocation', 1, {}, ['x']),
+    ([], 'allocation', 1, {}, []),
+]
+
+
+@pytest.mark.parametrize('candidates, dispatch, min_nodes, allocations, own', TABLE)
+def test_plan_groups_by_node_type(candidates, dispatch, min_nodes, allocations, own):
+    jobs, planned = plan(candidates, dispatch=dispatch, min_nodes=min_nodes)
+    assert [j['name'] for j in jobs] == [c['name'] for c in candidates]
+    assert dict((a['name'], a['nodes']) for a in planned) == allocations
+    assert [j['name'] for j in jobs if j['allocation'] is None] == own
+    for job in jobs:
+        if job['allocation'] is None:
+            assert job['argv'] == job['own_argv'] and '--exclusive' in job['argv'] and '--jobid={jobid}' not in job['argv']
+        else:
+            assert job['argv'][:2] == ['srun', '--jobid={jobid}'] and '--exclusive' not in job['argv']
+            assert job['argv'][2:] == [a for a in job['own_argv'][1:] if a != '--exclusive']
+            assert job['name'] in [a for a in planned if a['name'] == job['allocation']][0]['nodes']
+
+
+def test_the_allocation_is_one_salloc_in_the_reservation_for_the_group():
+    jobs, planned = plan([node('gpu-0001'), node('gpu-0002'), node('gpu-0003')], dispatch='allocation', srun='/opt/slurm/bin/srun', wait=45)
+    assert planned[0]['argv'] == ['/opt/slurm/bin/salloc', '--no-shell', '--immediate=45', '--no-kill', '--reservation=gpucluster-loop-deep',
+                                  '--nodes=3', '--nodelist=gpu-[0001-0003]', '--exclusive', '--gres=gpu:8', '--time=30',
+                                  '--job-name=gpucluster-loop-deep', '--partition=gpu']
+    assert planned[0]['release'] == ['/opt/slurm/bin/scancel']
+    assert planned[0]['idle'] == ['/opt/slurm/bin/sinfo', '-h', '-N', '-t', 'idle', '-o', '%N', '-n', 'gpu-[0001-0003]']
+    assert planned[0]['timeout'] == 105
+    assert jobs[1]['argv'][-7:-2] == [PROGRAM, '--tier', 'deep', '--node', 'gpu-0002']
+    assert '--nodelist=gpu-0002' in jobs[1]['argv'] and '--gres=gpu:8' in jobs[1]['argv']
+
+
+def test_granted_narrowed_and_own_jobs():
+    jobs, planned = plan([node('a'), node('b'), node('c')], dispatch='allocation')
+    assert loop_deep.granted_job('salloc: Pending job allocation 77\nsalloc: Granted job allocation 77\n') == '77'
+    assert loop_deep.granted_job('salloc: error: Unable to allocate resources: Immediate execution impossible') is None
+    assert loop_deep.refusal(1, '\nsalloc: Pending\nsalloc: error: Immediate execution impossible\n') == 'salloc: error: Immediate execution impossible'
+    assert loop_deep.refusal(1, '') == 'salloc exited 1 with no message'
+    assert loop_deep.idle_names(0, 'a\nc\n') == set(['a', 'c']) and loop_deep.idle_names(1, 'a\n') == set()
+    narrow = loop_deep.narrowed(planned[0], ['a', 'c'])
+    assert '--nodes=2' in narrow['argv'] and '--nodelist=a,c' in narrow['argv'] and narrow['nodes'] == ['a', 'c']
+    assert narrow['name'] == 'gpu:8 in gpu on 3 nodes (2 idle)' and planned[0]['nodes'] == ['a', 'b', 'c']
+    members = loop_deep.members(jobs, planned[0])
+    loop_deep.use_own_jobs([members[1]], 'not idle')
+    loop_deep.use_allocation([members[0], members[2]], '91', narrow['name'])
+    assert jobs[0]['argv'][:2] == ['srun', '--jobid=91'] and jobs[0]['allocation'] == narrow['name']
+    assert jobs[1]['argv'] == jobs[1]['own_argv'] and jobs[1]['allocation'] is None and jobs[1]['dispatch'] == 'own job (not idle)'
+    assert jobs[2]['dispatch'] == 'step of job 91'
+
+
+@pytest.mark.parametrize('kwargs, fragment', [
+    ({'dispatch': 'batched'}, 'deep_dispatch is'),
+    ({'min_nodes': 0}, 'deep_dispatch_min_nodes is'),
+    ({'wait': 'soon'}, 'deep_allocation_wait is'),
+])
+def test_bad_dispatch_settings_are_named(kwargs, fragment):
+    with pytest.raises(InputError) as info:
+        plan([node('a'), node('b')], **kwargs)
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize('data, fragment', [
+    ({'deep_dispatch': 'steps'}, 'deep_dispatch is'),
+    ({'deep_dispatch_min_nodes': -1}, 'deep_dispatch_min_nodes is'),
+    ({'deep_allocation_wait': 0}, 'deep_allocation_wait is'),
+])
+def test_the_loop_configuration_checks_the_dispatch_settings(data, fragment):
+    with pytest.raises(InputError) as info:
+        loop.load_settings(data)
+    assert fragment in str(info.value)
+
+
+def test_the_loop_configuration_defaults():
+    settings = loop.load_settings({})
+    assert (settings['deep_dispatch'], settings['deep_dispatch_min_nodes'], settings['deep_allocation_wait']) == ('auto', 4, 60)
