@@ -268,3 +268,69 @@ def test_running_jobs_expands_hostlists():
     text = '41 gpu-[01-02]\n42_3 gpu-02\n43+0 gpu-01\nbad\n'
     from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import expand
     assert loop.running_jobs(text, expand) == {'gpu-01': ['41'], 'gpu-02': ['41', '42_3']}
+
+
+class StandInSlurmWithAllocations(StandInSlurm):
+    """The stand-in with six nodes, salloc (granted unless a node is in ``busy``), scancel and sinfo (not Slurm)."""
+
+    def __init__(self):
+        super(StandInSlurmWithAllocations, self).__init__()
+        for name in ('gpu-03', 'gpu-04', 'gpu-05', 'gpu-06'):
+            self.nodes[name] = dict(self.nodes['gpu-01'])
+        self.busy = set()
+        self.refuse = False
+        self.granted = []
+
+    def __call__(self, argv, timeout=60):
+        tool = argv[0]
+        if tool == 'srun':
+            self.calls.append(list(argv))
+            name = [a for a in argv if a.startswith('--nodelist=')][0].split('=')[1]
+            report = deep.outcome(name, [deep.result('dcgm', 'pass', 'x')], 'gpuhc', 1.0, 0)[0]
+            return 0, deep.report_line(report) + '\n', ''
+        if tool == 'salloc':
+            self.calls.append(list(argv))
+            from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import expand
+            names = expand([a for a in argv if a.startswith('--nodelist=')][0].split('=')[1])
+            if self.refuse or set(names) & self.busy:
+                return 1, '', 'salloc: error: Unable to allocate resources: Immediate execution impossible'
+            self.granted.append(str(500 + len(self.granted)))
+            return 0, '', 'salloc: Granted job allocation %s\n' % self.granted[-1]
+        if tool in ('scancel', 'sinfo'):
+            self.calls.append(list(argv))
+            if tool == 'sinfo':
+                return 0, ''.join('%s\n' % n for n in sorted(self.nodes) if n not in self.busy), ''
+            return 0, '', ''
+        return super(StandInSlurmWithAllocations, self).__call__(argv, timeout)
+
+
+@pytest.mark.parametrize('busy, refuse, steps, own', [
+    ((), False, 6, 0),                      # one allocation, one step per node
+    (('gpu-04',), False, 5, 1),             # asked again for the 5 idle nodes; the busy one runs its own job
+    ((), True, 0, 6),                       # never granted: every node its own job
+])
+def test_stand_in_slurm_nodes_back_together_run_the_deep_tier_as_steps_of_one_allocation(tmp_path, monkeypatch, busy, refuse, steps, own):
+    slurm = StandInSlurmWithAllocations()
+    slurm.busy, slurm.refuse = set(busy), refuse
+    monkeypatch.setattr(program, 'run', slurm)
+    monkeypatch.setattr(program, 'log', lambda level, text: None)
+    path = tmp_path / 'node-loop.json'
+    path.write_text(json.dumps({'state_file': str(tmp_path / 'state.json'), 'events_file': str(tmp_path / 'events.jsonl'),
+                                'metrics_file': '', 'deep_settings': {'checks': ['dcgm']}}))
+    for name in slurm.nodes:
+        slurm.nodes[name].update(flags=['DRAIN'], reason=XID79, reason_time=int(time.time()))
+    assert program.main(['--config', str(path)]) == 0
+    for name in slurm.nodes:
+        slurm.reboot_done(name)
+    slurm.calls[:] = []
+    assert program.main(['--config', str(path)]) == 0
+    sruns = [c for c in slurm.calls if c[0] == 'srun']
+    assert len(sruns) == 6
+    assert len([c for c in sruns if c[1].startswith('--jobid=')]) == steps
+    assert len([c for c in sruns if '--exclusive' in c]) == own
+    assert sorted(c[1] for c in slurm.calls if c[0] == 'scancel') == sorted(slurm.granted)
+    assert len(slurm.granted) == (1 if steps else 0)
+    if steps:
+        assert set(c[1] for c in sruns if c[1].startswith('--jobid=')) == set(['--jobid=%s' % slurm.granted[0]])
+    assert all(n['flags'] == [] and n['reason'] == '' for n in slurm.nodes.values())
+    assert [e for e in events(tmp_path) if e[1] == 'returned'] == [(n, 'returned') for n in sorted(slurm.nodes)]
