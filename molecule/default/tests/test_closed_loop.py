@@ -10,7 +10,7 @@ What a "reboot" is here: a container cannot reboot its kernel.  RebootProgram is
 (/usr/local/sbin/gpucluster-sim-reboot, written by this test): it restarts the simulated driver (`nvmlsim reboot`:
 no Xid since boot, every GPU back; the mig role's boot unit re-creates the layout) and restarts slurmd with
 `-b` (slurmd(8): report the node as rebooted when the daemon starts), so that slurmctld sees a boot time after its
-reboot request, exactly as after a real reboot.  Everything else is real: scontrol reboot ASAP nextstate=DRAIN,
+reboot request, exactly as after a real reboot.  Everything else is real: scontrol reboot ASAP,
 the requeue, slurmctld's reboot bookkeeping, the deep tier's reservation and srun job (with the deep tier's tool
 STAND-INs, tests/standins/).
 

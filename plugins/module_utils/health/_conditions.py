@@ -15,7 +15,7 @@ and ``ib`` into link down and error counters).  Each has one *action*:
 * ``drain``: drained, a person looks (configuration: driver, MIG layout, munge key, a cable);
 * ``reset-gpu``: the GPU needs a reset (NVIDIA's RESET_GPU); the controller loop carries it out as a reboot
   through Slurm (a reboot resets every GPU), then the deep tier;
-* ``reboot``: ``scontrol reboot ASAP nextstate=DRAIN``, then the deep tier, then back in service;
+* ``reboot``: ``scontrol reboot ASAP``, then the deep tier, then back in service;
 * ``service``: hardware repair: drained with the loop's service tag and never returned by the loop.
 
 Sites override the action per condition (``slurm_healthcheck_loop_actions``; :func:`load_overrides`).

@@ -16,7 +16,7 @@ States (a node's record, ``record['state']``):
   ``promote_after`` hits within ``promote_window_s``;
 * ``drained``: drained for a ``drain``-action condition (by the health check: its K-pass resume returns it; or
   promoted by the loop: a person returns it);
-* ``reboot-asked``: ``scontrol reboot ASAP nextstate=DRAIN reason=<loop tag>`` was run (after requeueing the
+* ``reboot-asked``: ``scontrol reboot ASAP reason=<loop tag>`` was run on the drained node (after requeueing the
   node's jobs when the policy allows);
 * ``back``: the node booted after the request; the deep tier is to run on it;
 * ``deep-passed`` and ``returned``: passing states of one pass (the node is resumed);
@@ -286,7 +286,12 @@ def _ask_reboot(result, node, policy, now, condition, detail):
     reason = loop_reason(policy['tag'], 'reboot', condition, detail)
     if policy['requeue'] and node.get('jobs'):
         result.actions.append([policy['scontrol'], 'requeue', ','.join(str(j) for j in node['jobs'])])
-    result.actions.append([policy['scontrol'], 'reboot', 'ASAP', 'nextstate=DRAIN', 'reason=' + reason, node['name']])
+    if not is_drained(node):
+        # ASAP on a node that is not drained yet makes Slurm lift the drain after the reboot (nextstate UNDRAIN): drained first
+        result.actions.append(_update(policy, node, 'state=drain', 'reason=' + reason))
+    # no nextstate: scontrol knows only RESUME and DOWN ("Invalid state: DRAIN"); a drained node keeps its drain and
+    # this reason after the reboot (slurmctld clears DRAIN at registration only when a nextstate was given)
+    result.actions.append([policy['scontrol'], 'reboot', 'ASAP', 'reason=' + reason, node['name']])
     record['reboots'] = recent + [now]
     record['asked_at'] = now
     record['reason'] = reason

@@ -11,7 +11,7 @@ Each pass:
 1. reads what Slurm says of every node (scontrol -o show node) and the running jobs (squeue);
 2. per node, asks the state machine (module_utils health/_node_loop.py) what to do: the health check's drains
    (gpuhc:<tier>:<check>: ...) are looked up in the table of conditions (health/_conditions.py) and turned into
-   a reboot through Slurm (scontrol reboot ASAP nextstate=DRAIN reason=gpuloop:reboot:...), a service drain, or
+   a reboot through Slurm (scontrol reboot ASAP reason=gpuloop:reboot:...), a service drain, or
    left to the health check; hits of comment-mode conditions in a node's Comment quarantine it and, after M
    within the window, drain it; an admin's drain is never touched;
 3. runs those scontrol commands, appends each transition as one JSON line to the events file and writes the

@@ -55,7 +55,7 @@ def pass_of_a_reboot():
     node = {'name': 'gpu-01', 'state': 'MIXED', 'flags': ['DRAIN'], 'reason': XID79, 'reason_time': None, 'comment': '',
             'boot_time': T0 - 9000, 'jobs': [7]}
     first = loop.step(None, node, POLICY, T0)
-    tag = first.actions[-1][4][len('reason='):]
+    tag = [a for a in first.actions[-1] if a.startswith('reason=')][0][len('reason='):]
     back_node = dict(node, state='IDLE', reason=tag, boot_time=T0 + 200, jobs=[])
     second = loop.step(first.record, back_node, POLICY, T0 + 300)
     third = loop.settle_deep(second.record, back_node, {'status': 0, 'passes': 1, 'results': []}, POLICY, T0 + 600)

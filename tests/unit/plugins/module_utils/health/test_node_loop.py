@@ -50,11 +50,19 @@ def test_xid_79_on_a_busy_node_requeues_its_jobs_and_asks_slurm_for_a_reboot():
     result = loop.step(record(), node('MIXED', ['DRAIN'], XID79, jobs=[17, 18]), POLICY, T0)
     reason = loop.loop_reason('gpuloop', 'reboot', 'xid-79', XID79.split(': ', 1)[1])
     assert result.actions == [['scontrol', 'requeue', '17,18'],
-                              ['scontrol', 'reboot', 'ASAP', 'nextstate=DRAIN', 'reason=' + reason, 'gpu-01']]
+                              ['scontrol', 'reboot', 'ASAP', 'reason=' + reason, 'gpu-01']]
     assert reason.startswith('gpuloop:reboot:xid-79: the GPU at PCI 0000:1b:00 had Xid 79')
     assert result.record['state'] == 'reboot-asked' and result.record['asked_at'] == T0 and result.record['reboots'] == [T0]
     assert events(result) == ['detected', 'reboot_asked']
     assert result.events[0]['action'] == 'reboot' and result.events[1]['jobs'] == [17, 18]
+
+
+def test_a_node_down_but_not_drained_is_drained_before_its_reboot_so_slurm_keeps_it_drained_after():
+    # scontrol reboot ASAP on a node without DRAIN sets nextstate UNDRAIN (slurmctld proc_req.c): the drain would go at boot
+    result = loop.step(record(), node('DOWN', [], XID79), POLICY, T0)
+    reason = loop.loop_reason('gpuloop', 'reboot', 'xid-79', XID79.split(': ', 1)[1])
+    assert result.actions == [['scontrol', 'update', 'nodename=gpu-01', 'state=drain', 'reason=' + reason],
+                              ['scontrol', 'reboot', 'ASAP', 'reason=' + reason, 'gpu-01']]
 
 
 def test_without_requeue_the_reboot_waits_for_the_jobs():
@@ -66,8 +74,8 @@ def test_without_requeue_the_reboot_waits_for_the_jobs():
 def test_reset_gpu_is_carried_out_as_a_reboot():
     reason = 'gpuhc:prolog:xid: GPU 2 (00000000:52:00.0) had Xid 48 since boot (last: 48, DBE); reset the GPU'
     result = loop.step(record(), node('IDLE', ['DRAIN'], reason), POLICY, T0)
-    assert result.actions[-1][:4] == ['scontrol', 'reboot', 'ASAP', 'nextstate=DRAIN']
-    assert 'reason=gpuloop:reboot:xid-48: GPU 2' in result.actions[-1][4]
+    assert result.actions[-1][:3] == ['scontrol', 'reboot', 'ASAP'] and len(result.actions) == 1
+    assert 'reason=gpuloop:reboot:xid-48: GPU 2' in result.actions[-1][3]
     assert result.events[0]['action'] == 'reset-gpu'
 
 

@@ -86,7 +86,11 @@ class StandInSlurm(object):
         if argv[1] == 'reboot':
             node = self.nodes[argv[-1]]
             node['flags'] = sorted(set(node['flags']) | set(['DRAIN', 'REBOOT_REQUESTED']))
-            node['reason'], node['reason_time'] = argv[4][len('reason='):], int(time.time())
+            if 'DRAIN' not in node['flags'] or any(a.startswith('nextstate=') and a.upper() not in ('NEXTSTATE=DOWN', 'NEXTSTATE=RESUME')
+                                                   for a in argv):
+                # scontrol: "Invalid state: DRAIN / Valid states: DOWN, RESUME"; ASAP on an undrained node lifts the drain after the reboot
+                return 1, '', 'stand-in: the loop asks a reboot only of a drained node, without nextstate'
+            node['reason'], node['reason_time'] = [a for a in argv if a.startswith('reason=')][0][len('reason='):], int(time.time())
             return 0, '', ''
         if argv[1] == 'create':
             if self.reservation:
@@ -115,7 +119,7 @@ class StandInSlurm(object):
         raise AssertionError(argv)
 
     def reboot_done(self, name):
-        """slurmd came back after RebootProgram: a new boot, the reboot flags gone, DRAIN (nextstate) and the reason kept."""
+        """slurmd came back after RebootProgram: a new boot, the reboot flags gone, DRAIN and the reason kept (no nextstate was given)."""
         node = self.nodes[name]
         node['boot'] = int(time.time()) + 1
         node['flags'] = ['DRAIN']
@@ -145,7 +149,7 @@ def test_stand_in_slurm_xid_79_on_a_busy_node_goes_round_the_loop_and_a_second_o
     assert program.main(['--config', config]) == 0
     assert ['scontrol', 'requeue', '41'] in slurm.calls
     reboot = [c for c in slurm.calls if c[1] == 'reboot'][0]
-    assert reboot[:4] == ['scontrol', 'reboot', 'ASAP', 'nextstate=DRAIN'] and reboot[4].startswith('reason=gpuloop:reboot:xid-79: ')
+    assert reboot[:3] == ['scontrol', 'reboot', 'ASAP'] and reboot[3].startswith('reason=gpuloop:reboot:xid-79: ') and len(reboot) == 5
     assert events(tmp_path) == [('gpu-01', 'detected'), ('gpu-01', 'reboot_asked')]
     # still rebooting: nothing new
     slurm.calls[:] = []
@@ -242,7 +246,7 @@ def test_stand_in_slurm_an_admin_drain_is_never_touched_and_dry_run_changes_noth
     slurm.nodes['gpu-01'].update(flags=['DRAIN'], reason='PSU swap, ticket 4711', reason_time=int(time.time()))
     slurm.nodes['gpu-02'].update(flags=['DRAIN'], reason=XID79, reason_time=int(time.time()))
     assert program.main(['--config', config, '--dry-run']) == 0
-    assert 'would run: scontrol reboot ASAP nextstate=DRAIN reason=gpuloop:reboot:xid-79' in capsys.readouterr().out
+    assert 'would run: scontrol reboot ASAP reason=gpuloop:reboot:xid-79' in capsys.readouterr().out
     assert [c[1] for c in slurm.calls if c[0] == 'scontrol'] == ['-o'] and not os.path.exists(str(tmp_path / 'state.json'))
     program.main(['--config', config])
     assert not [c for c in slurm.calls if 'gpu-01' in c and c[1] != '-o']
