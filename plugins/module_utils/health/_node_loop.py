@@ -183,8 +183,11 @@ def rebooting(node):
 
 
 def owner(node, policy):
-    """``None`` (neither drained nor down), ``loop``, ``health`` (the health check's tag) or ``other`` (an admin, Slurm)."""
-    if not (is_drained(node) or is_down(node) or node['reason']):
+    """``None`` (neither drained nor down), ``loop``, ``health`` (the health check's tag) or ``other`` (an admin, Slurm).
+
+    A reason on a node that is neither drained nor down is history: slurmctld keeps the last reason when a node is
+    resumed (update_node replaces a reason, never clears it; ``sinfo -R`` hides it), so a tag there is no drain."""
+    if not (is_drained(node) or is_down(node)):
         return None
     if parse_loop_reason(node['reason'], policy['tag']):
         return 'loop'

@@ -110,7 +110,7 @@ class StandInSlurm(object):
                     if 'DRAIN' not in node['flags']:
                         return 1, '', 'Invalid node state specified'
                     node['flags'] = [f for f in node['flags'] if f != 'DRAIN']
-                    node['reason'] = ''
+                    # the reason stays: slurmctld's update_node replaces a reason, it never clears one (sinfo -R hides it)
                 elif key == 'reason':
                     node['reason'], node['reason_time'] = value, int(time.time())
                 elif key == 'comment':
@@ -163,7 +163,11 @@ def test_stand_in_slurm_xid_79_on_a_busy_node_goes_round_the_loop_and_a_second_o
     srun = [c for c in slurm.calls if c[0] == 'srun'][0]
     assert '--reservation=gpucluster-loop-deep' in srun and '--nodelist=gpu-01' in srun and '--gres=gpu:8' in srun
     assert srun[-7:-1] == ['/usr/local/sbin/gpucluster-healthcheck', '--tier', 'deep', '--node', 'gpu-01', '--deep-config']
-    assert slurm.nodes['gpu-01']['flags'] == [] and slurm.nodes['gpu-01']['reason'] == ''
+    assert slurm.nodes['gpu-01']['flags'] == []
+    # resumed, its last reason still shown (as slurmctld keeps it): history, not a drain; the next pass leaves it alone
+    calls = len(slurm.calls)
+    assert program.main(['--config', config]) == 0
+    assert [c for c in slurm.calls[calls:] if c[0] != 'squeue' and c[1] != '-o'] == [] and len(events(tmp_path)) == 5
     assert events(tmp_path)[2:] == [('gpu-01', 'back'), ('gpu-01', 'deep_passed'), ('gpu-01', 'returned')]
     state = json.load(open(str(tmp_path / 'state.json')))
     assert state['nodes']['gpu-01']['state'] == 'ok' and state['counts']['events']['returned'] == 1
@@ -336,5 +340,17 @@ def test_stand_in_slurm_nodes_back_together_run_the_deep_tier_as_steps_of_one_al
     assert len(slurm.granted) == (1 if steps else 0)
     if steps:
         assert set(c[1] for c in sruns if c[1].startswith('--jobid=')) == set(['--jobid=%s' % slurm.granted[0]])
-    assert all(n['flags'] == [] and n['reason'] == '' for n in slurm.nodes.values())
+    assert all(n['flags'] == [] and n['reason'].startswith('gpuloop:reboot:') for n in slurm.nodes.values())
     assert [e for e in events(tmp_path) if e[1] == 'returned'] == [(n, 'returned') for n in sorted(slurm.nodes)]
+
+
+@pytest.mark.parametrize('reason', [XID79, 'gpuloop:reboot:xid-79: the GPU had Xid 79', 'gpuloop:service:xid-79: 2 reboots within 86400s'])
+def test_stand_in_slurm_a_resumed_node_keeps_its_last_reason_and_the_loop_leaves_it_in_service(setup, reason):
+    # a person resumed the node before the loop's pass (or the loop starts on a cluster with history): Slurm still
+    # shows the health check's (or the loop's) last reason on the idle node; rebooting or draining it would take a
+    # node in service away
+    slurm, config, tmp_path = setup
+    slurm.nodes['gpu-01'].update(reason=reason, reason_time=int(time.time()) - 60)
+    assert program.main(['--config', config]) == 0
+    assert [c for c in slurm.calls if c[0] != 'squeue' and c[1] != '-o'] == []
+    assert slurm.nodes['gpu-01']['flags'] == [] and not os.path.exists(str(tmp_path / 'events.jsonl'))
