@@ -150,6 +150,7 @@ def scale(args):
         if not names:
             raise SystemExit('closed_loop: the emulated cluster (%s) shows no node; bring it up: bash scripts/scale.sh up 1024' % CTL)
         reboot_program = [line for line in ctl('scontrol', 'show', 'config').stdout.splitlines() if line.startswith('RebootProgram')]
+        release([])  # nothing drained by an earlier run
         failing = max(1, int(round(len(names) * args.failing / 100.0)))
         labels = [('this', None)] + ([('baseline', args.baseline)] if args.baseline else [])
         rows = {}
@@ -195,10 +196,15 @@ def scale(args):
 
 
 def release(names):
-    """The nodes the benchmark drained: reboot cancelled, resumed (a node Slurm marked down is resumed too)."""
-    text = ','.join(names)
-    ctl('scontrol', 'cancel_reboot', text, check=False)
-    ctl('scontrol', 'update', 'nodename=' + text, 'state=resume', check=False)
+    """The nodes the benchmark drained: reboot cancelled, resumed one by one (scontrol refuses a whole list when one
+    of its nodes is not drained), and every drain with the loop's or the health check's tag lifted too."""
+    for line in ctl('sinfo', '-h', '-R', '-N', '-o', '%N|%E').stdout.splitlines():
+        name, _sep, reason = line.partition('|')
+        if reason.startswith(('gpuhc:', 'gpuloop:')) and name not in names:
+            names = list(names) + [name]
+    for name in names:
+        ctl('scontrol', 'cancel_reboot', name, check=False)
+        ctl('scontrol', 'update', 'nodename=' + name, 'state=resume', check=False)
 
 
 # ------------------------------------------------------------------ cluster
