@@ -354,3 +354,26 @@ def test_stand_in_slurm_a_resumed_node_keeps_its_last_reason_and_the_loop_leaves
     assert program.main(['--config', config]) == 0
     assert [c for c in slurm.calls if c[0] != 'squeue' and c[1] != '-o'] == []
     assert slurm.nodes['gpu-01']['flags'] == [] and not os.path.exists(str(tmp_path / 'events.jsonl'))
+
+
+def test_stand_in_slurm_the_state_file_is_written_per_change_not_per_node(setup, monkeypatch):
+    slurm, config, tmp_path = setup
+    for number in range(3, 41):
+        slurm.nodes['gpu-%02d' % number] = dict(slurm.nodes['gpu-01'])
+    writes = []
+    real = program.write_atomic
+    monkeypatch.setattr(program, 'write_atomic', lambda path, text: (writes.append(path), real(path, text)))
+    state = str(tmp_path / 'state.json')
+    assert program.main(['--config', config]) == 0
+    assert writes.count(state) == 1  # 40 new nodes, nothing happening: one write at the end of the pass
+    assert sorted(json.load(open(state))['nodes']) == sorted(slurm.nodes)
+    writes[:] = []
+    assert program.main(['--config', config]) == 0
+    assert writes.count(state) == 0  # nothing changed
+    slurm.nodes['gpu-07'].update(flags=['DRAIN'], reason=XID79, reason_time=int(time.time()))
+    slurm.nodes['gpu-33'].update(flags=['DRAIN'], reason=XID79, reason_time=int(time.time()))
+    writes[:] = []
+    assert program.main(['--config', config]) == 0
+    assert writes.count(state) == 2  # one per node that changed, at once (a crash after it loses nothing)
+    records = json.load(open(state))['nodes']
+    assert records['gpu-07']['state'] == records['gpu-33']['state'] == 'reboot-asked' and records['gpu-08']['state'] == 'ok'
