@@ -70,6 +70,50 @@ print(json.dumps({'rc': rc, 'wall_s': wall, 'cpu_s': self1.ru_utime - self0.ru_u
                   'max_rss_kib': self1.ru_maxrss}))
 '''
 
+# run inside the controller container: the loop's deep tier on nodes back from a reboot, one dispatch, timed
+DEEP = r"""
+import importlib.machinery, importlib.util, json, os, resource, sys, time
+lib, program, config, dispatch, names = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5].split(',')
+os.environ['GPUCLUSTER_HEALTHCHECK_LIB'] = lib
+sys.path.insert(0, lib)
+loader = importlib.machinery.SourceFileLoader('gpucluster_node_loop', program)
+spec = importlib.util.spec_from_loader('gpucluster_node_loop', loader)
+module = importlib.util.module_from_spec(spec)
+loader.exec_module(module)
+settings = module.loop.load_settings(dict(json.load(open(config)), deep_dispatch=dispatch))
+started = {}
+real = module.run
+def counted(argv, timeout=60):
+    started[os.path.basename(argv[0])] = started.get(os.path.basename(argv[0]), 0) + 1
+    return real(argv, timeout)
+module.run = counted
+module.log = lambda level, text: None
+text = module.Pass(settings).show_nodes(names)
+nodes = [n for n in module.loop.parse_nodes(text)]
+run = module.Pass(settings)
+tag = 'gpuloop:reboot:xid-79: the deep dispatch benchmark'
+for n in nodes:
+    n['reason'] = tag
+    run.state['nodes'][n['name']] = dict(module.loop.new_record(run.now), state='back', condition='xid-79', reason=tag, asked_at=run.now - 60)
+extras = module.deep_jobs.node_extras(module.slurm_nodes.parse_nodes(text))
+def slurmctld():
+    pid = os.popen('pidof slurmctld').read().split()[0]
+    fields = open('/proc/%s/stat' % pid).read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / float(os.sysconf('SC_CLK_TCK'))
+ctld0 = slurmctld()
+start = time.monotonic()
+self0, kids0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+run.deep(nodes, extras)
+wall = time.monotonic() - start
+self1, kids1 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+states = dict((k, v['state']) for k, v in run.state['nodes'].items())
+print(json.dumps({'dispatch': dispatch, 'nodes': len(nodes), 'wall_s': wall, 'started': started,
+                  'allocations': len(run.allocations), 'returned': sum(1 for k, v in states.items() if v == 'ok' and k in names),
+                  'cpu_s': self1.ru_utime - self0.ru_utime + self1.ru_stime - self0.ru_stime,
+                  'children_cpu_s': kids1.ru_utime - kids0.ru_utime + kids1.ru_stime - kids0.ru_stime, 'slurmctld_cpu_s': slurmctld() - ctld0}))
+"""
+STANDIN = '/opt/gcloop-STANDIN/gpucluster-healthcheck'
+
 
 def sh(argv, check=True, **kwargs):
     result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, env=ENV, check=False, **kwargs)
@@ -115,10 +159,13 @@ def stage(label, ref):
             shutil.copy(os.path.join(ROOT, PROGRAM), os.path.join(lib, PROGRAM))
         with open(os.path.join(base, 'measure.py'), 'w') as handle:
             handle.write(MEASURE)
+        with open(os.path.join(base, 'deep.py'), 'w') as handle:
+            handle.write(DEEP)
         state = '%s/%s/state' % (REMOTE, label)
         with open(os.path.join(base, 'node-loop.json'), 'w') as handle:
             json.dump({'state_file': state + '/state.json', 'events_file': state + '/events.jsonl',
-                       'metrics_file': state + '/loop.prom', 'policy': {'reboot_timeout_s': 86400}}, handle)
+                       'metrics_file': state + '/loop.prom', 'policy': {'reboot_timeout_s': 86400}, 'deep_program': STANDIN,
+                       'deep_time_limit': 5, 'deep_settings': {'checks': ['dcgm']}}, handle)
         ctl('rm', '-rf', '%s/%s' % (REMOTE, label))
         ctl('mkdir', '-p', REMOTE)
         tar = subprocess.run(['tar', '-C', tmp, '-cf', '-', label], stdout=subprocess.PIPE, check=True)
@@ -172,6 +219,7 @@ def scale(args):
                 emit(dict(rows[label]['failing'][-1], step='%d failing' % failing, code=label, run=number + 1, nodes=len(names),
                           reboots_asked=sum(1 for n in chosen if 'gpuloop:reboot:' in ctl('scontrol', '-o', 'show', 'node', n).stdout)), sink)
             release(used)
+        deep_rows = deep_dispatch(args, names, sink) if args.deep else []
         print()
         print('closed loop, one pass of gpucluster-node-loop in the controller container, %d nodes, %d failing (%s %%); %s; '
               'medians of %d; load average %s' % (len(names), failing, args.failing, reboot_program[0] if reboot_program else 'no RebootProgram',
@@ -185,6 +233,10 @@ def scale(args):
             cpu = [median([r['cpu_s'] for r in row[key]]) for key in ('failing', 'idle')]
             wall = [median([r['wall_s'] for r in row[key]]) for key in ('failing', 'idle')]
             print('%-9s ratio failing / no failing node: cpu %.2f, wall %.2f' % (label, ratio(*cpu), ratio(*wall)))
+        for row in deep_rows:
+            print('deep tier on %(nodes)d nodes back at once, %(dispatch)-10s: %(wall_s)6.1f s wall, %(cpu_s)5.2f cpu s (+ %(children_cpu_s)5.2f in '
+                  'srun/salloc/scontrol; slurmctld %(slurmctld_cpu_s)5.2f), %(allocations)d allocation(s), commands started %(started)s, '
+                  '%(returned)d returned' % row)
         if args.baseline:
             for name in ('idle', 'failing'):
                 ours, theirs = median([r['cpu_s'] for r in rows['this'][name]]), median([r['cpu_s'] for r in rows['baseline'][name]])
@@ -195,6 +247,34 @@ def scale(args):
     return sink
 
 
+def deep_dispatch(args, names, sink):
+    """The loop's deep tier on ``args.deep`` nodes back from a reboot (records made so), per dispatch: one job per node
+    against steps of one allocation per node type. The deep tier program on the racks is a STAND-IN printing a
+    passing report line (the real one needs GPUs)."""
+    sys.path.insert(0, os.path.join(ROOT, '.build', 'collections'))
+    from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep  # noqa: E402
+    line = deep.report_line(deep.outcome('standin', [deep.result('dcgm', 'pass', 'STAND-IN: no GPU here')], 'gpuhc', 0.1, 0)[0])
+    script = '#!/bin/sh\n# STAND-IN of gpucluster-healthcheck --tier deep (benchmarks/closed_loop.py): a passing report\necho %s\n' % (
+        "'%s'" % line.replace("'", "'\\''"))
+    racks = [n for n in sh(['podman', 'ps', '--format', '{{.Names}}', '--filter', 'label=io.gpucluster.sim=scale']).stdout.split()
+             if n.startswith('gcscale-rack-')]
+    for rack in racks:
+        subprocess.run(['podman', 'exec', '-i', rack, 'sh', '-c', 'mkdir -p %s && cat > %s && chmod 0755 %s'
+                        % (os.path.dirname(STANDIN), STANDIN, STANDIN)], input=script.encode(), env=ENV, check=True)
+    chosen = names[5::max(1, len(names) // args.deep)][:args.deep]
+    where = '%s/this' % REMOTE
+    rows = []
+    for dispatch in ('per_node', 'allocation'):
+        ctl('scontrol', 'update', 'nodename=' + ','.join(chosen), 'state=drain', 'reason=gpuloop:reboot:xid-79: the deep dispatch benchmark')
+        result = ctl('python3', where + '/deep.py', where + '/lib', where + '/lib/ansible_collections/gpucluster/bringup/' + PROGRAM,
+                     where + '/node-loop.json', dispatch, ','.join(chosen))
+        row = json.loads(result.stdout.strip().splitlines()[-1])
+        emit(dict(row, step='deep tier'), sink)
+        rows.append(row)
+        release(chosen)
+    return rows
+
+
 def release(names):
     """The nodes the benchmark drained: reboot cancelled, resumed one by one (scontrol refuses a whole list when one
     of its nodes is not drained), and every drain with the loop's or the health check's tag lifted too."""
@@ -202,9 +282,9 @@ def release(names):
         name, _sep, reason = line.partition('|')
         if reason.startswith(('gpuhc:', 'gpuloop:')) and name not in names:
             names = list(names) + [name]
-    for name in names:
-        ctl('scontrol', 'cancel_reboot', name, check=False)
-        ctl('scontrol', 'update', 'nodename=' + name, 'state=resume', check=False)
+    if names:
+        ctl('sh', '-c', 'for n in %s; do scontrol cancel_reboot $n; scontrol update nodename=$n state=resume; done 2>/dev/null'
+            % ' '.join(names), check=False)
 
 
 # ------------------------------------------------------------------ cluster
@@ -243,7 +323,9 @@ def cluster(args):
             t.wait_for('rebooted', lambda: t.boot_time(node) != booted, 600, 0.5)
             at['rebooted'] = time.time() - start
             at['back'] = t.wait_for('back', lambda: event('back'), 600, 0.5) - start
-            at['deep passed'] = t.wait_for('deep passed', lambda: event('deep_passed') or (event('service') and -1), 900, 0.5) - start
+            at['deep passed'] = t.wait_for('deep passed or service', lambda: event('deep_passed') or event('service'), 900, 0.5) - start
+            if event('service'):
+                raise SystemExit('closed_loop: %s went to service (%s), not back; see %s --history %s' % (node, t.reason(node), t.LOOP, node))
             at['returned'] = t.wait_for('returned', lambda: event('returned'), 120, 0.5) - start
             t.wait_idle([node], timeout=120)
             at['idle'] = time.time() - start
@@ -281,6 +363,8 @@ def main():
     many.add_argument('--failing', type=float, default=1.0, metavar='PERCENT')
     many.add_argument('--repeat', type=int, default=3)
     many.add_argument('--baseline', metavar='REF', help='also the loop program committed at REF, in turn')
+    many.add_argument('--deep', type=int, default=0, metavar='N', help="then the loop's deep tier on N nodes back at once, one job per node "
+                      'against steps of one allocation')
     for each in (one, many):
         each.add_argument('--json', metavar='FILE')
     args = parser.parse_args()
