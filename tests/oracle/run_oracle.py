@@ -142,6 +142,15 @@ NOISE = [
     (re.compile(r"_nvml_get_mem_freqs: Failed to get supported memory frequencies"),
      "src/plugins/gpu/nvml/gpu_nvml.c:1481  _nvml_print_freqs(&device, LOG_LEVEL_DEBUG2); -> :243 error(...): the "
      "simulated library does not implement nvmlDeviceGetSupportedMemoryClocks (NOT_SUPPORTED); a debug listing only"),
+    (re.compile(r"error: Cannot find slurmd (cpu|memory) cgroup$"),
+     "slurm 26.05 src/plugins/cgroup/v1/cgroup_v1.c:444,459 _remove_process_cg_limits: slurmd resets its own cpuset and "
+     "memory limits at start; run by podman exec in the oracle container it has no cgroup of its own to find (22.05 did "
+     "not look); not about GRES"),
+    (re.compile(r"error: Failed to get PCI info of endpoint device for lane \d+: Not Supported$"),
+     "src/plugins/gpu/nvml/gpu_nvml.c:849 _nvml_get_nvlink_remote_pcie (26.05): the simulator models no NVLink 5 switch "
+     "(B200, B300, GB200, GB300 presets: nvmlsim node.nvlink_remote_pci answers NOT_SUPPORTED); Slurm then records an "
+     "empty remote bus id, which it never counts as a GPU-to-GPU link, as for the NVSwitch ports of a real HGX board: "
+     "the Links= Slurm derives are the same"),
 ]
 DECOY_NOISE = re.compile(r"Discarding the following config-only GPU|GRES\[gpu\] Type:%s " % DECOY_TYPE)
 
