@@ -217,6 +217,16 @@ def asked_reason(output):
     return asked or None
 
 
+def held_drain(node):
+    """The reason of ``node`` (a ``slurm._nodes`` node) when it is drained or draining with one already, else None: a
+    failed hook does not replace it (it would erase an admin's words, or the closed loop's reboot tag, which is the
+    loop's state: a node rebooting for the loop whose epilog fails would come back as the hook's drain)."""
+    if not node or not node.get('reason'):
+        return None
+    flags = node.get('flags') or ()
+    return node['reason'] if 'DRAIN' in flags or node.get('state') in ('DRAIN', 'DRAINED', 'DRAINING') else None
+
+
 def drain_reason(phase, name, rc, timed_out, limit=None, asked=None):
     """The node's drain reason: the one the failed hook asked for (:func:`asked_reason`), else the hook tag
     (``slurm._drain_tag``) that names the hook, e.g. ``prolog hook 50-all-x failed (exit 1)``; a timeout always names

@@ -103,9 +103,18 @@ def run_hook(path, timeout, env):
 
 
 def drain(node, reason):
-    """Drain ``node`` with ``reason`` through the collection's Slurm client (scontrol, 30 s at most)."""
+    """Drain ``node`` with ``reason`` through the collection's Slurm client (scontrol, 30 s at most), unless it is
+    drained already: the reason there stays (an admin's, the health check's, the closed loop's reboot tag)."""
+    cli = SlurmCli(run=lambda argv, env=None, data=None: run_process(argv, env, data, timeout=30))
     try:
-        error = SlurmCli(run=lambda argv, env=None, data=None: run_process(argv, env, data, timeout=30)).drain(node, reason)
+        held = logic.held_drain(cli.show_node(node))
+    except SlurmError:
+        held = None  # unread: drain, as before
+    if held:
+        log(syslog.LOG_ERR, '%s is drained already ("%s"): that reason stays, not replaced by: %s' % (node, held, reason))
+        return False
+    try:
+        error = cli.drain(node, reason)
     except SlurmError as exc:
         error = str(exc)
     if error:

@@ -28,6 +28,8 @@ from ansible_collections.gpucluster.bringup.tests.unit import realenroot
 from ansible_collections.gpucluster.bringup.tests.unit.nodelib import install_library
 
 DRAIN = 'scontrol update NodeName=gpu-01 State=DRAIN Reason=%s'
+# the runner reads the node first: a node drained already keeps its reason
+SHOW = 'scontrol -o show node gpu-01'
 
 
 def real_enroot(runner):
@@ -66,7 +68,7 @@ def test_failed_healthcheck_drains_the_node_naming_the_hook(runner):
     assert rc == 1
     assert 'prolog job=7 hook=10-all-gpu-healthcheck rc=1 duration=' in err
     assert 'prolog hook 10-all-gpu-healthcheck output: GPU 6: 1 uncorrected ECC errors since the last reset' in err
-    assert runner.calls() == [DRAIN % 'prolog hook 10-all-gpu-healthcheck failed (exit 1)']
+    assert runner.calls() == [SHOW, DRAIN % 'prolog hook 10-all-gpu-healthcheck failed (exit 1)']
     assert 'drained gpu-01: prolog hook 10-all-gpu-healthcheck failed (exit 1)' in err
     assert '50-all-enroot-dirs' not in err  # a failed prolog hook stops the prolog
 
@@ -127,6 +129,21 @@ def test_refused_enroot_cleanup_drains_the_node_naming_the_hook(runner):
     assert runner.calls()[-1] == DRAIN % 'epilog hook 95-lastuserjob-enroot-cleanup failed (exit 1)'
 
 
+def test_failed_gpu_cleanup_on_a_node_the_loop_reboots_keeps_the_loops_reason(runner):
+    """Seen on the simulated cluster: the closed loop asked a reboot of a node whose GPU was lost; the job's epilog then
+    failed on that GPU and the runner replaced the loop's gpuloop:reboot tag (the loop's state) with its own, so the
+    node came back from its reboot as the hook's drain. A node drained already keeps its reason."""
+    runner.create()
+    runner.nvmlsim('inject', '--call', 'nvmlDeviceGetComputeRunningProcesses', '--error', 'NVML_ERROR_GPU_IS_LOST')
+    runner.stand_in('scontrol', 'case "$1" in -o) echo "NodeName=gpu-01 Arch=x86_64 State=MIXED+DRAIN+REBOOT_REQUESTED '
+                                'Partitions=batch Reason=gpuloop:reboot:gpu-lost: GPU 0 is lost [root@2026-12-05T18:14:10]";; esac')
+    install(runner, 'epilog', '40-all-gpu-cleanup')
+    rc, err = run_runner(runner, 'epilog', {'SLURM_JOB_GPUS': '1'})
+    assert rc == 1  # the epilog still fails (Slurm's own epilog error handling)
+    assert runner.calls() == [SHOW]  # read, not drained over
+    assert 'gpu-01 is drained already ("gpuloop:reboot:gpu-lost: GPU 0 is lost"): that reason stays' in err
+
+
 def test_failed_gpu_cleanup_drains_the_node_naming_the_hook(runner):
     runner.create()
     runner.nvmlsim('inject', '--call', 'nvmlDeviceGetComputeRunningProcesses', '--error', 'NVML_ERROR_GPU_IS_LOST')
@@ -134,7 +151,7 @@ def test_failed_gpu_cleanup_drains_the_node_naming_the_hook(runner):
     rc, err = run_runner(runner, 'epilog', {'SLURM_JOB_GPUS': '1'})
     assert rc == 1
     assert 'epilog hook 40-all-gpu-cleanup output: nvidia-smi failed: Unable to determine the device handle for GPU: GPU is lost' in err
-    assert runner.calls() == [DRAIN % 'epilog hook 40-all-gpu-cleanup failed (exit 1)']
+    assert runner.calls() == [SHOW, DRAIN % 'epilog hook 40-all-gpu-cleanup failed (exit 1)']
 
 
 def install_healthcheck(node, **settings):
@@ -175,7 +192,7 @@ def test_the_prolog_tier_drains_with_its_tag(runner):
     rc, err = run_runner(runner, 'prolog')
     assert rc == 1
     reason = 'gpuhc:prolog:gpu-error: GPU 2 (00000000:52:00.0) has a failed memory row remapping'
-    assert runner.calls() == [DRAIN % reason], err
+    assert runner.calls() == [SHOW, DRAIN % reason], err
     assert 'drained gpu-01: %s' % reason in err
     with open(str(runner.tmp / 'hc-events.jsonl')) as handle:
         event = json.loads(handle.readline())
@@ -190,4 +207,4 @@ def test_a_hook_timeout_is_named_even_when_the_hook_asked_for_a_reason(runner):
     runner.create()
     rc, err = run_runner(runner, 'prolog')
     assert rc == 1
-    assert runner.calls() == [DRAIN % 'prolog hook 05-all-slow timed out after 1s']
+    assert runner.calls() == [SHOW, DRAIN % 'prolog hook 05-all-slow timed out after 1s']

@@ -8,8 +8,10 @@ __metaclass__ = type
 
 import pytest
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _nodes
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_hooks import (
     drain_reason,
+    held_drain,
     is_exclusive,
     is_ignored,
     is_last_user_job,
@@ -357,3 +359,19 @@ def test_task_prolog_lines_default_mode_is_mig(env, expected):
 @pytest.mark.parametrize('text', [None, '', '# only a comment\n\n'])
 def test_parse_uuid_map_empty(text):
     assert parse_uuid_map(text) == {}
+
+
+@pytest.mark.parametrize('line, held', [
+    # the closed loop's reboot: its tag is the loop's state and stays (a failing epilog must not replace it)
+    ('NodeName=gpu-01 State=MIXED+DRAIN+REBOOT_REQUESTED Reason=gpuloop:reboot:gpu-lost: GPU 0 is lost [root@2026-12-05T18:14:10]',
+     'gpuloop:reboot:gpu-lost: GPU 0 is lost'),
+    ('NodeName=gpu-01 State=IDLE+DRAIN Reason=disk swap [root@2026-12-05T18:14:10]', 'disk swap'),
+    ('NodeName=gpu-01 State=ALLOCATED Reason=gpuhc:periodic:xid: old [root@2026-12-05T18:14:10]', None),  # history only
+    ('NodeName=gpu-01 State=IDLE', None),
+])
+def test_a_drained_nodes_reason_is_held(line, held):
+    assert held_drain(_nodes.parse_node_line(line)) == held
+
+
+def test_held_drain_of_an_unread_node():
+    assert held_drain(None) is None
