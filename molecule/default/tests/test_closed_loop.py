@@ -123,6 +123,13 @@ def loop_on():
     rc, out = run_playbook(PLAYBOOK, ["-e", json.dumps(LOOP_VARS)])
     assert rc == 0, out[-3000:]
     yield
+    for name in COMPUTE:
+        # a node the loop sent to service keeps its injected fault (and a stand-in reboot left its MIG GPUs without
+        # instances until the mig boot unit ran): its simulated driver starts afresh, as after a repair, and slurmd
+        # without the stand-in's -b drop-in, before the playbook reads the nodes (seen: the playbook's MIG check
+        # failing on gpu-01, "GPU 0 ... is in MIG mode but has no MIG instances")
+        sh(name, "nvmlsim reboot >/dev/null && if systemctl is-enabled -q gpucluster-mig 2>/dev/null; then systemctl restart "
+                 "gpucluster-mig; fi; rm -f %s && systemctl daemon-reload && systemctl restart slurmd" % DROP_IN, check=False)
     rc, out = run_playbook(PLAYBOOK, ["-e", json.dumps({"slurm_healthcheck_loop_enabled": False})])
     for name in COMPUTE:
         sh(name, "rm -f %s" % REBOOT_PROGRAM, check=False)
