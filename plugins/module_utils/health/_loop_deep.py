@@ -32,6 +32,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health._node_loop import DEEP_DISPATCH as DISPATCH
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes import parse_sinfo_names
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as deep_jobs
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import narrowed_argv
 
 # auto: from this many deep runs in one pass on (1 % of 1,024 nodes failing is about 10 back at once)
 DISPATCH_MIN_NODES = 4
@@ -127,14 +128,8 @@ def idle_names(rc, text):
 
 def narrowed(allocation, names):
     """``allocation`` for the nodes ``names`` of it only (``names``: in the allocation's order)."""
-    argv = []
-    for arg in allocation['argv']:
-        if arg.startswith('--nodes='):
-            arg = '--nodes=%d' % len(names)
-        elif arg.startswith('--nodelist='):
-            arg = '--nodelist=%s' % compress(names)
-        argv.append(arg)
-    return dict(allocation, argv=argv, nodes=list(names), name='%s (%d idle)' % (allocation['name'], len(names)))
+    return dict(allocation, argv=narrowed_argv(allocation['argv'], names), nodes=list(names),
+                name='%s (%d idle)' % (allocation['name'], len(names)))
 
 
 def use_allocation(jobs, job_id, name=None):

@@ -518,16 +518,23 @@ def allocation_dispatch(jobs, specs, plan, extra, time_limit, wait):
     return jobs
 
 
-def narrowed(allocation, names):
-    """``allocation`` (``allocation_dispatch``'s) for the nodes ``names`` of it only."""
-    argv = []
-    for arg in allocation['argv']:
+def narrowed_argv(argv, names):
+    """An allocation's ``salloc`` argv (``--nodes=``, ``--nodelist=``) for the nodes ``names`` of it only (also the closed
+    loop's deep allocations, ``health._loop_deep``)."""
+    out = []
+    for arg in argv:
         if arg.startswith('--nodes='):
             arg = '--nodes=%d' % len(names)
         elif arg.startswith('--nodelist='):
             arg = '--nodelist=%s' % compress(names)
-        argv.append(arg)
-    return dict(allocation, argv=argv, name='%s on %d idle node%s' % (allocation['gres'], len(names), '' if len(names) == 1 else 's'))
+        out.append(arg)
+    return out
+
+
+def narrowed(allocation, names):
+    """``allocation`` (``allocation_dispatch``'s) for the nodes ``names`` of it only."""
+    return dict(allocation, argv=narrowed_argv(allocation['argv'], names),
+                name='%s on %d idle node%s' % (allocation['gres'], len(names), '' if len(names) == 1 else 's'))
 
 
 def _count(value, name):
