@@ -205,11 +205,12 @@ stage_package() {
         [ -f "$colls/ansible_collections/gpucluster/bringup/MANIFEST.json" ] || { echo "tarball did not install"; exit 1; }
         for m in "$ROOT"/plugins/modules/*.py; do
             m=$(basename "$m" .py)
-            if "$VENV/bin/ansible-doc" --json "gpucluster.bringup.$m" 2>&1 \
+            # (the JSON on stdout only: a library's warning on stderr is not part of it)
+            if "$VENV/bin/ansible-doc" --json "gpucluster.bringup.$m" 2>"$colls/ansible-doc.err" \
                     | "$VENV/bin/python" -c 'import json, sys; d = json.load(sys.stdin); sys.exit(0 if any(v.get("doc") for v in d.values()) else 1)'; then
                 echo "ansible-doc gpucluster.bringup.$m: ok"
             else
-                echo "ansible-doc gpucluster.bringup.$m: FAILED"; rc=1
+                echo "ansible-doc gpucluster.bringup.$m: FAILED"; cat "$colls/ansible-doc.err"; rc=1
             fi
         done
         # awx_setup.yml needs the awx.awx collection (its module_defaults group)
