@@ -322,12 +322,19 @@ stage_oracle() {
 
 # The Slurm major upgrades on the simulated cluster (scripts/cluster.sh, gcsim-
 # containers): Debian 12's 22.05 refused and, forced, stopped safely; Debian 13's
-# 24.11 to forky's 26.05 with a failed conversion restored, then done.
+# 24.11 to forky's 26.05 with a failed conversion restored, then done; Debian 13's
+# 24.11 to SchedMD's slurm-smd 26.05.3 packages (built as the smd stage does).
 stage_upgrade() {
-    local junit="$OUTDIR/upgrade.xml" rc
+    local junit="$OUTDIR/upgrade.xml" rc debs
     rm -f "$junit"
-    bash "$ROOT/scripts/cluster.sh" deps || return 1
-    "$VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$junit" tests/upgrade
+    bash "$ROOT/scripts/cluster.sh" deps images || return 1
+    # SchedMD's slurm-smd packages the third upgrade goes to (the smd stage's build, cached by content hash)
+    debs=$(bash "$ROOT/scripts/lib/smd_build.sh" | tail -n 1)
+    if [ -z "$debs" ] || [ ! -d "$debs" ]; then
+        echo "the slurm-smd build failed (scripts/lib/smd_build.sh)" >&2
+        return 1
+    fi
+    GPUCLUSTER_SMD_DEBS=$debs "$VENV/bin/pytest" -q -p no:cacheprovider --junitxml="$junit" tests/upgrade
     rc=$?
     bash "$ROOT/scripts/cluster.sh" down
     count_junit "$junit"

@@ -15,6 +15,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_conf as conf
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as slurm_version
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_upgrade as slurm_upgrade
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_upgrade_dir as slurm_upgrade_dir
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_large as slurm_large
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_packages as slurm_packages
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._sacctmgr import accounting_tres
@@ -150,6 +151,24 @@ def slurm_upgrade_problem(installed, target):
 def slurm_upgrade_plan(hosts, hostvars, register, force=False, replaced=''):
     """The plan of a Slurm major upgrade from each host's registered ``apt-cache policy`` (see ``_slurm_upgrade``)."""
     return slurm_upgrade.plan_from_hostvars(list(hosts), hostvars, register, force=bool(force), replaced=replaced)
+
+
+def slurm_upgrade_plan_files(hosts, hostvars, register, files, force=False, replaced=''):
+    """The plan of a Slurm major upgrade to the package ``files`` of slurm_upgrade_package_dir, from each host's registered
+    ``dpkg-query`` output (see ``_slurm_upgrade_dir``); the directory's mistakes are the plan's problems."""
+    if not isinstance(files, (list, tuple)):
+        raise AnsibleFilterError('slurm_upgrade_plan_files needs a list of package files, got %r' % (files,))
+    return slurm_upgrade_dir.plan_from_files(list(hosts), hostvars, register, list(files), force=bool(force), replaced=replaced)
+
+
+def slurm_upgrade_host_files(dpkg_text, groups, files):
+    """``{files, problem, restore}``: the package files of slurm_upgrade_package_dir a host installs in its upgrade step,
+    and ``package=version`` of its Slurm packages now (what a restore goes back to)."""
+    if not isinstance(groups, (list, tuple)) or not isinstance(files, (list, tuple)):
+        raise AnsibleFilterError('slurm_upgrade_host_files needs a list of groups and a list of package files, got %r and %r' % (groups, files))
+    chosen = slurm_upgrade_dir.host_files(list(groups), dpkg_text, list(files))
+    chosen['restore'] = slurm_upgrade_dir.restore_pins(dpkg_text)
+    return chosen
 
 
 def slurm_conf_settings(text):
@@ -313,7 +332,8 @@ class FilterModule(object):
         return dict((func.__name__, _wrap(func)) for func in (
             slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_gres_errors,
             slurm_change_actions, slurm_unreachable_nodes, slurm_conf_kept_nodes, slurm_hook_files, slurm_version_behaviour,
-            slurm_upgrade_problem, slurm_gres_conf_lines, slurm_upgrade_plan, slurm_upgrade_packages,
+            slurm_upgrade_problem, slurm_gres_conf_lines, slurm_upgrade_plan, slurm_upgrade_packages, slurm_upgrade_plan_files,
+            slurm_upgrade_host_files,
             slurm_show_config, slurm_conf_settings, slurm_upgrade_pins, slurm_large_system, slurm_large_system_warnings,
             slurm_large_system_files, slurm_running_config, slurm_task_prolog_needs, slurm_local_package_files,
             slurm_conf_release_problems))

@@ -22,8 +22,17 @@ def test_filter_names():
                                'slurm_gres_errors',
                                'slurm_hook_files', 'slurm_large_system', 'slurm_large_system_files', 'slurm_large_system_warnings',
                                'slurm_local_package_files', 'slurm_parse_slurmd_c', 'slurm_running_config', 'slurm_settings_lines', 'slurm_show_config',
-                               'slurm_task_prolog_needs', 'slurm_unreachable_nodes', 'slurm_upgrade_packages', 'slurm_upgrade_pins', 'slurm_upgrade_plan',
-                               'slurm_upgrade_problem', 'slurm_version_behaviour']
+                               'slurm_task_prolog_needs', 'slurm_unreachable_nodes', 'slurm_upgrade_host_files', 'slurm_upgrade_packages',
+                               'slurm_upgrade_pins', 'slurm_upgrade_plan', 'slurm_upgrade_plan_files', 'slurm_upgrade_problem', 'slurm_version_behaviour']
+
+
+def test_upgrade_filters_take_lists_and_say_so():
+    with pytest.raises(AnsibleFilterError, match='slurm_upgrade_plan_files needs a list of package files'):
+        FILTERS['slurm_upgrade_plan_files'](['ctl'], {}, '_dpkg', '/srv/debs')
+    with pytest.raises(AnsibleFilterError, match='slurm_upgrade_host_files needs a list of groups'):
+        FILTERS['slurm_upgrade_host_files']('', 'slurm_compute', [])
+    chosen = FILTERS['slurm_upgrade_host_files']('ii slurmd 24.11.5-4\n', ['slurm_compute'], ['/d/slurm-smd_26.05.3-1_amd64.deb'])
+    assert chosen['restore'] == ['slurmd=24.11.5-4'] and 'but not slurm-smd-client, slurm-smd-slurmd' in chosen['problem']
 
 
 def test_local_package_files_filter_returns_the_problem_as_text():
