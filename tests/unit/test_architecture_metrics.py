@@ -1,0 +1,196 @@
+"""scripts/architecture_metrics.py counts what it says, on a tiny tree made here (and reads argument specs as YAML does)."""
+import importlib.util
+import pathlib
+import textwrap
+
+import pytest
+import yaml
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SPEC = importlib.util.spec_from_file_location("architecture_metrics", ROOT / "scripts" / "architecture_metrics.py")
+metrics = importlib.util.module_from_spec(SPEC)
+SPEC.loader.exec_module(metrics)
+
+MU = "ansible_collections.gpucluster.bringup.plugins.module_utils"
+
+TREE = {
+    "plugins/module_utils/_shared.py": """
+        def helper():
+            return 1
+        """,
+    "plugins/module_utils/a/__init__.py": "",
+    "plugins/module_utils/a/_x.py": """
+        from %(mu)s.b import _y
+        from %(mu)s.b._y import _hidden, visible
+
+
+        def uses():
+            return _y._private_table, _y.public, _hidden, visible
+        """,
+    "plugins/module_utils/a/_z.py": """
+        # a comment line
+
+        from %(mu)s import _shared
+
+
+        def local():
+            return _own()
+
+
+        def _own():
+            return _shared.helper()
+        """,
+    "plugins/module_utils/b/_y.py": """
+        from %(mu)s.a import _z as zed
+        _private_table = {}
+        public = 1
+
+
+        def _hidden():
+            return zed.local()
+
+
+        def visible():
+            return 2
+        """,
+    "plugins/module_utils/c/_w.py": """
+        from %(mu)s.a._z import local
+        from . import _v
+
+
+        class Runner(object):
+            def run(self):
+                x = 1
+                y = 2
+                z = 3
+                return local(), x, y, z, _v._secret
+        """,
+    "plugins/module_utils/c/_v.py": """
+        _secret = 3
+        """,
+    "plugins/modules/thing.py": '''
+        DOCUMENTATION = r"""
+        module: thing
+        short_description: x
+        options: {}
+        """
+
+        EXAMPLES = r"""
+        - thing:
+        """
+        RETURN = """
+        """
+        import os  # code line with a comment
+
+
+        def main():
+            """Docstring lines count."""
+            return os.sep
+        ''',
+    "roles/r1/files/prog.py": """
+        from %(mu)s.c._w import Runner as _Runner
+        """,
+    "roles/r1/meta/argument_specs.yml": """
+        ---
+        argument_specs:
+          main:
+            short_description: r1
+            description:
+              - >-
+                Note: a description line that looks like a key.
+            options:
+              r1_alpha:
+                type: str
+                description:
+                  - >-
+                    see: another line like a key
+              r1_beta:
+                type: dict
+                options:
+                  nested_not_a_role_variable:
+                    type: str
+          other:
+            options:
+              r1_alpha:
+                type: str
+              "r1_gamma":
+                type: int
+        """,
+    "roles/r2/meta/argument_specs.yml": """
+        ---
+        argument_specs:
+          main:
+            options:
+              r2_only: {type: bool}
+        """,
+}
+
+
+@pytest.fixture(name="tree")
+def fixture_tree(tmp_path):
+    for rel, text in TREE.items():
+        path = tmp_path / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text % {"mu": MU} if "%(mu)s" in text else text).lstrip("\n"))
+    return tmp_path
+
+
+def test_package_cycles_are_pairs_importing_each_other(tree):
+    figures = metrics.measure(str(tree))
+    assert figures["package_cycles"] == ["a <-> b"]
+    # c imports a and a never imports c; a imports the top level, which imports nothing back
+    assert figures["package_edges"] == {"a -> b": 1, "a -> module_utils": 1, "b -> a": 1, "c -> a": 1}
+
+
+def test_private_names_of_another_file(tree):
+    figures = metrics.measure(str(tree))
+    assert figures["private_imports"] == [
+        # `from b._y import _hidden` and `_y._private_table`; `from b import _y` is a module, `_y.public` is public
+        "plugins/module_utils/a/_x.py uses plugins/module_utils/b/_y.py:_hidden",
+        "plugins/module_utils/a/_x.py uses plugins/module_utils/b/_y.py:_private_table",
+        # a relative import is resolved like an absolute one
+        "plugins/module_utils/c/_w.py uses plugins/module_utils/c/_v.py:_secret",
+    ]
+
+
+def test_largest_function_and_module(tree):
+    figures = metrics.measure(str(tree))
+    assert figures["functions"][0] == ("plugins/module_utils/c/_w.py", "Runner.run", 5)
+    assert ("plugins/module_utils/a/_z.py", "_own", 2) in figures["functions"]
+    modules = dict(figures["modules"])
+    # _w.py: 2 imports + class + def + 4 body lines; blanks are not code
+    assert modules["plugins/module_utils/c/_w.py"] == 8
+    # _z.py: the comment and blanks are not code
+    assert modules["plugins/module_utils/a/_z.py"] == 5
+    # thing.py: DOCUMENTATION, EXAMPLES and RETURN are left out; the import, def, docstring and return count
+    assert modules["plugins/modules/thing.py"] == 4
+    assert figures["modules"][0] == ("plugins/module_utils/c/_w.py", 8)
+
+
+def test_role_variables_are_entry_point_options_once_per_role(tree):
+    figures = metrics.measure(str(tree))
+    assert figures["role_variables"] == {"r1": 3, "r2": 1}
+    assert figures["role_variables_total"] == 4
+
+
+def test_report_names_the_figures(tree):
+    text = "\n".join(metrics.report(metrics.measure(str(tree))))
+    assert "package import cycles in plugins/module_utils: 1\n  a <-> b (1 and 1 imports)" in text
+    assert "private names used from another file: 3" in text
+    assert "largest function: plugins/module_utils/c/_w.py Runner.run, 5 lines" in text
+    assert "largest module: plugins/module_utils/c/_w.py, 8 code lines" in text
+    assert "role variables in roles/*/meta/argument_specs.yml: 4 (r1 3, r2 1)" in text
+
+
+@pytest.mark.parametrize("spec", sorted(ROOT.glob("roles/*/meta/argument_specs.yml")), ids=lambda p: p.parts[-3])
+def test_role_variables_read_as_yaml_reads_them(spec):
+    """The standard-library reader of argument specs finds exactly the options YAML finds, on every role."""
+    expected = set()
+    for entry in yaml.safe_load(spec.read_text())["argument_specs"].values():
+        expected.update((entry or {}).get("options") or {})
+    assert set(metrics.spec_variables(spec.read_text())) == expected
+
+
+def test_main_prints_the_report(tree, capsys):
+    assert metrics.main(["--root", str(tree), "--top", "1"]) == 0
+    assert capsys.readouterr().out.startswith("package import cycles in plugins/module_utils: 1\n")
