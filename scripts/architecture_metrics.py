@@ -222,6 +222,7 @@ def measure(root):
     return {
         "package_edges": {"%s -> %s" % edge: count for edge, count in sorted(edges.items())},
         "package_cycles": ["%s <-> %s" % pair for pair in package_cycles(edges)],
+        "folder_cycles": ["%s <-> %s" % pair for pair in package_cycles(edges) if TOP_PACKAGE not in pair],
         "private_imports": ["%s uses %s:%s" % item for item in sorted(privates)],
         "functions": sorted(functions, key=lambda f: (-f[2], f[0], f[1])),
         "modules": sorted(modules, key=lambda m: (-m[1], m[0])),
@@ -238,6 +239,7 @@ def report(figures, top=5):
     out += ["  %s (%d and %d imports)" % (pair, figures["package_edges"][pair.replace(" <-> ", " -> ")],
                                           figures["package_edges"][" -> ".join(reversed(pair.split(" <-> ")))])
             for pair in cycles]
+    out.append("  of them between two folders (the top level's files aside): %d" % len(figures["folder_cycles"]))
     out.append("private names used from another file: %d" % len(figures["private_imports"]))
     out += ["  " + item for item in figures["private_imports"]]
     functions = figures["functions"]

@@ -22,7 +22,9 @@ Stale in the doc (``stale``):
 - in the "Where to change what" table, a name in backticks in the "where" cell (``MODELS``, ``format_tag``,
   ``slurm_conf_defaults``) is defined by none of the files that cell names (a Python file: a function, class,
   method, assignment, parameter or dict key of that name; any other file: a key ``<name>:`` or the word), or a row names no file (a row
-  whose change is made in the inventory aside).
+  whose change is made in the inventory aside);
+- in the node programs' table (first cell a ``roles/<role>/files/<name>.py``), the last cell does not list exactly the
+  module_utils files the program imports itself (as `` `<folder>/_x.py` `` or `` `_x.py` ``).
 """
 import ast
 import glob
@@ -178,6 +180,37 @@ def _where_table(text):
     return [row for row in rows[1:] if len(row) >= 3]
 
 
+MODULE_UTILS = "ansible_collections.gpucluster.bringup.plugins.module_utils"
+
+
+def program_imports(path, utils):
+    """The module_utils files (relative to utils, '/'-separated) a Python file imports itself."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom) or not (node.module or "").startswith(MODULE_UTILS):
+            continue
+        base = node.module[len(MODULE_UTILS):].lstrip(".").replace(".", "/")
+        for alias in node.names:
+            sub = (base + "/" if base else "") + alias.name + ".py"
+            found.add(sub if (utils / sub).is_file() else base + ".py")
+    return found
+
+
+def _program_rows(text, root):
+    """Node programs' table rows whose listed module_utils files differ from what the program imports."""
+    out = []
+    utils = root / "plugins" / "module_utils"
+    for cells in _table_rows(text):
+        match = re.match(r"^`(roles/[^/`]+/files/[^/`]+\.py)`$", cells[0])
+        if not match or len(cells) < 3 or not (root / match.group(1)).is_file():
+            continue
+        listed = set(re.findall(r"`([\w/]+\.py)`", cells[-1]))
+        imported = program_imports(root / match.group(1), utils)
+        if listed != imported:
+            out.append("program %s imports %s, the doc lists %s" % (match.group(1), sorted(imported), sorted(listed)))
+    return out
+
+
 def stale(text, root):
     """What the doc names that the tree does not have, as 'kind what' strings."""
     root = pathlib.Path(root)
@@ -195,7 +228,7 @@ def stale(text, root):
         for span in SPAN.findall(where):
             if IDENTIFIER.match(span) and not any(_defines(path, span) for path in named):
                 out.append("row '%s': %s is defined in none of its files" % (subject, span))
-    return out
+    return out + _program_rows(text, root)
 
 
 def test_every_module_package_plugin_role_playbook_and_node_program_is_in_the_doc():
@@ -210,6 +243,12 @@ def test_the_where_table_has_rows():
     assert len(_where_table(DOC.read_text())) >= 10
 
 
+def test_the_catalogue_imports_nothing_as_the_doc_says():
+    assert "`catalogue/` imports nothing" in DOC.read_text()
+    utils = ROOT / "plugins" / "module_utils"
+    assert [p.name for p in sorted((utils / "catalogue").glob("*.py")) if program_imports(p, utils)] == []
+
+
 # ---- the checks themselves, on a small tree and doc made here: each can fail --------------------------------------
 
 FAKE_TREE = {
@@ -220,7 +259,7 @@ FAKE_TREE = {
     "plugins/module_utils/pkg/_one.py": "def run(limit=1):\n    return {'mode': limit}\n\n\nclass Thing(object):\n    def go(self):\n        pass\n",
     "plugins/filter/fil.py": "",
     "plugins/action/alpha.py": "",
-    "roles/r1/files/prog.py": "",
+    "roles/r1/files/prog.py": "from %s.pkg import _one\nfrom %s._shared import TABLE\n" % (MODULE_UTILS, MODULE_UTILS),
     "roles/r1/defaults/main.yml": "---\nr1_setting: 1\n",
     "playbooks/site.yml": "",
     "tests/unit/test_one.py": "",
@@ -239,12 +278,16 @@ FAKE_DOC = """# Architecture
 | `pkg/` | `_one.py` (things) | alpha |
 | top level (shared) | `_shared.py` | all |
 
-Plugins: `plugins/filter/fil.py`, `plugins/action/alpha.py`; the program `roles/r1/files/prog.py`.
+Plugins: `plugins/filter/fil.py`, `plugins/action/alpha.py`.
 
 | role or playbook | what |
 |---|---|
 | `roles/r1/` | the role |
 | `playbooks/site.yml` | everything |
+
+| program | what | imports |
+|---|---|---|
+| `roles/r1/files/prog.py` | a program | `pkg/_one.py`, `_shared.py` |
 
 ## Where to change what
 
@@ -276,10 +319,10 @@ def test_the_fake_doc_is_complete_and_true(fake_tree):
     ("| `pkg/` |", "| pkg |", ["module_utils package pkg/"]),
     ("| top level (shared) | `_shared.py` | all |\n", "", ["module_utils top level"]),
     ("`plugins/filter/fil.py`, ", "", ["filter plugin fil"]),
-    ("`plugins/action/alpha.py`;", ";", ["action plugin alpha"]),
+    ("`plugins/action/alpha.py`.", ".", ["action plugin alpha"]),
     ("| `roles/r1/` | the role |\n", "", ["role r1"]),
     ("| `playbooks/site.yml` | everything |\n", "", ["playbook site.yml"]),
-    ("the program `roles/r1/files/prog.py`", "the program", ["node program roles/r1/files/prog.py"]),
+    ("| `roles/r1/files/prog.py` | a program | `pkg/_one.py`, `_shared.py` |\n", "", ["node program roles/r1/files/prog.py"]),
 ], ids=["module", "module_utils-file", "package", "top-level", "filter", "action", "role", "playbook", "node-program"])
 def test_missing_finds_what_the_doc_leaves_out(fake_tree, old, new, found):
     assert old in FAKE_DOC
@@ -314,7 +357,13 @@ def test_missing_finds_what_the_tree_adds(fake_tree, rel, found):
     ("`pkg/_one.py` |", "`pkg/_gone.py` |", ["path pkg/_gone.py"]),
     ("| a thing | `plugins/module_utils/pkg/_one.py` (`run`, `Thing`, `go`, `limit`, `mode`) |", "| a thing | the code |",
      ["row 'a thing' names no file"]),
-], ids=["path", "braces", "file-name", "python-name", "dict-key", "yaml-key", "package-relative", "no-file"])
+    ("`pkg/_one.py`, `_shared.py` |", "`pkg/_one.py` |",
+     ["program roles/r1/files/prog.py imports ['_shared.py', 'pkg/_one.py'], the doc lists ['pkg/_one.py']"]),
+    ("`pkg/_one.py`, `_shared.py` |", "`pkg/_one.py`, `_shared.py`, `_hostlist.py` |",
+     ["path _hostlist.py", "program roles/r1/files/prog.py imports ['_shared.py', 'pkg/_one.py'], "
+      "the doc lists ['_hostlist.py', '_shared.py', 'pkg/_one.py']"]),
+], ids=["path", "braces", "file-name", "python-name", "dict-key", "yaml-key", "package-relative", "no-file", "program-import-unlisted",
+        "program-import-extra"])
 def test_stale_finds_what_the_tree_does_not_have(fake_tree, old, new, found):
     assert old in FAKE_DOC
     assert stale(FAKE_DOC.replace(old, new), fake_tree) == found

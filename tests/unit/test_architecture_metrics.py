@@ -138,8 +138,17 @@ def fixture_tree(tmp_path):
 def test_package_cycles_are_pairs_importing_each_other(tree):
     figures = metrics.measure(str(tree))
     assert figures["package_cycles"] == ["a <-> b"]
+    assert figures["folder_cycles"] == ["a <-> b"]
     # c imports a and a never imports c; a imports the top level, which imports nothing back
     assert figures["package_edges"] == {"a -> b": 1, "a -> module_utils": 1, "b -> a": 1, "c -> a": 1}
+
+
+def test_a_cycle_with_the_top_level_is_not_between_folders(tree):
+    shared = tree / "plugins" / "module_utils" / "_shared.py"
+    shared.write_text("from %s.a import _x\n" % MU + shared.read_text())
+    figures = metrics.measure(str(tree))
+    assert figures["package_cycles"] == ["a <-> b", "a <-> module_utils"]
+    assert figures["folder_cycles"] == ["a <-> b"]
 
 
 def test_private_names_of_another_file(tree):
@@ -175,7 +184,8 @@ def test_role_variables_are_entry_point_options_once_per_role(tree):
 
 def test_report_names_the_figures(tree):
     text = "\n".join(metrics.report(metrics.measure(str(tree))))
-    assert "package import cycles in plugins/module_utils: 1\n  a <-> b (1 and 1 imports)" in text
+    assert "package import cycles in plugins/module_utils: 1\n  a <-> b (1 and 1 imports)\n" in text
+    assert "  of them between two folders (the top level's files aside): 1\n" in text
     assert "private names used from another file: 3" in text
     assert "largest function: plugins/module_utils/c/_w.py Runner.run, 5 lines" in text
     assert "largest module: plugins/module_utils/c/_w.py, 8 code lines" in text
