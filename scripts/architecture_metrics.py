@@ -258,7 +258,7 @@ def report(figures, top=5):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--root", default=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     parser.add_argument("--top", type=int, default=5, help="how many of the largest functions and modules to list")
     parser.add_argument("--json", action="store_true", help="print every figure as JSON")
