@@ -233,8 +233,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import choose_mpi_plugin, parse_mpi_list
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import (
-    JobsFailure, allocation_groups, checked_jobs, fill_mpi, granted_job, idle_nodes, judge_jobs, needing_mpi, refusal, retry_allocation,
-    split_idle, tails, use_allocation, use_own_jobs)
+    JobsFailure, allocation_groups, checked_jobs, job_node, fill_mpi, granted_job, idle_nodes, judge_jobs, needing_mpi, refusal, retry_allocation,
+    split_idle, step_failed, step_failure, tails, use_allocation, use_own_jobs)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import narrowed, split_json_report
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 
@@ -304,9 +304,9 @@ class JobsManager(object):
             idle = idle_nodes(self.client.job(allocation['idle'], 60)) if allocation.get('idle') else set()
             free, busy = split_idle(members, idle)
             if free and busy:
-                use_own_jobs(busy, '%s; not idle: %s' % (why, compress([job['name'] for job in busy])))
+                use_own_jobs(busy, '%s; not idle: %s' % (why, compress([job_node(job) for job in busy])))
                 members = free
-                why = self._allocate(narrowed(allocation, [job['name'] for job in free]), free, granted)
+                why = self._allocate(narrowed(allocation, [job_node(job) for job in free]), free, granted)
             if why is not None:
                 use_own_jobs(members, why)
 
@@ -324,20 +324,30 @@ class JobsManager(object):
         return entry['refused']
 
     def _run_job(self, job, results):
-        attempt = 1
-        result = self.client.job(job['argv'], job['timeout'], job.get('env'))
-        while retry_allocation(result, attempt):
-            time.sleep(2 * attempt)
-            attempt += 1
-            result = self.client.job(job['argv'], job['timeout'], job.get('env'))
+        result = self._run_argv(job, job['argv'])
+        if step_failed(job, result):
+            # judged as before, on a job of its own: the step's failure may be its allocation's, not the node's
+            why = step_failure(job, result)
+            result = self._run_argv(job, job['own_argv'])
+            job['dispatch'] = 'own job (%s)' % why
         if job.get('json'):
             # the -J report printed after the text (JSON_SCRIPT): out of stdout, so that tails never carry it
             result.update(split_json_report(result['stdout']))
-        if attempt > 1:
-            result['attempts'] = attempt
         if job.get('dispatch'):
             result['dispatch'] = job['dispatch']
         results[job['name']] = result
+
+    def _run_argv(self, job, argv):
+        """The result of ``argv`` (the job's or its step's), started again while its start failed (``retry_allocation``)."""
+        attempt = 1
+        result = self.client.job(argv, job['timeout'], job.get('env'))
+        while retry_allocation(result, attempt):
+            time.sleep(2 * attempt)
+            attempt += 1
+            result = self.client.job(argv, job['timeout'], job.get('env'))
+        if attempt > 1:
+            result['attempts'] = attempt
+        return result
 
     def judge(self, jobs, results, mpi_info):
         """(records, series, warnings) of every job, in job order."""

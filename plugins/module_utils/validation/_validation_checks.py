@@ -20,6 +20,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthch
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._munge_key import problems as munge_key_problems
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._drain_tag import MAX_REASON, format_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes import parse_nodes
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._job_dispatch import dispatch_settings, slurm_stage_dispatch
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import threshold_for
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     InputError, require_bool, require_choice, require_dict, require_int, require_list, require_match, require_str, require_unit, require_word,
@@ -563,7 +564,8 @@ def drain_reasons(records, nodes, limit=MAX_REASON):
 
 # What a --gres=gpu job sees. Device files are not probed: the GRES index is not the /dev/nvidiaN minor in general.
 GRES_PROBE = 'echo "CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-}"; echo "SLURM_STEP_GPUS=${SLURM_STEP_GPUS:-${SLURM_JOB_GPUS-}}"'
-SLURM_PLAN_KEYS = ('nodes', 'srun', 'partition', 'time_limit', 'timeout', 'pyxis', 'container_image', 'env')
+SLURM_PLAN_KEYS = ('nodes', 'srun', 'partition', 'time_limit', 'timeout', 'pyxis', 'container_image', 'env', 'dispatch', 'dispatch_min_nodes',
+                   'allocation_wait', 'salloc')
 MPI_PLAN_KEYS = ('nodes', 'binary', 'srun', 'salloc', 'mpirun', 'mpirun_args', 'partition', 'time_limit', 'timeout', 'container_image',
                  'container_mounts', 'env', 'skip_reason', 'no_pmi_path', 'no_pmi_timeout')
 # Seconds the srun-without-PMI path may run: Open MPI ranks started without PMI
@@ -583,9 +585,13 @@ def slurm_jobs(plan):
 
     ``plan``: ``nodes`` ([{name, gpus, usable}]; ``usable`` False: the node cannot take jobs, its jobs are reported
     skipped instead of waiting in the queue), ``srun``, ``partition``, ``time_limit`` (minutes), ``timeout`` (seconds),
-    ``pyxis`` (bool), ``container_image``, ``env`` (exported to every job).
+    ``pyxis`` (bool), ``container_image``, ``env`` (exported to every job); ``dispatch`` (``auto``, ``per_node``,
+    ``allocation``), ``dispatch_min_nodes``, ``allocation_wait``, ``salloc``: the per-node jobs as steps of one allocation
+    per round and node type (``_job_dispatch.slurm_stage_dispatch``; a node with ``busy`` true keeps its own jobs).
     """
     _check_plan(plan, SLURM_PLAN_KEYS, 'Slurm')
+    # checked before any job is made, like the rest of the plan
+    dispatch_settings(plan.get('dispatch'), plan.get('dispatch_min_nodes'), plan.get('allocation_wait'))
     nodes = plan.get('nodes') or []
     if not nodes or not all(isinstance(n, dict) and n.get('name') for n in nodes):
         raise ValueError('Slurm plan nodes must be a non-empty list of {name, gpus, usable}, got %r' % (nodes,))
@@ -625,7 +631,7 @@ def slurm_jobs(plan):
     if usable:
         jobs.append({'name': 'job-environment', 'kind': 'env', 'round': 0, 'timeout': timeout,
                      'argv': [srun, '--nodes=1', '--ntasks=1', '--nodelist=%s' % usable[0]['name']] + common + ['--job-name=validate-env', 'env']})
-    return jobs
+    return slurm_stage_dispatch(jobs, nodes, plan)
 
 
 def mpi_jobs(plan):
@@ -803,6 +809,8 @@ def _check_slurm_nodes(nodes):
         require_int('nodes[%d].gpus' % index, node.get('gpus') or 0, minimum=0)
         if node.get('usable') is not None:
             require_bool('nodes[%d].usable' % index, node['usable'])
+        if node.get('busy') is not None:
+            require_bool('nodes[%d].busy' % index, node['busy'])
 
 
 def check_jobs(jobs, label='jobs', mpi_paths=MPI_PATHS):

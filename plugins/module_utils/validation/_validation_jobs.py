@@ -91,9 +91,14 @@ def idle_nodes(result):
     return set(parse_sinfo_names(result.get('stdout'))) if result.get('rc') == 0 else set()
 
 
+def job_node(job):
+    """The node of a per-node job: its name up to a "/" (the Slurm stage's ``gpu-01/gres``)."""
+    return job['name'].split('/')[0]
+
+
 def split_idle(jobs, idle):
     """``(free, busy)``: the jobs of the nodes in ``idle`` and the others."""
-    return [job for job in jobs if job['name'] in idle], [job for job in jobs if job['name'] not in idle]
+    return [job for job in jobs if job_node(job) in idle], [job for job in jobs if job_node(job) not in idle]
 
 
 def use_allocation(jobs, job_id):
@@ -108,6 +113,17 @@ def use_own_jobs(jobs, why):
     for job in jobs:
         job['argv'] = job['own_argv']
         job['dispatch'] = 'own job (the allocation was not granted: %s)' % why
+
+
+def step_failed(job, result):
+    """Whether a job that ran as a step of an allocation (the Slurm stage's, ``_job_dispatch.make_steps``: ``rerun_own``)
+    failed or timed out, and so is run again as the job of its own it would have been, and judged on that."""
+    return bool(job.get('rerun_own')) and (job.get('dispatch') or '').startswith('step of') and (result.get('rc') != 0 or bool(result.get('timed_out')))
+
+
+def step_failure(job, result):
+    """Why a step is run again as its own job: ``its step of job 12 failed (rc 1)``."""
+    return 'its %s %s' % (job['dispatch'], 'timed out after %s s' % result.get('timeout') if result.get('timed_out') else 'failed (rc %s)' % result.get('rc'))
 
 
 class JobsFailure(ModuleFailure):
