@@ -141,6 +141,12 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli, SlurmError
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
+from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._job_dispatch import dispatch_settings, probe_plan, rerun_probe
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import node_problem
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import (
+    granted_job, idle_nodes, refusal, split_idle, use_allocation, use_own_jobs)
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import narrowed
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import (
     ResumeFailure, check_resume_input, plan_resume, probe_argv, probe_outcome, probe_result, problem_nodes, reservation_argv, resume_argv, resume_records,
     started_text)
@@ -165,6 +171,8 @@ class ResumeManager(object):
         self.check_mode = check_mode
         self.clock = clock
         self.sleep = sleep
+        self.before = {}
+        self.allocations = []
 
     def run(self):
         """The module's result; raises ``ResumeFailure``."""
@@ -179,15 +187,16 @@ class ResumeManager(object):
     def _run(self):
         problems = self.problems()
         lines = [node['line'] for node in problems]
+        self.allocations = []
         if self.params['action'] == 'query':
-            return dict(changed=False, nodes=problems, lines=lines, started={}, resumed=[], kept={}, records=[])
+            return dict(changed=False, nodes=problems, lines=lines, started={}, resumed=[], kept={}, records=[], allocations=[])
         if self.params['action'] == 'wait':
-            return dict(changed=False, nodes=problems, lines=lines, started=self.wait(), resumed=[], kept={}, records=[])
+            return dict(changed=False, nodes=problems, lines=lines, started=self.wait(), resumed=[], kept={}, records=[], allocations=[])
         to_resume, kept = plan_resume(problems, self.params['checks'], self.params.get('resume_admin_drains', False), self.params.get('prefix', 'gpuhc'))
         resumed = self.resume(to_resume, kept)
         started = self.params.get('started') or {}
         return dict(changed=bool(resumed), nodes=problems, lines=lines, started=started, resumed=resumed, kept=kept,
-                    records=resume_records(problems, resumed, kept, started))
+                    records=resume_records(problems, resumed, kept, started), allocations=self.allocations)
 
     def wait(self):
         """Until slurmctld hears from every node of ``names`` (no NOT_RESPONDING flag) or ``wait_timeout``: name -> what it did."""
@@ -211,6 +220,7 @@ class ResumeManager(object):
     def problems(self):
         """The drained, down or not responding nodes (of ``names``, default all)."""
         nodes = self.show_nodes()
+        self.before = nodes  # (their states before resuming: a busy node's probe is a job of its own)
         unknown = [name for name in self.params['names'] if name not in nodes]
         if unknown:
             raise ResumeFailure('Slurm knows no node(s) %s; its nodes are: %s' % (', '.join(unknown), ', '.join(sorted(nodes))))
@@ -225,8 +235,15 @@ class ResumeManager(object):
             lifted = self.lift(to_resume, kept)
             if not self.params['probe'] or not lifted:
                 return lifted
-            probes = self.probe_all(lifted, reservation)
+            probes, jobs = self.probe_all(lifted, reservation)
             nodes = self.show_nodes()
+            # a failed step on a node that is not drained or down after it: judged on a job of its own, as before
+            again = [job for job in jobs if rerun_probe(job, probes[job['name']], node_problem(nodes[job['name']]) if job['name'] in nodes else None)]
+            if again:
+                for job in again:
+                    job['argv'] = job['own_argv']
+                self.run_probes(again, probes)
+                nodes = self.show_nodes()
             resumed = []
             for name in lifted:
                 outcome = probe_outcome(name, probes[name], nodes.get(name))
@@ -255,9 +272,61 @@ class ResumeManager(object):
         return lifted
 
     def probe_all(self, names, reservation):
-        """One probe job per node, ``PROBE_PARALLEL`` at once; node name -> the probe's result."""
-        results = {}
-        pending = list(reversed(names))
+        """One probe per node: ``(results, jobs)``, node name -> the probe's result, and the probe jobs planned
+        (``_job_dispatch.probe_plan``: steps of one allocation per node type from ``dispatch_min_nodes`` nodes on, else
+        one job each), ``PROBE_PARALLEL`` at once; the allocations are released after."""
+        results, planned = {}, []
+        for name in names:
+            try:
+                probe_argv(name, reservation)
+                planned.append(name)
+            except InputError as exc:
+                results[name] = {'rc': None, 'stdout': '', 'stderr': 'no probe: %s' % exc}
+        dispatch, min_nodes, wait = dispatch_settings(self.params.get('dispatch'), self.params.get('dispatch_min_nodes'),
+                                                      self.params.get('allocation_wait'))
+        jobs, allocations = probe_plan(planned, self.before, reservation, lambda name: probe_argv(name, reservation),
+                                       dispatch=dispatch, min_nodes=min_nodes, wait=wait)
+        granted = []
+        try:
+            for allocation in allocations:
+                self.allocate(allocation, [job for job in jobs if job['allocation'] is allocation], granted)
+            self.run_probes(jobs, results)
+        finally:
+            for release, job_id in granted:
+                self.client.run(list(release) + [job_id])
+        return results, jobs
+
+    def allocate(self, allocation, members, granted):
+        """``salloc`` of one allocation; its jobs become its steps. Not granted: asked again for its idle nodes only
+        (``sinfo -t idle``); the jobs of the nodes left out, or of an allocation not granted at all, run as jobs of their own."""
+        why = self._allocate(allocation, members, granted)
+        if why is None:
+            return
+        idle = idle_nodes(self.client.job(allocation['idle'], 60))
+        free, busy = split_idle(members, idle)
+        if free and busy:
+            use_own_jobs(busy, '%s; not idle: %s' % (why, compress([job['name'] for job in busy])))
+            members = free
+            why = self._allocate(narrowed(allocation, [job['name'] for job in free]), free, granted)
+        if why is not None:
+            use_own_jobs(members, why)
+
+    def _allocate(self, allocation, members, granted):
+        """Ask for one allocation; None when granted (the jobs are its steps), else why not."""
+        result = self.client.job(allocation['argv'], allocation['timeout'])
+        job_id = granted_job(result)
+        entry = {'name': allocation['name'], 'nodes': len(members), 'job_id': job_id, 'seconds': result['seconds']}
+        self.allocations.append(entry)
+        if job_id:
+            granted.append((allocation['release'], job_id))
+            use_allocation(members, job_id)
+            return None
+        entry['refused'] = refusal(result)
+        return entry['refused']
+
+    def run_probes(self, jobs, results):
+        """Each job's ``argv`` (its probe), ``PROBE_PARALLEL`` at once; ``results`` gets node name -> the probe's result."""
+        pending = list(reversed(jobs))
         lock = threading.Lock()
 
         def worker():
@@ -265,20 +334,14 @@ class ResumeManager(object):
                 with lock:
                     if not pending:
                         return
-                    name = pending.pop()
-                try:
-                    argv = probe_argv(name, reservation)
-                except InputError as exc:
-                    results[name] = {'rc': None, 'stdout': '', 'stderr': 'no probe: %s' % exc}
-                    continue
-                results[name] = probe_result(self.client.job(argv, self.params['probe_timeout']))
+                    job = pending.pop()
+                results[job['name']] = probe_result(self.client.job(job['argv'], self.params['probe_timeout']))
 
-        threads = [threading.Thread(target=worker) for dummy in range(min(PROBE_PARALLEL, len(names)))]
+        threads = [threading.Thread(target=worker) for dummy in range(min(PROBE_PARALLEL, len(jobs)))]
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
-        return results
 
     def reserve(self, names):
         """The maintenance reservation the probes run in ('' without probes, or when it cannot be created)."""
@@ -305,6 +368,9 @@ def main():
             prefix=dict(type='str', default='gpuhc'),
             started=dict(type='dict', default={}),
             wait_timeout=dict(type='int', default=60),
+            dispatch=dict(type='str', choices=['auto', 'per_node', 'allocation'], default='auto'),
+            dispatch_min_nodes=dict(type='int', default=64),
+            allocation_wait=dict(type='int', default=60),
         ),
         supports_check_mode=True,
     )

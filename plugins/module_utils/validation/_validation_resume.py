@@ -22,6 +22,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist impor
 # health check's auto-resume and the deep tier; it lives in slurm/_healthcheck.py (tags: slurm/_drain_tag.py), which the node programs get.
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _drain_tag as drain_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import node_owner, owner_text
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._job_dispatch import dispatch_settings
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import node_problem, record, slurm_names
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     InputError, ModuleFailure, require_choice, require_dict, require_int, require_list, require_match, require_str, show, slurm_name)
@@ -319,7 +320,8 @@ def check_resume_input(params):
 
     ``names``: Slurm node names. ``checks``: node name -> the registered ``node_check`` result (a dict; its
     ``records`` a list of records, its ``hook_log`` a string; other keys of a registered result are ignored).
-    ``probe_timeout``: 1 to 86400 seconds. ``reservation``: a Slurm reservation name or empty.
+    ``probe_timeout``: 1 to 86400 seconds. ``reservation``: a Slurm reservation name or empty. ``dispatch``,
+    ``dispatch_min_nodes``, ``allocation_wait``: how the probes reach Slurm (``_job_dispatch``).
     """
     require_list('names', params.get('names') or [], element=lambda item, name: slurm_name(item, name, 'a Slurm node name'))
     checks = require_dict('checks', params.get('checks') or {})
@@ -341,3 +343,4 @@ def check_resume_input(params):
         slurm_name('started key', node, 'a Slurm node name')
         require_str('started[%s]' % show(node), text)
     require_int('wait_timeout', params.get('wait_timeout', 60), minimum=1, maximum=MAX_WAIT_TIMEOUT, unit='seconds')
+    dispatch_settings(params.get('dispatch'), params.get('dispatch_min_nodes'), params.get('allocation_wait'))
