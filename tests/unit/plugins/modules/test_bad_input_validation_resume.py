@@ -62,6 +62,11 @@ CASES = [
     ({'started': 'gpu-01'}, ["argument 'started' is of type str", 'convert to dict']),
     ({'wait_timeout': 0}, ['wait_timeout is 0', 'between 1 and 3600']),
     ({'wait_timeout': 3601}, ['wait_timeout is 3601', 'between 1 and 3600']),
+    # issue 48 item 6: how the probes reach Slurm
+    ({'dispatch': 'steps'}, ['dispatch', 'steps', 'auto, per_node, allocation']),
+    ({'dispatch_min_nodes': 0}, ['dispatch_min_nodes is 0', 'at least 1']),
+    ({'allocation_wait': 0}, ['allocation_wait is 0', 'between 1 and 3600']),
+    ({'allocation_wait': 7200}, ['allocation_wait is 7200', 'between 1 and 3600']),
 ]
 
 
