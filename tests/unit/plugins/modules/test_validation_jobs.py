@@ -147,7 +147,8 @@ def test_a_job_whose_allocation_failed_is_started_again(capsys, tmp_path):
 FAKE_SLURM = r'''#!/usr/bin/env python3
 # salloc, sinfo, srun and scancel of a fake Slurm for the allocation dispatch: each call is logged (one JSON line); salloc
 # grants job 100, 101, ... unless FAKE_SALLOC_REFUSE is set or its nodes hold one of FAKE_BUSY (names, comma-separated);
-# sinfo lists the nodes of -n that are not busy; srun exports --export=ALL,K=V and runs the program.
+# sinfo lists the nodes of -n that are not busy; srun exports --export=ALL,K=V and runs the program; a step (--jobid) on
+# a node of FAKE_STEP_FAIL fails as a step of an ended allocation does.
 import json, os, re, sys
 here = os.path.dirname(os.path.abspath(__file__))
 name = os.path.basename(sys.argv[0])
@@ -177,12 +178,17 @@ if name == 'sinfo':
     sys.exit(0)
 if name == 'scancel':
     sys.exit(0)
+step_fail = set(filter(None, os.environ.get('FAKE_STEP_FAIL', '').split(',')))
+jobid = [a.split('=', 1)[1] for a in sys.argv if a.startswith('--jobid=')]
+if jobid and next(a for a in sys.argv if a.startswith('--nodelist='))[len('--nodelist='):] in step_fail:
+    sys.stderr.write('srun: error: Unable to create step for job %s: Job/step already completing or completed\n' % jobid[0])
+    sys.exit(1)
 args = sys.argv[1:]
 while args and args[0].startswith('-'):
     option = args.pop(0)
     if option.startswith('--export=ALL,'):
         os.environ.update(item.split('=', 1) for item in option[len('--export=ALL,'):].split(','))
-os.execv(args[0], args)
+os.execvp(args[0], args)
 '''
 
 
@@ -270,3 +276,51 @@ def test_small_clusters_keep_one_job_per_node_by_default(capsys, tmp_path):
     assert result.get('failed') is not True, result
     assert [c[0] for c in calls(tmp_path)] == ['srun', 'srun', 'srun'] and result['allocations'] == []
     assert 'dispatch' not in result['results']['gpu-01']
+
+
+# ---------------------------------------------------------------- the Slurm stage's allocation dispatch (issue 48 item 6), stand-in Slurm
+
+def slurm_stage(srun, **extra):
+    nodes = [{'name': 'gpu-%02d' % i, 'gpus': 2, 'usable': True} for i in range(1, 4)] + [{'name': 'cpu-01', 'gpus': 0, 'usable': True}]
+    return dict({'nodes': nodes, 'srun': srun, 'pyxis': False}, **extra)
+
+
+def judged(result):
+    return [(r['node'], r['check'], r['status'], r.get('reason')) for r in result['records']]
+
+
+@pytest.mark.parametrize('case', [{}, {'FAKE_STEP_FAIL': 'gpu-02'}, {'FAKE_BUSY': 'gpu-03'}, {'FAKE_SALLOC_REFUSE': '1'}],
+                         ids=['steps', 'failed-step', 'busy', 'refused'])
+def test_slurm_stage_as_steps_judges_as_one_job_per_node(capsys, tmp_path, monkeypatch, case):
+    srun = fake_slurm(tmp_path)
+    per_node = run_module(capsys, stage='slurm', slurm=slurm_stage(srun, dispatch='per_node'))
+    assert per_node.get('failed') is not True, per_node
+    assert [c[0] for c in calls(tmp_path)] == ['srun'] * 8  # 4 nodes' srun, 3 gres jobs, the job environment
+    (tmp_path / 'calls.jsonl').unlink()
+    for key, value in case.items():
+        monkeypatch.setenv(key, value)
+    result = run_module(capsys, stage='slurm', slurm=slurm_stage(srun, dispatch='allocation'))
+    assert result.get('failed') is not True, result
+    assert judged(result) == judged(per_node)
+    log = calls(tmp_path)
+    sallocs = [[a for a in c if a.startswith(('--nodelist=', '--gres=', '--job-name='))] for c in log if c[0] == 'salloc']
+    dispatch = dict((name, r.get('dispatch')) for name, r in result['results'].items())
+    if not case:
+        # round 0: srun on the three 2-GPU nodes (cpu-01 alone of its type, the job environment: jobs of their own); round 1: the GRES jobs
+        assert sallocs == [['--nodelist=gpu-[01-03]', '--job-name=validate-srun'], ['--nodelist=gpu-[01-03]', '--job-name=validate-gres', '--gres=gpu:2']]
+        assert [c for c in log if c[0] == 'scancel'] == [['scancel', '100'], ['scancel', '101']]
+        assert dispatch['gpu-02'] == 'step of job 100' and dispatch['gpu-02/gres'] == 'step of job 101'
+        assert 'dispatch' not in result['results']['cpu-01'] and 'dispatch' not in result['results']['job-environment']
+        assert len([c for c in log if c[0] == 'srun']) == 8
+    elif 'FAKE_STEP_FAIL' in case:
+        # its steps failed: each ran again as the job of its own it was, and was judged on that
+        assert dispatch['gpu-02'] == 'own job (its step of job 100 failed (rc 1))'
+        assert dispatch['gpu-02/gres'] == 'own job (its step of job 101 failed (rc 1))'
+        assert len([c for c in log if c[0] == 'srun']) == 10
+    elif 'FAKE_BUSY' in case:
+        assert sallocs[:3] == [['--nodelist=gpu-[01-03]', '--job-name=validate-srun'], ['--nodelist=gpu-[01-02]', '--job-name=validate-srun'],
+                               ['--nodelist=gpu-[01-03]', '--job-name=validate-gres', '--gres=gpu:2']]
+        assert dispatch['gpu-03'].startswith('own job (the allocation was not granted: ') and dispatch['gpu-03'].endswith('not idle: gpu-03)')
+    else:
+        assert all(d is None or d.startswith('own job (the allocation was not granted') for d in dispatch.values())
+        assert [a['refused'] for a in result['allocations']] == ['salloc: error: Unable to allocate resources: Requested nodes are busy'] * 2
