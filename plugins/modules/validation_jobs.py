@@ -24,7 +24,8 @@ description:
     per-node runs are steps of one allocation per node type (C(salloc --no-shell --immediate --no-kill)), not one job each, so
     that the controller allocates a few jobs instead of one per node. An allocation not granted within C(nccl.allocation_wait)
     seconds (a busy node) is asked again for the nodes C(sinfo) lists idle, and the runs of the others go as one job each, so that
-    a busy node holds up only its own run. The allocations are cancelled (C(scancel)) when the round ends.
+    a busy node holds up only its own run. The allocations are cancelled (C(scancel)) when the round ends. The Slurm stage
+    (O(slurm)) does the same with C(slurm.dispatch).
   - Each finished job is judged by its O(jobs[].kind) and turned into check records for
     C(gpucluster.bringup.validation_report); C(nccl) jobs also return their busbw-vs-size series.
   - A job that fails is a failed check, never a failed task; the module fails only on bad input, and then before any job
@@ -136,7 +137,12 @@ options:
   slurm:
     description:
       - The Slurm stage as a plan (see C(_validation_checks.slurm_jobs)), appended to O(jobs) - C(nodes)
-        (C([{name, gpus, mig}])), C(srun), C(partition), C(time_limit), C(timeout), C(pyxis), C(container_image), C(env).
+        (C([{name, gpus, mig, usable, busy}])), C(srun), C(partition), C(time_limit), C(timeout), C(pyxis), C(container_image), C(env),
+        C(dispatch), C(dispatch_min_nodes), C(allocation_wait), C(salloc).
+      - With C(dispatch) V(allocation) (V(auto), the default, from C(dispatch_min_nodes) nodes on, 64 by default; V(per_node) never),
+        each round's per-node jobs (C(srun hostname), the C(--gres=gpu) job, the pyxis job) are steps of one allocation per GPU count,
+        as the NCCL stage's; a node with C(busy) true, a node alone of its GPU count and the job-environment job keep jobs of their own.
+        A step that fails is run again as the node's own job and judged on that, so a node's records are the ones one job per node gives.
     type: dict
   mpi:
     description:
@@ -218,7 +224,7 @@ results:
   type: dict
 allocations:
   description:
-    - The allocations the per-node runs were steps of (C(nccl.dispatch)), C([{name, nodes, job_id, seconds, refused}]);
+    - The allocations the per-node runs were steps of (C(nccl.dispatch), C(slurm.dispatch)), C([{name, nodes, job_id, seconds, refused}]);
       C(job_id) is null and C(refused) says why when one was not granted (its runs then went as one job each).
   returned: always
   type: list

@@ -28,6 +28,12 @@ description:
     C(Not responding) or C(Kill task failed)) is never resumed, whatever its checks say, unless O(resume_admin_drains).
   - The nodes are resumed with one C(scontrol update) (node by node only when that fails) and probed 64 at a time, so
     resuming hundreds of nodes takes a few rounds of probe jobs, not one job after another.
+  - With O(dispatch) V(allocation) (V(auto) from O(dispatch_min_nodes) probes on), the probes are steps of one allocation per node
+    type (partitions and GRES; C(salloc --no-shell --immediate --no-kill) in the reservation), not one job each, as the validation's
+    NCCL stage runs its per-node runs. A node that held a job (allocated or mixed) before it was resumed, a node alone of its type,
+    and the nodes of an allocation not granted within O(allocation_wait) seconds (after one more try with the nodes C(sinfo) lists
+    idle) are probed with jobs of their own. A step that fails on a node that is not drained or down after it is probed again with
+    the node's own job, and judged on that; a node drained again is judged on its step. The allocations are cancelled after the probes.
   - Runs on a host with the Slurm client commands and rights to update nodes (the controller).
   - Bad input (a malformed O(checks) entry, a O(probe_timeout) below 1, a reservation name Slurm would not take) fails the task
     before any command runs.
@@ -92,6 +98,21 @@ options:
         and C(.), starting with a letter or digit (no spaces, commas or C(=)).
     type: str
     default: gpucluster-resume
+  dispatch:
+    description:
+      - How the probes reach Slurm. V(per_node) one job each; V(allocation) steps of one allocation per node type; V(auto)
+        the allocation from O(dispatch_min_nodes) probes on.
+    type: str
+    choices: [auto, per_node, allocation]
+    default: auto
+  dispatch_min_nodes:
+    description: With O(dispatch=auto), the number of probes (at least 1) from which they go as steps of allocations.
+    type: int
+    default: 64
+  allocation_wait:
+    description: Seconds (1 to 3600) an allocation of the probes may wait for its nodes (C(salloc --immediate)).
+    type: int
+    default: 60
 '''
 
 EXAMPLES = r'''
@@ -129,6 +150,13 @@ kept:
   type: dict
 records:
   description: One check record per problem node (stage V(resume)) for C(validation_report).
+  returned: always
+  type: list
+  elements: dict
+allocations:
+  description:
+    - The allocations the probes were steps of (O(dispatch)), C([{name, nodes, job_id, seconds, refused}]); C(refused) is
+      salloc's last message when one was not granted. Empty when every probe was a job of its own.
   returned: always
   type: list
   elements: dict
