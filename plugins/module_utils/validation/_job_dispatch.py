@@ -34,6 +34,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import require_choice, require_int, require_str
 
@@ -110,8 +112,9 @@ def make_steps(jobs, alloc):
 # ---------------------------------------------------------------- resume probes
 
 def probe_type(node):
-    """A resumed node's type for its probe's allocation: its partitions and its GRES (``slurm._nodes``)."""
-    return (','.join(node.get('partitions') or []), node.get('gres') or '')
+    """A resumed node's type for its probe's allocation: its partitions and its GRES (``slurm._nodes``; without the sockets
+    Slurm 24.11 shows, ``gpu:h100:8(S:0-1)``)."""
+    return (','.join(node.get('partitions') or []), re.sub(r'\(S:[^)]*\)', '', node.get('gres') or ''))
 
 
 def probe_plan(names, nodes, reservation, probe_argv, srun='srun', dispatch='auto', min_nodes=DISPATCH_MIN_NODES,

@@ -54,7 +54,7 @@ def node(state='IDLE', partitions=('gpu',), gres='gpu:h100:8'):
     return {'state': state, 'partitions': list(partitions), 'gres': gres}
 
 
-NODES = {'a1': node(), 'a2': node(), 'a3': node('MIXED'), 'a4': node(), 'b1': node(gres='gpu:a100:4'), 'b2': node(gres='gpu:a100:4'),
+NODES = {'a1': node(), 'a2': node(gres='gpu:h100:8(S:0-1)'), 'a3': node('MIXED'), 'a4': node(), 'b1': node(gres='gpu:a100:4'), 'b2': node(gres='gpu:a100:4'),
          'c1': node(partitions=('cpu',), gres=''), 'd1': node('ALLOCATED', gres='gpu:a100:4')}
 
 
