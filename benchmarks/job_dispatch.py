@@ -180,7 +180,7 @@ def main():
         print('%-7s %-11s %8s %6s %6s %9s %12s  %s' % ('what', 'dispatch', 'wall s', 'jobs', 'steps', 'ctld cpu', 'allocations', 'outcome'))
         for row in rows:
             print('%-7s %-11s %8.1f %6d %6d %9.2f %12d  %s' % (row['what'], row['dispatch'], row['wall_s'], row['jobs'], row['steps'],
-                                                             row['slurmctld_cpu_s'], len(row['allocations']), json.dumps(row['outcome'])))
+                                                               row['slurmctld_cpu_s'], len(row['allocations']), json.dumps(row['outcome'])))
         for what in ('resume', 'slurm'):
             pair = [row['verdicts'] for row in rows if row['what'] == what]
             print('%s: the same verdict per node with both dispatches: %s' % (what, pair[0] == pair[1]))

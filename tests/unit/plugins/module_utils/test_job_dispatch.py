@@ -111,10 +111,9 @@ def test_rerun_probe(job, rc, problem, expected):
 
 
 def slurm_plan(**extra):
-    nodes = [{'name': 'g%d' % i, 'gpus': 8, 'usable': True} for i in range(1, 4)] + [{'name': 'h1', 'gpus': 4, 'usable': True},
-                                                                                       {'name': 'h2', 'gpus': 4, 'usable': True},
-                                                                                       {'name': 'c1', 'gpus': 0, 'usable': True},
-                                                                                       {'name': 'x1', 'gpus': 8, 'usable': False}]
+    nodes = [{'name': 'g%d' % i, 'gpus': 8, 'usable': True} for i in range(1, 4)]
+    nodes += [{'name': 'h1', 'gpus': 4, 'usable': True}, {'name': 'h2', 'gpus': 4, 'usable': True}, {'name': 'c1', 'gpus': 0, 'usable': True},
+              {'name': 'x1', 'gpus': 8, 'usable': False}]
     return dict({'nodes': nodes, 'pyxis': True, 'container_image': 'img', 'partition': 'batch', 'dispatch': 'allocation'}, **extra)
 
 
@@ -134,8 +133,9 @@ def test_slurm_stage_one_allocation_per_round_and_gpu_count():
         'gres gpu:8 on 3 nodes': ['g1/gres', 'g2/gres', 'g3/gres'], 'gres gpu:4 on 2 nodes': ['h1/gres', 'h2/gres'],
         'container gpu:8 on 3 nodes': ['g1/container', 'g2/container', 'g3/container'],
         'container gpu:4 on 2 nodes': ['h1/container', 'h2/container']}
-    assert found['gres gpu:4 on 2 nodes'][0] == ['salloc', '--no-shell', '--immediate=60', '--no-kill', '--nodes=2', '--nodelist=h[1-2]',
-                                                  '--time=10', '--job-name=validate-gres', '--partition=batch', '--gres=gpu:4']
+    assert found['gres gpu:4 on 2 nodes'][0] == [
+        'salloc', '--no-shell', '--immediate=60', '--no-kill', '--nodes=2', '--nodelist=h[1-2]', '--time=10', '--job-name=validate-gres',
+        '--partition=batch', '--gres=gpu:4']
     assert '--gres=gpu:8' not in found['srun gpu:8 on 3 nodes'][0]
     by_name = dict((job['name'], job) for job in jobs)
     # the lone node without GPUs, the unusable one and the job environment keep jobs of their own

@@ -230,6 +230,7 @@ def test_steps_failing_with_their_allocation_are_judged_on_jobs_of_their_own():
     names = NAMES[:5]
     slurm = FakeSlurm(names, failing_probe={'gpu-002'}, kill_allocation=True, delay=0)
     resumed, kept, result = outcome(slurm, names, 'allocation')
+    assert [(a['nodes'], a['job_id']) for a in result['allocations']] == [(5, '100')] and slurm.allocated == {}
     assert resumed == ['gpu-001', 'gpu-003', 'gpu-004', 'gpu-005']
     # the drained node is judged on its step (a job of its own would wait on it); the others ran again on their own
     assert slurm.steps == dict([('gpu-002', ['100'])] + [(n, ['100', '']) for n in resumed])
@@ -251,8 +252,8 @@ def test_a_refused_allocation_is_asked_again_without_its_busy_node():
         return real(argv, timeout, env)
     slurm.job = job
     resumed, kept, result = outcome(slurm, names, 'allocation')
-    assert [c for c in slurm.calls if c[0] in ('salloc', 'sinfo')] == [('salloc', 'gpu-[001-004]'), ('sinfo', 'gpu-[001-004]'),
-                                                                        ('salloc', 'gpu-[001-002,004]')]
+    assert [c for c in slurm.calls if c[0] in ('salloc', 'sinfo')] == [
+        ('salloc', 'gpu-[001-004]'), ('sinfo', 'gpu-[001-004]'), ('salloc', 'gpu-[001-002,004]')]
     assert slurm.steps == {'gpu-001': ['101'], 'gpu-002': ['101'], 'gpu-004': ['101'], 'gpu-003': ['']}
     assert [(a['name'], a['job_id']) for a in result['allocations']] == [
         ('probe in the default partition on 4 nodes', None), ('probe in the default partition on 3 idle nodes', '101')]
