@@ -558,7 +558,8 @@ def test_slurm_jobs_defaults():
     ({'nodes': [{'name': 'a'}], 'partition': 'a,b'}, "partition is 'a,b', expected a Slurm partition name: " + NAME_TEXT + ', or empty'),
     ({'nodes': [{'name': 'a'}], 'timeout': 0}, 'timeout is 0, expected a whole number of seconds of at least 1'),
     ({'nodes': [{'name': 'a'}], 'image': 'x', 'ranks': 2},
-     'unknown Slurm plan key(s) image, ranks; valid keys: nodes, srun, partition, time_limit, timeout, pyxis, container_image, env'),
+     'unknown Slurm plan key(s) image, ranks; valid keys: nodes, srun, partition, time_limit, timeout, pyxis, container_image, env, '
+     'dispatch, dispatch_min_nodes, allocation_wait, salloc'),
 ])
 def test_slurm_jobs_bad_plans(plan, message):
     with pytest.raises(ValueError) as err:
