@@ -8,7 +8,7 @@
 #
 #   scripts/test.sh                 # every stage
 #   scripts/test.sh unit lint       # only these stages
-#   scripts/test.sh deps upgrade    # the Slurm upgrade tests (not in CI: about 20 minutes)
+#   scripts/test.sh deps upgrade    # the Slurm upgrade tests (not in CI: about 36 minutes)
 #   scripts/test.sh deps bookworm   # the Debian 12 / Slurm 22.05 scenario (not in CI: about 5 minutes)
 #   scripts/test.sh deps acceptance # the default scenario's long acceptance tests (not in CI: about 45 minutes)
 #   scripts/test.sh deps nccl-build # nccl-tests compiled for real through the validate role (not in CI: README)
