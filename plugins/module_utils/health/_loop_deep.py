@@ -18,7 +18,10 @@ runs:
 * ``--immediate``: an allocation not granted within ``wait`` seconds is asked again for the group's idle nodes
   only (:func:`narrowed`, the idle ones from ``sinfo``, :func:`idle_names`); the other nodes run as jobs of their
   own (:func:`use_own_jobs`): a node that is not free holds up only its own run;
-* :func:`granted_job` reads salloc's job id, :func:`use_allocation` makes the steps of it.
+* :func:`granted_job` reads salloc's job id, :func:`use_allocation` makes the steps of it;
+* a node whose GPUs the loop resets (``reset-gpu``, health/_node_loop.py state ``reset-asked``) runs the reset as the
+  first part of its deep run (:func:`with_reset`: ``nvidia-smi --gpu-reset -i <gpu>`` per GPU, the mig role's boot unit
+  restarted when it is enabled, then the deep tier), and the job's output says how it went (:func:`read_reset`).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -40,6 +43,32 @@ ALLOCATION_WAIT = 60
 JOB_NAME = 'gpucluster-loop-deep'
 # salloc's line once the nodes are the job's
 GRANTED = re.compile(r'Granted job allocation (\d+)')
+# the mig role's boot unit: it re-creates the MIG layout, which a GPU reset destroys (instances do not survive it)
+MIG_UNIT = 'gpucluster-mig.service'
+RESET_MARK = 'GPUCLUSTER-GPU-RESET '
+_RESET_LINE = re.compile(r'GPUCLUSTER-GPU-RESET (done|failed) rc=(-?\d+) gpus=(\S*) mig=(\S+): ?(.*)$')
+# The reset, run by /bin/sh on the node before the deep tier (as root: the deep tier's job): $1 the GPUs (comma
+# separated, "" every GPU), $2 the MIG unit, $3 nvidia-smi, then the deep tier's argv. One line with RESET_MARK tells
+# the loop what happened; the deep tier runs only after a reset that worked.
+RESET_SCRIPT = '''gpus=$1 unit=$2 smi=$3; shift 3
+say() { printf '%s%s rc=%s gpus=%s mig=%s: %s\\n' "GPUCLUSTER-GPU-RESET " "$1" "$2" "$3" "$4" "$(printf '%s' "$5" | tr '\\n' ' ' | cut -c1-300)"; }
+if [ -z "$gpus" ]; then
+  out=$("$smi" --query-gpu=index --format=csv,noheader 2>&1); rc=$?
+  if [ "$rc" -ne 0 ]; then say failed "$rc" all none "$out"; exit 3; fi
+  gpus=$(printf '%s' "$out" | tr -d ' ' | tr '\\n' ',' | sed 's/,*$//')
+fi
+for gpu in $(printf '%s' "$gpus" | tr ',' ' '); do
+  out=$("$smi" --gpu-reset -i "$gpu" 2>&1); rc=$?
+  if [ "$rc" -ne 0 ]; then say failed "$rc" "$gpu" none "$out"; exit 3; fi
+done
+mig=none
+if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled --quiet "$unit" 2>/dev/null; then
+  out=$(systemctl restart "$unit" 2>&1); rc=$?
+  if [ "$rc" -ne 0 ]; then say failed "$rc" "$gpus" "$unit" "$out"; exit 3; fi
+  mig=restarted
+fi
+say done 0 "$gpus" "$mig" "$out"
+exec "$@"'''
 
 
 def dispatch_settings(dispatch, min_nodes, wait):
@@ -147,3 +176,32 @@ def use_own_jobs(jobs, why):
         job['argv'] = job['own_argv']
         job['allocation'] = None
         job['dispatch'] = 'own job (%s)' % why
+
+
+def with_reset(job, program, gpus, nvidia_smi='nvidia-smi', mig_unit=MIG_UNIT):
+    """``job`` (a :func:`plan` job) with the GPU reset of ``gpus`` (``[]``: every GPU) before its deep tier, in both its
+    ``argv`` and its ``own_argv``: ``program --tier deep ...`` becomes ``/bin/sh -c RESET_SCRIPT ... program --tier deep
+    ...`` (the srun options before it stay). ``ValueError`` when the job does not run ``program``."""
+    for key in ('argv', 'own_argv'):
+        argv = job[key]
+        at = [i for i in range(len(argv) - 1) if argv[i] == program and argv[i + 1] == '--tier']
+        if not at:
+            raise ValueError('the deep run of %s does not run %s --tier' % (job['name'], program))
+        i = at[0]
+        job[key] = argv[:i] + ['/bin/sh', '-c', RESET_SCRIPT, 'gpucluster-gpu-reset', ','.join(str(g) for g in gpus), mig_unit,
+                               nvidia_smi] + argv[i:]
+    job['reset'] = list(gpus)
+    return job
+
+
+def read_reset(text):
+    """What the GPU reset before the deep tier said (the last ``GPUCLUSTER-GPU-RESET`` line of the job's output):
+    ``{'ok', 'rc', 'gpus', 'mig', 'text'}`` (``gpus`` a list, ``mig``: ``restarted``, ``none`` or the unit that failed),
+    None when there is no such line (the job never got to the reset)."""
+    for line in reversed((text or '').splitlines()):
+        found = _RESET_LINE.search(line.strip())
+        if found:
+            state, rc, gpus, mig, rest = found.groups()
+            return {'ok': state == 'done', 'rc': int(rc), 'gpus': [g for g in gpus.split(',') if g], 'mig': mig,
+                    'text': rest.strip()}
+    return None

@@ -16,9 +16,15 @@ States (a node's record, ``record['state']``):
   ``promote_after`` hits within ``promote_window_s``;
 * ``drained``: drained for a ``drain``-action condition (by the health check: its K-pass resume returns it; or
   promoted by the loop: a person returns it);
+* ``reset-asked``: a ``reset-gpu`` condition: drained with the loop's ``reset`` tag (after requeueing the node's jobs when
+  the policy allows); once the node is idle the GPU reset (:func:`reset_gpus`: the GPU(s) the condition names, else
+  every GPU; then the mig role's boot unit, when enabled, re-creates the MIG layout) runs on the node as the first part
+  of the deep tier's job (``health._loop_deep.with_reset``), and :func:`settle_deep` reads both: reset and deep tier
+  pass -> returned; the reset or the deep tier fails (a GPU in use, a lost GPU) -> ``reboot-asked`` (counted in the
+  reboot window), where a second failure sends it to ``service``;
 * ``reboot-asked``: ``scontrol reboot ASAP reason=<loop tag>`` was run on the drained node (after requeueing the
   node's jobs when the policy allows);
-* ``back``: the node booted after the request; the deep tier is to run on it;
+* ``back``: the node booted after the request (or its GPU reset was done); the deep tier is to run on it;
 * ``deep-passed`` and ``returned``: passing states of one pass (the node is resumed);
 * ``service``: drained with the loop's service tag, for a person (hardware repair); the loop never returns it.
 
@@ -41,14 +47,18 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _drain_tag as drain_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _nodes as slurm_nodes
 
-STATES = ('ok', 'quarantine', 'drained', 'reboot-asked', 'back', 'deep-passed', 'returned', 'service')
+STATES = ('ok', 'quarantine', 'drained', 'reset-asked', 'reboot-asked', 'back', 'deep-passed', 'returned', 'service')
 EVENTS = ('detected', 'drained', 'reboot_asked', 'back', 'deep_passed', 'deep_failed', 'returned', 'service', 'quarantined',
-          'promoted')
+          'promoted', 'reset_asked', 'reset_done', 'reset_failed')
 # what the loop writes into a drain reason: <tag>:<step>:<condition>: <detail>
 STEPS = drain_tag.LOOP_STEPS
 MAX_REASON = 200
 MAX_SEEN = 20
-REBOOT_ACTIONS = ('reset-gpu', 'reboot')
+REBOOT_ACTIONS = ('reboot',)
+RESET_ACTION = 'reset-gpu'
+# how the health check names a GPU in its details: "GPU 3 (00000000:3B:00.0) ...", "the GPU at PCI 0000:3b:00.0 ..."
+_GPU_INDEX = re.compile(r'\bGPU (\d+)\b')
+_GPU_BUS = re.compile(r'\bPCI ((?:[0-9A-Fa-f]{4,8}:)?[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\b')
 
 POLICY_DEFAULTS = {
     'scontrol': 'scontrol',
@@ -67,7 +77,8 @@ POLICY_DEFAULTS = {
     'promote_window_s': 86400,
     # requeue the jobs of a node that goes to reboot (the health check's requeue setting)
     'requeue': True,
-    # run the deep tier on a node that came back; passes in a row it needs (the deep tier's resume_passes)
+    # run the deep tier on a node that came back (and carry out reset-gpu: the reset runs in the deep tier's job; with
+    # the deep tier off a reset-gpu condition is carried out as a reboot); passes in a row it needs (its resume_passes)
     'deep': True,
     'deep_passes': 1,
 }
@@ -121,6 +132,22 @@ def hit_comment(prefix, condition, epoch, detail):
     """The Comment the health check writes for a ``comment``-action condition: ``<prefix>-hit:<condition>@<epoch>: <detail>``."""
     text = ('%s-hit:%s@%d: %s' % (prefix, condition, int(epoch), detail or '')).replace('\n', ' ').replace('"', "'")
     return text if len(text) <= MAX_REASON else text[:MAX_REASON - 3] + '...'
+
+
+def reset_gpus(detail):
+    """The GPUs a condition's detail names, as ``nvidia-smi -i`` takes them: NVML indexes (``GPU 3``), else PCI bus ids
+    (``the GPU at PCI 0000:3b:00.0``); ``[]`` when it names none (every GPU of the node is reset)."""
+    indexes = []
+    for found in _GPU_INDEX.findall(detail or ''):
+        if found not in indexes:
+            indexes.append(found)
+    if indexes:
+        return sorted(indexes, key=int)
+    buses = []
+    for found in _GPU_BUS.findall(detail or ''):
+        if found.lower() not in buses:
+            buses.append(found.lower())
+    return buses
 
 
 def parse_hit(comment, prefix=POLICY_DEFAULTS['prefix']):
@@ -202,18 +229,21 @@ def owner(node, policy):
 
 def new_record(now):
     return {'state': 'ok', 'since': now, 'condition': None, 'reason': None, 'asked_at': None, 'reboots': [], 'hits': {},
-            'seen': [], 'deep_runs': 0, 'time_in': {}}
+            'seen': [], 'deep_runs': 0, 'time_in': {},
+            'via': None, 'gpus': [], 'resets': []}
 
 
 class Result(object):
     """What one step decided: the new ``record``, the scontrol ``actions`` (argv lists, in order), the ``events``
-    (dicts for _loop_events) and whether the node wants a ``deep`` run now."""
+    (dicts for _loop_events), whether the node wants a ``deep`` run now and the GPUs to ``reset`` first."""
 
     def __init__(self, record):
         self.record = record
         self.actions = []
         self.events = []
         self.deep = False
+        # with deep: the GPUs to reset before the deep tier ([]: every GPU), None for no reset
+        self.reset = None
 
 
 def _move(result, node, state, now, event=None, **extra):
@@ -249,19 +279,23 @@ def derive(record, node, policy, now):
     record.setdefault('time_in', {})
     tag = parse_loop_reason(node['reason'], policy['tag']) if is_drained(node) or is_down(node) else None
     if tag:
-        state = {'reboot': 'reboot-asked', 'drain': 'drained', 'service': 'service'}[tag['step']]
-        keep = state == record['state'] or (state == 'reboot-asked' and record['state'] == 'back')
+        state = {'reset': 'reset-asked', 'reboot': 'reboot-asked', 'drain': 'drained', 'service': 'service'}[tag['step']]
+        keep = state == record['state'] or (state in ('reboot-asked', 'reset-asked') and record['state'] == 'back')
         if not keep:
             record['state'], record['since'] = state, now
             record['condition'] = tag['condition']
             record['reason'] = node['reason']
-            if state == 'reboot-asked':
+            if state in ('reboot-asked', 'reset-asked'):
                 record['asked_at'] = node['reason_time'] or now
+                record['via'] = 'reset' if state == 'reset-asked' else 'reboot'
+            if state == 'reset-asked':
+                # a crash between the drain and the reset: the GPUs are read back from the tag
+                record['gpus'] = reset_gpus(tag['detail'])
         return record
     if record['state'] in ('deep-passed', 'returned'):
         # passing states of one pass, cut short: the node is resumed, or it is picked up by its tag above
         record['state'], record['since'] = 'ok', now
-    if record['state'] in ('reboot-asked', 'back', 'service') or (record['state'] == 'drained' and record.get('owner') == 'loop'):
+    if record['state'] in ('reset-asked', 'reboot-asked', 'back', 'service') or (record['state'] == 'drained' and record.get('owner') == 'loop'):
         if record['state'] == 'back' and record.get('deep_started'):
             # resumed into the deep tier's reservation by the loop itself, which stopped before the verdict: the deep
             # tier runs again (a node is never returned without it)
@@ -269,7 +303,7 @@ def derive(record, node, policy, now):
         elif not (is_drained(node) or is_down(node)):
             # our drain is gone: a person resumed the node
             record['returned_by_hand'] = True
-        elif (record['state'] in ('reboot-asked', 'back') and health_tag(node['reason'], policy['prefix'])
+        elif (record['state'] in ('reboot-asked', 'back') and record.get('via') != 'reset' and health_tag(node['reason'], policy['prefix'])
               and not _booted_since(node, record['asked_at'])):
             # the health check's drain is still there, no boot since: the reboot command never reached Slurm
             record['state'], record['since'] = 'ok', now
@@ -299,7 +333,25 @@ def _ask_reboot(result, node, policy, now, condition, detail):
     record['asked_at'] = now
     record['reason'] = reason
     record['deep_runs'] = 0
+    record['via'] = 'reboot'
     _move(result, node, 'reboot-asked', now, 'reboot_asked', reason=reason, jobs=list(node.get('jobs') or []))
+    return result
+
+
+def _ask_reset(result, node, policy, now, condition, detail):
+    """Drained with the loop's reset tag (the jobs requeued first when the policy allows); the reset runs once it is idle."""
+    record = result.record
+    reason = loop_reason(policy['tag'], 'reset', condition, detail)
+    if policy['requeue'] and node.get('jobs'):
+        result.actions.append([policy['scontrol'], 'requeue', ','.join(str(j) for j in node['jobs'])])
+    # the health check's drain (or none) replaced by the loop's tag: a crash from here on is derived again from it
+    result.actions.append(_update(policy, node, 'state=drain', 'reason=' + reason))
+    record['gpus'] = reset_gpus(detail)
+    record['asked_at'] = now
+    record['reason'] = reason
+    record['deep_runs'] = 0
+    record['via'] = 'reset'
+    _move(result, node, 'reset-asked', now, 'reset_asked', reason=reason, gpus=list(record['gpus']), jobs=list(node.get('jobs') or []))
     return result
 
 
@@ -325,6 +377,15 @@ def _detected(result, node, policy, now, tag):
     _note(record, '%s:%s: %s' % (tag['tier'], tag['check'], tag['detail']))
     result.events.append({'time': now, 'node': node['name'], 'event': 'detected', 'from': record['state'], 'to': record['state'],
                           'condition': condition, 'action': action, 'reason': node['reason']})
+    if action == RESET_ACTION:
+        recent = _window(record.get('resets') or [], now, policy['reboot_window_s'])
+        if not policy['deep']:
+            # the reset runs in the deep tier's job: without the deep tier a reboot resets every GPU
+            return _ask_reboot(result, node, policy, now, condition, tag['detail'])
+        if recent:
+            # a GPU reset within the window did not hold: a reboot
+            return _ask_reboot(result, node, policy, now, condition, 'again after a GPU reset: %s' % tag['detail'])
+        return _ask_reset(result, node, policy, now, condition, tag['detail'])
     if action in REBOOT_ACTIONS:
         return _ask_reboot(result, node, policy, now, condition, tag['detail'])
     if action == 'service':
@@ -387,11 +448,20 @@ def step(record, node, policy, now):
         _move(result, node, 'ok', now, 'returned', by='hand')
         record['condition'] = None
     state = record['state']
-    if state in ('reboot-asked', 'back') and who == 'health':
+    if state in ('reset-asked', 'reboot-asked', 'back') and who == 'health':
         # the health check (slurmd runs it at start, the prolog tier at the deep job) drained it again after the reboot
         tag = health_tag(node['reason'], policy['prefix'])
         _note(record, '%s:%s: %s' % (tag['tier'], tag['check'], tag['detail']))
+        if record.get('via') == 'reset':
+            # ... or around its GPU reset: the reset did not help, a reboot (counted in the window)
+            return _ask_reboot(result, node, policy, now, record['condition'], 'still failing around the GPU reset: %s' % node['reason'])
         return _to_service(result, node, policy, now, record['condition'], 'still failing after the reboot: %s' % node['reason'])
+    if state == 'reset-asked':
+        if not (is_busy(node) or node.get('jobs') or rebooting(node)):
+            # idle (drained, no job): the reset and the deep tier run in one job in the maintenance reservation
+            result.deep = True
+            result.reset = list(record.get('gpus') or [])
+        return result
     if state == 'reboot-asked':
         if _booted_since(node, record['asked_at']) and not rebooting(node):
             result.deep = policy['deep']
@@ -449,20 +519,46 @@ def _return(result, node, policy, now, why, resumed=False):
     record['reason'] = None
     record['seen'] = []
     record['owner'] = None
+    record['via'] = None
     return result
 
 
-def settle_deep(record, node, report, policy, now, resumed=False):
-    """After the deep tier ran on a node in ``back``: ``report`` is the deep tier's report
-    (``_healthcheck_deep.read_report``) or None when the job gave no verdict.  Pass (``passes`` at least
-    ``deep_passes``): resumed (``resumed``: it was already, into the deep tier's reservation); fail: service; no
-    verdict: stays ``back`` (run again next pass)."""
+def _resumed_view(node):
+    """``node`` as it is after the loop resumed it into the deep tier's reservation: not drained, no job of its own."""
+    flags = [f for f in node['flags'] if f not in ('DRAIN', 'DRAINED', 'DRAINING')]
+    return dict(node, flags=flags, state='IDLE' if is_drained(node) else node['state'], jobs=[])
+
+
+def settle_deep(record, node, report, policy, now, resumed=False, reset=None):
+    """After the deep tier ran on a node in ``back`` or ``reset-asked``: ``report`` is the deep tier's report
+    (``_healthcheck_deep.read_report``) or None when the job gave no verdict; ``reset`` (``reset-asked`` only) what the
+    GPU reset before it said (``health._loop_deep.read_reset``: ``{'ok', 'rc', 'gpus', 'mig', 'text'}``, None when the
+    job never got to it).  Pass (``passes`` at least ``deep_passes``): resumed (``resumed``: it was already, into the
+    deep tier's reservation); fail: service, or after a GPU reset a reboot; a failed reset: a reboot; no verdict: stays
+    (run again next pass)."""
     result = Result(dict(record))
     record = result.record
-    if record['state'] != 'back':
-        raise ValueError('%s is %s, the deep tier settles only a node that is back' % (node['name'], record['state']))
+    if record['state'] not in ('back', 'reset-asked'):
+        raise ValueError('%s is %s, the deep tier settles only a node that is back or waits for its GPU reset' % (node['name'], record['state']))
+    view = _resumed_view(node) if resumed else node
     record['deep_runs'] = record.get('deep_runs', 0) + 1
     record['deep_started'] = False
+    if record['state'] == 'reset-asked':
+        if reset is None:
+            result.events.append({'time': now, 'node': node['name'], 'event': 'deep_failed', 'from': 'reset-asked', 'to': 'reset-asked',
+                                  'condition': record['condition'], 'verdict': 'none', 'why': 'the GPU reset gave no verdict'})
+            return result
+        if not reset.get('ok'):
+            why = 'the GPU reset failed (rc=%s): %s' % (reset.get('rc'), reset.get('text') or 'no message')
+            event = {'time': now, 'node': node['name'], 'event': 'reset_failed', 'from': 'reset-asked', 'to': None,
+                     'condition': record['condition'], 'gpus': reset.get('gpus'), 'rc': reset.get('rc'), 'why': why}
+            result.events.append(event)
+            _note(record, why)
+            _ask_reboot(result, view, policy, now, record['condition'], why)
+            event['to'] = record['state']
+            return result
+        record['resets'] = _window(record.get('resets') or [], now, policy['reboot_window_s']) + [now]
+        _move(result, node, 'back', now, 'reset_done', gpus=reset.get('gpus'), mig=reset.get('mig'))
     if report is None or report.get('status') == 2:
         why = 'no verdict' if report is None else 'the deep tier could not judge everything'
         result.events.append({'time': now, 'node': node['name'], 'event': 'deep_failed', 'from': 'back', 'to': 'back',
@@ -470,9 +566,16 @@ def settle_deep(record, node, report, policy, now, resumed=False):
         return result
     if report.get('status') == 1:
         failed = [r for r in report.get('results') or [] if r.get('status') == 'fail']
-        why = 'the deep tier failed after the reboot: %s' % (report.get('reason') or ', '.join(r['check'] for r in failed))
-        result.events.append({'time': now, 'node': node['name'], 'event': 'deep_failed', 'from': 'back', 'to': 'service',
-                              'condition': record['condition'], 'verdict': 'fail', 'checks': [r['check'] for r in failed]})
+        after = 'the GPU reset' if record.get('via') == 'reset' else 'the reboot'
+        why = 'the deep tier failed after %s: %s' % (after, report.get('reason') or ', '.join(r['check'] for r in failed))
+        event = {'time': now, 'node': node['name'], 'event': 'deep_failed', 'from': 'back', 'to': 'service',
+                 'condition': record['condition'], 'verdict': 'fail', 'checks': [r['check'] for r in failed]}
+        result.events.append(event)
+        if record.get('via') == 'reset':
+            _note(record, why)
+            _ask_reboot(result, view, policy, now, record['condition'], why)
+            event['to'] = record['state']
+            return result
         return _to_service(result, node, policy, now, record['condition'], why)
     passes = report.get('passes') or 0
     if passes < policy['deep_passes']:

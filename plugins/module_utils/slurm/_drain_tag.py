@@ -15,8 +15,8 @@ owner       reason                                   scope / check
 healthcheck ``<prefix>:<tier>:<check>: <detail>``    tier (prolog, periodic, deep) / check (``xid``);
             (read too: ``healthcheck: <check>: ..``,  ``<prefix>`` is slurm_healthcheck_reason_prefix,
             and ``<prefix>:<check>: ..``, periodic)  default ``gpuhc``
-loop        ``<loop>:<step>:<condition>: <detail>``  the closed loop (health/_node_loop): step (reboot, drain,
-                                                     service) / condition (``xid-79``); ``<loop>`` is its tag,
+loop        ``<loop>:<step>:<condition>: <detail>``  the closed loop (health/_node_loop): step (reset, reboot,
+                                                     drain, service) / condition (``xid-79``); ``<loop>`` is its tag,
                                                      default ``gpuloop``
 validate    ``validate: <stage>/<check>: <detail>``  stage (node, slurm, mpi, ...) / check (``gres_conf``)
 mig         ``gpucluster.bringup.mig: <detail>``     none / none (the mig role around a layout change)
@@ -45,8 +45,8 @@ LEGACY_PREFIXES = ('healthcheck',)
 MIG_OWNER = 'gpucluster.bringup.mig:'
 VALIDATE_OWNER = 'validate:'
 DEFAULT_LOOP_PREFIX = 'gpuloop'
-# the closed loop's steps: a node it reboots, drains, or sends to service (hardware repair)
-LOOP_STEPS = ('reboot', 'drain', 'service')
+# the closed loop's steps: a node whose GPUs it resets, it reboots, drains, or sends to service (hardware repair)
+LOOP_STEPS = ('reset', 'reboot', 'drain', 'service')
 MAX_REASON = 200
 
 PREFIX = re.compile(r'[A-Za-z][A-Za-z0-9_-]*\Z')

@@ -11,12 +11,15 @@ Each pass:
 1. reads what Slurm says of every node (scontrol -o show node) and the running jobs (squeue);
 2. per node, asks the state machine (module_utils health/_node_loop.py) what to do: the health check's drains
    (gpuhc:<tier>:<check>: ...) are looked up in the table of conditions (health/_conditions.py) and turned into
-   a reboot through Slurm (scontrol reboot ASAP reason=gpuloop:reboot:...), a service drain, or
+   a GPU reset (drained with gpuloop:reset:..., its jobs requeued; the reset runs once the node is idle), a reboot
+   through Slurm (scontrol reboot ASAP reason=gpuloop:reboot:...), a service drain, or
    left to the health check; hits of comment-mode conditions in a node's Comment quarantine it and, after M
    within the window, drain it; an admin's drain is never touched;
 3. runs those scontrol commands, appends each transition as one JSON line to the events file and writes the
    state file after each node (a crash leaves every node derivable from its tag in Slurm);
-4. runs the deep tier on the nodes back from their reboot: the health check program's --tier deep in a
+4. runs the deep tier on the nodes back from their reboot (and, after their GPU reset in the same job, on the idle
+   nodes waiting for one: nvidia-smi --gpu-reset -i <gpu>, the mig boot unit restarted, health/_loop_deep.py
+   with_reset; a failed reset or deep tier there asks for a reboot): the health check program's --tier deep in a
    maintenance reservation (the same program and argv as playbooks/health_deep.yml), from deep_dispatch_min_nodes
    nodes in a pass on as steps of one allocation per node type (health/_loop_deep.py), else one job per node; a
    pass resumes the node, a failure sends it to service;
@@ -106,7 +109,7 @@ def append_events(path, events):
         for event in events:
             handle.write(events_mod.event_line(event) + '\n')
     for event in events:
-        level = syslog.LOG_WARNING if event['event'] in ('service', 'deep_failed', 'promoted') else syslog.LOG_INFO
+        level = syslog.LOG_WARNING if event['event'] in ('service', 'deep_failed', 'promoted', 'reset_failed') else syslog.LOG_INFO
         reason = ': %s' % event['reason'] if event.get('reason') else ''
         fields = (event['event'], event['node'], event.get('from'), event.get('to'), event.get('condition') or '-', reason)
         text = '%s %s: %s -> %s (%s)%s' % fields
@@ -191,6 +194,7 @@ class Pass(object):
                 continue  # the record stays as it was: the node is taken up again next pass
             self.save(node['name'], result.record, result.events, before, new=known is None)
             if result.deep:
+                node['reset'] = result.reset
                 back.append(node)
         self.flush()
         if back:
@@ -221,6 +225,7 @@ class Pass(object):
                 % (reservation, ','.join(names), (err or out).strip()[:300]))
             return
         results = {}
+        resets = {}
         for node in nodes:
             # remembered before the resume: a pass cut short here runs the deep tier again, it never returns the node without it
             self.save(node['name'], dict(self.state['nodes'][node['name']], deep_started=True))
@@ -230,12 +235,22 @@ class Pass(object):
                 run([self.policy['scontrol'], 'update', 'nodename=' + node['name'], 'state=resume'])
 
             jobs = self.deep_jobs(nodes, extras, reservation, deep_settings)
+            wanted = dict((n['name'], n.get('reset')) for n in nodes)
+            for job in jobs:
+                if wanted.get(job['name']) is not None:
+                    # the GPU reset first, in the same job (step) as the deep tier
+                    loop_deep.with_reset(job, self.settings['deep_program'], wanted[job['name']])
             granted = []
             try:
                 self.allocate(jobs, granted)
 
                 def one(job):
                     rc, out, err = run(job['argv'], timeout=self.settings['deep_time_limit'] * 60 + 180)
+                    if 'reset' in job:
+                        resets[job['name']] = loop_deep.read_reset((out or '') + '\n' + (err or ''))
+                        if resets[job['name']] is not None and not resets[job['name']]['ok']:
+                            results[job['name']] = None  # no deep tier after a failed reset
+                            return
                     try:
                         results[job['name']] = deep.read_report(out)
                     except ValueError as exc:
@@ -254,10 +269,11 @@ class Pass(object):
         finally:
             for node in nodes:
                 record = self.state['nodes'][node['name']]
-                result = loop.settle_deep(record, node, results.get(node['name']), self.policy, int(time.time()), resumed=True)
+                result = loop.settle_deep(record, node, results.get(node['name']), self.policy, int(time.time()), resumed=True,
+                                          reset=resets.get(node['name']))
                 actions = result.actions
-                if result.record['state'] == 'back':
-                    # no verdict yet: its reboot drain back on, the deep tier runs again next pass
+                if result.record['state'] in ('back', 'reset-asked'):
+                    # no verdict yet: its reboot (or reset) drain back on, the deep tier (and the reset) run again next pass
                     actions = [[self.policy['scontrol'], 'update', 'nodename=' + node['name'], 'state=drain',
                                 'reason=' + (record.get('reason') or node['reason'])]]
                 if self.carry_out(actions):

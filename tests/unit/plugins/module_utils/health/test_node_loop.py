@@ -71,12 +71,149 @@ def test_without_requeue_the_reboot_waits_for_the_jobs():
     assert [a[1] for a in result.actions] == ['reboot']
 
 
-def test_reset_gpu_is_carried_out_as_a_reboot():
-    reason = 'gpuhc:prolog:xid: GPU 2 (00000000:52:00.0) had Xid 48 since boot (last: 48, DBE); reset the GPU'
-    result = loop.step(record(), node('IDLE', ['DRAIN'], reason), POLICY, T0)
-    assert result.actions[-1][:3] == ['scontrol', 'reboot', 'ASAP'] and len(result.actions) == 1
-    assert 'reason=gpuloop:reboot:xid-48: GPU 2' in result.actions[-1][3]
-    assert result.events[0]['action'] == 'reset-gpu'
+XID48 = 'gpuhc:prolog:xid: GPU 2 (00000000:52:00.0) had Xid 48 since boot (last: 48, DBE); reset the GPU'
+ECC = 'gpuhc:periodic:ecc: GPU 1 (00000000:2A:00.0) has 4 uncorrected ECC errors since the driver loaded (at most 0 allowed)'
+RESET_OK = {'ok': True, 'rc': 0, 'gpus': ['2'], 'mig': 'none', 'text': ''}
+RESET_LOST = {'ok': False, 'rc': 15, 'gpus': ['2'], 'mig': 'none', 'text': 'Unable to determine the device handle for GPU 00000000:52:00.0: GPU is lost'}
+RESET_IN_USE = {'ok': False, 'rc': 255, 'gpus': ['2'], 'mig': 'none', 'text': 'The following GPUs could not be reset: In use by another client'}
+
+
+def reset_tag(condition='xid-48', detail=XID48.split(': ', 1)[1]):
+    return loop.loop_reason('gpuloop', 'reset', condition, detail)
+
+
+@pytest.mark.parametrize('detail, gpus', [
+    ('GPU 2 (00000000:52:00.0) had Xid 48 since boot', ['2']),
+    ('GPU 3 (00000000:61:00.0) has 2 uncorrected ECC errors; GPU 1 (00000000:2A:00.0) has 1', ['1', '3']),
+    ('the GPU at PCI 0000:1B:00.0 had Xid 95 since boot', ['0000:1b:00.0']),
+    ('NVLinks inactive on this node', []),
+    ('', []),
+])
+def test_the_gpus_to_reset_are_those_the_condition_names_else_every_gpu(detail, gpus):
+    assert loop.reset_gpus(detail) == gpus
+
+
+def test_reset_gpu_on_a_busy_node_requeues_its_jobs_and_drains_it_with_the_reset_tag():
+    result = loop.step(record(), node('MIXED', ['DRAIN'], XID48, jobs=[17]), POLICY, T0)
+    assert result.actions == [['scontrol', 'requeue', '17'],
+                              ['scontrol', 'update', 'nodename=gpu-01', 'state=drain', 'reason=' + reset_tag()]]
+    assert reset_tag().startswith('gpuloop:reset:xid-48: GPU 2 (00000000:52:00.0) had Xid 48')
+    assert result.record['state'] == 'reset-asked' and result.record['gpus'] == ['2'] and result.record['reboots'] == []
+    assert events(result) == ['detected', 'reset_asked'] and result.events[0]['action'] == 'reset-gpu'
+    assert result.events[1]['gpus'] == ['2'] and result.events[1]['jobs'] == [17]
+    assert not result.deep and result.reset is None  # not idle yet: no reset
+
+
+@pytest.mark.parametrize('state, flags, jobs, idle', [
+    ('MIXED', ['DRAIN'], [17], False),         # DRAINING: its job still runs
+    ('ALLOCATED', ['DRAIN'], [], False),
+    ('IDLE', ['DRAIN'], [17], False),          # squeue still lists a job
+    ('IDLE', ['DRAIN', 'COMPLETING'], [], False),
+    ('DOWN', ['DRAIN', 'NOT_RESPONDING'], [], False),
+    ('IDLE', ['DRAIN'], [], True),             # DRAINED: the reset runs
+])
+def test_the_reset_runs_only_on_an_idle_node(state, flags, jobs, idle):
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag())
+    result = loop.step(rec, node(state, flags, reset_tag(), jobs=jobs), POLICY, T0 + 30)
+    assert result.record['state'] == 'reset-asked' and result.actions == [] and result.events == []
+    assert (result.deep, result.reset) == ((True, ['2']) if idle else (False, None))
+
+
+def test_a_reset_and_a_passing_deep_run_return_the_node_without_a_reboot():
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag())
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reset_tag()), PASS, POLICY, T0 + 60, resumed=True, reset=RESET_OK)
+    assert events(result) == ['reset_done', 'deep_passed', 'returned'] and result.record['state'] == 'ok'
+    assert result.events[0]['from'] == 'reset-asked' and result.events[0]['gpus'] == ['2']
+    assert result.actions == [] and result.record['reboots'] == [] and result.record['resets'] == [T0 + 60]
+    assert result.record['via'] is None
+
+
+@pytest.mark.parametrize('reset', [RESET_LOST, RESET_IN_USE])
+def test_a_failed_reset_a_lost_gpu_or_one_in_use_escalates_to_a_reboot_counted_in_the_window(reset):
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag())
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reset_tag()), None, POLICY, T0 + 60, resumed=True, reset=reset)
+    assert events(result) == ['reset_failed', 'reboot_asked'] and result.record['state'] == 'reboot-asked'
+    assert result.events[0]['to'] == 'reboot-asked' and result.events[0]['rc'] == reset['rc']
+    reason = result.actions[-1][3]
+    assert reason.startswith('reason=gpuloop:reboot:xid-48: the GPU reset failed (rc=%d): ' % reset['rc'])
+    # resumed into the reservation: drained again first, so that the reboot keeps the drain
+    assert result.actions[0] == ['scontrol', 'update', 'nodename=gpu-01', 'state=drain', reason]
+    assert result.actions[1][:3] == ['scontrol', 'reboot', 'ASAP']
+    assert result.record['reboots'] == [T0 + 60] and result.record['via'] == 'reboot'
+
+
+def test_a_failed_reset_with_the_reboot_window_full_goes_to_service():
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag(), reboots=[T0 - 50, T0 - 40])
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reset_tag()), None, POLICY, T0 + 60, resumed=True, reset=RESET_LOST)
+    assert events(result) == ['reset_failed', 'service'] and result.events[0]['to'] == 'service'
+    assert '2 reboots within 86400s, the last for the GPU reset failed (rc=15)' in result.actions[0][4]
+
+
+def test_a_deep_run_failing_after_the_reset_escalates_to_a_reboot_and_failing_after_that_to_service():
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag())
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reset_tag()), FAIL, POLICY, T0 + 60, resumed=True, reset=RESET_OK)
+    assert events(result) == ['reset_done', 'deep_failed', 'reboot_asked'] and result.record['state'] == 'reboot-asked'
+    assert 'the deep tier failed after the GPU reset: gpuhc:deep:dcgm' in result.actions[-1][3]
+    # the reboot path: back, then a second failure -> service
+    back = loop.step(result.record, node('IDLE', ['DRAIN'], result.actions[-1][3][len('reason='):], boot=T0 + 200), POLICY, T0 + 230)
+    assert back.record['state'] == 'back' and back.deep and back.reset is None
+    again = loop.settle_deep(back.record, node('IDLE', ['DRAIN'], 'x'), FAIL, POLICY, T0 + 300, resumed=True)
+    assert events(again) == ['deep_failed', 'service'] and 'failed after the reboot' in again.actions[0][4]
+
+
+def test_a_reset_done_without_a_deep_verdict_runs_the_deep_tier_again_next_pass_without_resetting_again():
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag())
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reset_tag()), None, POLICY, T0 + 60, resumed=True, reset=RESET_OK)
+    assert events(result) == ['reset_done', 'deep_failed'] and result.record['state'] == 'back'
+    nxt = loop.step(result.record, node('IDLE', ['DRAIN'], reset_tag()), POLICY, T0 + 90)
+    assert nxt.record['state'] == 'back' and nxt.deep and nxt.reset is None
+
+
+def test_a_job_that_never_got_to_the_reset_leaves_the_node_waiting_for_it():
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag())
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reset_tag()), None, POLICY, T0 + 60, resumed=True, reset=None)
+    assert result.record['state'] == 'reset-asked' and events(result) == ['deep_failed'] and result.actions == []
+
+
+def test_a_crash_between_the_drain_and_the_reset_is_derived_again_from_the_tag():
+    tag = reset_tag('ecc', ECC.split(': ', 1)[1])
+    result = loop.step(None, node('IDLE', ['DRAIN'], tag, reason_time=T0 - 10), POLICY, T0)
+    assert result.record['state'] == 'reset-asked' and result.record['gpus'] == ['1'] and result.record['condition'] == 'ecc'
+    assert result.record['asked_at'] == T0 - 10 and result.actions == []
+    assert result.deep and result.reset == ['1']
+
+
+def test_the_health_check_draining_again_around_the_reset_escalates_to_a_reboot():
+    rec = record('back', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag())
+    result = loop.step(rec, node('IDLE', ['DRAIN'], XID48), POLICY, T0 + 100)
+    assert result.record['state'] == 'reboot-asked' and events(result) == ['reboot_asked']
+    assert 'still failing around the GPU reset: gpuhc:prolog:xid' in result.actions[-1][3]
+
+
+def test_a_second_reset_gpu_condition_within_the_window_goes_to_a_reboot_not_another_reset():
+    rec = record('ok', resets=[T0 - 3600])
+    result = loop.step(rec, node('IDLE', ['DRAIN'], ECC), POLICY, T0)
+    assert events(result) == ['detected', 'reboot_asked'] and 'again after a GPU reset' in result.actions[-1][3]
+    later = loop.step(record('ok', resets=[T0 - 86401]), node('IDLE', ['DRAIN'], ECC), POLICY, T0)
+    assert events(later) == ['detected', 'reset_asked']
+
+
+def test_without_the_deep_tier_reset_gpu_is_carried_out_as_a_reboot():
+    result = loop.step(record(), node('IDLE', ['DRAIN'], XID48), loop.load_policy({'deep': False}), T0)
+    assert result.actions[-1][:3] == ['scontrol', 'reboot', 'ASAP'] and 'reason=gpuloop:reboot:xid-48: GPU 2' in result.actions[-1][3]
+
+
+@pytest.mark.parametrize('state', ['reset-asked', 'back'])
+def test_an_admin_drain_over_a_reset_is_never_touched(state):
+    rec = record(state, asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag())
+    result = loop.step(rec, node('IDLE', ['DRAIN'], ADMIN), POLICY, T0 + 100)
+    assert result.actions == [] and result.events == [] and not result.deep and result.reset is None
+
+
+def test_a_node_resumed_by_hand_while_it_waits_for_its_reset_is_returned():
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag())
+    result = loop.step(rec, node('IDLE', [], reset_tag()), POLICY, T0 + 100)
+    assert result.record['state'] == 'ok' and events(result) == ['returned'] and result.events[0]['by'] == 'hand'
 
 
 def test_a_drain_condition_stays_with_the_health_check_until_its_resume():
