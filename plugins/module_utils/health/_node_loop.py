@@ -352,7 +352,15 @@ def _ask_reset(result, node, policy, now, condition, detail):
     record['deep_runs'] = 0
     record['via'] = 'reset'
     _move(result, node, 'reset-asked', now, 'reset_asked', reason=reason, gpus=list(record['gpus']), jobs=list(node.get('jobs') or []))
+    if _idle(node):
+        result.deep = True
+        result.reset = list(record['gpus'])
     return result
+
+
+def _idle(node):
+    """Drained (or about to be) with no job left: DRAINED, not DRAINING, MIXED or ALLOCATED; not rebooting."""
+    return not (is_busy(node) or node.get('jobs') or rebooting(node))
 
 
 def _to_service(result, node, policy, now, condition, why):
@@ -457,7 +465,7 @@ def step(record, node, policy, now):
             return _ask_reboot(result, node, policy, now, record['condition'], 'still failing around the GPU reset: %s' % node['reason'])
         return _to_service(result, node, policy, now, record['condition'], 'still failing after the reboot: %s' % node['reason'])
     if state == 'reset-asked':
-        if not (is_busy(node) or node.get('jobs') or rebooting(node)):
+        if _idle(node):
             # idle (drained, no job): the reset and the deep tier run in one job in the maintenance reservation
             result.deep = True
             result.reset = list(record.get('gpus') or [])

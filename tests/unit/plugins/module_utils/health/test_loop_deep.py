@@ -8,6 +8,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import os
+import subprocess
+
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
@@ -111,3 +114,106 @@ def test_the_loop_configuration_checks_the_dispatch_settings(data, fragment):
 def test_the_loop_configuration_defaults():
     settings = loop.load_settings({})
     assert (settings['deep_dispatch'], settings['deep_dispatch_min_nodes'], settings['deep_allocation_wait']) == ('auto', 4, 60)
+
+
+# ------------------------------------------------------------------ the GPU reset before the deep tier (reset-gpu)
+
+STAND_IN_SMI = '''#!/bin/sh
+# STAND-IN nvidia-smi (not NVIDIA's): logs its arguments; GPU "$SMI_LOST" is lost, GPU "$SMI_BUSY" in use
+echo "nvidia-smi $*" >> "$LOG"
+case "$*" in
+  --query-gpu=index*) printf '0\\n1\\n2\\n' ;;
+  "--gpu-reset -i $SMI_LOST") echo "Unable to determine the device handle for GPU $SMI_LOST: GPU is lost"; exit 15 ;;
+  "--gpu-reset -i $SMI_BUSY") printf 'The following GPUs could not be reset:\\n  GPU 00000000:52:00.0: In use by another client\\n'; exit 255 ;;
+  --gpu-reset*) echo "GPU 00000000:52:00.0 was successfully reset."; echo "All done." ;;
+esac
+'''
+STAND_IN_SYSTEMCTL = '''#!/bin/sh
+# STAND-IN systemctl (not systemd's): the MIG unit is enabled when $MIG_ENABLED is 1
+echo "systemctl $*" >> "$LOG"
+case "$1" in
+  is-enabled) [ "$MIG_ENABLED" = 1 ] ;;
+  restart) [ "$MIG_FAILS" != 1 ] || { echo "Job for $2 failed."; exit 1; } ;;
+esac
+'''
+STAND_IN_DEEP = '''#!/bin/sh
+# STAND-IN deep tier (not the health check): says it ran
+echo "deep tier ran: $*" >> "$LOG"
+echo "deep tier ran"
+'''
+
+
+@pytest.fixture
+def stand_ins(tmp_path, monkeypatch):
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    for name, text in (('nvidia-smi', STAND_IN_SMI), ('systemctl', STAND_IN_SYSTEMCTL), ('deep', STAND_IN_DEEP)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / 'log'
+    log.write_text('')
+    monkeypatch.setenv('PATH', '%s:%s' % (bin_dir, os.environ['PATH']))
+    monkeypatch.setenv('LOG', str(log))
+    for key in ('SMI_LOST', 'SMI_BUSY', 'MIG_ENABLED', 'MIG_FAILS'):
+        monkeypatch.setenv(key, 'none')
+    return str(bin_dir / 'deep'), log
+
+
+def run_reset(program, gpus):
+    job = loop_deep.plan([node('gpu-01')], 'gpucluster-loop-deep', program, SETTINGS, 30)[0][0]
+    loop_deep.with_reset(job, program, gpus)
+    assert job['argv'] == job['own_argv'] and job['argv'][0] == 'srun' and job['reset'] == gpus
+    at = job['argv'].index('/bin/sh')
+    assert job['argv'][at + 7:at + 10] == [program, '--tier', 'deep']  # the deep tier's argv follows, unchanged
+    done = subprocess.run(job['argv'][at:], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, check=False)
+    return done.returncode, done.stdout
+
+
+@pytest.mark.parametrize('gpus, env, rc, reset, log_has, log_lacks', [
+    # the GPU the condition names, whole GPU (no MIG unit enabled): reset, then the deep tier
+    (['2'], {}, 0, {'ok': True, 'rc': 0, 'gpus': ['2'], 'mig': 'none'},
+     ['nvidia-smi --gpu-reset -i 2', 'deep tier ran: --tier deep --node gpu-01'], ['systemctl restart']),
+    # none named: every GPU NVML lists
+    ([], {}, 0, {'ok': True, 'rc': 0, 'gpus': ['0', '1', '2'], 'mig': 'none'},
+     ['nvidia-smi --gpu-reset -i 0', 'nvidia-smi --gpu-reset -i 1', 'nvidia-smi --gpu-reset -i 2', 'deep tier ran'], []),
+    # MIG-aware: the mig role's boot unit re-creates the layout after the reset, before the deep tier
+    (['2'], {'MIG_ENABLED': '1'}, 0, {'ok': True, 'rc': 0, 'gpus': ['2'], 'mig': 'restarted'},
+     ['nvidia-smi --gpu-reset -i 2\nsystemctl is-enabled --quiet gpucluster-mig.service\nsystemctl restart gpucluster-mig.service\n'
+      'deep tier ran'], []),
+    # a lost GPU (GPU_IS_LOST, rc 15) and one in use: no deep tier, the loop reads the failure
+    (['2'], {'SMI_LOST': '2'}, 3, {'ok': False, 'rc': 15, 'gpus': ['2'], 'mig': 'none'}, ['nvidia-smi --gpu-reset -i 2'], ['deep tier ran']),
+    (['1', '2'], {'SMI_BUSY': '2'}, 3, {'ok': False, 'rc': 255, 'gpus': ['2'], 'mig': 'none'},
+     ['nvidia-smi --gpu-reset -i 1\nnvidia-smi --gpu-reset -i 2'], ['deep tier ran']),
+    (['2'], {'MIG_ENABLED': '1', 'MIG_FAILS': '1'}, 3, {'ok': False, 'rc': 1, 'gpus': ['2'], 'mig': 'gpucluster-mig.service'},
+     ['systemctl restart gpucluster-mig.service'], ['deep tier ran']),
+])
+def test_stand_in_nvidia_smi_the_reset_runs_before_the_deep_tier_in_the_same_job(stand_ins, monkeypatch, gpus, env, rc, reset, log_has,
+                                                                                 log_lacks):
+    program, log = stand_ins
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    got_rc, out = run_reset(program, gpus)
+    said = loop_deep.read_reset(out)
+    assert got_rc == rc, out
+    assert dict((k, said[k]) for k in reset) == reset, out
+    text = log.read_text()
+    for fragment in log_has:
+        assert fragment in text, text
+    for fragment in log_lacks:
+        assert fragment not in text, text
+    if rc:
+        assert said['text'], said  # nvidia-smi's (or systemctl's) own words reach the loop
+    if env.get('SMI_LOST'):
+        assert 'GPU is lost' in said['text']
+
+
+def test_read_reset_takes_the_last_reset_line_and_none_without_one():
+    assert loop_deep.read_reset('dcgm ...\nGPUCLUSTER-DEEP {}\n') is None
+    said = loop_deep.read_reset('x\nGPUCLUSTER-GPU-RESET failed rc=15 gpus=0000:1b:00.0 mig=none: GPU is lost\n')
+    assert said == {'ok': False, 'rc': 15, 'gpus': ['0000:1b:00.0'], 'mig': 'none', 'text': 'GPU is lost'}
+
+
+def test_with_reset_refuses_a_job_that_does_not_run_the_deep_program():
+    job = loop_deep.plan([node('gpu-01')], 'gpucluster-loop-deep', PROGRAM, SETTINGS, 30)[0][0]
+    with pytest.raises(ValueError, match='does not run /other --tier'):
+        loop_deep.with_reset(job, '/other', ['0'])

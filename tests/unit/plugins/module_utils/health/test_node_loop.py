@@ -102,6 +102,9 @@ def test_reset_gpu_on_a_busy_node_requeues_its_jobs_and_drains_it_with_the_reset
     assert events(result) == ['detected', 'reset_asked'] and result.events[0]['action'] == 'reset-gpu'
     assert result.events[1]['gpus'] == ['2'] and result.events[1]['jobs'] == [17]
     assert not result.deep and result.reset is None  # not idle yet: no reset
+    idle = loop.step(record(), node('IDLE', ['DRAIN'], ECC), POLICY, T0)
+    assert events(idle) == ['detected', 'reset_asked'] and idle.record['state'] == 'reset-asked'
+    assert idle.deep and idle.reset == ['1']  # idle already: the reset runs in this pass
 
 
 @pytest.mark.parametrize('state, flags, jobs, idle', [

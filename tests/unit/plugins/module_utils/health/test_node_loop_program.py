@@ -19,6 +19,7 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import subprocess
 import time
 
 import pytest
@@ -72,6 +73,15 @@ class StandInSlurm(object):
         tool = argv[0]
         if tool == 'squeue':
             return 0, ''.join('%s %s\n' % (job, node) for node, jobs in self.jobs.items() for job in jobs), ''
+        if tool == 'srun' and '/bin/sh' in argv:
+            # the GPU reset before the deep tier (reset-gpu): its shell part runs for real, against the stand-in
+            # nvidia-smi and systemctl on PATH (test_loop_deep.py); the deep tier's argv is replaced by its report
+            at = argv.index('/bin/sh')
+            report = deep.outcome(argv[2].split('=')[1], [deep.result('dcgm', 'fail' if self.deep_status else 'pass', 'x')],
+                                  'gpuhc', 1.0, 0)[0]
+            done = subprocess.run(argv[at:at + 7] + ['printf', '%s\\n', deep.report_line(report)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, universal_newlines=True, check=False)
+            return done.returncode, done.stdout, done.stderr
         if tool == 'srun':
             report = deep.outcome(argv[2].split('=')[1], [deep.result('dcgm', 'fail' if self.deep_status else 'pass', 'x')],
                                   'gpuhc', 1.0, 0)[0]
@@ -377,3 +387,75 @@ def test_stand_in_slurm_the_state_file_is_written_per_change_not_per_node(setup,
     assert writes.count(state) == 2  # one per node that changed, at once (a crash after it loses nothing)
     records = json.load(open(state))['nodes']
     assert records['gpu-07']['state'] == records['gpu-33']['state'] == 'reboot-asked' and records['gpu-08']['state'] == 'ok'
+
+
+ECC = 'gpuhc:periodic:ecc: GPU 1 (00000000:2A:00.0) has 4 uncorrected ECC errors since the driver loaded (at most 0 allowed)'
+
+
+@pytest.fixture
+def stand_in_smi(tmp_path, monkeypatch):
+    """STAND-IN nvidia-smi and systemctl (test_loop_deep.py's) first on PATH."""
+    from tests.unit.plugins.module_utils.health import test_loop_deep as stand_ins
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    for name, text in (('nvidia-smi', stand_ins.STAND_IN_SMI), ('systemctl', stand_ins.STAND_IN_SYSTEMCTL)):
+        (bin_dir / name).write_text(text)
+        (bin_dir / name).chmod(0o755)
+    log = tmp_path / 'smi.log'
+    log.write_text('')
+    monkeypatch.setenv('PATH', '%s:%s' % (bin_dir, os.environ['PATH']))
+    monkeypatch.setenv('LOG', str(log))
+    for key in ('SMI_LOST', 'SMI_BUSY', 'MIG_ENABLED', 'MIG_FAILS'):
+        monkeypatch.setenv(key, 'none')
+    return log
+
+
+def test_stand_in_slurm_reset_gpu_on_an_idle_node_resets_the_gpu_deep_checks_and_returns_it_without_a_reboot(setup, stand_in_smi,
+                                                                                                          monkeypatch):
+    slurm, config, tmp_path = setup
+    monkeypatch.setenv('MIG_ENABLED', '1')
+    slurm.nodes['gpu-01'].update(flags=['DRAIN'], reason=ECC, reason_time=int(time.time()))
+    assert program.main(['--config', config]) == 0
+    drain = [c for c in slurm.calls if c[1] == 'update' and any(a.startswith('reason=gpuloop:reset:ecc: GPU 1 ') for a in c)]
+    assert drain and drain[0][3] == 'state=drain', slurm.calls
+    assert not [c for c in slurm.calls if c[1] == 'reboot']
+    srun = [c for c in slurm.calls if c[0] == 'srun'][0]
+    assert '--reservation=gpucluster-loop-deep' in srun and srun[srun.index('/bin/sh') + 4:srun.index('/bin/sh') + 7] == [
+        '1', 'gpucluster-mig.service', 'nvidia-smi']
+    assert stand_in_smi.read_text().splitlines() == ['nvidia-smi --gpu-reset -i 1', 'systemctl is-enabled --quiet gpucluster-mig.service',
+                                                     'systemctl restart gpucluster-mig.service']
+    assert events(tmp_path) == [('gpu-01', 'detected'), ('gpu-01', 'reset_asked'), ('gpu-01', 'reset_done'),
+                                ('gpu-01', 'deep_passed'), ('gpu-01', 'returned')]
+    assert slurm.nodes['gpu-01']['flags'] == [] and slurm.reservation is None
+    prom = (tmp_path / 'loop.prom').read_text()
+    assert 'gpucluster_loop_events_total{event="reset_done"} 1' in prom and 'gpucluster_loop_reboots_in_window{node="gpu-01"} 0' in prom
+    assert 'gpucluster_loop_conditions_total{condition="ecc",action="reset-gpu"} 1' in prom
+    assert 'gpucluster_loop_node_state{node="gpu-01",state="reset-asked"} 0' in prom
+
+
+def test_stand_in_slurm_a_lost_gpu_fails_its_reset_and_the_node_goes_to_a_reboot(setup, stand_in_smi, monkeypatch):
+    slurm, config, tmp_path = setup
+    monkeypatch.setenv('SMI_LOST', '1')
+    slurm.nodes['gpu-02'].update(flags=['DRAIN'], reason=ECC, reason_time=int(time.time()))
+    assert program.main(['--config', config]) == 0
+    assert events(tmp_path) == [('gpu-02', 'detected'), ('gpu-02', 'reset_asked'), ('gpu-02', 'reset_failed'), ('gpu-02', 'reboot_asked')]
+    reboot = [c for c in slurm.calls if c[1] == 'reboot'][0]
+    assert reboot[3].startswith('reason=gpuloop:reboot:ecc: the GPU reset failed (rc=15): Unable to determine the device handle')
+    assert 'DRAIN' in slurm.nodes['gpu-02']['flags'] and 'deep tier' not in stand_in_smi.read_text()
+    state = json.load(open(str(tmp_path / 'state.json')))
+    assert state['nodes']['gpu-02']['state'] == 'reboot-asked' and len(state['nodes']['gpu-02']['reboots']) == 1
+
+
+def test_stand_in_slurm_a_busy_node_waits_for_its_reset_and_a_lost_state_file_is_derived_from_the_reset_tag(setup, stand_in_smi):
+    slurm, config, tmp_path = setup
+    slurm.nodes['gpu-01'].update(state='MIXED', flags=['DRAIN'], reason=ECC, reason_time=int(time.time()))
+    slurm.jobs['gpu-01'] = ['41']
+    assert program.main(['--config', config]) == 0
+    assert ['scontrol', 'requeue', '41'] in slurm.calls and not [c for c in slurm.calls if c[0] == 'srun']
+    assert slurm.nodes['gpu-01']['reason'].startswith('gpuloop:reset:ecc: GPU 1 ')
+    os.remove(str(tmp_path / 'state.json'))  # the controller crashed between the drain and the reset
+    slurm.nodes['gpu-01']['state'] = 'IDLE'  # the requeued job left: DRAINED
+    assert program.main(['--config', config]) == 0
+    assert stand_in_smi.read_text().splitlines()[0] == 'nvidia-smi --gpu-reset -i 1'
+    assert events(tmp_path)[-3:] == [('gpu-01', 'reset_done'), ('gpu-01', 'deep_passed'), ('gpu-01', 'returned')]
+    assert slurm.nodes['gpu-01']['flags'] == [] and not [c for c in slurm.calls if c[1] == 'reboot']
