@@ -13,8 +13,9 @@ and ``ib`` into link down and error counters).  Each has one *action*:
 * ``comment``: the node's Slurm ``Comment`` says so, no drain; after ``promote_after`` hits within
   ``window_s`` the loop drains it (quarantine, then promotion);
 * ``drain``: drained, a person looks (configuration: driver, MIG layout, munge key, a cable);
-* ``reset-gpu``: the GPU needs a reset (NVIDIA's RESET_GPU); the controller loop carries it out as a reboot
-  through Slurm (a reboot resets every GPU), then the deep tier;
+* ``reset-gpu``: the GPU needs a reset (NVIDIA's RESET_GPU); the controller loop drains the node, and once it is
+  idle resets the GPU(s) the condition names on the node (MIG-aware), then the deep tier; a failed reset or deep
+  tier escalates to ``reboot`` (health/_node_loop.py);
 * ``reboot``: ``scontrol reboot ASAP``, then the deep tier, then back in service;
 * ``service``: hardware repair: drained with the loop's service tag and never returned by the loop.
 
