@@ -272,13 +272,25 @@ class Pass(object):
                 result = loop.settle_deep(record, node, results.get(node['name']), self.policy, int(time.time()), resumed=True,
                                           reset=resets.get(node['name']))
                 actions = result.actions
-                if result.record['state'] in ('back', 'reset-asked'):
+                if result.record['state'] in ('back', 'reset-asked') and result.record.get('via') == 'reset' and self.health_drained(node):
+                    # the health check's prolog tier drained it at the deep job's start (a fault it checks, before the reset):
+                    # its drain stays, the next pass takes the node to a reboot
+                    actions = []
+                elif result.record['state'] in ('back', 'reset-asked'):
                     # no verdict yet: its reboot (or reset) drain back on, the deep tier (and the reset) run again next pass
                     actions = [[self.policy['scontrol'], 'update', 'nodename=' + node['name'], 'state=drain',
                                 'reason=' + (record.get('reason') or node['reason'])]]
                 if self.carry_out(actions):
                     self.save(node['name'], result.record, result.events)
             run([self.policy['scontrol'], 'delete', 'ReservationName=' + reservation])
+
+    def health_drained(self, node):
+        """Whether Slurm now shows ``node`` drained by the health check (False when scontrol fails)."""
+        try:
+            now = loop.parse_nodes(self.show_nodes([node['name']]))
+        except (RuntimeError, ValueError):
+            return False
+        return bool(now) and loop.owner(now[0], self.policy) == 'health'
 
     def deep_jobs(self, nodes, extras, reservation, deep_settings):
         """The deep runs of ``nodes``: steps of one allocation per node type, or jobs of their own (health/_loop_deep.py)."""

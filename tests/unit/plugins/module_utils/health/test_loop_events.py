@@ -121,3 +121,29 @@ def test_the_webhook_body_carries_the_events():
     body = json.loads(ev.webhook_body(events).decode('utf-8'))
     assert body['source'] == 'gpucluster-node-loop' and [e['event'] for e in body['events']][-1] == 'returned'
     assert all('at' in e and e['node'] == 'gpu-01' for e in body['events'])
+
+
+def test_a_gpu_reset_shows_as_event_lines_history_and_metrics():
+    ecc = 'gpuhc:periodic:ecc: GPU 1 (00000000:2A:00.0) has 4 uncorrected ECC errors since the driver loaded (at most 0 allowed)'
+    node = {'name': 'gpu-01', 'state': 'MIXED', 'flags': ['DRAIN'], 'reason': ecc, 'reason_time': None, 'comment': '',
+            'boot_time': T0 - 9000, 'jobs': [7]}
+    first = loop.step(None, node, POLICY, T0)
+    tag = [a for a in first.actions[-1] if a.startswith('reason=')][0][len('reason='):]
+    idle = dict(node, state='IDLE', reason=tag, jobs=[])
+    second = loop.step(first.record, idle, POLICY, T0 + 100)
+    assert second.deep and second.reset == ['1']
+    third = loop.settle_deep(second.record, idle, {'status': 0, 'passes': 1, 'results': []}, POLICY, T0 + 160, resumed=True,
+                             reset={'ok': True, 'rc': 0, 'gpus': ['1'], 'mig': 'restarted', 'text': ''})
+    events = first.events + second.events + third.events
+    assert [e['event'] for e in events] == ['detected', 'reset_asked', 'reset_done', 'deep_passed', 'returned']
+    lines = [ev.event_line(e) for e in events]
+    back = ev.history(lines, 'gpu-01')
+    assert back[1]['gpus'] == ['1'] and back[2]['mig'] == 'restarted'
+    text = ev.history_text(back)
+    assert ' reset_asked ok -> reset-asked ecc: gpuloop:reset:ecc: GPU 1 ' in text[1]
+    assert ' reset_done reset-asked -> back ecc' in text[2]
+    samples, _types = parse_textfile(ev.metrics({'gpu-01': third.record}, ev.count({}, events), T0 + 200, POLICY))
+    assert samples[('gpucluster_loop_events_total', (('event', 'reset_done'),))] == 1
+    assert samples[('gpucluster_loop_events_total', (('event', 'reset_failed'),))] == 0
+    assert samples[('gpucluster_loop_state_seconds_total', (('node', 'gpu-01'), ('state', 'reset-asked')))] == 160
+    assert samples[('gpucluster_loop_reboots_in_window', (('node', 'gpu-01'),))] == 0

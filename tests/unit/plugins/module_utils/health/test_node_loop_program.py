@@ -53,6 +53,7 @@ class StandInSlurm(object):
         self.fail = ()
         self.deep_status = deep_status
         self.reservation = None
+        self.prolog_drain = None
 
     def show(self):
         lines = []
@@ -73,6 +74,12 @@ class StandInSlurm(object):
         tool = argv[0]
         if tool == 'squeue':
             return 0, ''.join('%s %s\n' % (job, node) for node, jobs in self.jobs.items() for job in jobs), ''
+        if tool == 'srun' and '/bin/sh' in argv and self.prolog_drain:
+            # the health check's prolog tier fails at the job's start: it drains the node, the job never runs
+            node = self.nodes[argv[2].split('=')[1]]
+            node['flags'] = sorted(set(node['flags']) | set(['DRAIN']))
+            node['reason'], node['reason_time'] = self.prolog_drain, int(time.time())
+            return 1, '', 'srun: error: Unable to create step for job 9: Job/step already completing or completed'
         if tool == 'srun' and '/bin/sh' in argv:
             # the GPU reset before the deep tier (reset-gpu): its shell part runs for real, against the stand-in
             # nvidia-smi and systemctl on PATH (test_loop_deep.py); the deep tier's argv is replaced by its report
@@ -88,7 +95,8 @@ class StandInSlurm(object):
             return self.deep_status, 'dcgm ...\n' + deep.report_line(report) + '\n', ''
         assert tool == 'scontrol', argv
         if argv[1:3] == ['-o', 'show']:
-            return 0, self.show(), ''
+            return 0, self.show() if len(argv) == 4 else ''.join(
+                line + '\n' for line in self.show().splitlines() if line.startswith('NodeName=%s ' % argv[4])), ''
         if argv[1] == 'requeue':
             for node in self.jobs:
                 self.jobs[node] = [j for j in self.jobs[node] if j not in argv[2].split(',')]
@@ -459,3 +467,18 @@ def test_stand_in_slurm_a_busy_node_waits_for_its_reset_and_a_lost_state_file_is
     assert stand_in_smi.read_text().splitlines()[0] == 'nvidia-smi --gpu-reset -i 1'
     assert events(tmp_path)[-3:] == [('gpu-01', 'reset_done'), ('gpu-01', 'deep_passed'), ('gpu-01', 'returned')]
     assert slurm.nodes['gpu-01']['flags'] == [] and not [c for c in slurm.calls if c[1] == 'reboot']
+
+
+def test_stand_in_slurm_a_prolog_drain_at_the_reset_job_is_kept_and_the_node_goes_to_a_reboot(setup, stand_in_smi):
+    slurm, config, tmp_path = setup
+    remap = 'gpuhc:periodic:gpu-error: GPU 1 (00000000:2A:00.0) has memory row remapping pending a GPU reset'
+    slurm.prolog_drain = remap.replace(':periodic:', ':prolog:')
+    slurm.nodes['gpu-01'].update(flags=['DRAIN'], reason=remap, reason_time=int(time.time()))
+    assert program.main(['--config', config]) == 0
+    assert slurm.nodes['gpu-01']['reason'] == slurm.prolog_drain  # not overwritten by the reset tag
+    assert stand_in_smi.read_text() == '' and events(tmp_path)[-1] == ('gpu-01', 'deep_failed')
+    slurm.prolog_drain = None
+    assert program.main(['--config', config]) == 0
+    assert events(tmp_path)[-1] == ('gpu-01', 'reboot_asked')
+    reboot = [c for c in slurm.calls if c[1] == 'reboot'][0]
+    assert reboot[3].startswith('reason=gpuloop:reboot:row-remap-pending: still failing around the GPU reset: gpuhc:prolog:gpu-error')
