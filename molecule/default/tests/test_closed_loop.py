@@ -16,6 +16,9 @@ STAND-INs, tests/standins/).
 
 Run by the lead on the running cluster: GPUCLUSTER_MOLECULE_TESTS=acceptance (scripts/test.sh acceptance), or
 `pytest -m acceptance molecule/default/tests/test_closed_loop.py` with the cluster up.
+
+A GPU reset (reset-gpu) is the simulator's STAND-IN nvidia-smi --gpu-reset (nvml_sim/bin/nvidia-smi): it clears the
+volatile ECC errors and the MIG instances, refuses a GPU in use (IN_USE) or lost (GPU_IS_LOST).
 """
 import json
 import time
@@ -145,6 +148,36 @@ def test_the_loop_is_installed_and_slurm_knows_the_reboot_program():
     assert "RebootProgram           = %s" % REBOOT_PROGRAM in config, config
     for name in COMPUTE:
         assert sh(name, "test -f /etc/gpucluster/healthcheck-actions.json", check=False).rc == 0
+
+
+def test_uncorrected_ecc_on_an_idle_node_resets_its_mig_gpu_deep_checks_and_returns_it_without_a_reboot():
+    """reset-gpu (ecc): drained with the reset tag, nvidia-smi --gpu-reset -i 0 (the simulator's STAND-IN nvidia-smi:
+    clears the volatile ECC errors and the MIG instances) and the mig boot unit in the deep tier's job, then back."""
+    booted = boot_time(H100)
+    seen = len(events(H100))
+    start = time.time()
+    try:
+        sh(H100, "nvmlsim ecc --gpu 0 --uncorrected 2")
+        assert periodic(H100).rc == 1
+        tag = wait_for("reset tag", lambda: reason(H100) if reason(H100).startswith("gpuloop:reset:ecc: GPU 0 ") else None, 60)
+        wait_for("returned", lambda: [e for e in events(H100)[seen:] if e["event"] == "returned"], 120)
+        took = time.time() - start
+        mine = events(H100)[seen:]
+        assert [e["event"] for e in mine] == ["detected", "reset_asked", "reset_done", "deep_passed", "returned"], mine
+        assert mine[1]["reason"] == tag and mine[1]["gpus"] == ["0"]
+        assert mine[2]["gpus"] == ["0"] and mine[2]["mig"] == "restarted", mine[2]
+        assert boot_time(H100) == booted  # not rebooted
+        assert "REBOOT" not in ctl("scontrol -o show node %s" % H100).stdout
+        wait_idle([H100], timeout=30)
+        assert "MIG" in sh(H100, "nvidia-smi -L").stdout  # the layout re-created after the reset
+        assert periodic(H100).rc == 0  # the ECC errors are gone
+        metrics = ctl("cat %s" % METRICS).stdout
+        assert 'gpucluster_loop_events_total{event="reset_done"} 1' in metrics, metrics
+        print("closed loop %s: ECC to GPU reset and back in service %.0fs" % (H100, took))
+    finally:
+        if reason(H100).startswith(("gpuloop:", "gpuhc:")):
+            sh(H100, "nvmlsim reboot >/dev/null && systemctl restart gpucluster-mig", check=False)
+            ctl("scontrol update nodename=%s state=resume comment=" % H100, check=False)
 
 
 def test_xid_79_on_a_busy_node_requeues_reboots_deep_checks_and_returns_it():
