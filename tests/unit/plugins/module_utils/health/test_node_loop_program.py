@@ -418,8 +418,7 @@ def stand_in_smi(tmp_path, monkeypatch):
     return log
 
 
-def test_stand_in_slurm_reset_gpu_on_an_idle_node_resets_the_gpu_deep_checks_and_returns_it_without_a_reboot(setup, stand_in_smi,
-                                                                                                          monkeypatch):
+def test_stand_in_slurm_reset_gpu_on_an_idle_node_resets_its_gpu_deep_checks_and_returns_it_not_rebooted(setup, stand_in_smi, monkeypatch):
     slurm, config, tmp_path = setup
     monkeypatch.setenv('MIG_ENABLED', '1')
     slurm.nodes['gpu-01'].update(flags=['DRAIN'], reason=ECC, reason_time=int(time.time()))
