@@ -46,12 +46,12 @@ GRANTED = re.compile(r'Granted job allocation (\d+)')
 # the mig role's boot unit: it re-creates the MIG layout, which a GPU reset destroys (instances do not survive it)
 MIG_UNIT = 'gpucluster-mig.service'
 RESET_MARK = 'GPUCLUSTER-GPU-RESET '
-_RESET_LINE = re.compile(r'GPUCLUSTER-GPU-RESET (done|failed) rc=(-?\d+) gpus=(\S*) mig=(\S+): ?(.*)$')
+_RESET_LINE = re.compile(re.escape(RESET_MARK) + r'(done|failed) rc=(-?\d+) gpus=(\S*) mig=(\S+): ?(.*)$')
 # The reset, run by /bin/sh on the node before the deep tier (as root: the deep tier's job): $1 the GPUs (comma
 # separated, "" every GPU), $2 the MIG unit, $3 nvidia-smi, then the deep tier's argv. One line with RESET_MARK tells
 # the loop what happened; the deep tier runs only after a reset that worked.
-RESET_SCRIPT = '''gpus=$1 unit=$2 smi=$3; shift 3
-say() { printf '%s%s rc=%s gpus=%s mig=%s: %s\\n' "GPUCLUSTER-GPU-RESET " "$1" "$2" "$3" "$4" "$(printf '%s' "$5" | tr '\\n' ' ' | cut -c1-300)"; }
+RESET_SCRIPT = '''gpus=$1 unit=$2 smi=$3 mark='@MARK@'; shift 3
+say() { printf '%s%s rc=%s gpus=%s mig=%s: %s\\n' "$mark" "$1" "$2" "$3" "$4" "$(printf '%s' "$5" | tr '\\n' ' ' | cut -c1-300)"; }
 if [ -z "$gpus" ]; then
   out=$("$smi" --query-gpu=index --format=csv,noheader 2>&1); rc=$?
   if [ "$rc" -ne 0 ]; then say failed "$rc" all none "$out"; exit 3; fi
@@ -68,7 +68,7 @@ if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled --quiet "$unit" 
   mig=restarted
 fi
 say done 0 "$gpus" "$mig" "$out"
-exec "$@"'''
+exec "$@"'''.replace('@MARK@', RESET_MARK)
 
 
 def dispatch_settings(dispatch, min_nodes, wait):
