@@ -299,6 +299,10 @@ class ResumeManager(object):
                 lifted.append(name)
         return lifted
 
+    def _probe_argv(self, name, reservation):
+        """The node's own probe job, in its partitions as Slurm listed them before the resume."""
+        return probe_argv(name, reservation, partitions=(self.before.get(name) or {}).get('partitions') or ())
+
     def probe_all(self, names, reservation):
         """One probe per node: ``(results, jobs)``, node name -> the probe's result, and the probe jobs planned
         (``_job_dispatch.probe_plan``: steps of one allocation per node type from ``dispatch_min_nodes`` nodes on, else
@@ -306,13 +310,13 @@ class ResumeManager(object):
         results, planned = {}, []
         for name in names:
             try:
-                probe_argv(name, reservation)
+                self._probe_argv(name, reservation)
                 planned.append(name)
             except InputError as exc:
                 results[name] = {'rc': None, 'stdout': '', 'stderr': 'no probe: %s' % exc}
         dispatch, min_nodes, wait = dispatch_settings(self.params.get('dispatch'), self.params.get('dispatch_min_nodes'),
                                                       self.params.get('allocation_wait'))
-        jobs, allocations = probe_plan(planned, self.before, reservation, lambda name: probe_argv(name, reservation),
+        jobs, allocations = probe_plan(planned, self.before, reservation, lambda name: self._probe_argv(name, reservation),
                                        dispatch=dispatch, min_nodes=min_nodes, wait=wait)
         granted = []
         try:

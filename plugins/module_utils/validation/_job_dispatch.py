@@ -143,7 +143,7 @@ def probe_plan(names, nodes, reservation, probe_argv, srun='srun', dispatch='aut
         if len(members) < 2:
             continue  # alone of its type: an allocation of one node is a job of its own anyway
         label = 'probe in %s%s' % (partitions or 'the default partition', ' (%s)' % gres if gres else '')
-        options = ['--reservation=%s' % reservation] if reservation else []
+        options = (['--partition=%s' % partitions] if partitions else []) + (['--reservation=%s' % reservation] if reservation else [])
         alloc = allocation(label, [job['name'] for job in members], srun, wait, 'gpucluster-resume-probe', ALLOCATION_TIME, options)
         allocations.append(alloc)
         make_steps(members, alloc)

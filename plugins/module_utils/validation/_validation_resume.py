@@ -222,13 +222,21 @@ def reservation_argv(scontrol, name, nodes, minutes):
             'Duration=%d' % minutes, 'Users=root', 'Flags=MAINT,IGNORE_JOBS']
 
 
-def probe_argv(name, reservation='', srun='srun'):
-    """The probe job on node ``name`` (in ``reservation`` when given): ``srun ... true``; names checked as Slurm names."""
+def probe_argv(name, reservation='', srun='srun', partitions=()):
+    """The probe job on node ``name`` (in ``reservation`` when given, in the node's ``partitions`` when known: a node
+    outside the default partition is refused a job there): ``srun ... true``; names checked as Slurm names."""
     argv = [srun, '--nodes=1', '--nodelist=%s' % slurm_name('node name', name, 'a Slurm node name'), '--time=2',
             '--job-name=gpucluster-resume-probe']
+    if partitions:
+        argv.append(partition_option(partitions))
     if reservation:
         argv.append('--reservation=%s' % slurm_name('reservation', reservation, 'a Slurm reservation name'))
     return argv + ['true']
+
+
+def partition_option(partitions):
+    """``--partition=a,b`` of a node's partitions (srun and salloc take the first of them that can run the job)."""
+    return '--partition=%s' % ','.join(slurm_name('partition', part, 'a Slurm partition name') for part in partitions)
 
 
 def resume_argv(scontrol, nodes):

@@ -74,7 +74,7 @@ def test_probe_plan_groups_node_types_and_splits_busy_and_lone_nodes():
     assert own['a3']['dispatch'] == 'own job (a3 holds a job: MIXED)' and own['d1']['argv'] == probe_argv('d1', 'gpucluster-resume')
     assert own['c1']['argv'] == own['c1']['own_argv'] == probe_argv('c1', 'gpucluster-resume')
     assert allocations[0]['argv'] == ['salloc', '--no-shell', '--immediate=30', '--no-kill', '--nodes=3', '--nodelist=a[1-2,4]', '--time=10',
-                                      '--job-name=gpucluster-resume-probe', '--reservation=gpucluster-resume']
+                                      '--job-name=gpucluster-resume-probe', '--partition=gpu', '--reservation=gpucluster-resume']
     assert own['a2']['argv'] == ['srun', '--jobid={jobid}', '--nodes=1', '--nodelist=a2', '--time=2', '--job-name=gpucluster-resume-probe', 'true']
     assert own['a2']['own_argv'] == probe_argv('a2', 'gpucluster-resume') and own['a2']['rerun_own'] is True
     assert allocations[1]['release'] == ['scancel'] and allocations[1]['idle'] == ['sinfo', '-h', '-N', '-t', 'idle', '-o', '%N', '-n', 'b[1-2]']
@@ -96,6 +96,18 @@ def test_probe_plan_threshold_and_nothing_to_share(dispatch, minimum, names, all
 def test_probe_plan_without_a_reservation():
     jobs, allocations = plan(['a1', 'a2'], reservation='')
     assert not any(a.startswith('--reservation') for a in allocations[0]['argv'] + jobs[0]['argv'] + jobs[0]['own_argv'])
+
+
+def test_probes_run_in_the_nodes_own_partitions():
+    """A node outside the default partition is refused a job there: its probe (job or allocation) names its partitions."""
+    nodes = {'c1': node(partitions=('cpu', 'debug'), gres=''), 'c2': node(partitions=('cpu', 'debug'), gres='')}
+    jobs, allocations = jd.probe_plan(['c1', 'c2'], nodes, 'maint', lambda name: probe_argv(name, 'maint', partitions=nodes[name]['partitions']),
+                                      dispatch='allocation', wait=30)
+    assert '--partition=cpu,debug' in allocations[0]['argv']
+    assert jobs[0]['own_argv'] == ['srun', '--nodes=1', '--nodelist=c1', '--time=2', '--job-name=gpucluster-resume-probe', '--partition=cpu,debug',
+                                   '--reservation=maint', 'true']
+    with pytest.raises(InputError, match="partition is 'a b'"):
+        probe_argv('c1', 'maint', partitions=['a b'])
 
 
 @pytest.mark.parametrize('job, rc, problem, expected', [
