@@ -47,7 +47,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist impor
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import validate_node_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import (munge_key_errors, munge_key_file_errors,
                                                                                             munge_key_path_errors, munge_key_source_errors)
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology import _block_sizes
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology import parse_block_sizes
 
 COLLECTION = 'gpucluster.bringup'
 
@@ -422,7 +422,7 @@ def _topology_problems(values, groups, controller_file=None):
         if small:
             return problems + small
         try:
-            _block_sizes(sizes)
+            parse_block_sizes(sizes)
         except ValueError as exc:
             problems.append('slurm_topology_%s' % exc)
     return problems

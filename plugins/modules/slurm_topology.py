@@ -199,11 +199,11 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input
     show,
 )
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology import (
-    _NAME_RULE,
-    _block_sizes,
-    _is_clique,
-    _is_node_name,
+    NODE_NAME_RULE,
     block_topology,
+    is_clique_id,
+    is_node_name,
+    parse_block_sizes,
     parse_ibnetdiscover,
     parse_node_name_map,
     topology_yaml,
@@ -316,8 +316,8 @@ def read_text(name, path, what):
 def check_nodes(nodes):
     nodes = require_list('nodes', nodes, min_items=1)
     for index, name in enumerate(nodes):
-        if not _is_node_name(name):
-            raise InputError('nodes[%d] is %s, expected %s' % (index, show(name), _NAME_RULE))
+        if not is_node_name(name):
+            raise InputError('nodes[%d] is %s, expected %s' % (index, show(name), NODE_NAME_RULE))
     return nodes
 
 
@@ -344,7 +344,7 @@ def check_options(params):
         _check_fabric(params['fabric'])
         if params.get('block_sizes') is not None:
             try:
-                _block_sizes(params['block_sizes'])
+                parse_block_sizes(params['block_sizes'])
             except ValueError as exc:
                 raise InputError(str(exc))
         return mode
@@ -366,8 +366,8 @@ def check_options(params):
     for key, value in (params.get('name_map') or {}).items():
         if not isinstance(key, str) or not key.strip():
             raise InputError('name_map has the key %s, expected HCA GUIDs, node descriptions or host names as keys' % show(key))
-        if not _is_node_name(value):
-            raise InputError('name_map[%s] is %s, expected %s' % (show(key), show(value), _NAME_RULE))
+        if not is_node_name(value):
+            raise InputError('name_map[%s] is %s, expected %s' % (show(key), show(value), NODE_NAME_RULE))
     if params.get('name_regex') is not None:
         _compile_regex(params['name_regex'])
     if params.get('rail_hca') is not None:
@@ -391,8 +391,8 @@ def _compile_regex(regex):
 def _check_fabric(fabric):
     require_dict('fabric', fabric)
     for name, info in fabric.items():
-        if not _is_node_name(name):
-            raise InputError('fabric has the key %s, expected Slurm node names as keys (%s)' % (show(name), _NAME_RULE))
+        if not is_node_name(name):
+            raise InputError('fabric has the key %s, expected Slurm node names as keys (%s)' % (show(name), NODE_NAME_RULE))
         if info is None:
             continue
         where = 'fabric[%s]' % show(name)
@@ -400,7 +400,7 @@ def _check_fabric(fabric):
         uuid = info.get('cluster_uuid')
         if uuid is not None and not isinstance(uuid, str):
             raise InputError('%s.cluster_uuid is %s, expected the cluster UUID as a string (or null: no domain)' % (where, show(uuid)))
-        if uuid and uuid.strip() and not _is_clique(info.get('clique_id')):
+        if uuid and uuid.strip() and not is_clique_id(info.get('clique_id')):
             raise InputError('%s.clique_id is %s, expected a whole number from 0 to %d (nvmlGpuFabricInfo cliqueId)'
                              % (where, show(info.get('clique_id')), MAX_CLIQUE))
 

@@ -68,7 +68,7 @@ _SWITCH_NAME_MAX = 64  # Slurm: "SwitchName ... cannot be longer than 64 charact
 # What a Slurm node name cannot hold here: blanks, hostlist syntax, topology.conf's "#" (comment) and "=", control
 # characters; nor may it start with "-" (it would read as an option on a command line).
 _NAME_BAD = re.compile(r'[\s,\[\]#=\x00-\x1f\x7f]|^-')
-_NAME_RULE = 'a Slurm node name (not empty, no blanks, commas, brackets, "#" or "=", not starting with "-")'
+NODE_NAME_RULE = 'a Slurm node name (not empty, no blanks, commas, brackets, "#" or "=", not starting with "-")'
 # What ibnetdiscover (libibmad, libibumad, libibnetdisc) prints on its standard error, which "2>&1" puts before the
 # dump: "ibwarn: [3592] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0,1,13,17)",
 # "src/query_smp.c:227; umad (DR path slid 0; dlid 0; 0,1,13,17 Attr 0x11:0) bad status 110; Connection timed out".
@@ -350,13 +350,14 @@ def _node_name_list(node_names, what='nodes'):
     if not names:
         raise ValueError('%s is empty, expected at least one Slurm node name (a list or a hostlist like "gpu[01-04]")' % what)
     for index, name in enumerate(names):
-        if not _is_node_name(name):
+        if not is_node_name(name):
             where = '%s %r holds %r' % (what, node_names, name) if hostlist else '%s[%d] is %r' % (what, index, name)
-            raise ValueError('%s, expected %s' % (where, _NAME_RULE))
+            raise ValueError('%s, expected %s' % (where, NODE_NAME_RULE))
     return names
 
 
-def _is_node_name(name):
+def is_node_name(name):
+    """Whether ``name`` is a Slurm node name (``NODE_NAME_RULE``)."""
     return isinstance(name, str) and bool(name) and not _NAME_BAD.search(name)
 
 
@@ -411,8 +412,8 @@ def _compile_name_map(name_map):
         for key, value in name_map.items():
             if not isinstance(key, str) or not key.strip():
                 raise ValueError('name_map: key %r is not a node description, host name or CA GUID' % (key,))
-            if not _is_node_name(value):
-                raise ValueError('name_map[%r] is %r, expected %s' % (key, value, _NAME_RULE))
+            if not is_node_name(value):
+                raise ValueError('name_map[%r] is %r, expected %s' % (key, value, NODE_NAME_RULE))
             table[key.strip()] = value
             guid = re.match(r'^(?:H-|0x)?([0-9a-fA-F]{1,16})$', key.strip())
             if guid:
@@ -457,7 +458,7 @@ def _name_ca(ca, table, pattern):
         if not match:
             return None, 'does not match the name_map pattern %r' % pattern.pattern
         name = match.group('name') if 'name' in pattern.groupindex else match.group(1)
-        if not _is_node_name(name):
+        if not is_node_name(name):
             return None, 'gives %r through the name_map pattern, which is not a node name' % (name,)
         return name, None
     if not desc.strip() or _DEFAULT_CA_DESC.match(desc):
@@ -782,7 +783,9 @@ _MAX_BLOCK_BASE = 65535  # block_record.c: the base block size is a uint16_t (bb
 _MAX_CLIQUE = 0xFFFFFFFF  # nvmlGpuFabricInfo_t cliqueId is an unsigned int
 
 
-def _block_sizes(block_sizes):
+def parse_block_sizes(block_sizes):
+    """``BlockSizes=`` as a list of node counts (a list or "18,36,72"): the planning base first, then the base times
+    powers of two; raises ``ValueError`` saying what is wrong."""
     if isinstance(block_sizes, str):
         items = [item.strip() for item in block_sizes.split(',')]
     else:
@@ -819,7 +822,8 @@ def _block_sizes(block_sizes):
     return sizes
 
 
-def _is_clique(clique):
+def is_clique_id(clique):
+    """Whether ``clique`` is an NVLink clique id (NVML's ``cliqueId``, an unsigned 32-bit int)."""
     return not isinstance(clique, bool) and isinstance(clique, int) and 0 <= clique <= _MAX_CLIQUE
 
 
@@ -843,7 +847,7 @@ def _gpu_domain(index, fabric):
     if fabric.get('state') != _FABRIC_COMPLETED or _no_domain(uuid):
         return None
     clique = fabric.get('clique_id')
-    if not _is_clique(clique):
+    if not is_clique_id(clique):
         raise ValueError('GPU %d: clique_id %r is not a whole number from 0 to %d (nvmlGpuFabricInfo cliqueId)'
                          % (index, clique, _MAX_CLIQUE))
     return uuid.strip().lower(), clique
@@ -930,7 +934,7 @@ def block_topology(nodes, block_sizes=None):
             lost.append(name)
             continue
         clique = info.get('clique_id')
-        if not _is_clique(clique):
+        if not is_clique_id(clique):
             raise ValueError('node %s: clique_id %r is not a whole number from 0 to %d (nvmlGpuFabricInfo cliqueId)'
                              % (name, clique, _MAX_CLIQUE))
         domains.setdefault((uuid.strip().lower(), clique), []).append(name)
@@ -942,7 +946,7 @@ def block_topology(nodes, block_sizes=None):
         raise ValueError('no node has an NVLink fabric domain (%s); topology/block needs at least one block'
                          % _hostlist(lost))
     blocks = sorted((_sorted(members) for members in domains.values()), key=lambda members: _natural_key(members[0]))
-    sizes = _block_sizes(block_sizes) if block_sizes is not None else None
+    sizes = parse_block_sizes(block_sizes) if block_sizes is not None else None
     base = sizes[0] if sizes else len(blocks[0])
     small = ['block%d (%d nodes: %s)' % (index, len(members), _hostlist(members))
              for index, members in enumerate(blocks, 1) if len(members) < base]
