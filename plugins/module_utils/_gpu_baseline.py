@@ -34,7 +34,7 @@ import re
 import stat
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import PSEUDO_ROOTS, InputError, require_match, require_unit, show
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import version_key
 
 CHECKS = ('driver', 'persistence', 'fabric-manager', 'gpudirect', 'reset-blockers')
 # PCI device ids of NVSwitches (vendor 0x10de, pci.ids): 0x1AF1 the A100-generation NVSwitch (HGX A100),
@@ -154,7 +154,7 @@ def check_params(params):
         raise InputError('checks is %s, expected one or more of %s' % (show(params.get('checks')), ', '.join(CHECKS)))
     if params.get('driver_min') is not None:
         try:
-            fleet.version_key(params['driver_min'])
+            version_key(params['driver_min'])
         except ValueError:
             raise InputError('driver_min is %s, expected a driver version such as "550.54.14" (or no value: the oldest '
                              'driver the GPU models support)' % show(params['driver_min']))
@@ -257,7 +257,7 @@ def gpudirect_failures(ib_ports, modules, driver_proc, kernel_release, required=
         return []
     info = driver_proc or {}
     kernel = kernel_key(kernel_release)
-    dmabuf = (info.get('open') and info.get('version') and fleet.version_key(info['version']) >= fleet.version_key(DMABUF_DRIVER)
+    dmabuf = (info.get('open') and info.get('version') and version_key(info['version']) >= version_key(DMABUF_DRIVER)
               and kernel is not None and kernel >= DMABUF_KERNEL)
     if dmabuf:
         return []
@@ -266,7 +266,7 @@ def gpudirect_failures(ib_ports, modules, driver_proc, kernel_release, required=
         why.append(driver_proc_problem or 'the driver version file is unreadable')
     elif not info.get('open'):
         why.append('the proprietary kernel modules have no DMA-BUF')
-    elif fleet.version_key(info['version']) < fleet.version_key(DMABUF_DRIVER):
+    elif version_key(info['version']) < version_key(DMABUF_DRIVER):
         why.append('driver %s is older than %s' % (info['version'], DMABUF_DRIVER))
     if kernel is None or kernel < DMABUF_KERNEL:
         why.append('kernel %s is older than %d.%d' % (kernel_release, DMABUF_KERNEL[0], DMABUF_KERNEL[1]))

@@ -22,10 +22,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
+import re
 
 GUIDE = 'https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-mig-profiles.html'
 GUIDE_GPUS = 'https://docs.nvidia.com/datacenter/tesla/mig-user-guide/supported-gpus.html'
 MIG_PARTED = 'https://github.com/NVIDIA/mig-parted/blob/main/deployments/systemd/config-default.yaml'
+
+# a driver version: numbers separated by dots (version_key)
+_VERSION = re.compile(r'^\d+(\.\d+)*$')
 
 FABRICS = ('nvswitch', 'nvl72', 'pcie', 'nvlink-bridge')
 # The busbw platforms (keys of catalogue._busbw's gate curves).
@@ -229,8 +233,12 @@ def gres_type(nvml_name):
     return gres_type_map()[found] if found else None
 
 
-def _version_key(text):
-    return tuple(int(part) for part in text.split('.'))
+def version_key(text):
+    """A driver version as a tuple to compare: ``"535.129.03"`` -> ``(535, 129, 3)``; raises ``ValueError`` for anything else."""
+    value = str(text).strip()
+    if not _VERSION.match(value):
+        raise ValueError('%r is not a driver version such as "550.54.14"' % (text,))
+    return tuple(int(part) for part in value.split('.'))
 
 
 def driver_minimum(nvml_name):

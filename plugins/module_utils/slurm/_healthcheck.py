@@ -35,6 +35,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import version_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors import cap_device, parse_mig_minors
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_baseline as baseline_checks
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import SLURM_NAME_TEXT, is_slurm_name
@@ -252,7 +253,7 @@ def _load_fleet_config(config):
     if not isinstance(codes, list) or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in codes):
         raise ValueError('xid_drain %r must be a list of Xid numbers such as [48, 79, 95]' % (codes,))
     if config['driver_min'] is not None:
-        fleet.version_key(config['driver_min'])
+        version_key(config['driver_min'])
     active = config['nvlinks_active']
     if active is not None:
         if not isinstance(active, dict):

@@ -23,6 +23,7 @@ import os
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import driver_minimum as catalogue_driver_minimum
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import version_key
 
 # Xids that drain by default: those whose immediate action in NVIDIA's Xid catalog (Ampere and newer,
 # docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) is a GPU reset, a node reboot or service:
@@ -53,15 +54,6 @@ IB_COUNTERS = ('symbol_error', 'link_error_recovery', 'link_downed', 'port_rcv_e
 _XID = re.compile(r'NVRM: Xid \((?:PCI:)?([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2})(?:\.[0-9A-Fa-f])?\): (\d+), ?(.*?)\s*$')
 # a boot in a persistent kernel log (rsyslog's kern.log): the kernel's first line
 _BOOT = re.compile(r'kernel: \[\s*0\.0+\] Linux version ')
-_VERSION = re.compile(r'^\d+(\.\d+)*$')
-
-
-def version_key(text):
-    """``"535.129.03"`` -> ``(535, 129, 3)``; raises ``ValueError`` for anything else."""
-    value = str(text).strip()
-    if not _VERSION.match(value):
-        raise ValueError('%r is not a driver version such as "550.54.14"' % (text,))
-    return tuple(int(part) for part in value.split('.'))
 
 
 def pci_key(bus_id):

@@ -10,6 +10,7 @@ __metaclass__ = type
 
 import pytest
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import version_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet
 
@@ -68,7 +69,7 @@ def test_driver_failures(version, models, failing):
 
 def test_version_key_errors():
     with pytest.raises(ValueError, match=r"'r570' is not a driver version such as \"550.54.14\""):
-        fleet.version_key('r570')
+        version_key('r570')
 
 
 @pytest.mark.parametrize('files, expected', [
