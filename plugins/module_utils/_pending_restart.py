@@ -24,7 +24,7 @@ people)}``.  The process start time comes from ``/proc/PID/stat`` (clock
 ticks since boot, the same clock).
 
 Pure functions, standard library only; the files are read and written by
-``_pending_restart_io``.
+``slurm/_pending_restart_io``.
 """
 
 from __future__ import absolute_import, division, print_function

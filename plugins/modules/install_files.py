@@ -181,7 +181,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _file_set as file_set
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _pending_restart_io as pending_io
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _pending_restart_io as pending_io
 from ansible_collections.gpucluster.bringup.plugins.module_utils._atomic_write import write_atomic
 from ansible_collections.gpucluster.bringup.plugins.module_utils._pending_restart import check_dir
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, show

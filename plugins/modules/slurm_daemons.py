@@ -97,7 +97,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _pending_restart as pending_logic
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _pending_restart_io as pending_io
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _pending_restart_io as pending_io
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import require_unit
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, show
 

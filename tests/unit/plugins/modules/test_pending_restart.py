@@ -26,7 +26,7 @@ import pytest
 from ansible.module_utils import basic
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _pending_restart as pending
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _pending_restart_io as pending_io
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _pending_restart_io as pending_io
 from ansible_collections.gpucluster.bringup.plugins.modules import install_files, slurm_daemons
 
 from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import run_module, snapshot

@@ -2,7 +2,10 @@
 # Copyright (c) gpucluster.bringup contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The node's side of pending restarts (``_pending_restart``): the marker files, the boot id, the clocks, process start times."""
+"""The node's side of pending restarts (``_pending_restart``): the marker files, the boot id, the clocks, process start times.
+
+In slurm/ with the daemons it restarts (slurmd, slurmctld, slurmdbd, munged) and ``_slurm_upgrade.process_start``.
+"""
 
 from __future__ import absolute_import, division, print_function
 
