@@ -7,7 +7,7 @@
 Contacts no host: the inventory groups and each host's variables come from
 ``task_vars`` (``groups``, ``hostvars``), the roles' argument specs and
 defaults from the collection's own ``roles/`` directory.  The checks and the
-messages are in ``module_utils/_preflight.py``.
+messages are in ``module_utils/preflight/_roles.py``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -25,8 +25,8 @@ from ansible.errors import AnsibleError, AnsibleUndefinedVariable
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight as preflight
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight_site as site
+from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _roles as preflight
+from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _site as site
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import preflight_errors
 
 try:  # ansible-core >= 2.19: a string is a template only when trusted as one
@@ -401,7 +401,7 @@ class ActionModule(ActionBase):
         return cache[role]
 
     def _site_problems(self, groups, hostvars, play_hosts, this_host, task_vars, raw_vars, site_values, args):
-        """The checks of the inventory as a whole (``_preflight_site``): every compute host of the run and the controller."""
+        """The checks of the inventory as a whole (``preflight._site``): every compute host of the run and the controller."""
         controllers = list(groups.get(args['controller_group']) or [])
         controller = controllers[0] if len(controllers) == 1 else None
         compute = list(groups.get(args['compute_group']) or [])

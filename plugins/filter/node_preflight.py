@@ -2,7 +2,7 @@
 # Copyright (c) gpucluster.bringup contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The node preflight's judgement of every node's reading; the rules are in module_utils/_preflight_node.py."""
+"""The node preflight's judgement of every node's reading; the rules are in module_utils/preflight/_node.py."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._preflight_node import failure_message, node_problems
+from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight._node import failure_message, node_problems
 
 
 def _why(result):

@@ -2,7 +2,7 @@
 # Copyright (c) gpucluster.bringup contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The slurm role's check of Slurm's NVML plugin (slurm_gres_autodetect: nvml); the rules are in module_utils/_preflight.py."""
+"""The slurm role's check of Slurm's NVML plugin (slurm_gres_autodetect: nvml); the rules are in module_utils/preflight/_roles.py."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils._preflight import nvml_plugin_problem
+from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight._roles import nvml_plugin_problem
 
 
 def slurm_nvml_plugin_problem(node):

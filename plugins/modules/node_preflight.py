@@ -15,7 +15,7 @@ short_description: Read what a node has before the bring-up changes anything (Sl
 version_added: 0.1.0
 description:
   - Reads one node and returns the reading; it judges nothing beyond its own options. C(playbooks/node_preflight.yml) runs
-    it on every node and judges all readings at once (C(plugins/module_utils/_preflight_node.py)) before the first change.
+    it on every node and judges all readings at once (C(plugins/module_utils/preflight/_node.py)) before the first change.
   - The OS release (C(/etc/os-release) - C(ID), C(VERSION_ID), C(VERSION_CODENAME)).
   - The installed version of each package of O(packages) (from O(installed), the package facts, when given; else
     C(dpkg-query -W), or C(rpm -q) on the RHEL family).
@@ -152,7 +152,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_baseline as gb
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _gpu_holders_io as holders_io
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _nvml as nvml
-from ansible_collections.gpucluster.bringup.plugins.module_utils._preflight_node import cgroup_version, package_file
+from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight._node import cgroup_version, package_file
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, require_match
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_nvml import Nvml
 

@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpucluster.bringup.tests.unit import realenroot
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight as pf
+from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _roles as pf
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 ANSIBLE_PLAYBOOK = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')

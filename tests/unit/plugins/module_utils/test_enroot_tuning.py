@@ -5,7 +5,7 @@
 """Tuning that real sites ask for (issue 45, item 6), and the registry CA: each variable validated by the collection's
 preflight (one message naming it, the value and what is valid) and rendered into the file the node reads.
 
-* the preflight: ``_preflight.role_problems`` with the role's argument spec and defaults, as the preflight task runs it;
+* the preflight: ``preflight._roles.role_problems`` with the role's argument spec and defaults, as the preflight task runs it;
 * the files: templates/enroot.conf.j2 and pyxis.conf.j2 rendered with the role's defaults and vars and the collection's
   filters (tests/unit/enroot_role.py).
 """
@@ -19,7 +19,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight as pf
+from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _roles as pf
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot
 from ansible_collections.gpucluster.bringup.tests.unit import enroot_role
 

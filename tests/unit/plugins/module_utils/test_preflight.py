@@ -9,7 +9,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight as pf
+from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _roles as pf
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 GROUPS = {'all': ['ctl', 'gpu-01', 'gpu-02'], 'slurm_controller': ['ctl'], 'slurm_compute': ['gpu-01', 'gpu-02'],

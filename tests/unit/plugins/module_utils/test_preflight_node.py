@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight_node as pn
+from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _node as pn
 
 H100 = 'NVIDIA H100 80GB HBM3'
 L40S = 'NVIDIA L40S'

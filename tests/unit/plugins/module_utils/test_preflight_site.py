@@ -1,7 +1,7 @@
 """_preflight_site: the checks of the inventory as a whole, on plain data (the action's values)."""
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight_site as site
+from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _site as site
 
 GROUPS = {'slurm_controller': ['ctl'], 'slurm_compute': ['dgx-01', 'l40s-01'], 'gpu_nodes': ['dgx-01', 'l40s-01'], 'slurmdbd': ['ctl']}
 LAYOUT = [{'gpu': str(i), 'instances': [{'profile': '1g.10gb', 'count': 7}]} for i in range(4)] + [{'gpu': str(i), 'mig': False} for i in range(4, 8)]

@@ -16,7 +16,7 @@ import pytest
 
 import pynvml
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight_site as site
+from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _site as site
 from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _gpus as catalogue
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_nvml
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_plan import MigPlanError, plan_node

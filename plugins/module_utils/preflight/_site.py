@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The preflight's checks across roles and hosts: what the whole inventory says, before any node is contacted.
 
-:mod:`_preflight` checks each role's variables on each host on their own.  This module checks what only the
+:mod:`_roles` checks each role's variables on each host on their own.  This module checks what only the
 inventory as a whole can say, from the templated values of every host (plain data the action plugin hands over):
 
 * MIG layouts against the GPU catalogue (the MIG User Guide's profile tables of ``catalogue._gpus``) for
@@ -25,7 +25,7 @@ inventory as a whole can say, from the templated values of every host (plain dat
   a ``validate_partition`` that no partition has).
 
 :func:`site_problems` returns ``(problems, warnings)``: problems as ``(host, role, message)`` for
-``_preflight.report``, warnings as plain lines.  Standard library only.
+``_roles.report``, warnings as plain lines.  Standard library only.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -208,9 +208,9 @@ def _layout_of(values):
     elif isinstance(builtin, dict) and layout in builtin:
         entries, where = builtin[layout], 'mig_layouts'
     else:
-        return None  # not in the catalogue: _preflight._mig names it
+        return None  # not in the catalogue: _roles._mig names it
     if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
-        return None  # _preflight._mig names it
+        return None  # _roles._mig names it
     return layout, where, entries
 
 
@@ -406,7 +406,7 @@ def node_names(host, values):
 
 def _partition_nodes(nodes):
     if nodes is None or (isinstance(nodes, str) and nodes.strip().lower() == 'all'):
-        return None  # (ALL in another case is named by _preflight)
+        return None  # (ALL in another case is named by _roles)
     if isinstance(nodes, str):
         try:
             return expand(nodes)
@@ -550,7 +550,7 @@ def _entries(controller, values, var):
     good, problems, seen = [], [], {}
     for index, spec in enumerate(entries):
         if not isinstance(spec, dict) or not isinstance(spec.get('name'), str) or not spec['name']:
-            continue  # _preflight._slurmdbd and the argument spec name it
+            continue  # _roles._slurmdbd and the argument spec name it
         name = spec['name'].lower()
         try:
             sacctmgr.check_inventory_name(spec['name'], var.split('_', 1)[1].rstrip('s'))

@@ -41,7 +41,7 @@ import re
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _distributions as distributions
 from ansible_collections.gpucluster.bringup.plugins.module_utils._gpu_baseline import reset_blocker_failures
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, natural_key
-from ansible_collections.gpucluster.bringup.plugins.module_utils import _preflight_site as site
+from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _site as site
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan as mig_plan
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as sv
 
