@@ -252,7 +252,7 @@ def deep_dispatch(args, names, sink):
     against steps of one allocation per node type. The deep tier program on the racks is a STAND-IN printing a
     passing report line (the real one needs GPUs)."""
     sys.path.insert(0, os.path.join(ROOT, '.build', 'collections'))
-    from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep  # noqa: E402
+    from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_tier as deep  # noqa: E402
     line = deep.report_line(deep.outcome('standin', [deep.result('dcgm', 'pass', 'STAND-IN: no GPU here')], 'gpuhc', 0.1, 0)[0])
     script = '#!/bin/sh\n# STAND-IN of gpucluster-healthcheck --tier deep (benchmarks/closed_loop.py): a passing report\necho %s\n' % (
         "'%s'" % line.replace("'", "'\\''"))

@@ -137,7 +137,7 @@ import threading
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli, SlurmError
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._deep_health import (
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health._deep_controller import (
     DeepFailure, batches, check_deep_input, node_extras, reservation_minutes, select, settle, skipped_records, srun_argv)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import record
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import reservation_argv

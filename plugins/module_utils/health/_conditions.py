@@ -5,7 +5,7 @@
 """What to do about a node, per condition: the closed loop's one table (issue 48).
 
 A *condition* is what the health check found, named after the check that finds it (``slurm/_healthcheck.py``
-``CHECKS``, the deep tier's ``_healthcheck_deep.CHECKS``), split where the check covers several faults with
+``CHECKS``, the deep tier's ``_deep_tier.CHECKS``), split where the check covers several faults with
 different cures (``xid`` per Xid code, ``gpu-error`` into lost GPU / retired pages / row remapping, ``nvlink``
 and ``ib`` into link down and error counters).  Each has one *action*:
 

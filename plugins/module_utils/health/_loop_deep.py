@@ -13,7 +13,7 @@ runs:
 * :func:`plan` groups the nodes by node type (partition and GPU count: one ``--gres=gpu:N`` per allocation) and
   gives each group of two or more nodes one allocation, ``salloc --no-shell`` in the reservation, with each node's
   deep run a step of it (``srun --jobid={jobid}``); a node alone of its type, or every node when ``dispatch`` is
-  ``per_node`` (or ``auto`` below ``min_nodes`` nodes), runs as its own job, the argv ``_deep_health.srun_argv``
+  ``per_node`` (or ``auto`` below ``min_nodes`` nodes), runs as its own job, the argv ``_deep_controller.srun_argv``
   makes;
 * ``--immediate``: an allocation not granted within ``wait`` seconds is asked again for the group's idle nodes
   only (:func:`narrowed`, the idle ones from ``sinfo``, :func:`idle_names`); the other nodes run as jobs of their
@@ -34,7 +34,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist impor
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import require_choice, require_int
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health._node_loop import DEEP_DISPATCH as DISPATCH
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes import parse_sinfo_names
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as deep_jobs
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_controller as deep_jobs
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import narrowed_argv
 
 # auto: from this many deep runs in one pass on (1 % of 1,024 nodes failing is about 10 back at once)
@@ -94,7 +94,7 @@ def plan(candidates, reservation, program, settings, time_limit, srun='srun', di
 
     ``jobs``: one per node, ``{name, argv, own_argv, allocation}`` in the candidates' order; ``argv`` is what runs
     (a step ``srun --jobid={jobid} ...`` of the allocation named ``allocation``, or, with ``allocation`` None, the
-    node's own job); ``own_argv`` is the node's own job (``_deep_health.srun_argv``), run when the allocation is not
+    node's own job); ``own_argv`` is the node's own job (``_deep_controller.srun_argv``), run when the allocation is not
     granted.  ``allocations``: ``{name, nodes, argv, release, idle, timeout}`` per group of two or more nodes of one
     type (``salloc --no-shell`` in the reservation; ``release``: ``scancel`` to which the job id is added;
     ``idle``: ``sinfo`` listing the group's idle nodes)."""

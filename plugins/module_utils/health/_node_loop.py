@@ -539,7 +539,7 @@ def _resumed_view(node):
 
 def settle_deep(record, node, report, policy, now, resumed=False, reset=None):
     """After the deep tier ran on a node in ``back`` or ``reset-asked``: ``report`` is the deep tier's report
-    (``_healthcheck_deep.read_report``) or None when the job gave no verdict; ``reset`` (``reset-asked`` only) what the
+    (``_deep_tier.read_report``) or None when the job gave no verdict; ``reset`` (``reset-asked`` only) what the
     GPU reset before it said (``health._loop_deep.read_reset``: ``{'ok', 'rc', 'gpus', 'mig', 'text'}``, None when the
     job never got to it).  Pass (``passes`` at least ``deep_passes``): resumed (``resumed``: it was already, into the
     deep tier's reservation); fail: service, or after a GPU reset a reboot; a failed reset: a reboot; no verdict: stays

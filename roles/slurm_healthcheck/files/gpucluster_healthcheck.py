@@ -29,7 +29,7 @@ Installed by the role gpucluster.bringup.slurm_healthcheck.  Two tiers:
 * deep (--tier deep, run as a Slurm job inside a maintenance reservation by
   the health_deep module of playbooks/health_deep.yml): dcgmi diag, the
   single-node all_reduce_perf, nvbandwidth and ib_write_bw between the
-  node's InfiniBand HCAs, each where installed (slurm/_healthcheck_deep.py).
+  node's InfiniBand HCAs, each where installed (health/_deep_tier.py).
   It never calls scontrol: it prints one line "gpucluster-healthcheck deep:
   {json}" with each check's result and the drain reason; the orchestrator
   drains, restores or resumes the node.
@@ -76,7 +76,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _conditions as conditions  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _node_loop as node_loop  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc  # noqa: E402
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_tier as deep  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_fleet as fleet  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _munge_key  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import run_process  # noqa: E402
@@ -442,7 +442,7 @@ def main(argv=None, pynvml=None):
     parser.add_argument('--config', default=DEFAULT_CONFIG, help='expectations (JSON), default %(default)s')
     parser.add_argument('--node', help='Slurm node name (default: node_name of the configuration, else the short host name)')
     parser.add_argument('--tier', choices=hc.TIERS + (deep.TIER,), default='periodic', help='which checks to run (default %(default)s)')
-    parser.add_argument('--deep-config', default='{}', help='the deep tier settings (JSON object; see _healthcheck_deep.DEFAULTS)')
+    parser.add_argument('--deep-config', default='{}', help='the deep tier settings (JSON object; see _deep_tier.DEFAULTS)')
     parser.add_argument('--ib-sysfs-root', default='/sys/class/infiniband', help='InfiniBand sysfs tree for --observe/--baseline')
     parser.add_argument('--loop-actions', default=LOOP_ACTIONS, help="the closed loop's actions per condition, default %(default)s")
     mode = parser.add_mutually_exclusive_group()

@@ -51,9 +51,9 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _loop_deep as loop_deep  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _loop_events as events_mod  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _node_loop as loop  # noqa: E402
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_tier as deep  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _nodes as slurm_nodes  # noqa: E402
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as deep_jobs  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_controller as deep_jobs  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import reservation_argv  # noqa: E402
 
 DEFAULT_CONFIG = '/etc/gpucluster/node-loop.json'

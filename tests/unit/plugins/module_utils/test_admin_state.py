@@ -21,8 +21,8 @@ import yaml
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as hd
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as dh
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_tier as hd
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_controller as dh
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_resume as vr
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes
 from ansible_collections.gpucluster.bringup.plugins.modules import validation_resume

@@ -33,11 +33,11 @@ import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as hd
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_tier as hd
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as acct
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_cli as cli
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_hooks as hooks
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as dh
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_controller as dh
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_checks as vc
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_nccl as vn
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_resume as vr
@@ -202,7 +202,7 @@ GOODS = {'hooks show job': '12'}
 
 # (id, tool, build(value), mode, fragments of the message) - fragments may hold {v} for the value
 ROWS = [
-    # health_deep (_deep_health): scontrol and srun
+    # health_deep (_deep_controller): scontrol and srun
     ('deep srun node name', 'srun', lambda v: deep_srun(name=v), 'refused', ["node name is '{v}'", 'a Slurm node name']),
     ('deep srun reservation', 'srun', lambda v: deep_srun(reservation=v), 'refused', ["reservation is '{v}'", 'a Slurm reservation name']),
     ('deep srun partition', 'srun', lambda v: deep_srun(partition=v), 'refused', ["partition is '{v}'", 'a Slurm partition name']),
@@ -285,7 +285,7 @@ ROWS = [
     ('enroot remove name', 'enroot', lambda v: _enroot.remove_argv('enroot', v), 'refused', ["--name '{v}'", 'a container name']),
     ('enroot container option', 'enroot', _enroot.container_name, 'refused', ['invalid container name "{v}"', 'starting with a letter or digit']),
     ('enroot uri option', 'enroot', _enroot.parse_uri, 'refused', ['invalid image URI "{v}"', 'it starts with "-"']),
-    # the GPU health check program (_healthcheck, _healthcheck_deep): scontrol, and the deep tier's tools
+    # the GPU health check program (_healthcheck, _deep_tier): scontrol, and the deep tier's tools
     ('healthcheck show node', 'scontrol', lambda v: hc.show_node_argv('scontrol', v), 'refused', ["node_name '{v}' is not a Slurm node name"]),
     ('healthcheck update node', 'scontrol', lambda v: hc.Decision('drain', 'm', 'gpuhc:periodic:xid: x').argv('scontrol', v), 'refused',
      ["node_name '{v}' is not a Slurm node name", 'starting with a letter or digit']),

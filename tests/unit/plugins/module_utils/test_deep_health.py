@@ -2,7 +2,7 @@
 # Copyright (c) gpucluster.bringup contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Tables for _deep_health: which nodes the deep tier tests, its jobs, and what becomes of each node."""
+"""Tables for _deep_controller: which nodes the deep tier tests, its jobs, and what becomes of each node."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -13,8 +13,8 @@ import json
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as hd
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as dh
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_tier as hd
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_controller as dh
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import parse_scontrol_nodes
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import reservation_argv
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError

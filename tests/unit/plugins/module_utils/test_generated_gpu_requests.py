@@ -17,7 +17,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as sv
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _deep_health as dh
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_controller as dh
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_checks as vc
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_nccl as vn
 

@@ -20,7 +20,7 @@ from importlib.util import module_from_spec, spec_from_loader
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_tier as deep
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _nvbandwidth as nvbw
 from ansible_collections.gpucluster.bringup.tests.unit.simnode import sim, use_node
 from nvmlsim import models, store
@@ -645,7 +645,7 @@ def _gpus(state_path):
     ([("xid", "--gpu", "1", "--code", "79")], "fail", "nvbandwidth failed (rc 1): [CUDA_ERROR_UNKNOWN] unknown error"),
 ])
 def test_deep_tier_judges_the_standins_output(node, faults, status, reason):
-    # the deep tier's judgement (plugins/module_utils/slurm/_healthcheck_deep.py, imported at the top: an import
+    # the deep tier's judgement (plugins/module_utils/health/_deep_tier.py, imported at the top: an import
     # error fails this file, it is never a skip)
     state = node("h100-80gb-x8", *faults)
     config = dict(deep.DEFAULTS)

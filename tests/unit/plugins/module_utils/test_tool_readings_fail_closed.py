@@ -21,7 +21,7 @@ import os
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as hd
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_tier as hd
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _dcgm
 
 ROOT = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')

@@ -17,7 +17,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as hd
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_tier as hd
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
 from ansible_collections.gpucluster.bringup.plugins.modules import health_deep
 

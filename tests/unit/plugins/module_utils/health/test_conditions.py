@@ -11,7 +11,7 @@ import pytest
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _conditions as cond
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck as hc
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_tier as deep
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_fleet import XID_DRAIN
 
 

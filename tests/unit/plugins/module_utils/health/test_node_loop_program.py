@@ -25,7 +25,7 @@ import time
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _node_loop as loop
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _healthcheck_deep as deep
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_tier as deep
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 PROGRAM = os.path.join(ROOT, 'roles', 'slurm_healthcheck', 'files', 'gpucluster_node_loop.py')

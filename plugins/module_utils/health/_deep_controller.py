@@ -31,7 +31,7 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _drain_tag as drain_tag
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck import drained, parse_tag
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthcheck_deep import CHECKS, TIER, load_config, read_report
+from ansible_collections.gpucluster.bringup.plugins.module_utils.health._deep_tier import CHECKS, TIER, load_config, read_report
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import record
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
     SLURM_NAME_TEXT, InputError, ModuleFailure, is_slurm_name, require_choice, require_int, require_list, require_match, require_str, show,
