@@ -239,8 +239,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import choose_mpi_plugin, parse_mpi_list
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import (
-    JobsFailure, allocation_groups, checked_jobs, job_node, fill_mpi, granted_job, idle_nodes, judge_jobs, needing_mpi, refusal, retry_allocation,
-    split_idle, step_failed, step_failure, tails, use_allocation, use_own_jobs)
+    JobsFailure, allocation_groups, checked_jobs, job_node, fill_mpi, idle_nodes, judge_jobs, needing_mpi, request_allocation, retry_allocation,
+    split_idle, step_failed, step_failure, tails, use_own_jobs)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import narrowed, split_json_report
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
 
@@ -317,17 +317,8 @@ class JobsManager(object):
                 use_own_jobs(members, why)
 
     def _allocate(self, allocation, members, granted):
-        """Ask for one allocation; its jobs become its steps. None when granted, else why not."""
-        result = self.client.job(allocation['argv'], allocation.get('timeout') or 120)
-        job_id = granted_job(result)
-        entry = {'name': allocation['name'], 'nodes': len(members), 'job_id': job_id, 'seconds': result['seconds']}
-        self.allocations.append(entry)
-        if job_id:
-            granted.append((allocation['release'], job_id))
-            use_allocation(members, job_id)
-            return None
-        entry['refused'] = refusal(result)
-        return entry['refused']
+        """Ask for one allocation; None when granted (its jobs are its steps), else why not."""
+        return request_allocation(self.client, allocation, members, granted, self.allocations)
 
     def _run_job(self, job, results):
         result = self._run_argv(job, job['argv'])

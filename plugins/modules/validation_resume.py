@@ -173,7 +173,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist impor
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._job_dispatch import dispatch_settings, probe_plan, rerun_probe
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import node_problem
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import (
-    granted_job, idle_nodes, refusal, split_idle, use_allocation, use_own_jobs)
+    idle_nodes, request_allocation, split_idle, use_own_jobs)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import narrowed
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_resume import (
     ResumeFailure, check_resume_input, plan_resume, probe_argv, probe_outcome, probe_result, problem_nodes, reservation_argv, resume_argv, resume_records,
@@ -344,17 +344,8 @@ class ResumeManager(object):
             use_own_jobs(members, why)
 
     def _allocate(self, allocation, members, granted):
-        """Ask for one allocation; None when granted (the jobs are its steps), else why not."""
-        result = self.client.job(allocation['argv'], allocation['timeout'])
-        job_id = granted_job(result)
-        entry = {'name': allocation['name'], 'nodes': len(members), 'job_id': job_id, 'seconds': result['seconds']}
-        self.allocations.append(entry)
-        if job_id:
-            granted.append((allocation['release'], job_id))
-            use_allocation(members, job_id)
-            return None
-        entry['refused'] = refusal(result)
-        return entry['refused']
+        """Ask for one allocation; None when granted (its jobs are its steps), else why not."""
+        return request_allocation(self.client, allocation, members, granted, self.allocations)
 
     def run_probes(self, jobs, results):
         """Each job's ``argv`` (its probe), ``PROBE_PARALLEL`` at once; ``results`` gets node name -> the probe's result."""

@@ -108,6 +108,22 @@ def use_allocation(jobs, job_id):
         job['dispatch'] = 'step of job %s' % job_id
 
 
+def request_allocation(client, allocation, members, granted, records, timeout=120):
+    """Ask ``client`` (``slurm._slurm_cli.SlurmCli``) for one ``allocation``: granted, ``members`` become its steps and
+    ``(release argv, job id)`` goes to ``granted``; ``records`` gets ``{name, nodes, job_id, seconds[, refused]}``.
+    Returns None when granted, else why not (salloc's last message)."""
+    result = client.job(allocation['argv'], allocation.get('timeout') or timeout)
+    job_id = granted_job(result)
+    entry = {'name': allocation['name'], 'nodes': len(members), 'job_id': job_id, 'seconds': result['seconds']}
+    records.append(entry)
+    if job_id:
+        granted.append((allocation['release'], job_id))
+        use_allocation(members, job_id)
+        return None
+    entry['refused'] = refusal(result)
+    return entry['refused']
+
+
 def use_own_jobs(jobs, why):
     """The allocation was not granted (``why``): each job runs as its own job."""
     for job in jobs:
