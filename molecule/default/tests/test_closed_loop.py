@@ -142,7 +142,9 @@ def loop_on():
         if reason(name):
             ctl("scontrol update nodename=%s state=resume" % name, check=False)
     assert rc == 0, out[-3000:]
-    assert "RebootProgram" not in ctl("scontrol show config").stdout
+    # (scontrol show config prints every key: RebootProgram = (null) once it is unset)
+    config = ctl("scontrol show config").stdout
+    assert REBOOT_PROGRAM not in config and "RebootProgram           = (null)" in config, config
 
 
 def test_the_loop_is_installed_and_slurm_knows_the_reboot_program():
