@@ -26,7 +26,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _s
 
 OPTION = 'slurm_upgrade_package_dir'
 # The part of Slurm each step's package holds (upgrade.PLAN_PACKAGES are Debian's names; the plan reads them by those)
-STEP_PARTS = {'slurmdbd': 'slurmdbd', 'slurmctld': 'slurmctld', 'slurmd': 'slurmd', 'slurm-client': 'client'}
+STEP_PARTS = dict((name, part) for part, name in packages.PACKAGES['debian'].items() if name in upgrade.PLAN_PACKAGES)
 # The parts a host of each inventory group runs
 GROUP_PARTS = {'slurmdbd': ('slurmdbd',), 'slurm_controller': ('slurmctld', 'client'), 'slurm_compute': ('slurmd', 'client'),
                'slurm_login': ('client',)}
