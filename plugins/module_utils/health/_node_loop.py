@@ -72,6 +72,9 @@ POLICY_DEFAULTS = {
     'reboot_window_s': 86400,
     # a node not back this long after its reboot was asked: service
     'reboot_timeout_s': 1800,
+    # a node waiting this long for its GPU reset (not idle, or the reset job gave no verdict): a reboot (counted); back from
+    # its reboot this long without a deep-tier verdict: service -- so that no node waits in a state nothing returns it from
+    'settle_timeout_s': 3600,
     # comment-mode: promote_after hits within promote_window_s drain the node
     'promote_after': 3,
     'promote_window_s': 86400,
@@ -102,7 +105,7 @@ def load_policy(data, actions_name='actions'):
     if policy['prefix'] == policy['tag']:
         raise InputError('tag is %s, expected a word other than the health check prefix %s' % (show(policy['tag']), show(policy['prefix'])))
     policy['actions'] = conditions.load_overrides(policy['actions'], actions_name)
-    for key, minimum in (('reboot_max', 0), ('reboot_window_s', 1), ('reboot_timeout_s', 60), ('promote_after', 1),
+    for key, minimum in (('reboot_max', 0), ('reboot_window_s', 1), ('reboot_timeout_s', 60), ('settle_timeout_s', 60), ('promote_after', 1),
                          ('promote_window_s', 1), ('deep_passes', 1)):
         policy[key] = require_int(key, policy[key], minimum=minimum)
     for key in ('requeue', 'deep'):
@@ -464,6 +467,8 @@ def step(record, node, policy, now):
             # ... or around its GPU reset: the reset did not help, a reboot (counted in the window)
             return _ask_reboot(result, node, policy, now, record['condition'], 'still failing around the GPU reset: %s' % node['reason'])
         return _to_service(result, node, policy, now, record['condition'], 'still failing after the reboot: %s' % node['reason'])
+    if state in ('reset-asked', 'back') and now - record['since'] > policy['settle_timeout_s'] and not rebooting(node):
+        return _settle_timed_out(result, node, policy, now, state)
     if state == 'reset-asked':
         if _idle(node):
             # idle (drained, no job): the reset and the deep tier run in one job in the maintenance reservation
@@ -513,6 +518,18 @@ def step(record, node, policy, now):
             _move(result, node, 'ok', now, 'returned', by='quarantine window over')
             record['condition'] = None
     return result
+
+
+def _settle_timed_out(result, node, policy, now, state):
+    """A node in ``reset-asked`` or ``back`` past ``settle_timeout_s`` (its jobs never ended, or the deep tier never gave
+    a verdict): a GPU reset that never happened becomes a reboot (counted in the window), a node back from its reboot
+    without a verdict goes to service."""
+    waited = int(now - result.record['since'])
+    if state == 'reset-asked':
+        why = 'the GPU reset not done %ds after it was asked (%s)' % (waited, 'no verdict from its job' if _idle(node) else 'the node never became idle')
+        _note(result.record, why)
+        return _ask_reboot(result, node, policy, now, result.record['condition'], why)
+    return _to_service(result, node, policy, now, result.record['condition'], 'no deep-tier verdict %ds after the node came back' % waited)
 
 
 def _return(result, node, policy, now, why, resumed=False):

@@ -178,6 +178,37 @@ def test_a_job_that_never_got_to_the_reset_leaves_the_node_waiting_for_it():
     assert result.record['state'] == 'reset-asked' and events(result) == ['deep_failed'] and result.actions == []
 
 
+@pytest.mark.parametrize('state,jobs,why', [
+    ('MIXED', [17], 'the node never became idle'),
+    ('IDLE', [], 'no verdict from its job'),
+])
+def test_a_reset_not_done_within_the_settle_time_becomes_a_reboot_counted_in_the_window(state, jobs, why):
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag(), since=T0)
+    waiting = loop.step(rec, node(state, ['DRAIN'], reset_tag(), jobs=jobs), POLICY, T0 + 3600)
+    assert waiting.record['state'] == 'reset-asked'
+    result = loop.step(rec, node(state, ['DRAIN'], reset_tag(), jobs=jobs), POLICY, T0 + 3601)
+    assert result.record['state'] == 'reboot-asked' and result.record['reboots'] == [T0 + 3601]
+    assert result.actions[-1][:3] == ['scontrol', 'reboot', 'ASAP']
+    assert 'the GPU reset not done 3601s after it was asked (%s)' % why in result.actions[-1][3]
+    assert not result.deep
+
+
+def test_a_node_back_without_a_deep_verdict_within_the_settle_time_goes_to_service():
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79', via='reboot', reason=reboot_tag(), since=T0 + 100)
+    early = loop.step(rec, node('IDLE', ['DRAIN'], reboot_tag(), boot=T0 + 90), POLICY, T0 + 3700)
+    assert early.record['state'] == 'back' and early.deep
+    result = loop.step(rec, node('IDLE', ['DRAIN'], reboot_tag(), boot=T0 + 90), POLICY, T0 + 3701)
+    assert result.record['state'] == 'service' and not result.deep
+    assert 'no deep-tier verdict 3601s after the node came back' in result.actions[0][4]
+    shorter = loop.step(rec, node('IDLE', ['DRAIN'], reboot_tag(), boot=T0 + 90), loop.load_policy({'settle_timeout_s': 600}), T0 + 701)
+    assert shorter.record['state'] == 'service'
+
+
+def test_a_settle_time_below_a_minute_is_refused():
+    with pytest.raises(InputError, match='settle_timeout_s'):
+        loop.load_policy({'settle_timeout_s': 59})
+
+
 def test_a_crash_between_the_drain_and_the_reset_is_derived_again_from_the_tag():
     tag = reset_tag('ecc', ECC.split(': ', 1)[1])
     result = loop.step(None, node('IDLE', ['DRAIN'], tag, reason_time=T0 - 10), POLICY, T0)
