@@ -4,7 +4,7 @@
 """The resume probes and validate's Slurm stage, one job per node against steps of one allocation per node type (issue 48
 item 6): jobs started, seconds, slurmctld CPU, on the emulated cluster.
 
-    .venv/bin/python benchmarks/job_dispatch.py [--up 64] [--down] [--nodes N] [--json FILE]
+    .venv/bin/python benchmarks/job_dispatch.py [--up 64] [--down] [--nodes N] [--what both|resume|slurm] [--json FILE]
 
 On the emulated cluster (``scripts/scale.sh``, containers ``gcscale-`` only; ``--up N`` brings it up first, ``--down``
 removes it after), the two modules' managers of this checkout (``validation_resume.ResumeManager``,
@@ -87,6 +87,13 @@ else:
     outcome = {'passed': sum(1 for r in records if r['status'] == 'pass'), 'failed': [r['node'] + ' ' + r['check'] + ': ' + (r.get('reason') or '')
                                                                                         for r in records if r['status'] == 'fail'][:5]}
     verdicts = dict(('%s %s' % (r['node'], r['check']), r['status']) for r in records)
+    import re
+    whys = {}
+    for res in result['results'].values():
+        why = re.sub(r'job \d+', 'job N', res.get('dispatch') or '')
+        if why.startswith('own job'):
+            whys[why] = whys.get(why, 0) + 1
+    outcome['own_jobs_why'] = sorted(whys.items(), key=lambda item: -item[1])[:5]
 wall = time.monotonic() - start
 print(json.dumps({'what': what, 'dispatch': dispatch, 'wall_s': round(wall, 2), 'started': started,
                   'jobs': started.get('srun job', 0) + started.get('salloc', 0), 'steps': started.get('srun step', 0),
@@ -150,6 +157,7 @@ def main():
     parser.add_argument('--down', action='store_true', help='remove the emulated cluster at the end')
     parser.add_argument('--nodes', type=int, default=0, help='nodes measured (default all)')
     parser.add_argument('--json', metavar='FILE')
+    parser.add_argument('--what', choices=('both', 'resume', 'slurm'), default='both', help='measure the resume probes, the Slurm stage or both')
     args = parser.parse_args()
     rows = []
     if args.up:
@@ -166,7 +174,8 @@ def main():
         stage({'resume': {'names': chosen},
                'slurm': {'slurm': {'nodes': [{'name': n, 'gpus': gpus.get(n, 0), 'usable': True} for n in chosen], 'timeout': 300,
                                    'pyxis': False}}})
-        for what in ('resume', 'slurm'):
+        measured = ('resume', 'slurm') if args.what == 'both' else (args.what,)
+        for what in measured:
             for dispatch in ('per_node', 'allocation'):
                 if what == 'resume':
                     ctl('scontrol', 'update', 'nodename=' + ','.join(chosen), 'state=drain', 'reason=' + REASON)
@@ -181,7 +190,7 @@ def main():
         for row in rows:
             print('%-7s %-11s %8.1f %6d %6d %9.2f %12d  %s' % (row['what'], row['dispatch'], row['wall_s'], row['jobs'], row['steps'],
                                                                row['slurmctld_cpu_s'], len(row['allocations']), json.dumps(row['outcome'])))
-        for what in ('resume', 'slurm'):
+        for what in measured:
             pair = [row['verdicts'] for row in rows if row['what'] == what]
             print('%s: the same verdict per node with both dispatches: %s' % (what, pair[0] == pair[1]))
         if args.json:

@@ -238,6 +238,7 @@ import time
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_cli import SlurmCli
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._job_dispatch import STEP_PARALLEL
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import choose_mpi_plugin, parse_mpi_list
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import (
     JobsFailure, allocation_groups, checked_jobs, job_node, fill_mpi, idle_nodes, judge_jobs, needing_mpi, request_allocation, retry_allocation,
@@ -256,6 +257,7 @@ class JobsManager(object):
         self.client = client
         self.params = params
         self.allocations = []
+        self.step_slots = threading.BoundedSemaphore(STEP_PARALLEL)
 
     def run(self):
         """The module's result; raises ``JobsFailure``."""
@@ -322,7 +324,11 @@ class JobsManager(object):
         return request_allocation(self.client, allocation, members, granted, self.allocations)
 
     def _run_job(self, job, results):
-        result = self._run_argv(job, job['argv'])
+        if job.get('rerun_own') and (job.get('dispatch') or '').startswith('step of'):
+            with self.step_slots:  # a step of the Slurm stage: STEP_PARALLEL of them at once
+                result = self._run_argv(job, job['argv'])
+        else:
+            result = self._run_argv(job, job['argv'])
         if step_failed(job, result):
             # judged as before, on a job of its own: the step's failure may be its allocation's, not the node's
             why = step_failure(job, result)

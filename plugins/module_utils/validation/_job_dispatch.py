@@ -43,6 +43,9 @@ DISPATCH = ('auto', 'per_node', 'allocation')
 # auto: the allocation from this many per-node jobs on (as the NCCL stage's validate_nccl_dispatch_min_nodes)
 DISPATCH_MIN_NODES = 64
 ALLOCATION_WAIT = 60
+# steps of one allocation running at once (the rest wait for a slot): every step is an srun that slurmctld creates under
+# the job's lock and that stays connected until its task ends
+STEP_PARALLEL = 64
 # minutes an allocation may last: its steps start PROBE_PARALLEL at a time, so at 1,024 nodes in 16 rounds
 ALLOCATION_TIME = 10
 # a node in one of these states holds a job: an allocation with it waits, so its own job goes as before

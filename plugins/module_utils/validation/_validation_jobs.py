@@ -138,8 +138,11 @@ def step_failed(job, result):
 
 
 def step_failure(job, result):
-    """Why a step is run again as its own job: ``its step of job 12 failed (rc 1)``."""
-    return 'its %s %s' % (job['dispatch'], 'timed out after %s s' % result.get('timeout') if result.get('timed_out') else 'failed (rc %s)' % result.get('rc'))
+    """Why a step is run again as its own job: ``its step of job 12 failed (rc 1)``, with the last line srun printed on
+    standard error when there is one (``...: srun: error: ...``)."""
+    why = 'its %s %s' % (job['dispatch'], 'timed out after %s s' % result.get('timeout') if result.get('timed_out') else 'failed (rc %s)' % result.get('rc'))
+    lines = [line.strip() for line in (result.get('stderr') or '').splitlines() if line.strip()]
+    return '%s: %s' % (why, lines[-1][:200]) if lines else why
 
 
 class JobsFailure(ModuleFailure):

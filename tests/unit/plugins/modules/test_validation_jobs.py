@@ -183,6 +183,13 @@ jobid = [a.split('=', 1)[1] for a in sys.argv if a.startswith('--jobid=')]
 if jobid and next(a for a in sys.argv if a.startswith('--nodelist='))[len('--nodelist='):] in step_fail:
     sys.stderr.write('srun: error: Unable to create step for job %s: Job/step already completing or completed\n' % jobid[0])
     sys.exit(1)
+if jobid and os.environ.get('FAKE_STEP_TRACE'):
+    import time
+    with open(os.environ['FAKE_STEP_TRACE'], 'a') as trace:
+        trace.write('start\n')
+    time.sleep(0.3)
+    with open(os.environ['FAKE_STEP_TRACE'], 'a') as trace:
+        trace.write('end\n')
 args = sys.argv[1:]
 while args and args[0].startswith('-'):
     option = args.pop(0)
@@ -314,8 +321,9 @@ def test_slurm_stage_as_steps_judges_as_one_job_per_node(capsys, tmp_path, monke
         assert len([c for c in log if c[0] == 'srun']) == 8
     elif 'FAKE_STEP_FAIL' in case:
         # its steps failed: each ran again as the job of its own it was, and was judged on that
-        assert dispatch['gpu-02'] == 'own job (its step of job 100 failed (rc 1))'
-        assert dispatch['gpu-02/gres'] == 'own job (its step of job 101 failed (rc 1))'
+        assert dispatch['gpu-02'] == ('own job (its step of job 100 failed (rc 1): srun: error: Unable to create step for job 100: '
+                                      'Job/step already completing or completed)')
+        assert dispatch['gpu-02/gres'].startswith('own job (its step of job 101 failed (rc 1): srun: error: Unable to create step')
         assert len([c for c in log if c[0] == 'srun']) == 10
     elif 'FAKE_BUSY' in case:
         assert sallocs[:3] == [['--nodelist=gpu-[01-03]', '--job-name=validate-srun'], ['--nodelist=gpu-[01-02]', '--job-name=validate-srun'],
@@ -324,3 +332,18 @@ def test_slurm_stage_as_steps_judges_as_one_job_per_node(capsys, tmp_path, monke
     else:
         assert all(d is None or d.startswith('own job (the allocation was not granted') for d in dispatch.values())
         assert [a['refused'] for a in result['allocations']] == ['salloc: error: Unable to allocate resources: Requested nodes are busy'] * 2
+
+
+def test_the_slurm_stage_runs_at_most_step_parallel_steps_at_once(capsys, tmp_path, monkeypatch):
+    # at 1,024 emulated nodes the steps of one allocation, all started at once, timed out (benchmarks/README.md)
+    srun = fake_slurm(tmp_path)
+    trace = tmp_path / 'trace'
+    monkeypatch.setenv('FAKE_STEP_TRACE', str(trace))
+    monkeypatch.setattr(validation_jobs, 'STEP_PARALLEL', 1)
+    result = run_module(capsys, stage='slurm', slurm=slurm_stage(srun, dispatch='allocation'))
+    assert result.get('failed') is not True, result
+    running, peak = 0, 0
+    for line in trace.read_text().split():
+        running += 1 if line == 'start' else -1
+        peak = max(peak, running)
+    assert trace.read_text().count('start') == 6 and peak == 1  # 3 srun steps, then 3 GRES steps, one at a time
