@@ -36,13 +36,10 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PLAYBOOK = ROOT / "playbooks" / "preflight.yml"
 ANSIBLE_PLAYBOOK = pathlib.Path(sys.executable).parent / "ansible-playbook"
 TYPES = (
-    ("dgx", {"validate_gpu_count": 8, "validate_gpu_models": ["H100"], "slurm_healthcheck_gpu_count": 8,
-             "slurm_healthcheck_gpu_models": ["H100"]}),
-    ("l40s", {"validate_gpu_count": 4, "validate_gpu_models": ["L40S"], "slurm_healthcheck_gpu_count": 4,
-              "slurm_healthcheck_gpu_models": ["L40S"]}),
-    ("a100", {"validate_gpu_count": 8, "validate_gpu_models": ["A100-SXM4-40GB"], "slurm_healthcheck_gpu_count": 8,
-              "slurm_healthcheck_gpu_models": ["A100-SXM4-40GB"]}),
-    ("cpu", {"slurm_healthcheck_gpu_count": 0}),
+    ("dgx", {"gpucluster_node_type": {"name": "dgx", "gpu_model": "H100", "gpu_count": 8}}),
+    ("l40s", {"gpucluster_node_type": {"name": "l40s", "gpu_model": "L40S", "gpu_count": 4}}),
+    ("a100", {"gpucluster_node_type": {"name": "a100", "gpu_model": "A100-SXM4-40GB", "gpu_count": 8}}),
+    ("cpu", {"gpucluster_node_type": {"name": "cpu", "gpu_count": 0}}),
 )
 MIG = [{"gpu": str(i), "instances": [{"profile": "1g.10gb", "count": 7}]} for i in range(4)] + \
       [{"gpu": str(i), "mig": False} for i in range(4, 8)]

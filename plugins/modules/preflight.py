@@ -39,8 +39,8 @@ description:
     the role, as the role's file lookup does).
   - With O(inventory), also what the inventory says as a whole, on the hosts of this run and the controller (whose
     C(slurm_partitions) and associations are the cluster's) - the MIG layout of each GPU node against the GPU model and
-    count the inventory declares for it (C(validate_gpu_models), else C(slurm_healthcheck_gpu_models), when it names
-    exactly one model; C(validate_gpu_count), else C(slurm_healthcheck_gpu_count)) with the MIG User Guide's profile
+    count of the node type the inventory declares for it (C(gpucluster_node_type), its C(gpu_model) and C(gpu_count)),
+    a model the GPU catalogue does not know named with the valid ones, with the MIG User Guide's profile
     tables and the mig planner's own placement search - profile names, counts that fit, GPU indices within the count, every
     GPU covered when C(mig_require_all_gpus), no MIG asked of a model without MIG (L40S ...); a model matching no table
     here, or several, leaves the profiles to the node.

@@ -246,7 +246,9 @@ def test_the_where_table_has_rows():
 def test_the_catalogue_imports_nothing_as_the_doc_says():
     assert "`catalogue/` imports nothing" in DOC.read_text()
     utils = ROOT / "plugins" / "module_utils"
-    assert [p.name for p in sorted((utils / "catalogue").glob("*.py")) if program_imports(p, utils)] == []
+    # (across folders: _node_type.py reads the GPU entries of _gpus.py, in the same folder)
+    assert [p.name for p in sorted((utils / "catalogue").glob("*.py"))
+            if any(not name.startswith("catalogue/") for name in program_imports(p, utils))] == []
 
 
 # ---- the checks themselves, on a small tree and doc made here: each can fail --------------------------------------

@@ -1,7 +1,10 @@
 """Every role: defaults/main.yml and meta/argument_specs.yml name the same variables, agree, and the README lists them.
 
 docs/development.md: a role's variables are in defaults/ and in argument_specs.yml with the same keys;
-internals (``_<role>_*``) live in vars/, so no key of defaults/main.yml is exempt.
+internals (``_<role>_*``) live in vars/, so no key of defaults/main.yml is exempt. The one exception is the other way
+round: ``CLUSTER_VARIABLES``, the inventory's declarations that several roles read (``gpucluster_node_type``), are in
+the argument_specs.yml of each role that reads it (so the role checks it) and in no defaults/main.yml (no default, no
+role prefix); their description is the same in every role.
 """
 import glob
 import os
@@ -11,6 +14,7 @@ import pytest
 import yaml
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+CLUSTER_VARIABLES = ('gpucluster_node_type',)
 ROLES = sorted(os.path.basename(os.path.dirname(os.path.dirname(p))) for p in glob.glob(os.path.join(ROOT, 'roles', '*', 'defaults', 'main.yml')))
 
 
@@ -34,14 +38,28 @@ def test_roles_found():
 @pytest.mark.parametrize('role', ROLES)
 def test_defaults_and_main_argument_spec_have_the_same_keys(role):
     keys = set(defaults(role))
-    options = set(entry_points(role)['main'].get('options') or {})
+    options = set(entry_points(role)['main'].get('options') or {}) - set(CLUSTER_VARIABLES)
     assert sorted(keys - options) == [], 'in defaults/main.yml, missing from argument_specs.yml main'
     assert sorted(options - keys) == [], 'in argument_specs.yml main, missing from defaults/main.yml'
 
 
+@pytest.mark.parametrize('name', CLUSTER_VARIABLES)
+def test_cluster_variables_are_declared_alike_without_a_default(name):
+    declared = dict((role, entry_points(role)['main']['options'][name]) for role in ROLES
+                    if name in (entry_points(role)['main'].get('options') or {}))
+    assert len(declared) >= 2, declared
+    for role, spec in declared.items():
+        assert 'default' not in spec and name not in defaults(role), role
+        with open(os.path.join(ROOT, 'roles', role, 'README.md')) as handle:
+            assert name in handle.read(), 'roles/%s/README.md does not name %s' % (role, name)
+    first = sorted(declared)[0]
+    for role, spec in declared.items():
+        assert spec == declared[first], 'roles/%s declares %s unlike roles/%s' % (role, name, first)
+
+
 @pytest.mark.parametrize('role', ROLES)
 def test_other_entry_points_use_role_variables(role):
-    keys = set(defaults(role))
+    keys = set(defaults(role)) | set(CLUSTER_VARIABLES)
     for name, entry in entry_points(role).items():
         assert sorted(set(entry.get('options') or {}) - keys) == [], 'entry point %s has options that are not role variables' % name
 

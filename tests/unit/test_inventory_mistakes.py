@@ -136,17 +136,17 @@ EVERY = "dgx-[01-04],head-01,l40s-[01-02]: "
 CASES = [
     # ---------------------------------------------------------------- MIG layouts against the declared GPUs
     ("mig", "profile-typo", half(profile="1g.10gbb"),
-     ["dgx-01: %s[0] (mig_layout 'dgx-half-1g'): GPU 0 (NVIDIA H100 80GB HBM3, as validate_gpu_models ['H100'] declares): "
+     ["dgx-01: %s[0] (mig_layout 'dgx-half-1g'): GPU 0 (NVIDIA H100 80GB HBM3, as gpucluster_node_type.gpu_model 'H100' declares): "
       "instances[0] profile '1g.10gbb' is not a MIG profile of this GPU; valid: 1g.10gb" % MIG_GPUS, MIG_ROLE]),
     ("mig", "count-too-many", half(count=8),
      ["dgx-01: %s[0] (mig_layout 'dgx-half-1g')" % MIG_GPUS, "too many 1g.10gb instances: 8 wanted, this GPU allows at most 7"]),
     ("mig", "gpu-index-out-of-range", half({"gpu": "8", "instances": [{"profile": "1g.10gb", "count": 7}]}),
-     ["dgx-01: %s[0].gpu is 8, but validate_gpu_count says the node has 8 GPUs; expected a GPU index from 0 to 7" % MIG_GPUS]),
+     ["dgx-01: %s[0].gpu is 8, but gpucluster_node_type.gpu_count says the node has 8 GPUs; expected a GPU index from 0 to 7" % MIG_GPUS]),
     ("mig", "gpu-selected-twice", half({"gpu": "1", "instances": [{"profile": "1g.10gb", "count": 7}]}),
      ["dgx-01: %s[1].gpu is 1, already selected by %s[0]; select each GPU once" % (MIG_GPUS, MIG_GPUS),
       "selects none of GPUs 0 of the 8 the node has"]),
     ("mig", "layout-on-l40s", {L40S: {"mig_layout": "all-1g.10gb"}},
-     ["l40s-[01-02]: mig_layouts['all-1g.10gb'][0] (mig_layout 'all-1g.10gb') asks for MIG on GPU 0, but validate_gpu_models says the "
+     ["l40s-[01-02]: mig_layouts['all-1g.10gb'][0] (mig_layout 'all-1g.10gb') asks for MIG on GPU 0, but gpucluster_node_type.gpu_model says the "
       "node's GPUs are 'L40S' (NVIDIA L40S), which have no MIG", MIG_ROLE]),
     ("mig", "layout-name-typo", {DGX01: {"mig_layout": "dgx-half-1gb"}},
      ["dgx-01: mig_layout is 'dgx-half-1gb', not a layout of mig_layouts or mig_layouts_custom; valid layouts:"]),
@@ -160,7 +160,7 @@ CASES = [
      ["dgx-01: %s[0]" % MIG_GPUS, "the instances 3 x 1g.20gb, 3g.40gb cannot be placed together on this GPU"]),
     ("mig", "gpus-left-out", layout([{"gpu": str(i), "instances": [{"profile": "1g.10gb", "count": 7}]} for i in range(4)]),
      ["dgx-01: mig_layout 'dgx-half-1g' (mig_layouts_custom['dgx-half-1g']) selects none of GPUs 4, 5, 6, 7 of the 8 the node has "
-      "(validate_gpu_count 8); expected an entry for each GPU", "or mig_require_all_gpus: false"]),
+      "(gpucluster_node_type.gpu_count 8); expected an entry for each GPU", "or mig_require_all_gpus: false"]),
     ("mig", "count-zero", half(count=0),
      ["dgx-01: %s[0] (mig_layout 'dgx-half-1g'): %s[0].instances[0].count is 0, expected a whole number of 1 or more" % (MIG_GPUS, MIG_GPUS)]),
     ("mig", "entry-unknown-key", half({"gpu": "0", "profiles": [{"profile": "1g.10gb", "count": 7}]}),
@@ -169,7 +169,7 @@ CASES = [
     ("mig", "instances-with-mig-false", half({"gpu": "0", "mig": False, "instances": [{"profile": "1g.10gb", "count": 7}]}),
      ["dgx-01: %s[0] (mig_layout 'dgx-half-1g'): %s[0]: instances are given with mig: false" % (MIG_GPUS, MIG_GPUS)]),
     ("mig", "model-filter-mismatch", half({"gpu": "0", "model": "A100", "instances": [{"profile": "1g.10gb", "count": 7}]}),
-     ["dgx-01: %s[0].model is 'A100', but validate_gpu_models says GPU 0 is NVIDIA H100 80GB HBM3" % MIG_GPUS]),
+     ["dgx-01: %s[0].model is 'A100', but gpucluster_node_type.gpu_model says GPU 0 is NVIDIA H100 80GB HBM3" % MIG_GPUS]),
     ("mig", "4g-twice", half({"gpu": "0", "instances": [{"profile": "4g.40gb", "count": 2}]}),
      ["dgx-01: %s[0]" % MIG_GPUS, "too many 4g.40gb instances: 2 wanted, this GPU allows at most 1"]),
     ("mig", "balanced-on-l40s", {L40S: {"mig_layout": "all-balanced"}},
@@ -179,8 +179,8 @@ CASES = [
       % (MIG_GPUS, MIG_GPUS)]),
     ("mig", "layout-not-a-list", layout({"gpu": "0"}),
      ["dgx-01: layout 'dgx-half-1g' is {'gpu': '0'}; a layout is a non-empty list of GPU entries"]),
-    ("mig", "count-vs-layout-indices", {DGX01: {"validate_gpu_count": 4, "slurm_healthcheck_gpu_count": 4}},
-     ["dgx-01: %s[4].gpu is 4, but validate_gpu_count says the node has 4 GPUs; expected a GPU index from 0 to 3" % MIG_GPUS]),
+    ("mig", "count-vs-layout-indices", {DGX01: {"gpucluster_node_type": {"name": "dgx-h100", "gpu_model": "H100", "gpu_count": 4}}},
+     ["dgx-01: %s[4].gpu is 4, but gpucluster_node_type.gpu_count says the node has 4 GPUs; expected a GPU index from 0 to 3" % MIG_GPUS]),
     # ---------------------------------------------------------------- partitions
     ("partitions", "gres-as-partition-option", partitions(0, options={"Gres": "gpu:8"}),
      ["head-01: slurm_partitions[0].options.Gres is 'gpu:8' (partition dgx): Gres is a key of a node (NodeName line), not of a "
@@ -226,7 +226,7 @@ CASES = [
      ["dgx-01: slurm_node_params.Gres is 'gpu:1g.10gb:7,gpu:h100:4', but mig_layout 'dgx-half-1g' on the GPUs the inventory declares "
       "yields gpu:1g.10gb:28,gpu:h100:4", SLURM_ROLE]),
     ("partitions", "node-gres-count-l40s", {L40S: {"slurm_node_params": {"Gres": "gpu:l40s:8"}}},
-     ["l40s-[01-02]: slurm_node_params.Gres is 'gpu:l40s:8': 8 GPUs, but validate_gpu_count says the node has 4"]),
+     ["l40s-[01-02]: slurm_node_params.Gres is 'gpu:l40s:8': 8 GPUs, but gpucluster_node_type.gpu_count says the node has 4"]),
     # ---------------------------------------------------------------- associations and QoS
     ("associations", "negative-fairshare", listed("slurmdbd_accounts", 0, Fairshare=-5),
      ["head-01: slurmdbd_accounts[0].Fairshare is -5: account research Fairshare=-5: -5 is out of range; expected a whole number "
@@ -287,27 +287,27 @@ CASES = [
      ["dgx-[01-04],head-01,l40s-[01-02]: munge_key_path is 'munge.key', expected an absolute path"]),
     ("munge", "key-not-base64", {ALL: {"munge_key_b64": "not base64!"}},
      ["dgx-[01-04],head-01,l40s-[01-02]: munge_key_b64 is not valid base64 (10 characters); create one with"]),
-    # ---------------------------------------------------------------- expectations of the health check and the validation
-    ("validate", "model-typo", {DGX: {"validate_gpu_models": ["H10O"]}},
-     ["dgx-[01-04]: validate_gpu_models[0] is 'H10O', which is part of no GPU name the collection knows", V]),
-    ("validate", "healthcheck-model-typo", {L40S: {"slurm_healthcheck_gpu_models": ["L40X"]}},
-     ["l40s-[01-02]: slurm_healthcheck_gpu_models[0] is 'L40X', which is part of no GPU name the collection knows",
+    # ---------------------------------------------------------------- the node type (gpucluster_node_type), its readers' expectations
+    ("validate", "model-typo", {DGX: {"gpucluster_node_type": {"gpu_model": "H10O"}}},
+     ["dgx-[01-04]: gpucluster_node_type.gpu_model is 'H10O', which is part of no GPU name the catalogue knows; expected part of one of: ",
+      "H100 80GB HBM3", V]),
+    ("validate", "l40s-model-typo", {L40S: {"gpucluster_node_type": {"gpu_model": "L40X"}}},
+     ["l40s-[01-02]: gpucluster_node_type.gpu_model is 'L40X', which is part of no GPU name the catalogue knows", "L40S", V]),
+    ("validate", "node-type-unknown-key", {L40S: {"gpucluster_node_type": {"gpus": 4}}},
+     ["l40s-[01-02]: gpucluster_node_type has the unknown key 'gpus'; valid keys: gpu_count, gpu_model, hcas, name, nvlink_domain",
       "(role gpucluster.bringup.slurm_healthcheck)"]),
-    ("validate", "counts-disagree", {L40S: {"validate_gpu_count": 8}},
-     ["l40s-[01-02]: validate_gpu_count is 8 but slurm_healthcheck_gpu_count is 4 for the same node"]),
-    ("validate", "models-disagree", {L40S: {"validate_gpu_models": ["H100"]}},
-     ["l40s-[01-02]: validate_gpu_models is ['H100'] but slurm_healthcheck_gpu_models is ['L40S'] for the same node: no GPU matches both"]),
-    ("validate", "one-value-for-all-nodes", {L40S: {"validate_gpu_count": 8, "validate_gpu_models": ["H100", "A100"]}},
-     ["l40s-[01-02]: validate_gpu_count is 8 but slurm_healthcheck_gpu_count is 4",
-      "l40s-[01-02]: validate_gpu_models is ['H100', 'A100'] but slurm_healthcheck_gpu_models is ['L40S']"]),
-    ("validate", "count-negative", {DGX: {"validate_gpu_count": -8}},
-     ["dgx-[01-04]: validate_gpu_count is -8; expected the number of GPUs of this node type"]),
-    ("validate", "models-not-a-list", {DGX: {"validate_gpu_models": "H100"}},
-     ["dgx-[01-04]: validate_gpu_models is 'H100'; expected a list of parts of GPU names"]),
+    ("validate", "gpus-without-model", {L40S: {"gpucluster_node_type": {"gpu_model": ""}}},
+     ["l40s-[01-02]: gpucluster_node_type.gpu_model is '' but gpu_count is 4; expected the GPUs' model"]),
     ("validate", "partition-that-does-not-exist", {ALL: {"validate_partition": "gpu"}},
      [EVERY + "validate_partition is 'gpu', which is not a partition of slurm_partitions; expected one of dgx, l40s"]),
-    ("validate", "healthcheck-count-negative", {L40S: {"slurm_healthcheck_gpu_count": -4}},
-     ["l40s-[01-02]: slurm_healthcheck_gpu_count is -4; expected a whole number, 0 or more"]),
+    ("validate", "count-negative", {DGX: {"gpucluster_node_type": {"gpu_count": -8}}},
+     ["dgx-[01-04]: gpucluster_node_type.gpu_count is -8; expected the number of GPUs of this node type"]),
+    ("validate", "model-a-list", {DGX: {"gpucluster_node_type": {"gpu_model": ["H100"]}}},
+     ["dgx-[01-04]: gpucluster_node_type.gpu_model is ['H100']; expected a string"]),
+    ("validate", "node-type-not-a-dict", {L40S: {"gpucluster_node_type": "l40s"}},
+     ["l40s-[01-02]: gpucluster_node_type is 'l40s'; expected a dictionary"]),
+    ("validate", "hca-name", {DGX: {"gpucluster_node_type": {"hcas": ["mlx5_0", "mlx5 1"]}}},
+     ["dgx-[01-04]: gpucluster_node_type.hcas[1] is 'mlx5 1'; expected an InfiniBand device name, such as mlx5_0"]),
     # ---------------------------------------------------------------- Slurm options
     ("slurm", "gres-sharing-typo", {DGX: {"slurm_gres_sharing": "shards"}},
      ["dgx-[01-04]: slurm_gres_sharing is 'shards'; valid values: none, mps, shard"]),

@@ -33,7 +33,7 @@ def test_the_real_gpus_refuse_a_layout_the_inventory_allows(tmp_path):
     (layer / "host_vars").mkdir(parents=True)
     (layer / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {"gpu-02": None}}}))
     (layer / "host_vars" / "gpu-02.yml").write_text(yaml.safe_dump({
-        "validate_gpu_models": ["H100"], "validate_gpu_count": 8, "mig_layout": "h100-1g-x7", "mig_layouts_custom": LAYOUT,
+        "gpucluster_node_type": {"name": "dgx-h100", "gpu_model": "H100", "gpu_count": 8}, "mig_layout": "h100-1g-x7", "mig_layouts_custom": LAYOUT,
         "mig_require_all_gpus": False}))
     before, started = _state(), start_times(DAEMONS)
     mig_before = sh("gpu-02", "nvidia-smi --query-gpu=index,mig.mode.current --format=csv,noheader", check=False).stdout

@@ -41,6 +41,7 @@ import re
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _distributions as distributions
 from ansible_collections.gpucluster.bringup.plugins.module_utils._gpu_baseline import reset_blocker_failures
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, natural_key
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _node_type as node_type
 from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _site as site
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan as mig_plan
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as sv
@@ -287,7 +288,7 @@ def _mig_catalogue_problems(host, smi_gpus, want, add, warnings):
     var = want.get('mig_layout_var') or 'mig_layouts'
     values = {'mig_layout': want.get('mig_layout'), var: {want.get('mig_layout'): want.get('mig_gpus')},
               'mig_require_all_gpus': want.get('mig_require_all_gpus', True),
-              'validate_gpu_models': names, 'validate_gpu_count': len(smi_gpus)}
+              node_type.VARIABLE: {'gpu_model': names[0], 'gpu_count': len(smi_gpus)}}
     if site.resolve_model(names[0])['kind'] not in ('mig', 'no-mig'):
         warnings.append('%s: %s not checked against the node\'s GPUs: no MIG profile table for %s here; the mig role checks it '
                         'after the nvml stage' % (host, label, names[0]))
@@ -296,9 +297,9 @@ def _mig_catalogue_problems(host, smi_gpus, want, add, warnings):
     seen = 'nvidia-smi on the node (%d x %s)' % (len(smi_gpus), names[0])
     # the first problem, as the planner names it on a node with NVML (the others follow from it)
     for _host, _role, message in problems[:1]:
-        text = message.replace("as validate_gpu_models %r declares" % names, 'as %s lists them' % seen)
-        add(host, text.replace('validate_gpu_models says', seen + ' says').replace('validate_gpu_count says', seen + ' says')
-            .replace('(validate_gpu_count %d)' % len(smi_gpus), '(%s)' % seen).replace(' (or fix validate_gpu_count)', ''))
+        text = message.replace("as %s %r declares" % (site.MODEL_VAR, names[0]), 'as %s lists them' % seen)
+        add(host, text.replace(site.MODEL_VAR + ' says', seen + ' says').replace(site.COUNT_VAR + ' says', seen + ' says')
+            .replace('(%s %d)' % (site.COUNT_VAR, len(smi_gpus)), '(%s)' % seen).replace(' (or fix %s)' % site.COUNT_VAR, ''))
 
 
 def _mig_problems(host, reading, want, add, warnings):

@@ -42,6 +42,7 @@ import functools
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _distributions as distributions
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _node_type as node_type
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot as _enroot_settings
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand, natural_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import validate_node_name
@@ -629,7 +630,6 @@ _RANGES = {
     'slurmdbd_wait_timeout': ('int', 1, None, 'seconds to wait for slurmdbd'),
     'slurmdbd_job_acct_gather_frequency': ('int', 0, None, 'seconds; 0 turns the sampling off'),
     'slurm_healthcheck_interval': ('int', 0, None, 'seconds; 0 never runs the check'),
-    'slurm_healthcheck_gpu_count': ('int', 0, None, 'GPUs; null records the count the node has'),
     'slurm_healthcheck_ecc_uncorrected_max': ('int', 0, None, 'errors; null does not check ECC'),
     'slurm_healthcheck_resume_after_passes': ('int', 1, None, 'passing runs in a row'),
     'slurm_healthcheck_xid_drain': ('int', 1, None, 'Xid numbers'),
@@ -701,6 +701,10 @@ def role_problems(role, host, options, values, groups, controller_file=None):
         # the role checks assume values of the right type
         return problems
     problems = _range_problems(options, values)
+    if node_type.VARIABLE in options:
+        # the one node type: what its argument spec cannot say (its model against the catalogue: the site's check,
+        # which has the inventory's preflight_gpu_models)
+        problems.extend(node_type.problems(values.get(node_type.VARIABLE), extra=None))
     check = _ROLE_CHECKS.get(role)
     if role in ('slurm', 'munge'):
         problems.extend(check(host, values, groups, controller_file))

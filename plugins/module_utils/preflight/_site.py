@@ -8,10 +8,9 @@
 inventory as a whole can say, from the templated values of every host (plain data the action plugin hands over):
 
 * MIG layouts against the GPU catalogue (the MIG User Guide's profile tables of ``catalogue._gpus``) for
-  the GPU model the inventory declares for the host (``validate_gpu_models``, else ``slurm_healthcheck_gpu_models``,
-  when it names exactly one model) and the GPU count it declares (``validate_gpu_count``, else
-  ``slurm_healthcheck_gpu_count``): profile names, counts that fit (the planner's own placement search, on GPUs
-  made from the tables), GPU indices within the count, MIG asked of a model without MIG;
+  the node type the inventory declares for the host (``gpucluster_node_type``: its ``gpu_model`` and ``gpu_count``):
+  profile names, counts that fit (the planner's own placement search, on GPUs made from the tables), GPU indices
+  within the count, MIG asked of a model without MIG;
 * the partitions of the controller's ``slurm_partitions``: option keys that ``slurm.conf`` knows for a
   ``PartitionName`` line, node keys (``Gres``, ``Features`` ...) given as partition options, ``Nodes`` given as an
   option, node sets that name nodes of the inventory, accounts and QOS of ``AllowAccounts``/``AllowQos``/``QOS``
@@ -20,9 +19,8 @@ inventory as a whole can say, from the templated values of every host (plain dat
 * the associations (``slurmdbd_qos``, ``slurmdbd_accounts``, ``slurmdbd_users`` of the controller, where the
   association stage runs): every bad value with ``_sacctmgr``'s own value checks, parents, accounts and QOS that
   neither the inventory nor Slurm itself defines;
-* the expectations of the health check and of the validation against the declared node type (models the
-  catalogue does not know, counts and models the two disagree on, a count that the MIG layout's indices exceed,
-  a ``validate_partition`` that no partition has).
+* the node type itself (``catalogue._node_type``: a ``gpu_model`` the catalogue does not know, with the names the
+  inventory adds in ``preflight_gpu_models``), and a ``validate_partition`` that no partition has.
 
 :func:`site_problems` returns ``(problems, warnings)``: problems as ``(host, role, message)`` for
 ``_roles.report``, warnings as plain lines.  Standard library only.
@@ -36,6 +34,7 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand, natural_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _gpus as catalogue
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _node_type as node_type
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan as mig_plan
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as sacctmgr
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres import gpu_type
@@ -48,8 +47,7 @@ SITE_VARIABLES = {
     'mig': ('mig_layout', 'mig_layouts', 'mig_layouts_custom', 'mig_require_all_gpus'),
     'slurm': ('slurm_partitions', 'slurm_node_params', 'slurm_node_name', 'slurm_gres_enabled', 'slurm_gres_type_map',
               'slurm_task_prolog_uuids', 'slurm_gres_autodetect', 'slurm_gres_sharing', 'slurm_hooks_shipped', 'slurm_conf_overrides'),
-    'slurm_healthcheck': ('slurm_healthcheck_gpu_count', 'slurm_healthcheck_gpu_models'),
-    'validate': ('validate_gpu_count', 'validate_gpu_models', 'validate_partition'),
+    'validate': (node_type.VARIABLE, 'validate_partition'),
     'slurmdbd': ('slurmdbd_qos', 'slurmdbd_accounts', 'slurmdbd_users'),
 }
 # Inventory variable (no role's): GPU names the preflight accepts besides its catalogue (no MIG profile check for them).
@@ -125,74 +123,42 @@ def resolve_model(text, extra=()):
     return {'kind': 'unknown', 'name': None, 'names': []}
 
 
-def _model_list(value):
-    if isinstance(value, list) and value and all(isinstance(item, str) and item.strip() for item in value):
-        return value
-    return None
+MODEL_VAR = node_type.VARIABLE + '.gpu_model'
+COUNT_VAR = node_type.VARIABLE + '.gpu_count'
+
+
+def _node_type(values):
+    value = values.get(node_type.VARIABLE)
+    if value is None or node_type.problems(value, extra=None):
+        return None  # none declared, or a mistake its own check names
+    return node_type.normalise(value, extra=None)
 
 
 def declared_models(values):
-    """``(variable, [substrings])`` the inventory declares for the host's GPUs, or ``(None, None)``."""
-    for name in ('validate_gpu_models', 'slurm_healthcheck_gpu_models'):
-        models = _model_list(values.get(name))
-        if models:
-            return name, models
-    return None, None
+    """``(variable, [model])`` of the host's GPUs as its node type declares them, or ``(None, None)``."""
+    declared = _node_type(values)
+    if declared is None or not declared['gpu_model'].strip():
+        return None, None
+    return MODEL_VAR, [declared['gpu_model'].strip()]
 
 
 def declared_count(values):
-    """``(variable, count)`` of the host's GPUs as the inventory declares them, or ``(None, None)``."""
-    for name in ('validate_gpu_count', 'slurm_healthcheck_gpu_count'):
-        value = values.get(name)
-        if _whole(value) and value >= 0:
-            return name, value
-    return None, None
-
-
-def _catalogue_text():
-    return ('H100, H200, A100-SXM4-40GB, A100 80GB PCIe, L40S, L4, A40, V100 ... (a part of the name nvidia-smi -L prints; '
-            'set %s: [<name>] in the inventory for a GPU the collection does not know yet)' % EXTRA_MODELS_VAR)
+    """``(variable, count)`` of the host's GPUs as its node type declares them, or ``(None, None)``."""
+    declared = _node_type(values)
+    if declared is None:
+        return None, None
+    return COUNT_VAR, declared['gpu_count']
 
 
 def _expectation_problems(host, values, extra):
-    """Model names the catalogue does not know; the health check and the validation disagreeing."""
-    problems = []
-    count = values.get('validate_gpu_count')
-    if count is not None and not (_whole(count) and count >= 0):
-        problems.append((host, 'validate', 'validate_gpu_count is %s; expected the number of GPUs of this node type (a whole number, 0 or '
-                         'more), or null not to check it' % _show(count)))
-    models = values.get('validate_gpu_models')
-    if models is not None and models != [] and _model_list(models) is None:
-        problems.append((host, 'validate', 'validate_gpu_models is %s; expected a list of parts of GPU names such as [H100] or [L40S] '
-                         '([] not to check them)' % _show(models)))
-    for name in ('validate_gpu_models', 'slurm_healthcheck_gpu_models'):
-        models = _model_list(values.get(name))
-        for index, model in enumerate(models or ()):
-            if resolve_model(model, extra)['kind'] == 'unknown':
-                role = 'validate' if name.startswith('validate') else 'slurm_healthcheck'
-                problems.append((host, role, '%s[%d] is %s, which is part of no GPU name the collection knows; expected part of the '
-                                 'name NVML reports for the node\'s GPUs, such as %s' % (name, index, _show(model), _catalogue_text())))
-    check, validate = values.get('slurm_healthcheck_gpu_count'), values.get('validate_gpu_count')
-    if _whole(check) and _whole(validate) and check != validate:
-        problems.append((host, 'validate', 'validate_gpu_count is %d but slurm_healthcheck_gpu_count is %d for the same node; expected one '
-                         'count of GPUs per node type (the health check would drain a node the validation passes, or the other way round)'
-                         % (validate, check)))
-    check_models, validate_models = _model_list(values.get('slurm_healthcheck_gpu_models')), _model_list(values.get('validate_gpu_models'))
-    if check_models and validate_models:
-        def names(models):
-            found = set()
-            for model in models:
-                resolved = resolve_model(model, extra)
-                if resolved['kind'] in ('unknown', 'extra'):
-                    return None
-                found.update(resolved['names'])
-            return found
-        left, right = names(validate_models), names(check_models)
-        if left is not None and right is not None and not left & right:
-            problems.append((host, 'validate', 'validate_gpu_models is %s but slurm_healthcheck_gpu_models is %s for the same node: no GPU '
-                             'matches both; expected the models of this node type in both (the health check drains a node whose GPUs '
-                             'match none of its models)' % (_show(validate_models), _show(check_models))))
-    return problems
+    """A node type whose model the catalogue (and ``preflight_gpu_models``) does not know.
+
+    (Its other mistakes are the argument spec's and ``_roles``' of each role that reads it, on every host.)
+    """
+    value = values.get(node_type.VARIABLE)
+    if value is None or node_type.problems(value, extra=None):
+        return []
+    return [(host, 'validate', message) for message in node_type.problems(value, extra)]
 
 
 # ----------------------------------------------------------------------------------------------- MIG
@@ -310,7 +276,7 @@ def mig_layout_problems(host, values, extra):
             try:
                 mig_plan.plan_gpu(gpu, entry)
             except mig_plan.MigPlanError as exc:
-                text = str(exc).replace('(declared, %s)' % name, '(%s, as %s %s declares)' % (name, model_var, _show(models)))
+                text = str(exc).replace('(declared, %s)' % name, '(%s, as %s %s declares)' % (name, model_var, _show(models[0])))
                 problems.append(('mig', '%s (mig_layout %s): %s' % (where, _show(layout), text)))
                 break
     if count is not None and not uuids and values.get('mig_require_all_gpus') is not False:

@@ -172,7 +172,7 @@ def test_templated_values_per_host_and_group_give_the_same_result(tmp_path, unca
         "group_vars/all.yml": {"key_dir": "{{ ['/etc/munge', '/etc/munge'] | random }}", "munge_key_path": "{{ key_dir }}/munge.key",
                                "slurm_healthcheck_interval": "{{ interval }}", "interval": "{{ base_interval }}", "base_interval": 300},
         "group_vars/dgx_h100.yml": {"key_dir": "/etc/munge-dgx", "enroot_pin": "3.5.0",
-                                    "slurm_healthcheck_gpu_count": "{{ 8 if inventory_hostname != 'dgx-03' else -2 }}"},
+                                    "gpucluster_node_type": {"gpu_model": "H100", "gpu_count": "{{ 8 if inventory_hostname != 'dgx-03' else -2 }}"}},
         "group_vars/l40s_nodes.yml": {"key_dir": "relative/munge", "base_interval": -1,
                                       "pyxis_source_checksum": "{{ lookup('ansible.builtin.file', 'sums/' ~ inventory_hostname) }}"},
         "host_vars/dgx-02.yml": {"slurm_cluster_name": "{{ 'gpusite' ~ inventory_hostname[-1] }}"},
@@ -183,7 +183,7 @@ def test_templated_values_per_host_and_group_give_the_same_result(tmp_path, unca
     assert rc != 0
     assert "relative/munge/munge.key" in output and "/etc/munge-dgx" not in output, output[-3000:]
     assert "sums/l40s-01" in output and "sums/l40s-02" in output, output[-3000:]
-    assert "dgx-03: slurm_healthcheck_gpu_count is -2" in output, output[-3000:]
+    assert "dgx-03: gpucluster_node_type.gpu_count is -2" in output, output[-3000:]
     assert "l40s-[01-02]: slurm_healthcheck_interval is -1" in output, output[-3000:]
     assert "l40s-02: enroot_version" in output, output[-3000:]  # left for after the facts
 

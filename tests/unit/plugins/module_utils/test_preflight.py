@@ -139,7 +139,14 @@ BAD = [
     pytest.param('pyxis', dict(pyxis_importer='bin/imp', pyxis_runtime_path='/run/py xis'),
                  ["pyxis_importer must be an absolute path to an executable on the nodes, got 'bin/imp'",
                   "pyxis_runtime_path must be an absolute path without spaces, got '/run/py xis'"], id='pyxis-paths'),
-    pytest.param('slurm_healthcheck', dict(slurm_healthcheck_gpu_models='H100'), [], id='healthcheck-str-to-list-accepted'),
+    pytest.param('slurm_healthcheck', dict(gpucluster_node_type={'gpu_model': 'H100', 'gpu_count': '8'}), [], id='node-type-str-to-int-accepted'),
+    # the model against the catalogue is the site's check (it has the inventory's preflight_gpu_models)
+    pytest.param('validate', dict(gpucluster_node_type={'gpu_model': 'H10O', 'gpu_count': -8, 'hcas': ['mlx5 0']}),
+                 ['gpucluster_node_type.gpu_count is -8; expected the number of GPUs of this node type (a whole number, 0 or more)',
+                  "gpucluster_node_type.hcas[0] is 'mlx5 0'; expected an InfiniBand device name, such as mlx5_0"], id='node-type-values'),
+    pytest.param('slurm_healthcheck', dict(gpucluster_node_type={'gpu_model': 'H100', 'gpus': 8}),
+                 ["gpucluster_node_type has the unknown key 'gpus'; valid keys: gpu_count, gpu_model, hcas, name, nvlink_domain",
+                  'gpucluster_node_type lacks gpu_count (required)'], id='node-type-keys'),
     pytest.param('slurm_healthcheck', dict(slurm_healthcheck_interval='often'),
                  ["slurm_healthcheck_interval is 'often'; expected a whole number"], id='healthcheck-int'),
 ]

@@ -440,7 +440,7 @@ def test_options_failure_message():
      ['slurmdbd_port is 65536; expected a TCP port, a whole number from 1 to 65535',
       "slurmdbd_storage_port is '-1'; expected a TCP port, a whole number from 1 to 65535"]),
     ('slurm_healthcheck', 'gpu-02', dict(slurm_healthcheck_periodic_budget=0.01, slurm_healthcheck_ib_rate_gbps=None,
-                                         slurm_healthcheck_gpu_count=0, slurm_healthcheck_interval=0), []),
+                                         slurm_healthcheck_interval=0), []),
     ('slurm_healthcheck', 'gpu-02', dict(slurm_healthcheck_periodic_budget='-1.5', slurm_healthcheck_ib_rate_gbps=0),
      ['slurm_healthcheck_ib_rate_gbps is 0; expected a number of Gb/s above 0',
       "slurm_healthcheck_periodic_budget is '-1.5'; expected a number of seconds above 0"]),

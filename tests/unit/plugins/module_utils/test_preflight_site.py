@@ -13,11 +13,10 @@ def values():
     return {
         'ctl': {'slurm_partitions': PARTS, 'slurmdbd_qos': [{'name': 'gpu', 'MaxJobsPerUser': 4}],
                 'slurmdbd_accounts': [{'name': 'research', 'QOS': ['normal', 'gpu']}], 'slurmdbd_users': [{'name': 'alice', 'accounts': ['research']}]},
-        'dgx-01': {'validate_gpu_count': 8, 'validate_gpu_models': ['H100'], 'mig_layout': 'half', 'mig_layouts': {},
+        'dgx-01': {'gpucluster_node_type': {'name': 'dgx-h100', 'gpu_model': 'H100', 'gpu_count': 8}, 'mig_layout': 'half', 'mig_layouts': {},
                    'mig_layouts_custom': {'half': LAYOUT}, 'mig_require_all_gpus': True,
                    'slurm_node_params': {'Gres': 'gpu:1g.10gb:28,gpu:h100:4'}},
-        'l40s-01': {'validate_gpu_count': 4, 'validate_gpu_models': ['L40S'], 'slurm_healthcheck_gpu_count': 4,
-                    'slurm_healthcheck_gpu_models': ['l40s']},
+        'l40s-01': {'gpucluster_node_type': {'gpu_model': 'l40s', 'gpu_count': 4, 'hcas': ['mlx5_0']}},
     }
 
 
@@ -79,7 +78,7 @@ def test_the_gres_of_a_mig_node_is_computed_from_the_layout():
 
 def test_odd_types_are_left_to_the_argument_spec():
     data = values()
-    data['dgx-01'].update(mig_layouts_custom={'half': [None, 3]}, validate_gpu_models=[None], slurm_node_params='x')
+    data['dgx-01'].update(mig_layouts_custom={'half': [None, 3]}, gpucluster_node_type={'gpu_model': [None]}, slurm_node_params='x')
     data['ctl'].update(slurm_partitions=[None, {'name': 'x', 'nodes': 5, 'options': ['a']}], slurmdbd_qos='x',
                        slurmdbd_accounts=[3, {'name': None}], slurmdbd_users=[{'name': 'bob', 'accounts': 'x'}])
     problems, warnings = check(data)
@@ -124,19 +123,51 @@ def test_a_task_prolog_with_containers_is_a_warning(dgx, ctl_overrides, reason):
         assert 'every container job of the cluster fails' in warnings[0] and 'slurm_conf_overrides: {TaskProlog: null}' in warnings[0]
 
 
-UNCOVERED = ("mig_layout 'shaped' (mig_layouts['shaped']) selects none of GPUs 0, 1, 2, 3 of the 4 the node has (validate_gpu_count 4); "
+UNCOVERED = ("mig_layout 'shaped' (mig_layouts['shaped']) selects none of GPUs 0, 1, 2, 3 of the 4 the node has (gpucluster_node_type.gpu_count 4); "
              'expected an entry for each GPU ({gpu: "0", mig: false} leaves one whole) or mig_require_all_gpus: false')
 
 
-@pytest.mark.parametrize('models, shape, require_all, result', [
+@pytest.mark.parametrize('model, shape, require_all, result', [
     # a shape takes the declared model's catalogue table
-    (['B200'], 'balanced', True, ([], {'3g.90gb': 4, '2g.45gb': 4, '1g.23gb': 8})),
-    (['NVIDIA H200 NVL'], '1g', True, ([], {'1g.18gb': 28})),
+    ('B200', 'balanced', True, ([], {'3g.90gb': 4, '2g.45gb': 4, '1g.23gb': 8})),
+    ('NVIDIA H200 NVL', '1g', True, ([], {'1g.18gb': 28})),
     # GPUs without MIG: the shape passes over them (uncovered, as with the earlier per-model entries)
-    (['L40S'], '7g', False, ([], {'l40s': 4})),
-    (['L40S'], '7g', True, ([('gpu-01', 'mig', UNCOVERED)], None)),
+    ('L40S', '7g', False, ([], {'l40s': 4})),
+    ('L40S', '7g', True, ([('gpu-01', 'mig', UNCOVERED)], None)),
 ])
-def test_a_shape_layout_against_the_declared_gpus(models, shape, require_all, result):
-    values = {'validate_gpu_count': 4, 'validate_gpu_models': models, 'mig_layout': 'shaped', 'mig_require_all_gpus': require_all,
+def test_a_shape_layout_against_the_declared_gpus(model, shape, require_all, result):
+    values = {'gpucluster_node_type': {'gpu_model': model, 'gpu_count': 4}, 'mig_layout': 'shaped', 'mig_require_all_gpus': require_all,
               'mig_layouts': {'shaped': [{'gpu': 'all', 'shape': shape}]}, 'mig_layouts_custom': {}}
     assert site.mig_layout_problems('gpu-01', values, ()) == result
+
+
+@pytest.mark.parametrize('node_type, messages', [
+    ({'gpu_model': 'H10O', 'gpu_count': 8},
+     ["gpucluster_node_type.gpu_model is 'H10O', which is part of no GPU name the catalogue knows; expected part of one of: A100-SXM4-40GB"]),
+    # the argument spec and the role's own check name these (on every host the role runs for): not again here
+    ({'gpu_model': 'H10O', 'gpu_count': -8}, []),
+    ({'gpu_model': 'H100', 'gpu_count': 8, 'gpus': 8}, []),
+    ({'gpu_model': 'X9000', 'gpu_count': 8, 'extra': True}, []),
+], ids=['unknown-model', 'bad-count-first', 'unknown-key-first', 'added-by-the-inventory'])
+def test_the_node_type_model_against_the_catalogue(node_type, messages):
+    data = values()
+    extra = node_type.pop('extra', False)
+    data['dgx-01']['gpucluster_node_type'] = node_type
+    del data['dgx-01']['slurm_node_params']
+    if extra:
+        data['dgx-01']['preflight_gpu_models'] = ['NVIDIA X9000']
+    problems, dummy = check(data)
+    assert len(problems) == len(messages), problems
+    for (host, role, message), start in zip(problems, messages):
+        assert (host, role) == ('dgx-01', 'validate') and message.startswith(start), message
+
+
+@pytest.mark.parametrize('node_type, found', [
+    ({'gpu_model': 'H100', 'gpu_count': 8}, (('gpucluster_node_type.gpu_model', ['H100']), ('gpucluster_node_type.gpu_count', 8))),
+    ({'gpu_count': 0}, ((None, None), ('gpucluster_node_type.gpu_count', 0))),
+    ({'gpu_model': 'H100', 'gpu_count': -1}, ((None, None), (None, None))),
+    (None, ((None, None), (None, None))),
+])
+def test_the_declared_gpus_are_the_node_types(node_type, found):
+    values = {'gpucluster_node_type': node_type}
+    assert (site.declared_models(values), site.declared_count(values)) == found

@@ -1,0 +1,82 @@
+"""catalogue/_node_type: the one node-type declaration (gpucluster_node_type), normalised and checked."""
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _node_type as node_type
+
+H100 = {'name': 'dgx-h100', 'gpu_model': 'H100', 'gpu_count': 8, 'hcas': ['mlx5_0', 'mlx5_1'], 'nvlink_domain': ''}
+
+
+@pytest.mark.parametrize('value,expected', [
+    pytest.param(H100, dict(H100), id='full'),
+    pytest.param({'gpu_model': 'A100-SXM4-40GB', 'gpu_count': 8},
+                 {'name': '', 'gpu_model': 'A100-SXM4-40GB', 'gpu_count': 8, 'hcas': [], 'nvlink_domain': ''}, id='defaults'),
+    pytest.param({'gpu_model': 'l40s', 'gpu_count': 4}, dict(node_type.DEFAULTS, gpu_model='l40s', gpu_count=4), id='case-ignored'),
+    pytest.param({'gpu_count': 0}, dict(node_type.DEFAULTS, gpu_count=0), id='no-gpus'),
+    pytest.param({'gpu_model': 'NVIDIA GB200', 'gpu_count': 4, 'nvlink_domain': 'rack-1'},
+                 dict(node_type.DEFAULTS, gpu_model='NVIDIA GB200', gpu_count=4, nvlink_domain='rack-1'), id='full-nvml-name'),
+    pytest.param({'gpu_model': 'H100', 'gpu_count': '8'}, dict(node_type.DEFAULTS, gpu_model='H100', gpu_count=8), id='count-as-text'),
+    pytest.param({'gpu_model': 'H100', 'gpu_count': 8.0}, dict(node_type.DEFAULTS, gpu_model='H100', gpu_count=8), id='count-as-float'),
+    pytest.param({'gpu_count': 2, 'gpu_model': 'L4', 'hcas': 'mlx5_0,mlx5_1'},
+                 dict(node_type.DEFAULTS, gpu_model='L4', gpu_count=2, hcas=['mlx5_0', 'mlx5_1']), id='hcas-as-text'),
+    pytest.param(None, None, id='not-declared'),
+])
+def test_normalise(value, expected):
+    assert node_type.normalise(value) == expected
+
+
+@pytest.mark.parametrize('value,extra,messages', [
+    pytest.param(dict(H100, gpu_model='H10O'), (),
+                 ["gpucluster_node_type.gpu_model is 'H10O', which is part of no GPU name the catalogue knows; expected part of one of: "
+                  "A100-SXM4-40GB, "], id='model-typo'),
+    pytest.param(dict(H100, gpu_model='Radeon'), ['AMD Radeon Instinct MI300X'], [], id='model-added-by-inventory'),
+    pytest.param(dict(H100, gpu_model='H10O'), None, [], id='model-not-checked'),
+    pytest.param(dict(H100, gpu_model=''), (), ["gpucluster_node_type.gpu_model is '' but gpu_count is 8; expected the GPUs' model"],
+                 id='model-empty-with-gpus'),
+    pytest.param(dict(H100, gpu_model=['H100']), (), ["gpucluster_node_type.gpu_model is ['H100']; expected part of a GPU name"],
+                 id='model-a-list'),
+    pytest.param(dict(H100, gpu_count=-8), (), ['gpucluster_node_type.gpu_count is -8; expected the number of GPUs'], id='count-negative'),
+    pytest.param(dict(H100, gpu_count=True), (), ['gpucluster_node_type.gpu_count is true; expected'], id='count-bool'),
+    pytest.param(dict(H100, gpu_count='eight'), (), ["gpucluster_node_type.gpu_count is 'eight'; expected"], id='count-str'),
+    pytest.param(dict(H100, gpu_count=8.5), (), ['gpucluster_node_type.gpu_count is 8.5; expected'], id='count-fraction'),
+    pytest.param({'gpu_model': 'H100'}, (), ['gpucluster_node_type lacks gpu_count'], id='count-missing'),
+    pytest.param(dict(H100, gpus=8), (), ["gpucluster_node_type has the unknown key 'gpus'; valid keys: gpu_count, gpu_model, hcas, name, "
+                                          "nvlink_domain"], id='unknown-key'),
+    pytest.param(dict(H100, hcas={'mlx5_0': 1}), (), ["gpucluster_node_type.hcas is {'mlx5_0': 1}; expected a list"], id='hcas-not-a-list'),
+    pytest.param(dict(H100, hcas='mlx5_0,mlx5 1'), (), ["gpucluster_node_type.hcas[1] is 'mlx5 1'; expected"], id='hcas-as-text'),
+    pytest.param(dict(H100, hcas=['mlx5_0', 'mlx5 1', '']), (), ["gpucluster_node_type.hcas[1] is 'mlx5 1'; expected an InfiniBand device",
+                                                                 "gpucluster_node_type.hcas[2] is ''; expected"], id='hca-names'),
+    pytest.param(dict(H100, nvlink_domain=1), (), ['gpucluster_node_type.nvlink_domain is 1; expected a string'], id='domain-not-str'),
+    pytest.param('dgx-h100', (), ["gpucluster_node_type is 'dgx-h100'; expected a dictionary"], id='not-a-dict'),
+])
+def test_problems(value, extra, messages):
+    found = node_type.problems(value, extra)
+    assert len(found) == len(messages), found
+    for line, start in zip(found, messages):
+        assert line.startswith(start), line
+
+
+def test_the_message_lists_what_is_valid():
+    message = node_type.problems(dict(H100, gpu_model='H10O'))[0]
+    for name in ('H100 80GB HBM3', 'A100-SXM4-40GB', 'L40S', 'B200', 'Tesla V100-SXM2-16GB'):
+        assert name in message
+
+
+def test_normalise_names_the_host_and_the_first_mistake():
+    with pytest.raises(node_type.NodeTypeError, match=r"^gpu-01: gpucluster_node_type.gpu_count is -1; "):
+        node_type.normalise(dict(H100, gpu_count=-1, gpu_model='X'), host='gpu-01')
+
+
+def test_normalise_copies_the_hcas():
+    value = dict(H100)
+    node_type.normalise(value)['hcas'].append('mlx5_9')
+    assert value['hcas'] == ['mlx5_0', 'mlx5_1']
+
+
+@pytest.mark.parametrize('value,expected', [
+    pytest.param(H100, {'gpu_count': 8, 'gpu_models': ['H100']}, id='gpu-node'),
+    pytest.param({'gpu_count': 0, 'gpu_model': ''}, {'gpu_count': 0, 'gpu_models': []}, id='cpu-node'),
+    pytest.param({'gpu_count': 4, 'gpu_model': ' L40S '}, {'gpu_count': 4, 'gpu_models': ['L40S']}, id='model-stripped'),
+    pytest.param(None, {'gpu_count': None, 'gpu_models': None}, id='not-declared'),
+])
+def test_expectations(value, expected):
+    assert node_type.expectations(value) == expected
