@@ -21,8 +21,16 @@ def node_type_expectations(value, host=None, extra=None):
         raise AnsibleFilterError(str(exc))
 
 
+def node_type_gres_problem(entries, value, host=None):
+    """The problem of a GPU node whose GRES entries (``slurm_gres_facts``) are not the declared GPU count, or ''."""
+    try:
+        return _node_type.gres_count_problem(value, entries if isinstance(entries, list) else [], host)
+    except _node_type.NodeTypeError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
 class FilterModule(object):
     """gpucluster.bringup filters of the node type."""
 
     def filters(self):
-        return {'node_type_expectations': node_type_expectations}
+        return {'node_type_expectations': node_type_expectations, 'node_type_gres_problem': node_type_gres_problem}

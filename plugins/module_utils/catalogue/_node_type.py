@@ -161,3 +161,26 @@ def expectations(value, host=None, extra=()):
         return {'gpu_count': None, 'gpu_models': None}
     model = node_type['gpu_model'].strip()
     return {'gpu_count': node_type['gpu_count'], 'gpu_models': [model] if model else []}
+
+
+def gres_count_problem(value, entries, host=None):
+    """A GPU node whose GPUs (the GRES entries ``slurm_gres_facts`` read from NVML) are not the declared count: the
+    problem, one line, or ``''`` (no node type, no count declared, or the count holds).
+
+    The GPUs counted are the distinct ``gpu_index`` of the ``gpu`` entries (a whole GPU is one entry, a GPU in MIG mode
+    one per instance).  The slurm role stops on it before gres.conf changes: slurmd would register fewer GPUs than the
+    node type has.
+    """
+    node_type = normalise(value, host, extra=None)
+    if node_type is None or node_type['gpu_count'] is None:
+        return ''
+    seen = sorted(set(entry['gpu_index'] for entry in entries or ()
+                      if isinstance(entry, dict) and entry.get('name') == 'gpu' and isinstance(entry.get('gpu_index'), int)))
+    declared = node_type['gpu_count']
+    if len(seen) == declared:
+        return ''
+    return ('%sNVML shows %d GPU%s (%s) but %s.gpu_count is %d; gres.conf and slurm.conf are left as they are (slurmd would '
+            'register %d GPU%s); expected the declared GPUs: look for a GPU NVML lost (nvidia-smi, Xid 79, reseat), or correct '
+            '%s for this node' % ('%s: ' % host if host else '', len(seen), '' if len(seen) == 1 else 's',
+                                  'indices %s' % ', '.join(str(i) for i in seen) if seen else 'none', VARIABLE, declared,
+                                  len(seen), '' if len(seen) == 1 else 's', VARIABLE))

@@ -80,3 +80,24 @@ def test_normalise_copies_the_hcas():
 ])
 def test_expectations(value, expected):
     assert node_type.expectations(value) == expected
+
+
+def _entries(indices, mig=()):
+    whole = [{'name': 'gpu', 'type': 'h100', 'gpu_index': i, 'mig': None} for i in indices if i not in mig]
+    split = [{'name': 'gpu', 'type': '1g.10gb', 'gpu_index': i, 'mig': {'gi': n}} for i in mig for n in range(7)]
+    return whole + split + [{'name': 'shard', 'type': None, 'gpu_index': 9}]
+
+
+@pytest.mark.parametrize('value, entries, expected', [
+    pytest.param(H100, _entries(range(8)), '', id='eight-of-eight'),
+    pytest.param(H100, _entries(range(8), mig=(0, 1)), '', id='mig-instances-count-once'),
+    pytest.param(None, _entries(range(3)), '', id='no-node-type'),
+    pytest.param(H100, _entries([0, 1, 2, 4, 5, 6, 7]),
+                 'gpu-01: NVML shows 7 GPUs (indices 0, 1, 2, 4, 5, 6, 7) but gpucluster_node_type.gpu_count is 8; gres.conf and '
+                 'slurm.conf are left as they are (slurmd would register 7 GPUs)', id='one-lost'),
+    pytest.param(dict(H100, gpu_count=1), [], 'gpu-01: NVML shows 0 GPUs (none) but gpucluster_node_type.gpu_count is 1', id='none-seen'),
+    pytest.param(dict(H100, gpu_count=4), _entries(range(8)), 'gpu-01: NVML shows 8 GPUs', id='more-than-declared'),
+])
+def test_gres_count_problem(value, entries, expected):
+    found = node_type.gres_count_problem(value, entries, 'gpu-01')
+    assert found.startswith(expected) and bool(found) == bool(expected), found
