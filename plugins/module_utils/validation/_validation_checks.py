@@ -189,7 +189,7 @@ def _expect_gpu_models(name, value):
 
 
 # What a node must have, one key per node check that takes a setting: node_check's option ``expect``
-# (the validate role fills it from its validate_* variables). Key -> the check of its value; a new
+# (the validate role fills gpu_count and gpu_models from the inventory's gpucluster_node_type). Key -> the check of its value; a new
 # check with a setting adds its key here and its judgement to node_records.
 EXPECT = {'gpu_count': _expect_gpu_count, 'gpu_models': _expect_gpu_models}
 
