@@ -202,6 +202,122 @@ def check_options(params):
         raise ValueError('cores %r must be true or false' % (params.get('cores'),))
 
 
+def _check_gres_options(mig_device_files, sharing, mps_count, shard_count, autodetect, nvml_plugin, plugin_dirs, type_map):
+    """Raise ValueError for an option build_gres cannot work with."""
+    _check_choice('mig_device_files', mig_device_files, MIG_DEVICE_FILES)
+    _check_choice('sharing', sharing, SHARING)
+    _check_choice('autodetect', autodetect, AUTODETECT)
+    if sharing == 'mps' and (not isinstance(mps_count, int) or mps_count < 1):
+        raise ValueError('mps_count %r must be a positive integer (Count= of each Name=mps line)' % (mps_count,))
+    if sharing == 'shard' and (not isinstance(shard_count, int) or shard_count < 1):
+        raise ValueError('shard_count %r must be a positive integer when sharing is shard (Count= of each Name=shard line)' % (shard_count,))
+    if autodetect == 'nvml' and not nvml_plugin:
+        raise ValueError(
+            'autodetect nvml needs the Slurm gpu/nvml plugin (gpu_nvml.so), which is not in any of: %s; install it (Debian: the '
+            'package slurm-wlm-nvml-plugin, in the contrib component; Ubuntu: the same package, in multiverse; SchedMD\'s slurm-smd '
+            'packages: in slurm-smd when built with nvml.h present; the RHEL family: a Slurm built with NVML) '
+            'or use autodetect: off' % ', '.join(plugin_dirs or ['(no directories given)']))
+    if type_map is not None and not isinstance(type_map, dict):
+        raise ValueError('type_map %r must be a mapping of model-name substring to GRES type, e.g. {"A100": "a100"}' % (type_map,))
+
+
+def _whole_gpu_entry(gpu, label, gpu_cores, parent, type_map, autodetect):
+    """The GRES entry of a GPU outside MIG mode."""
+    entry = {
+        'name': 'gpu', 'type': gpu_type(gpu['name'], type_map), 'files': [parent], 'cores': gpu_cores,
+        'count': 1, 'unique_id': gpu['uuid'], 'index': None, 'gpu_index': gpu['index'],
+        'gpu_minor': gpu['minor'], 'model': gpu['name'], 'mig': None,
+    }
+    if autodetect == 'nvml' and entry['type'].lower() not in slurm_autodetect_type(gpu['name']):
+        raise ValueError(
+            'with autodetect nvml the type "%s" of %s must be part of the name Slurm detects ("%s"); change type_map'
+            % (entry['type'], label, slurm_autodetect_type(gpu['name'])))
+    return entry
+
+
+def _mig_entries(gpu, label, gpu_cores, parent, mig_minors, mig_device_files, mig_minors_source, dev_dir):
+    """The GRES entries of the MIG instances of a GPU in MIG mode."""
+    mig_devices = sorted(gpu.get('mig_devices') or [], key=lambda m: m['index'])
+    if not mig_devices:
+        raise ValueError('%s is in MIG mode but has no MIG instances; create instances first or disable MIG mode' % label)
+    if mig_minors is None:
+        raise ValueError('%s is in MIG mode but no mig-minors table was read (%s)' % (label, mig_minors_source))
+    entries = []
+    for mig in mig_devices:
+        gi_minor, ci_minor = instance_minors(mig_minors, gpu['minor'], mig['gi_id'], mig['ci_id'], mig_minors_source)
+        profile = mig_profile_name(mig['slice_count'], mig['memory_mb'])
+        gi_file = cap_device(gi_minor, dev_dir + '/nvidia-caps')
+        ci_file = cap_device(ci_minor, dev_dir + '/nvidia-caps')
+        files = [parent, gi_file, ci_file] if mig_device_files == 'multiple' else [ci_file]
+        entries.append({
+            'name': 'gpu', 'type': profile, 'files': files, 'cores': gpu_cores, 'count': 1,
+            'unique_id': mig['uuid'], 'index': None, 'gpu_index': gpu['index'], 'gpu_minor': gpu['minor'],
+            'model': gpu['name'],
+            'mig': {'mig_index': mig['index'], 'gi_id': mig['gi_id'], 'ci_id': mig['ci_id'],
+                    'gi_minor': gi_minor, 'ci_minor': ci_minor, 'profile': profile},
+        })
+    return entries
+
+
+def _gpu_groups(node, type_map, mig_device_files, autodetect, cores, mig_minors_source, dev_dir, warnings):
+    """([(type, [entry, ...])] in order of first appearance, the entries of whole GPUs); appends to warnings."""
+    groups = []
+    by_type = {}
+    full_gpu_entries = []
+    for gpu in sorted(node.get('gpus') or [], key=lambda g: g['index']):
+        label = _gpu_label(gpu)
+        if bool(gpu.get('mig_current')) != bool(gpu.get('mig_pending')):
+            warnings.append('%s has a MIG mode change pending (now %s, after reset %s); the facts describe the current mode'
+                            % (label, 'enabled' if gpu.get('mig_current') else 'disabled',
+                               'enabled' if gpu.get('mig_pending') else 'disabled'))
+        gpu_cores = None
+        if cores and gpu.get('cpus'):
+            gpu_cores = format_int_ranges(cores_of_cpus(gpu['cpus'], node.get('cpu_topology'), label))
+        parent = '%s/nvidia%d' % (dev_dir, gpu['minor'])
+        if not gpu.get('mig_current'):
+            entry = _whole_gpu_entry(gpu, label, gpu_cores, parent, type_map, autodetect)
+            full_gpu_entries.append(entry)
+            _add(groups, by_type, entry)
+            continue
+        for entry in _mig_entries(gpu, label, gpu_cores, parent, node.get('mig_minors'), mig_device_files,
+                                  mig_minors_source, dev_dir):
+            _add(groups, by_type, entry)
+    return groups, full_gpu_entries
+
+
+def _check_device_files(gpu_entries, file_exists):
+    """Raise ValueError when a device file the entries name does not exist."""
+    paths = []
+    for entry in gpu_entries:
+        paths.extend(path for path in entry['files'] if path not in paths)
+    missing = [path for path in paths if not file_exists(path)]
+    if missing:
+        raise ValueError('device files named by the GRES entries do not exist: %s' % ', '.join(missing))
+
+
+def _sharing_entries(sharing, count, gpu_entries, full_gpu_entries, autodetect, mig_device_files, warnings):
+    """The mps/shard entries, one per GPU outside MIG mode; appends to warnings."""
+    if sharing == 'none':
+        return []
+    if not full_gpu_entries:
+        raise ValueError('sharing %s needs a GPU outside MIG mode, but every GPU of this node is in MIG mode' % sharing)
+    if autodetect == 'off' and mig_device_files == 'multiple' and len(full_gpu_entries) < len(gpu_entries):
+        raise ValueError(
+            'sharing %s cannot be combined with MIG instances written as MultipleFiles: with mps or shard configured, '
+            'Slurm 22.05 splits every MultipleFiles record into one GPU per file (three per MIG instance); '
+            'use mig_device_files: ci_only, or sharing: none' % sharing)
+    mig_gpus = sorted(set(e['gpu_index'] for e in gpu_entries if e['mig'] is not None))
+    if mig_gpus:
+        # Slurm's mps/shard GRES count whole GPUs; MPS on a MIG instance is not offered (docs/gpu-sharing.md)
+        warnings.append('sharing %s applies to the GPUs outside MIG mode only; the MIG instances of GPU %s are '
+                        'scheduled whole (gpu:<profile>), not shared' % (sharing, ', '.join(str(i) for i in mig_gpus)))
+    return [{
+        'name': sharing, 'type': None, 'files': list(entry['files']), 'cores': None, 'count': count,
+        'unique_id': None, 'index': None, 'gpu_index': entry['gpu_index'], 'gpu_minor': entry['gpu_minor'],
+        'model': entry['model'], 'mig': None,
+    } for entry in gpu_entries if entry['mig'] is None]
+
+
 def build_gres(node, type_map=None, mig_device_files='multiple', sharing='none', mps_count=DEFAULT_MPS_COUNT,
                shard_count=None, autodetect='off', nvml_plugin=None, plugin_dirs=(), cores=True,
                mig_minors_source='mig-minors', dev_dir='/dev', file_exists=None):
@@ -222,104 +338,22 @@ def build_gres(node, type_map=None, mig_device_files='multiple', sharing='none',
     name; slurmd refuses to start when one is missing.
     Returns ``(facts, warnings)``.
     """
-    _check_choice('mig_device_files', mig_device_files, MIG_DEVICE_FILES)
-    _check_choice('sharing', sharing, SHARING)
-    _check_choice('autodetect', autodetect, AUTODETECT)
-    if sharing == 'mps' and (not isinstance(mps_count, int) or mps_count < 1):
-        raise ValueError('mps_count %r must be a positive integer (Count= of each Name=mps line)' % (mps_count,))
-    if sharing == 'shard' and (not isinstance(shard_count, int) or shard_count < 1):
-        raise ValueError('shard_count %r must be a positive integer when sharing is shard (Count= of each Name=shard line)' % (shard_count,))
-    if autodetect == 'nvml' and not nvml_plugin:
-        raise ValueError(
-            'autodetect nvml needs the Slurm gpu/nvml plugin (gpu_nvml.so), which is not in any of: %s; install it (Debian: the '
-            'package slurm-wlm-nvml-plugin, in the contrib component; Ubuntu: the same package, in multiverse; SchedMD\'s slurm-smd '
-            'packages: in slurm-smd when built with nvml.h present; the RHEL family: a Slurm built with NVML) '
-            'or use autodetect: off' % ', '.join(plugin_dirs or ['(no directories given)']))
-    if type_map is not None and not isinstance(type_map, dict):
-        raise ValueError('type_map %r must be a mapping of model-name substring to GRES type, e.g. {"A100": "a100"}' % (type_map,))
+    _check_gres_options(mig_device_files, sharing, mps_count, shard_count, autodetect, nvml_plugin, plugin_dirs, type_map)
     type_map = merge_type_map(type_map)
 
     warnings = []
-    groups = []  # [(type, [entry, ...])] in order of first appearance
-    by_type = {}
-    full_gpu_entries = []
-    for gpu in sorted(node.get('gpus') or [], key=lambda g: g['index']):
-        label = _gpu_label(gpu)
-        if bool(gpu.get('mig_current')) != bool(gpu.get('mig_pending')):
-            warnings.append('%s has a MIG mode change pending (now %s, after reset %s); the facts describe the current mode'
-                            % (label, 'enabled' if gpu.get('mig_current') else 'disabled',
-                               'enabled' if gpu.get('mig_pending') else 'disabled'))
-        gpu_cores = None
-        if cores and gpu.get('cpus'):
-            gpu_cores = format_int_ranges(cores_of_cpus(gpu['cpus'], node.get('cpu_topology'), label))
-        parent = '%s/nvidia%d' % (dev_dir, gpu['minor'])
-        if not gpu.get('mig_current'):
-            entry = {
-                'name': 'gpu', 'type': gpu_type(gpu['name'], type_map), 'files': [parent], 'cores': gpu_cores,
-                'count': 1, 'unique_id': gpu['uuid'], 'index': None, 'gpu_index': gpu['index'],
-                'gpu_minor': gpu['minor'], 'model': gpu['name'], 'mig': None,
-            }
-            if autodetect == 'nvml' and entry['type'].lower() not in slurm_autodetect_type(gpu['name']):
-                raise ValueError(
-                    'with autodetect nvml the type "%s" of %s must be part of the name Slurm detects ("%s"); change type_map'
-                    % (entry['type'], label, slurm_autodetect_type(gpu['name'])))
-            full_gpu_entries.append(entry)
-            _add(groups, by_type, entry)
-            continue
-        mig_devices = sorted(gpu.get('mig_devices') or [], key=lambda m: m['index'])
-        if not mig_devices:
-            raise ValueError('%s is in MIG mode but has no MIG instances; create instances first or disable MIG mode' % label)
-        if node.get('mig_minors') is None:
-            raise ValueError('%s is in MIG mode but no mig-minors table was read (%s)' % (label, mig_minors_source))
-        for mig in mig_devices:
-            gi_minor, ci_minor = instance_minors(node['mig_minors'], gpu['minor'], mig['gi_id'], mig['ci_id'], mig_minors_source)
-            profile = mig_profile_name(mig['slice_count'], mig['memory_mb'])
-            gi_file = cap_device(gi_minor, dev_dir + '/nvidia-caps')
-            ci_file = cap_device(ci_minor, dev_dir + '/nvidia-caps')
-            files = [parent, gi_file, ci_file] if mig_device_files == 'multiple' else [ci_file]
-            entry = {
-                'name': 'gpu', 'type': profile, 'files': files, 'cores': gpu_cores, 'count': 1,
-                'unique_id': mig['uuid'], 'index': None, 'gpu_index': gpu['index'], 'gpu_minor': gpu['minor'],
-                'model': gpu['name'],
-                'mig': {'mig_index': mig['index'], 'gi_id': mig['gi_id'], 'ci_id': mig['ci_id'],
-                        'gi_minor': gi_minor, 'ci_minor': ci_minor, 'profile': profile},
-            }
-            _add(groups, by_type, entry)
-
+    groups, full_gpu_entries = _gpu_groups(node, type_map, mig_device_files, autodetect, cores, mig_minors_source,
+                                           dev_dir, warnings)
     gpu_entries = [entry for _type, members in groups for entry in members]
     if autodetect == 'off':
         for index, entry in enumerate(gpu_entries):
             entry['index'] = index
 
     if file_exists is not None:
-        paths = []
-        for entry in gpu_entries:
-            paths.extend(path for path in entry['files'] if path not in paths)
-        missing = [path for path in paths if not file_exists(path)]
-        if missing:
-            raise ValueError('device files named by the GRES entries do not exist: %s' % ', '.join(missing))
+        _check_device_files(gpu_entries, file_exists)
 
-    sharing_entries = []
-    if sharing != 'none':
-        if not full_gpu_entries:
-            raise ValueError('sharing %s needs a GPU outside MIG mode, but every GPU of this node is in MIG mode' % sharing)
-        if autodetect == 'off' and mig_device_files == 'multiple' and len(full_gpu_entries) < len(gpu_entries):
-            raise ValueError(
-                'sharing %s cannot be combined with MIG instances written as MultipleFiles: with mps or shard configured, '
-                'Slurm 22.05 splits every MultipleFiles record into one GPU per file (three per MIG instance); '
-                'use mig_device_files: ci_only, or sharing: none' % sharing)
-        mig_gpus = sorted(set(e['gpu_index'] for e in gpu_entries if e['mig'] is not None))
-        if mig_gpus:
-            # Slurm's mps/shard GRES count whole GPUs; MPS on a MIG instance is not offered (docs/gpu-sharing.md)
-            warnings.append('sharing %s applies to the GPUs outside MIG mode only; the MIG instances of GPU %s are '
-                            'scheduled whole (gpu:<profile>), not shared' % (sharing, ', '.join(str(i) for i in mig_gpus)))
-        count = mps_count if sharing == 'mps' else shard_count
-        for entry in [e for e in gpu_entries if e['mig'] is None]:
-            sharing_entries.append({
-                'name': sharing, 'type': None, 'files': list(entry['files']), 'cores': None, 'count': count,
-                'unique_id': None, 'index': None, 'gpu_index': entry['gpu_index'], 'gpu_minor': entry['gpu_minor'],
-                'model': entry['model'], 'mig': None,
-            })
+    count = mps_count if sharing == 'mps' else shard_count
+    sharing_entries = _sharing_entries(sharing, count, gpu_entries, full_gpu_entries, autodetect, mig_device_files, warnings)
 
     lines = render_gres_conf(groups, sharing_entries, mig_device_files, autodetect)
     node_gres = ','.join(['gpu:%s:%d' % (gres_type, len(members)) for gres_type, members in groups] +
