@@ -158,6 +158,12 @@ def parse_ibnetdiscover(text):
         raise ValueError('line %d: "%s" is not part of ibnetdiscover\'s topology output (expected "Switch"/"Ca"/"Rt" '
                          'lines, port lines like "[1]  "H-<guid>"[1] ...", "vendid=" etc. or comments); '
                          'an "ibwarn" line means the discovery had trouble: run it again' % (number, _short(line)))
+    _finish_fabric(fabric, seen, stderr, started, pending_ids)
+    return fabric
+
+
+def _finish_fabric(fabric, seen, stderr, started, pending_ids):
+    """The end of parse_ibnetdiscover: raise ValueError for a dump cut short, empty or not holding together; add the warning of its error lines."""
     if pending_ids is not None:
         raise ValueError('line %d: the output ends inside a block (node ids without their "Switch"/"Ca"/"Rt" line): '
                          'the dump is cut short' % pending_ids)
@@ -172,7 +178,6 @@ def parse_ibnetdiscover(text):
                                   'so a node or link may be missing from the dump; the dump was read as it is'
                                   % ('line %d' % stderr[0][0] if len(stderr) == 1 else 'lines %d-%d' % (stderr[0][0], stderr[-1][0]),
                                      'is' if len(stderr) == 1 else 'are', _stderr_text(stderr)))
-    return fabric
 
 
 def _stderr_text(stderr):
@@ -479,6 +484,85 @@ def _where(parsed, names, ca):
     return ' on ' + ', '.join(spots) if spots else ''
 
 
+def _tree_arguments(parsed, node_names, name_map, rail_hca, node_name_map):
+    """tree_topology's arguments checked: (parsed renamed by node_name_map, wanted node set, name_map table, pattern)."""
+    if not isinstance(parsed, dict) or not isinstance(parsed.get('switches'), dict) \
+            or not isinstance(parsed.get('hosts'), dict):
+        raise ValueError('parsed must be what parse_ibnetdiscover returns (a dict with "switches" and "hosts")')
+    if node_name_map is not None:
+        parsed = _renamed(parsed, node_name_map)
+    if not parsed['switches']:
+        raise ValueError('the fabric has no switch at all (%d CA(s), e.g. only the local HCA with its link down): '
+                         'topology.conf needs at least one switch; run ibnetdiscover on a node whose link is up'
+                         % len(parsed['hosts']))
+    wanted = set(_node_name_list(node_names))
+    if rail_hca is not None and (not isinstance(rail_hca, str) or not rail_hca.strip()):
+        raise ValueError('rail_hca must be the device name of the rail-0 HCA as the node descriptions show it '
+                         '("mlx5_0", "HCA-1"), got %r' % (rail_hca,))
+    table, pattern = _compile_name_map(name_map)
+    return parsed, wanted, table, pattern
+
+
+def _fabric_hosts(parsed, names, table, pattern, warnings):
+    """{slurm-side host name: [ca]} of the fabric's host adapters (aggregation nodes left out); appends to warnings."""
+    hosts = {}
+    for guid in sorted(parsed['hosts']):
+        ca = parsed['hosts'][guid]
+        if _AGGREGATION_NODE.search(ca['desc']):
+            continue
+        name, why = _name_ca(ca, table, pattern)
+        if name is None:
+            warnings.append('CA H-%s "%s"%s %s; left out' % (guid, ca['desc'], _where(parsed, names, ca), why))
+            continue
+        hosts.setdefault(name, []).append(ca)
+    return hosts
+
+
+def _place_hosts(parsed, names, hosts, wanted, rail_hca, warnings):
+    """({slurm node: leaf guid}, {slurm node: device of the CA it was placed by, hosts with several CAs})."""
+    switches = parsed['switches']
+    placed = {}
+    chosen = {}
+    for name in _sorted(hosts):
+        cas = hosts[name]
+        if name not in wanted:
+            more = ' and %d more' % (len(cas) - 1) if len(cas) > 1 else ''
+            warnings.append('fabric host %s is not a Slurm node (CA H-%s "%s"%s%s); left out'
+                            % (name, cas[0]['guid'], cas[0]['desc'], _where(parsed, names, cas[0]), more))
+            continue
+        ca = _rail_zero(name, cas, rail_hca, warnings, lambda c: _where(parsed, names, c))
+        if ca is None:
+            continue
+        leaves = sorted(set(peer for peer, _port in ca['ports'].values() if peer in switches))
+        if not leaves:
+            warnings.append('host %s: its CA H-%s "%s" is linked to no switch; left out' % (name, ca['guid'], ca['desc']))
+            continue
+        if len(leaves) > 1:
+            raise ValueError('host %s would sit in two leaves: its CA H-%s "%s" is linked to %s; a Slurm node belongs '
+                             'to one leaf switch (cable one port of that HCA, or pick another HCA with rail_hca)'
+                             % (name, ca['guid'], ca['desc'], ' and '.join(names[g] for g in leaves)))
+        placed[name] = leaves[0]
+        if len(cas) > 1:
+            chosen[name] = _device_of(ca['desc'])
+    return placed, chosen
+
+
+def _warn_other_rail(chosen, warnings):
+    """Warn about each host placed by another HCA than most hosts of its naming scheme."""
+    schemes = {}
+    for name, device in chosen.items():
+        schemes.setdefault(_scheme(device), []).append(device)
+    usual = dict((scheme, sorted(Counter(devices).items(), key=lambda item: (-item[1], item[0]))[0][0])
+                 for scheme, devices in schemes.items())
+    for name in _sorted(chosen):
+        scheme = _scheme(chosen[name])
+        if chosen[name] != usual[scheme]:
+            most = 'most hosts' if len(schemes) == 1 else 'most hosts whose HCAs are named %s<n>' % scheme
+            warnings.append('host %s was placed by its %s, %s by their %s: is its %s missing from the '
+                            'fabric (link down)? pass rail_hca to place every host by one HCA'
+                            % (name, chosen[name] or 'CA', most, usual[scheme], usual[scheme]))
+
+
 def tree_topology(parsed, node_names, name_map=None, rail_hca=None, node_name_map=None):
     """The topology/tree lines of topology.conf for the Slurm nodes ``node_names`` in the fabric ``parsed``.
 
@@ -533,72 +617,13 @@ def tree_topology(parsed, node_names, name_map=None, rail_hca=None, node_name_ma
     leaf of a spine with Slurm nodes, the joining ``fabric`` switch.  ``ValueError``: no switch in the fabric, a host in two leaves,
     no Slurm node in the fabric, bad arguments.
     """
-    if not isinstance(parsed, dict) or not isinstance(parsed.get('switches'), dict) \
-            or not isinstance(parsed.get('hosts'), dict):
-        raise ValueError('parsed must be what parse_ibnetdiscover returns (a dict with "switches" and "hosts")')
-    if node_name_map is not None:
-        parsed = _renamed(parsed, node_name_map)
-    switches = parsed['switches']
-    if not switches:
-        raise ValueError('the fabric has no switch at all (%d CA(s), e.g. only the local HCA with its link down): '
-                         'topology.conf needs at least one switch; run ibnetdiscover on a node whose link is up'
-                         % len(parsed['hosts']))
-    wanted = set(_node_name_list(node_names))
-    if rail_hca is not None and (not isinstance(rail_hca, str) or not rail_hca.strip()):
-        raise ValueError('rail_hca must be the device name of the rail-0 HCA as the node descriptions show it '
-                         '("mlx5_0", "HCA-1"), got %r' % (rail_hca,))
-    table, pattern = _compile_name_map(name_map)
+    parsed, wanted, table, pattern = _tree_arguments(parsed, node_names, name_map, rail_hca, node_name_map)
     names = switch_names(parsed)
     warnings = list(parsed.get('warnings') or [])
-
-    hosts = {}  # slurm-side host name -> [ca]
-    for guid in sorted(parsed['hosts']):
-        ca = parsed['hosts'][guid]
-        if _AGGREGATION_NODE.search(ca['desc']):
-            continue
-        name, why = _name_ca(ca, table, pattern)
-        if name is None:
-            warnings.append('CA H-%s "%s"%s %s; left out' % (guid, ca['desc'], _where(parsed, names, ca), why))
-            continue
-        hosts.setdefault(name, []).append(ca)
-
-    placed = {}   # slurm node -> leaf guid
-    chosen = {}   # slurm node -> device of the CA it was placed by (hosts with several CAs)
-    for name in _sorted(hosts):
-        cas = hosts[name]
-        if name not in wanted:
-            more = ' and %d more' % (len(cas) - 1) if len(cas) > 1 else ''
-            warnings.append('fabric host %s is not a Slurm node (CA H-%s "%s"%s%s); left out'
-                            % (name, cas[0]['guid'], cas[0]['desc'], _where(parsed, names, cas[0]), more))
-            continue
-        ca = _rail_zero(name, cas, rail_hca, warnings, lambda c: _where(parsed, names, c))
-        if ca is None:
-            continue
-        leaves = sorted(set(peer for peer, _port in ca['ports'].values() if peer in switches))
-        if not leaves:
-            warnings.append('host %s: its CA H-%s "%s" is linked to no switch; left out' % (name, ca['guid'], ca['desc']))
-            continue
-        if len(leaves) > 1:
-            raise ValueError('host %s would sit in two leaves: its CA H-%s "%s" is linked to %s; a Slurm node belongs '
-                             'to one leaf switch (cable one port of that HCA, or pick another HCA with rail_hca)'
-                             % (name, ca['guid'], ca['desc'], ' and '.join(names[g] for g in leaves)))
-        placed[name] = leaves[0]
-        if len(cas) > 1:
-            chosen[name] = _device_of(ca['desc'])
-
+    hosts = _fabric_hosts(parsed, names, table, pattern, warnings)
+    placed, chosen = _place_hosts(parsed, names, hosts, wanted, rail_hca, warnings)
     if rail_hca is None and chosen:
-        schemes = {}
-        for name, device in chosen.items():
-            schemes.setdefault(_scheme(device), []).append(device)
-        usual = dict((scheme, sorted(Counter(devices).items(), key=lambda item: (-item[1], item[0]))[0][0])
-                     for scheme, devices in schemes.items())
-        for name in _sorted(chosen):
-            scheme = _scheme(chosen[name])
-            if chosen[name] != usual[scheme]:
-                most = 'most hosts' if len(schemes) == 1 else 'most hosts whose HCAs are named %s<n>' % scheme
-                warnings.append('host %s was placed by its %s, %s by their %s: is its %s missing from the '
-                                'fabric (link down)? pass rail_hca to place every host by one HCA'
-                                % (name, chosen[name] or 'CA', most, usual[scheme], usual[scheme]))
+        _warn_other_rail(chosen, warnings)
 
     missing = wanted - set(hosts)
     if missing:
@@ -646,12 +671,9 @@ def _rail_zero(name, cas, rail_hca, warnings, where):
     return fits[0]
 
 
-def _tree_lines(parsed, names, placed):
-    """(lines, warnings) of the tree for the placed Slurm nodes ``{node: switch guid}``."""
+def _switch_ranks(parsed, nodes_on):
+    """({switch guid: rank above the leaves}, {switch guid: [child guid]}) of the switches in the tree."""
     switches = parsed['switches']
-    nodes_on = {}
-    for node, switch in placed.items():
-        nodes_on.setdefault(switch, []).append(node)
     hosted = set()
     for ca in parsed['hosts'].values():
         if _AGGREGATION_NODE.search(ca['desc']):
@@ -699,6 +721,15 @@ def _tree_lines(parsed, names, placed):
                 del rank[guid], children[guid]
                 continue
             children[guid], below[guid] = kids, covered
+    return rank, children
+
+
+def _tree_lines(parsed, names, placed):
+    """(lines, warnings) of the tree for the placed Slurm nodes ``{node: switch guid}``."""
+    nodes_on = {}
+    for node, switch in placed.items():
+        nodes_on.setdefault(switch, []).append(node)
+    rank, children = _switch_ranks(parsed, nodes_on)
 
     taken = set(names.values())
     own_leaf = {}   # spine guid -> the name of the leaf (not in the fabric) holding the Slurm nodes on that spine
