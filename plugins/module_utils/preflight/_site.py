@@ -189,31 +189,21 @@ def _mig_message(text, where):
     return text.replace('gpus[0]', where)
 
 
-def mig_layout_problems(host, values, extra):
-    """The host's MIG layout against its declared GPUs; ``(problems, devices)``.
-
-    ``devices``: ``{gres type: count}`` the layout yields on the declared GPUs (whole GPUs by their GRES type), or None
-    when that cannot be computed from the inventory alone.
-    """
-    found = _layout_of(values)
-    if found is None:
-        return [], None
-    layout, var, entries = found
-    label = 'mig_layout %s (%s[%s])' % (_show(layout), var, _show(layout))
+def _entry_shape_problems(var, layout, entries):
+    """The problems of the layout's entries taken one by one (the planner's own request checks)."""
     problems = []
-    model_var, models = declared_models(values)
-    count_var, count = declared_count(values)
-    resolved = resolve_model(models[0], extra) if models and len(models) == 1 else None
-    shapes_ok = True
     for number, entry in enumerate(entries):
         where = '%s[%s][%d]' % (var, _show(layout), number)
         try:
             mig_plan.check_request([entry])
         except mig_plan.MigPlanError as exc:
             problems.append(('mig', '%s (mig_layout %s): %s' % (where, _show(layout), _mig_message(str(exc), where))))
-            shapes_ok = False
-    if not shapes_ok:
-        return [(host, role, message) for role, message in problems], None
+    return problems
+
+
+def _gpu_index_problems(var, layout, entries, count, count_var):
+    """([(entry number, GPU index)] of the entries selecting one GPU by index, problems of those indices)."""
+    problems = []
     indices = []
     for number, entry in enumerate(entries):
         selector = entry.get('gpu', 'all')
@@ -232,6 +222,65 @@ def mig_layout_problems(host, values, extra):
                              % (var, _show(layout), number, index, var, _show(layout), seen[index])))
         else:
             seen[index] = number
+    return indices, problems
+
+
+def _uncovered_problems(label, gpus, selected, count, count_var):
+    """The problem of declared GPUs no entry of the layout selects, as a list."""
+    problems = []
+    uncovered = [gpu['index'] for gpu in gpus if gpu['index'] not in selected]
+    if uncovered:
+        problems.append(('mig', '%s selects none of GPUs %s of the %d the node has (%s %d); expected an entry for each GPU '
+                         '({gpu: "%d", mig: false} leaves one whole) or mig_require_all_gpus: false'
+                         % (label, ', '.join(str(i) for i in uncovered), count, count_var, count, uncovered[0])))
+    return problems
+
+
+def _layout_devices(values, gpus, selected, mig, name):
+    """{gres type: count} the layout yields on the declared GPUs, or None when only the node can tell."""
+    devices = {}
+    type_map = catalogue.gres_type_map()
+    if isinstance(values.get('slurm_gres_type_map'), dict):
+        type_map.update(values['slurm_gres_type_map'])
+    for gpu in gpus:
+        entry = (selected.get(gpu['index']) or (None, None))[0]
+        if entry is not None and entry.get('mig', True) and mig:
+            instances = entry.get('instances') or []
+            if entry.get('shape'):
+                instances = catalogue.shape_instances(gpu['profiles'], entry['shape'])  # plan_gpu took it above
+            for spec in instances:
+                if spec.get('compute_instances'):
+                    return None  # the GRES of a split GPU instance: left to the node
+                profile = spec['profile'].split('+', 1)[0]
+                devices[profile] = devices.get(profile, 0) + (spec.get('count') or 1)
+            continue
+        try:
+            whole = gpu_type(name, type_map)
+        except ValueError:
+            return None
+        devices[whole] = devices.get(whole, 0) + 1
+    return devices
+
+
+def mig_layout_problems(host, values, extra):
+    """The host's MIG layout against its declared GPUs; ``(problems, devices)``.
+
+    ``devices``: ``{gres type: count}`` the layout yields on the declared GPUs (whole GPUs by their GRES type), or None
+    when that cannot be computed from the inventory alone.
+    """
+    found = _layout_of(values)
+    if found is None:
+        return [], None
+    layout, var, entries = found
+    label = 'mig_layout %s (%s[%s])' % (_show(layout), var, _show(layout))
+    model_var, models = declared_models(values)
+    count_var, count = declared_count(values)
+    resolved = resolve_model(models[0], extra) if models and len(models) == 1 else None
+    problems = _entry_shape_problems(var, layout, entries)
+    if problems:
+        return [(host, role, message) for role, message in problems], None
+    indices, found_problems = _gpu_index_problems(var, layout, entries, count, count_var)
+    problems.extend(found_problems)
     if resolved is None or resolved['kind'] in ('unknown', 'extra', 'mig-unknown'):
         # no one model, or one whose profile table is not here: profiles are checked on the node
         return [(host, role, message) for role, message in problems], None
@@ -280,36 +329,12 @@ def mig_layout_problems(host, values, extra):
                 problems.append(('mig', '%s (mig_layout %s): %s' % (where, _show(layout), text)))
                 break
     if count is not None and not uuids and values.get('mig_require_all_gpus') is not False:
-        uncovered = [gpu['index'] for gpu in gpus if gpu['index'] not in selected]
-        if uncovered:
-            problems.append(('mig', '%s selects none of GPUs %s of the %d the node has (%s %d); expected an entry for each GPU '
-                             '({gpu: "%d", mig: false} leaves one whole) or mig_require_all_gpus: false'
-                             % (label, ', '.join(str(i) for i in uncovered), count, count_var, count, uncovered[0])))
+        problems.extend(_uncovered_problems(label, gpus, selected, count, count_var))
     if problems:
         return [(host, role, message) for role, message in problems], None
-    devices = {}
-    type_map = catalogue.gres_type_map()
-    if isinstance(values.get('slurm_gres_type_map'), dict):
-        type_map.update(values['slurm_gres_type_map'])
-    for gpu in gpus:
-        entry = (selected.get(gpu['index']) or (None, None))[0]
-        if entry is not None and entry.get('mig', True) and mig:
-            instances = entry.get('instances') or []
-            if entry.get('shape'):
-                instances = catalogue.shape_instances(gpu['profiles'], entry['shape'])  # plan_gpu took it above
-            for spec in instances:
-                if spec.get('compute_instances'):
-                    return [], None  # the GRES of a split GPU instance: left to the node
-                profile = spec['profile'].split('+', 1)[0]
-                devices[profile] = devices.get(profile, 0) + (spec.get('count') or 1)
-            continue
-        try:
-            whole = gpu_type(name, type_map)
-        except ValueError:
-            return [], None
-        devices[whole] = devices.get(whole, 0) + 1
-    if count is None:
-        devices = None
+    devices = _layout_devices(values, gpus, selected, mig, name)
+    if devices is None or count is None:
+        return [], None
     return [], devices
 
 
@@ -535,23 +560,9 @@ def _entries(controller, values, var):
     return good, problems
 
 
-def association_problems(controller, values):
-    """Every problem of the controller's slurmdbd_qos/accounts/users; ``(problems, accounts, qos)`` (the names defined)."""
+def _account_problems(controller, account_entries, accounts, refs):
+    """The problems of slurmdbd_accounts (settings, parents, parent loops); appends each account's settings to refs."""
     problems = []
-    qos_entries, found = _entries(controller, values, 'slurmdbd_qos')
-    problems.extend(found)
-    account_entries, found = _entries(controller, values, 'slurmdbd_accounts')
-    problems.extend(found)
-    user_entries, found = _entries(controller, values, 'slurmdbd_users')
-    problems.extend(found)
-    qos = set(sacctmgr.PROTECTED_QOS) | set(name for _i, name, spec in qos_entries if spec.get('state', 'present') == 'present')
-    accounts = set(sacctmgr.PROTECTED_ACCOUNTS) | set(name for _i, name, spec in account_entries if spec.get('state', 'present') == 'present')
-    preempts = []
-    for index, name, spec in qos_entries:
-        found, settings = _assoc_settings(controller, 'slurmdbd_qos', index, spec, sacctmgr.QOS_FIELDS, ('name', 'state'), 'QOS %s' % name)
-        problems.extend(found)
-        preempts.extend(('slurmdbd_qos[%d].Preempt' % index, ref) for ref in settings.get('Preempt') or ())
-    refs = []
     parents = {}
     for index, name, spec in account_entries:
         entity_keys = ('description', 'organization')
@@ -583,6 +594,12 @@ def association_problems(controller, values):
         if parent in seen and parent == name:
             problems.append((controller, 'slurmdbd', 'slurmdbd_accounts: the parents of %s form a loop (%s); expected a tree below root'
                              % (name, ' -> '.join(seen + [parent]))))
+    return problems
+
+
+def _user_problems(controller, user_entries, accounts, refs):
+    """The problems of slurmdbd_users (settings, accounts, default account, admin level); appends their settings to refs."""
+    problems = []
     for index, name, spec in user_entries:
         what = 'user %s' % name
         found, common = _assoc_settings(controller, 'slurmdbd_users', index, spec, sacctmgr.ASSOC_FIELDS,
@@ -622,6 +639,12 @@ def association_problems(controller, values):
                 sacctmgr.inventory_value(sacctmgr.USER_FIELDS[1], admin, what)
             except ValueError as exc:
                 problems.append((controller, 'slurmdbd', 'slurmdbd_users[%d].admin_level is %s: %s' % (index, _show(admin), exc)))
+    return problems
+
+
+def _qos_ref_problems(controller, refs, preempts, qos):
+    """The problems of QOS names used by associations and by Preempt= that slurmdbd_qos does not define."""
+    problems = []
     for path, settings in refs:
         used = set(settings.get('QOS') or ())
         if settings.get('DefaultQOS'):
@@ -637,6 +660,29 @@ def association_problems(controller, values):
         if ref not in qos:
             problems.append((controller, 'slurmdbd', '%s names QOS %s, which is not in slurmdbd_qos; expected one of %s'
                              % (path, _show(ref), ', '.join(sorted(qos)))))
+    return problems
+
+
+def association_problems(controller, values):
+    """Every problem of the controller's slurmdbd_qos/accounts/users; ``(problems, accounts, qos)`` (the names defined)."""
+    problems = []
+    qos_entries, found = _entries(controller, values, 'slurmdbd_qos')
+    problems.extend(found)
+    account_entries, found = _entries(controller, values, 'slurmdbd_accounts')
+    problems.extend(found)
+    user_entries, found = _entries(controller, values, 'slurmdbd_users')
+    problems.extend(found)
+    qos = set(sacctmgr.PROTECTED_QOS) | set(name for _i, name, spec in qos_entries if spec.get('state', 'present') == 'present')
+    accounts = set(sacctmgr.PROTECTED_ACCOUNTS) | set(name for _i, name, spec in account_entries if spec.get('state', 'present') == 'present')
+    preempts = []
+    for index, name, spec in qos_entries:
+        found, settings = _assoc_settings(controller, 'slurmdbd_qos', index, spec, sacctmgr.QOS_FIELDS, ('name', 'state'), 'QOS %s' % name)
+        problems.extend(found)
+        preempts.extend(('slurmdbd_qos[%d].Preempt' % index, ref) for ref in settings.get('Preempt') or ())
+    refs = []
+    problems.extend(_account_problems(controller, account_entries, accounts, refs))
+    problems.extend(_user_problems(controller, user_entries, accounts, refs))
+    problems.extend(_qos_ref_problems(controller, refs, preempts, qos))
     return problems, accounts, qos
 
 
