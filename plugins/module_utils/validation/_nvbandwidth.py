@@ -201,6 +201,68 @@ def _name_waived(events, requested):
     return names
 
 
+def _case_event(stripped, events, current):
+    """Read a testcase line of the text output into events; (whether it was one, the case now being read)."""
+    match = _RUNNING_RE.match(stripped)
+    if match:
+        current = _new_case(status='running')
+        events.append(('running', match.group(1), current))
+        return True, current
+    match = _WAIVING_RE.match(stripped)
+    if match:
+        events.append(('waived', match.group(1), _new_case('waived')))
+        current = None
+        return True, current
+    if _WAIVED_RE.match(stripped):
+        events.append(('waived', None, _new_case('waived')))
+        current = None
+        return True, current
+    match = _NOT_FOUND_RE.match(stripped) or _OUT_OF_BOUND_RE.match(stripped)
+    if match:
+        events.append(('not_found', match.group(1), _new_case('error', stripped[len('ERROR: '):])))
+        current = None
+        return True, current
+    match = _TEST_ERROR_RE.match(stripped)
+    if match and current is not None:
+        current['status'], current['error'] = 'error', match.group(1)
+        return True, current
+    return False, current
+
+
+def _text_error(recognised, fatal, kind_of_output, unfinished):
+    """The error of a text output: its fatal lines, a help or list output, a run cut short; else None.
+
+    ValueError when nothing of the text was recognised as nvbandwidth's.
+    """
+    if not recognised:
+        raise ValueError('neither nvbandwidth text output nor its -j JSON: no "nvbandwidth Version:", "Running <testcase>.", '
+                         'matrix or error line found')
+    if fatal:
+        return '; '.join(fatal)
+    if kind_of_output == 'help':
+        return "the output is nvbandwidth's help (-h), not a run"
+    if kind_of_output == 'list':
+        return "the output is nvbandwidth's testcase list (-l), not a run"
+    if unfinished:
+        return ("the output ends before nvbandwidth's closing NOTE lines: the run did not finish "
+                "(its error, if any, went to stderr)")
+    return None
+
+
+def _name_cases(result, events, requested):
+    """Put the events' cases into result['testcases'] by name; a case still running did not finish."""
+    names = _name_waived(events, requested)
+    unnamed = 0
+    for (kind, dummy, case), name in zip(events, names):
+        if name is None:
+            unnamed += 1
+            name = 'waived#%d' % unnamed
+        if case['status'] == 'running':
+            case['status'] = 'error'
+            case['error'] = 'did not finish' + (': %s' % result['error'] if result['error'] else '')
+        result['testcases'][name] = case
+
+
 def _parse_text(text, requested):
     result = _result()
     lines = [line.rstrip('\r') for line in text.split('\n')]
@@ -258,28 +320,8 @@ def _parse_text(text, requested):
         if any(regex.match(stripped) for regex in _FATAL_RES):
             fatal.append(stripped)
             continue
-        match = _RUNNING_RE.match(stripped)
-        if match:
-            current = _new_case(status='running')
-            events.append(('running', match.group(1), current))
-            continue
-        match = _WAIVING_RE.match(stripped)
-        if match:
-            events.append(('waived', match.group(1), _new_case('waived')))
-            current = None
-            continue
-        if _WAIVED_RE.match(stripped):
-            events.append(('waived', None, _new_case('waived')))
-            current = None
-            continue
-        match = _NOT_FOUND_RE.match(stripped) or _OUT_OF_BOUND_RE.match(stripped)
-        if match:
-            events.append(('not_found', match.group(1), _new_case('error', stripped[len('ERROR: '):])))
-            current = None
-            continue
-        match = _TEST_ERROR_RE.match(stripped)
-        if match and current is not None:
-            current['status'], current['error'] = 'error', match.group(1)
+        handled, current = _case_event(stripped, events, current)
+        if handled:
             continue
         if kind_of_output in ('help', 'list', 'invalid'):
             continue
@@ -296,28 +338,9 @@ def _parse_text(text, requested):
             continue
         # anything else (the host name line, interleaved messages) is not nvbandwidth's data
     recognised = seen_version or events or result['devices'] or fatal or kind_of_output
-    if not recognised:
-        raise ValueError('neither nvbandwidth text output nor its -j JSON: no "nvbandwidth Version:", "Running <testcase>.", '
-                         'matrix or error line found')
-    if fatal:
-        result['error'] = '; '.join(fatal)
-    elif kind_of_output == 'help':
-        result['error'] = "the output is nvbandwidth's help (-h), not a run"
-    elif kind_of_output == 'list':
-        result['error'] = "the output is nvbandwidth's testcase list (-l), not a run"
-    elif seen_version and not finished and not early_note:
-        result['error'] = ("the output ends before nvbandwidth's closing NOTE lines: the run did not finish "
-                           "(its error, if any, went to stderr)")
-    names = _name_waived(events, requested)
-    unnamed = 0
-    for (kind, dummy, case), name in zip(events, names):
-        if name is None:
-            unnamed += 1
-            name = 'waived#%d' % unnamed
-        if case['status'] == 'running':
-            case['status'] = 'error'
-            case['error'] = 'did not finish' + (': %s' % result['error'] if result['error'] else '')
-        result['testcases'][name] = case
+    unfinished = seen_version and not finished and not early_note
+    result['error'] = _text_error(recognised, fatal, kind_of_output, unfinished) or result['error']
+    _name_cases(result, events, requested)
     return result
 
 
