@@ -436,8 +436,8 @@ def run_deep(config, settings, pynvml, node_name, start):
     return status
 
 
-def main(argv=None, pynvml=None):
-    start = time.monotonic()
+def _parser():
+    """The command line of gpucluster-healthcheck."""
     parser = argparse.ArgumentParser(prog='gpucluster-healthcheck', description='Tiered GPU node health check for Slurm.')
     parser.add_argument('--config', default=DEFAULT_CONFIG, help='expectations (JSON), default %(default)s')
     parser.add_argument('--node', help='Slurm node name (default: node_name of the configuration, else the short host name)')
@@ -450,26 +450,62 @@ def main(argv=None, pynvml=None):
     mode.add_argument('--resume', action='store_true', help="resume the node now if healthy and drained by this check")
     mode.add_argument('--observe', action='store_true', help='print what NVML sees as JSON and exit')
     mode.add_argument('--baseline', action='store_true', help='print the expectations this node meets now as JSON and exit')
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _observe(args, pynvml, missing):
+    """--observe / --baseline: print what NVML sees, or the expectations this node meets now; the exit status."""
+    if pynvml is None:
+        print('gpucluster-healthcheck: %s' % missing, file=sys.stderr)
+        return 2
+    observed = observe(pynvml)
+    observed['ib_ports'], observed['ib_error'] = read_ib(args.ib_sysfs_root)
+    if args.observe:
+        print(json.dumps(observed, indent=1, sort_keys=True))
+        return 0 if not observed['nvml_error'] else 1
+    try:
+        print(json.dumps(hc.baseline(observed), indent=1, sort_keys=True))
+    except ValueError as exc:
+        print('gpucluster-healthcheck: %s' % exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+def _deep(args, config, pynvml, start):
+    """--tier deep: the deep tier with its --deep-config settings; the exit status."""
+    try:
+        data = json.loads(args.deep_config)
+        if isinstance(data, dict) and 'ib_sysfs_root' not in data:
+            data['ib_sysfs_root'] = config['ib_sysfs_root']
+        settings = deep.load_config(data)
+    except ValueError as exc:
+        print('gpucluster-healthcheck: bad --deep-config: %s' % exc, file=sys.stderr)
+        return 2
+    return run_deep(config, settings, pynvml, args.node or config['node_name'] or socket.gethostname().split('.')[0], start)
+
+
+def _print_findings(config, tier, failures, noted, observed):
+    """Print the failures, the closed loop's notes, the warnings and the checks the budget left out."""
+    for failure in failures:
+        print('FAIL %s' % failure.text())
+    for condition, action, failure in noted:
+        print('NOTE %s (%s, %s): %s' % (failure.check, condition, action, failure.detail))
+    for warning in hc.warnings(observed):
+        print('WARN %s' % warning)
+    if observed['skipped']:
+        print('gpucluster-healthcheck: the %s tier ran out of its %gs budget; not checked: %s'
+              % (tier, config['%s_budget' % tier], ', '.join(observed['skipped'])))
+
+
+def main(argv=None, pynvml=None):
+    start = time.monotonic()
+    args = _parser().parse_args(argv)
 
     missing = None
     if pynvml is None:
         pynvml, missing = _import_pynvml()
     if args.observe or args.baseline:
-        if pynvml is None:
-            print('gpucluster-healthcheck: %s' % missing, file=sys.stderr)
-            return 2
-        observed = observe(pynvml)
-        observed['ib_ports'], observed['ib_error'] = read_ib(args.ib_sysfs_root)
-        if args.observe:
-            print(json.dumps(observed, indent=1, sort_keys=True))
-            return 0 if not observed['nvml_error'] else 1
-        try:
-            print(json.dumps(hc.baseline(observed), indent=1, sort_keys=True))
-        except ValueError as exc:
-            print('gpucluster-healthcheck: %s' % exc, file=sys.stderr)
-            return 2
-        return 0
+        return _observe(args, pynvml, missing)
 
     try:
         with open(args.config) as handle:
@@ -482,15 +518,7 @@ def main(argv=None, pynvml=None):
         print('gpucluster-healthcheck: %s' % missing, file=sys.stderr)
         return 2
     if args.tier == deep.TIER:
-        try:
-            data = json.loads(args.deep_config)
-            if isinstance(data, dict) and 'ib_sysfs_root' not in data:
-                data['ib_sysfs_root'] = config['ib_sysfs_root']
-            settings = deep.load_config(data)
-        except ValueError as exc:
-            print('gpucluster-healthcheck: bad --deep-config: %s' % exc, file=sys.stderr)
-            return 2
-        return run_deep(config, settings, pynvml, args.node or config['node_name'] or socket.gethostname().split('.')[0], start)
+        return _deep(args, config, pynvml, start)
     # a node that is to have no GPUs needs no NVML bindings
     observed, failures = check(config, pynvml, args.tier, start)
     if pynvml is None:
@@ -502,15 +530,7 @@ def main(argv=None, pynvml=None):
     if actions is not None:
         # the closed loop is on: comment-mode and record-only conditions do not drain
         failures, noted = conditions.split_failures(failures, actions)
-    for failure in failures:
-        print('FAIL %s' % failure.text())
-    for condition, action, failure in noted:
-        print('NOTE %s (%s, %s): %s' % (failure.check, condition, action, failure.detail))
-    for warning in hc.warnings(observed):
-        print('WARN %s' % warning)
-    if observed['skipped']:
-        print('gpucluster-healthcheck: the %s tier ran out of its %gs budget; not checked: %s'
-              % (tier, config['%s_budget' % tier], ', '.join(observed['skipped'])))
+    _print_findings(config, tier, failures, noted, observed)
     status = {'tier': tier, 'failures': [f.as_dict() for f in failures], 'gpus': len(observed['gpus']), 'action': 'none',
               'warnings': hc.warnings(observed),
               'skipped': observed['skipped'], 'seconds': round(time.monotonic() - start, 3)}
