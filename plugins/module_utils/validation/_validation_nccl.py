@@ -550,29 +550,8 @@ def run_settings(plan):
             str(plan.get('time_limit') or 10))
 
 
-def plan_jobs(plan):
-    """``validation_jobs`` jobs of the NCCL stage from a plan.
-
-    ``plan``: ``binary`` (path of all_reduce_perf on the nodes), ``nodes`` ([{name, gpus, model, present, usable, gres_type,
-    gres_types, topology, min_busbw_gbps}]; ``gpus``: whole GPUs, not MIG instances; ``gres_type``: their GRES type when
-    they have one, asked for by type; ``gres_types``: how many GPU GRES types the node has (MIG profiles count);
-    ``topology``, ``min_busbw_gbps``: this node's own gate, over the plan's ``node_topology``/``node_min_busbw_gbps``;
-    ``present`` False: the binary is missing there; ``usable`` False: the node cannot take jobs), ``srun_extra``
-    (more srun options, e.g. ``--container-image=...``), ``env`` (exported to the runs, e.g. NCCL_DEBUG=INFO),
-    ``args`` (all_reduce_perf arguments before ``-g``),
-    ``timeout``, ``time_limit`` (srun --time), ``srun``; per-node gate: ``node_topology`` (unset: the catalogue's
-    curve for the node's platform, GPU count and the env's NCCL_ALGO, ``node_gate``), ``node_min_busbw_gbps``;
-    ``fabric`` (run across all nodes), ``fabric_topology``,
-    ``fabric_nics``, ``fabric_min_busbw_gbps``, ``expect_transport`` (``ib``); ``thresholds`` (flat overrides);
-    ``gate_curves`` (topology -> ``[[size, GB/s], ...]``, over the built-in curves);
-    ``pairwise`` (node pairs in rounds after the others); ``pairs_only`` (only the pair rounds: the follow-up that
-    isolates a slow node after the fabric run failed); ``leaf_of`` (node -> leaf switch, for naming a slow leaf);
-    ``mpi`` (the ``--mpi=`` value of the multi-node runs; ``{mpi}`` is filled in by the module). Per-node runs are
-    round 0 (all at once), the fabric run round 1, pair rounds 2 and up. A run over two nodes gets ``NCCL_ALGO=Ring``
-    (``ring_env``); the multi-node runs' expectations carry their node count (``ib-*`` curves stretch with it).
-    ``dispatch`` (``auto``, ``per_node``, ``allocation``), ``dispatch_min_nodes``, ``allocation_wait``, ``salloc``,
-    ``scancel``: how the per-node runs reach Slurm (``allocation_dispatch``).
-    """
+def _checked_plan(plan):
+    """plan_jobs' plan checked: (dispatch, dispatch_min_nodes, allocation wait, nodes); ValueError for a bad plan."""
     if not isinstance(plan, dict):
         raise ValueError('the NCCL plan must be a dict with keys %s, got %r' % (', '.join(PLAN_KEYS), plan))
     unknown = sorted(set(plan) - set(PLAN_KEYS))
@@ -601,6 +580,57 @@ def plan_jobs(plan):
     # srun options and all_reduce_perf arguments on purpose (validate_nccl_srun_args, validate_nccl_args): passed as given
     require_list('srun_extra', plan.get('srun_extra'), allow_none=True, element=require_str)
     require_list('args', plan.get('args'), allow_none=True, element=lambda item, value: require_str(item, value, allow_empty=True))
+    return dispatch, dispatch_min_nodes, wait, nodes
+
+
+def _per_node_runs(nodes, plan, env, settings, json, jobs):
+    """(the per-node run jobs, {node: (gres_type, gpus)} of those that can be steps); appends every job to jobs."""
+    args, extra, srun, timeout, time_limit = settings
+    per_node, specs = [], {}  # specs: node -> (gres_type, gpus) of the runs that can be steps
+    for node in nodes:
+        gpus = node.get('gpus') or 0
+        if gpus < 1:
+            jobs.append({'name': node['name'], 'kind': 'skip', 'check': 'all_reduce', 'hosts': [node['name']],
+                         'reason': 'no GPU GRES on %s' % node['name']})
+            continue
+        expect = expect_for(**node_gate(node, plan, gpus, env))
+        per_node.append({'name': node['name'], 'kind': 'nccl', 'round': 0, 'hosts': [node['name']], 'expect': expect, 'timeout': timeout,
+                         'argv': srun_argv(plan['binary'], [node['name']], gpus, False, None, env, args, srun, extra, time_limit,
+                                           node.get('gres_type') or None, json=json)})
+        if json:
+            per_node[-1]['json'] = True
+        jobs.append(per_node[-1])
+        # Untyped GPUs on a node with GPU GRES of several types stay a job of its own: Slurm 22.05 refuses such a step
+        # of an --exclusive job (see multi_exclusive below).
+        if node.get('gres_type') or int(node.get('gres_types') or 1) <= 1:
+            specs[node['name']] = (node.get('gres_type') or '', gpus)
+    return per_node, specs
+
+
+def plan_jobs(plan):
+    """``validation_jobs`` jobs of the NCCL stage from a plan.
+
+    ``plan``: ``binary`` (path of all_reduce_perf on the nodes), ``nodes`` ([{name, gpus, model, present, usable, gres_type,
+    gres_types, topology, min_busbw_gbps}]; ``gpus``: whole GPUs, not MIG instances; ``gres_type``: their GRES type when
+    they have one, asked for by type; ``gres_types``: how many GPU GRES types the node has (MIG profiles count);
+    ``topology``, ``min_busbw_gbps``: this node's own gate, over the plan's ``node_topology``/``node_min_busbw_gbps``;
+    ``present`` False: the binary is missing there; ``usable`` False: the node cannot take jobs), ``srun_extra``
+    (more srun options, e.g. ``--container-image=...``), ``env`` (exported to the runs, e.g. NCCL_DEBUG=INFO),
+    ``args`` (all_reduce_perf arguments before ``-g``),
+    ``timeout``, ``time_limit`` (srun --time), ``srun``; per-node gate: ``node_topology`` (unset: the catalogue's
+    curve for the node's platform, GPU count and the env's NCCL_ALGO, ``node_gate``), ``node_min_busbw_gbps``;
+    ``fabric`` (run across all nodes), ``fabric_topology``,
+    ``fabric_nics``, ``fabric_min_busbw_gbps``, ``expect_transport`` (``ib``); ``thresholds`` (flat overrides);
+    ``gate_curves`` (topology -> ``[[size, GB/s], ...]``, over the built-in curves);
+    ``pairwise`` (node pairs in rounds after the others); ``pairs_only`` (only the pair rounds: the follow-up that
+    isolates a slow node after the fabric run failed); ``leaf_of`` (node -> leaf switch, for naming a slow leaf);
+    ``mpi`` (the ``--mpi=`` value of the multi-node runs; ``{mpi}`` is filled in by the module). Per-node runs are
+    round 0 (all at once), the fabric run round 1, pair rounds 2 and up. A run over two nodes gets ``NCCL_ALGO=Ring``
+    (``ring_env``); the multi-node runs' expectations carry their node count (``ib-*`` curves stretch with it).
+    ``dispatch`` (``auto``, ``per_node``, ``allocation``), ``dispatch_min_nodes``, ``allocation_wait``, ``salloc``,
+    ``scancel``: how the per-node runs reach Slurm (``allocation_dispatch``).
+    """
+    dispatch, dispatch_min_nodes, wait, nodes = _checked_plan(plan)
     nodes = [dict(n, gpus=_count(n.get('gpus'), n['name'])) for n in nodes]
     jobs = [{'name': n['name'], 'kind': 'skip', 'check': 'all_reduce', 'hosts': [n['name']],
              'reason': 'not run: %s cannot take jobs (see its node_state check)' % n['name']} for n in nodes if is_false(n.get('usable'))]
@@ -623,24 +653,7 @@ def plan_jobs(plan):
     if not isinstance(leaf_of, dict) or not all(isinstance(v, str) and v for v in leaf_of.values()):
         raise ValueError('leaf_of must map node names to leaf switch names, got %r' % (leaf_of,))
     pairs_only = bool(plan.get('pairs_only'))
-    per_node, specs = [], {}  # specs: node -> (gres_type, gpus) of the runs that can be steps
-    for node in ([] if pairs_only else nodes):
-        gpus = node.get('gpus') or 0
-        if gpus < 1:
-            jobs.append({'name': node['name'], 'kind': 'skip', 'check': 'all_reduce', 'hosts': [node['name']],
-                         'reason': 'no GPU GRES on %s' % node['name']})
-            continue
-        expect = expect_for(**node_gate(node, plan, gpus, env))
-        per_node.append({'name': node['name'], 'kind': 'nccl', 'round': 0, 'hosts': [node['name']], 'expect': expect, 'timeout': timeout,
-                         'argv': srun_argv(plan['binary'], [node['name']], gpus, False, None, env, args, srun, extra, time_limit,
-                                           node.get('gres_type') or None, json=json)})
-        if json:
-            per_node[-1]['json'] = True
-        jobs.append(per_node[-1])
-        # Untyped GPUs on a node with GPU GRES of several types stay a job of its own: Slurm 22.05 refuses such a step
-        # of an --exclusive job (see multi_exclusive below).
-        if node.get('gres_type') or int(node.get('gres_types') or 1) <= 1:
-            specs[node['name']] = (node.get('gres_type') or '', gpus)
+    per_node, specs = _per_node_runs([] if pairs_only else nodes, plan, env, (args, extra, srun, timeout, time_limit), json, jobs)
     steps = [job for job in per_node if job['name'] in specs]
     if steps and (dispatch == 'allocation' or (dispatch == 'auto' and len(per_node) >= dispatch_min_nodes)):
         allocation_dispatch(steps, specs, plan, extra, time_limit, wait)  # (the jobs in place, in their order)
