@@ -284,8 +284,8 @@ def _handle_debug(result, fragment):
         result["nccl_warnings"].append(_clip(message))
 
 
-def _handle_comment(result, state, line, lineno):
-    """Handle one ``#`` line. Return True when it was recognised."""
+def _handle_run_comment(result, line):
+    """Handle a ``#`` line of the run's head (version, collective, parameters, ranks). Return True when it was one."""
     match = _TESTS_VERSION_RE.match(line)
     if match:
         result["version"] = match.group(1)
@@ -331,6 +331,13 @@ def _handle_comment(result, state, line, lineno):
         })
         if match.group(4) not in result["hosts"]:
             result["hosts"].append(match.group(4))
+        return True
+    return False
+
+
+def _handle_comment(result, state, line, lineno):
+    """Handle one ``#`` line. Return True when it was recognised."""
+    if _handle_run_comment(result, line):
         return True
     match = _REDUCED_RE.match(line)
     if match:
@@ -462,6 +469,12 @@ def parse_all_reduce(text):
             result["rows"].append(_parse_row(tokens, columns))
         except (ValueError, IndexError):
             partial = (row_lineno, " ".join(tokens))
+    _finish_text(result, state, pending, partial, first_content, last_content)
+    return result
+
+
+def _finish_text(result, state, pending, partial, first_content, last_content):
+    """The end of parse_all_reduce: NcclParseError for text that is not nccl-tests output; the sorted lists and the truncation."""
     if first_content is None:
         raise NcclParseError("nccl-tests output is empty: no line to parse")
     if result["runs"] == 0 and not result["ranks"] and result["columns"] is None and not state["footers"] and result["out_of_bounds"] is None:
@@ -475,7 +488,6 @@ def parse_all_reduce(text):
     result["transports"] = _sorted_transports(result["transports"])
     result["networks"] = sorted(set(result["networks"]))
     _set_truncation(result, state, partial, first_content, last_content)
-    return result
 
 
 def _head_missing(result, state, first_content):
