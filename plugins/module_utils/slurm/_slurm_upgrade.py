@@ -52,6 +52,36 @@ def _release(text):
     return slurm_version.release_name(slurm_version.parse_version(text))
 
 
+def _read_host(host, report, groups, problems, versions, installed_all, targets):
+    """Read one host's report of its daemons' packages into problems, versions, installed_all and targets."""
+    installed = report.get('installed') or {}
+    candidate = report.get('candidate') or {}
+    for group, daemon in DAEMONS:
+        if group not in groups:
+            continue
+        package = STEP_PACKAGE.get(daemon, daemon)
+        have, want = installed.get(package) or '', candidate.get(package) or ''
+        versions.setdefault(host, {})[daemon] = [have, want]
+        if not have:
+            problems.append('%s (group %s) has no %s installed: bring the cluster up with site.yml first'
+                            % (host, group, package))
+            continue
+        if not want:
+            problems.append('%s: the package manager offers no %s to install (add the repository of the new Slurm, '
+                            'or name its release in slurm_upgrade_apt_default_release)' % (host, package))
+            continue
+        try:
+            have_v, want_v = slurm_version.parse_version(have), slurm_version.parse_version(want)
+        except ValueError as exc:
+            problems.append('%s: %s: %s' % (host, daemon, exc))
+            continue
+        if daemon in (report.get('replaced') or []) and have_v == want_v:
+            # the package is new, the running daemon is not: count it at the oldest installed release
+            have_v = None
+        installed_all.append((have_v, host, daemon))
+        targets.setdefault(want_v, []).append('%s:%s' % (host, daemon))
+
+
 def upgrade_plan(hosts, force=False):
     """Decide the upgrade from what each host reports.
 
@@ -82,32 +112,7 @@ def upgrade_plan(hosts, force=False):
         if report.get('error'):
             problems.append('%s: %s' % (host, report['error']))
             continue
-        installed = report.get('installed') or {}
-        candidate = report.get('candidate') or {}
-        for group, daemon in DAEMONS:
-            if group not in groups:
-                continue
-            package = STEP_PACKAGE.get(daemon, daemon)
-            have, want = installed.get(package) or '', candidate.get(package) or ''
-            versions.setdefault(host, {})[daemon] = [have, want]
-            if not have:
-                problems.append('%s (group %s) has no %s installed: bring the cluster up with site.yml first'
-                                % (host, group, package))
-                continue
-            if not want:
-                problems.append('%s: the package manager offers no %s to install (add the repository of the new Slurm, '
-                                'or name its release in slurm_upgrade_apt_default_release)' % (host, package))
-                continue
-            try:
-                have_v, want_v = slurm_version.parse_version(have), slurm_version.parse_version(want)
-            except ValueError as exc:
-                problems.append('%s: %s: %s' % (host, daemon, exc))
-                continue
-            if daemon in (report.get('replaced') or []) and have_v == want_v:
-                # the package is new, the running daemon is not: count it at the oldest installed release
-                have_v = None
-            installed_all.append((have_v, host, daemon))
-            targets.setdefault(want_v, []).append('%s:%s' % (host, daemon))
+        _read_host(host, report, groups, problems, versions, installed_all, targets)
     plan = {'needed': False, 'from': '', 'to': '', 'from_release': '', 'to_release': '', 'path': [],
             'problems': problems, 'forced': '', 'summary': '', 'steps': {daemon: [] for _group, daemon in DAEMONS},
             'versions': versions}
