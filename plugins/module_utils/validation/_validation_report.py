@@ -577,6 +577,39 @@ def _gates(runs):
     return gates
 
 
+def _svg_gates(out, gates, px, py, right_edge):
+    """Append the dashed gate lines, each labelled, to the SVG lines out."""
+    for points, labels in gates:
+        coords = [(px(size), py(gbps)) for size, gbps in points]
+        if coords[-1][0] < right_edge - 0.05:
+            coords.append((right_edge, coords[-1][1]))  # past its last point (a flat gate's only one) its figure holds
+        if len(gates) == 1:
+            name = "gate"
+        else:
+            name = "gate %s" % (labels[0] if len(labels) == 1 else "(%d runs)" % len(labels))
+        owners = ", ".join(labels) if len(labels) <= NAMES_MAX else "%d runs" % len(labels)
+        out.append('<polyline class="gate" fill="none" stroke="#000" stroke-width="1.5" stroke-dasharray="3 3" points="%s">'
+                   '<title>gate of %s</title></polyline>' % (" ".join("%.1f,%.1f" % point for point in coords), escape(owners)))
+        out.append('<text class="gate" x="%.1f" y="%.1f" text-anchor="end">%s</text>' % (coords[-1][0] - 2, coords[-1][1] - 4, escape(name)))
+
+
+def _svg_grid(out, px, py, scale, box):
+    """Append the grid lines and tick labels of both axes to the SVG lines out."""
+    x_min, x_max, y_max, step = scale
+    left, top, plot_w, plot_h = box
+    tick_every = max(1, int(math.ceil((x_max - x_min) / 12.0)))
+    for exponent in range(int(x_min), int(x_max) + 1, tick_every):
+        x = px(2 ** exponent)
+        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>' % (x, top, x, top + plot_h))
+        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (x, top + plot_h + 14, _size_tick(exponent)))
+    value = 0.0
+    while value <= y_max + 1e-9:
+        y = py(value)
+        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>' % (left, y, left + plot_w, y))
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' % (left - 4, y + 4, _fmt(value)))
+        value += step
+
+
 def render_svg(series, threshold_gbps=None, width=640, height=360, highlight=None):
     """An inline SVG plot of busbw against message size (log2 x axis): one polyline per run, each distinct gate (the busbw
     a run had to reach, ``gate`` of a series: linear in log2(size) between its points, its last figure held to the right
@@ -612,17 +645,7 @@ def render_svg(series, threshold_gbps=None, width=640, height=360, highlight=Non
         width, height, width, height)]
     out.append("<title>busbw vs message size</title>")
     out.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#444"/>' % (left, top, plot_w, plot_h))
-    tick_every = max(1, int(math.ceil((x_max - x_min) / 12.0)))
-    for exponent in range(int(x_min), int(x_max) + 1, tick_every):
-        x = px(2 ** exponent)
-        out.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>' % (x, top, x, top + plot_h))
-        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (x, top + plot_h + 14, _size_tick(exponent)))
-    value = 0.0
-    while value <= y_max + 1e-9:
-        y = py(value)
-        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>' % (left, y, left + plot_w, y))
-        out.append('<text x="%d" y="%.1f" text-anchor="end">%s</text>' % (left - 4, y + 4, _fmt(value)))
-        value += step
+    _svg_grid(out, px, py, (x_min, x_max, y_max, step), (left, top, plot_w, plot_h))
     out.append('<text x="%.1f" y="%d" text-anchor="middle">message size (bytes, log2 scale)</text>' % (left + plot_w / 2.0, height - 8))
     out.append('<text x="14" y="%.1f" text-anchor="middle" transform="rotate(-90 14 %.1f)">busbw (GB/s)</text>' % (
         top + plot_h / 2.0, top + plot_h / 2.0))
@@ -659,18 +682,7 @@ def render_svg(series, threshold_gbps=None, width=640, height=360, highlight=Non
         out.append('<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#c8c8c8" stroke-width="1"/>' % (
             left + plot_w + 6, legend_y - 4, left + plot_w + 22, legend_y - 4))
         out.append('<text class="more" x="%d" y="%d">%d more runs</text>' % (left + plot_w + 26, legend_y, len(runs) - len(legend)))
-    for points, labels in gates:
-        coords = [(px(size), py(gbps)) for size, gbps in points]
-        if coords[-1][0] < left + plot_w - 0.05:
-            coords.append((left + plot_w, coords[-1][1]))  # past its last point (a flat gate's only one) its figure holds
-        if len(gates) == 1:
-            name = "gate"
-        else:
-            name = "gate %s" % (labels[0] if len(labels) == 1 else "(%d runs)" % len(labels))
-        owners = ", ".join(labels) if len(labels) <= NAMES_MAX else "%d runs" % len(labels)
-        out.append('<polyline class="gate" fill="none" stroke="#000" stroke-width="1.5" stroke-dasharray="3 3" points="%s">'
-                   '<title>gate of %s</title></polyline>' % (" ".join("%.1f,%.1f" % point for point in coords), escape(owners)))
-        out.append('<text class="gate" x="%.1f" y="%.1f" text-anchor="end">%s</text>' % (coords[-1][0] - 2, coords[-1][1] - 4, escape(name)))
+    _svg_gates(out, gates, px, py, left + plot_w)
     out.append("</svg>")
     return "\n".join(out)
 
