@@ -924,32 +924,9 @@ def _bare(name, what):
     return check_name(name, what)
 
 
-def plan(desired, current, purge=False):
-    """The sacctmgr commands that turn ``current`` into ``desired``, in a safe order.
-
-    Adds and modifications come first (cluster, QOS, accounts parents first,
-    users and their default accounts), then removals (users, associations,
-    accounts children first, QOS).  Only the settings the inventory names are
-    compared, so a second run with the same inventory plans nothing.
-    """
-    cluster = desired['cluster']
+def _account_actions(desired, current, cluster):
+    """The add/modify actions of the present accounts, parents first."""
     actions = []
-    if not current['cluster_exists']:
-        actions.append(Action(['add', 'cluster', _bare(cluster, 'cluster')], 'add cluster %s' % cluster))
-
-    for name in sorted(desired['qos']):
-        spec = desired['qos'][name]
-        if spec['state'] != 'present':
-            continue
-        have = current['qos'].get(name)
-        if have is None:
-            actions.append(Action(['add', 'qos', _bare(name, 'QOS')] + _settings_args(QOS_FIELDS, spec['settings']), 'add QOS %s' % name))
-            continue
-        diff = _differences(QOS_FIELDS, spec['settings'], have)
-        if diff:
-            actions.append(Action(['modify', 'qos', 'where', 'name=' + name, 'set'] + [argument(f, w, h) for f, w, h in diff],
-                                  'modify QOS %s: %s' % (name, _describe(diff))))
-
     present = dict((n, s) for n, s in desired['accounts'].items() if s['state'] == 'present')
     for name in _parents_first(present):
         spec = present[name]
@@ -972,8 +949,12 @@ def plan(desired, current, purge=False):
         if args:
             actions.append(Action(['modify', 'account', 'where', 'name=' + name, 'cluster=' + cluster, 'set'] + args,
                                   'modify account %s: %s' % (name, summary)))
+    return actions
 
-    with_assocs = _users_with_assocs(current)
+
+def _user_actions(desired, current, cluster):
+    """The add/modify actions of the present users, their default account's association first."""
+    actions = []
     for name in sorted(desired['users']):
         spec = desired['users'][name]
         if spec['state'] != 'present':
@@ -1004,6 +985,39 @@ def plan(desired, current, purge=False):
                 actions.append(Action(['modify', 'user', 'where', 'name=' + name, 'cluster=' + cluster, 'set']
                                       + [argument(f, w, h) for f, w, h in diff],
                                       'modify user %s: %s' % (name, _describe(diff))))
+    return actions
+
+
+def plan(desired, current, purge=False):
+    """The sacctmgr commands that turn ``current`` into ``desired``, in a safe order.
+
+    Adds and modifications come first (cluster, QOS, accounts parents first,
+    users and their default accounts), then removals (users, associations,
+    accounts children first, QOS).  Only the settings the inventory names are
+    compared, so a second run with the same inventory plans nothing.
+    """
+    cluster = desired['cluster']
+    actions = []
+    if not current['cluster_exists']:
+        actions.append(Action(['add', 'cluster', _bare(cluster, 'cluster')], 'add cluster %s' % cluster))
+
+    for name in sorted(desired['qos']):
+        spec = desired['qos'][name]
+        if spec['state'] != 'present':
+            continue
+        have = current['qos'].get(name)
+        if have is None:
+            actions.append(Action(['add', 'qos', _bare(name, 'QOS')] + _settings_args(QOS_FIELDS, spec['settings']), 'add QOS %s' % name))
+            continue
+        diff = _differences(QOS_FIELDS, spec['settings'], have)
+        if diff:
+            actions.append(Action(['modify', 'qos', 'where', 'name=' + name, 'set'] + [argument(f, w, h) for f, w, h in diff],
+                                  'modify QOS %s: %s' % (name, _describe(diff))))
+
+    actions += _account_actions(desired, current, cluster)
+
+    with_assocs = _users_with_assocs(current)
+    actions += _user_actions(desired, current, cluster)
 
     gone = removals(desired, current, purge)
     for user in gone['users']:
