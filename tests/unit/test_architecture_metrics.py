@@ -174,6 +174,20 @@ def test_largest_function_and_module(tree):
     # thing.py: DOCUMENTATION, EXAMPLES and RETURN are left out; the import, def, docstring and return count
     assert modules["plugins/modules/thing.py"] == 4
     assert figures["modules"][0] == ("plugins/module_utils/c/_w.py", 8)
+    # the Ansible modules and plugins apart: the Done-when's module size gates them, not module_utils
+    assert figures["ansible_modules"] == [("plugins/modules/thing.py", 4)]
+
+
+@pytest.mark.parametrize("rel, plugin", [
+    ("plugins/modules/thing.py", True),
+    ("plugins/action/preflight.py", True),
+    ("plugins/filter/slurm.py", True),
+    ("plugins/modules/__init__.py", False),
+    ("plugins/module_utils/c/_w.py", False),
+    ("roles/r1/files/program.py", False),
+])
+def test_ansible_plugins_are_modules_action_and_filter_plugins(rel, plugin):
+    assert metrics.is_ansible_plugin(rel) is plugin
 
 
 def test_role_variables_are_entry_point_options_once_per_role(tree):
@@ -189,6 +203,9 @@ def test_report_names_the_figures(tree):
     assert "private names used from another file: 3" in text
     assert "largest function: plugins/module_utils/c/_w.py Runner.run, 5 lines" in text
     assert "largest module: plugins/module_utils/c/_w.py, 8 code lines" in text
+    assert ("largest Ansible module/plugin (plugins/modules, action, filter; the Done-when's module figure): "
+            "plugins/modules/thing.py, 4 code lines") in text
+    assert "Ansible modules/plugins over 250 code lines (the Done-when's gate): 0" in text
     assert "role variables in roles/*/meta/argument_specs.yml: 4 (r1 3, r2 1)" in text
 
 
