@@ -398,8 +398,8 @@ def test_python_writers_are_atomic():
 @pytest.mark.parametrize('path, func', [
     ('roles/slurm_healthcheck/files/gpucluster_healthcheck.py', '_write_json'),
     ('plugins/modules/validation_report.py', '_write'),
-    ('plugins/modules/enroot_import.py', 'write_record'),
-    ('plugins/modules/enroot_import.py', 'save_container_identity'),
+    ('plugins/module_utils/enroot/_enroot_import_io.py', 'write_record'),
+    ('plugins/module_utils/enroot/_enroot_import_io.py', 'save_container_identity'),
 ])
 def test_the_known_writers_are_seen_as_atomic(path, func):
     """Guards the scan: the writers test_interrupted_writes.py interrupts must be found, and found atomic."""
