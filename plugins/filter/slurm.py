@@ -8,8 +8,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import base64
-
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_conf as conf
@@ -19,7 +17,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _s
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_large as slurm_large
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_packages as slurm_packages
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._sacctmgr import accounting_tres
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_hooks import task_prolog_needs
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_hooks import hook_files, task_prolog_needs
 
 
 def _wrap(func):
@@ -235,24 +233,7 @@ def slurm_unreachable_nodes(hosts, hostvars, register):
 
 def slurm_hook_files(shipped, table, extra, conf_dir, old=()):
     """install_files entries of the shipped hooks (wanted ones installed, the others and ``old`` removed) and site hooks."""
-    if not isinstance(table, dict):
-        raise ValueError('the table of shipped hooks must be a dict of name -> [{phase, name}]')
-    unknown = [name for name in shipped or [] if name not in table]
-    if unknown:
-        raise ValueError('slurm_hooks_shipped: %s not shipped; valid: %s' % (', '.join(unknown), ', '.join(sorted(table))))
-    entries = []
-    for key in sorted(table):
-        for hook in table[key]:
-            dest = '%s/%s.d/%s' % (conf_dir, hook['phase'], hook['name'])
-            if key in (shipped or []):
-                entries.append({'dest': dest, 'src': 'hooks/%s' % hook['name'], 'mode': '0755'})
-            else:
-                entries.append({'dest': dest, 'state': 'absent'})
-    for hook in extra or []:
-        entries.append({'dest': '%s/%s.d/%s' % (conf_dir, hook['phase'], hook['name']), 'src': hook['src'], 'mode': '0755'})
-    for path in old:
-        entries.append({'dest': '%s/%s' % (conf_dir, path), 'state': 'absent'})
-    return entries
+    return hook_files(shipped, table, extra, conf_dir, old)
 
 
 def _min_nodes(value):
@@ -295,23 +276,7 @@ def slurm_running_config(show, conf_file, host, conf_path):
     of ``conf_path`` there (see ``_slurm_conf.running_config_record``). A command that failed, did not run, or
     a file not read gives a failed record naming why, never a pass.
     """
-    show_text = show_error = conf_text = None
-    conf_error = ''
-    if not isinstance(show, dict) or show.get('skipped') or 'rc' not in show:
-        show_error = 'scontrol did not run%s' % (': %s' % show.get('msg') if isinstance(show, dict) and show.get('msg') else '')
-    elif show.get('rc') != 0:
-        said = ' '.join(str(show.get('stderr') or show.get('stdout') or show.get('msg') or '').split())
-        show_error = 'scontrol show config exited %s%s' % (show.get('rc'), ': %s' % said if said else '')
-    else:
-        show_text = str(show.get('stdout') or '')
-    if isinstance(conf_file, dict) and not conf_file.get('failed') and isinstance(conf_file.get('content'), str):
-        try:
-            conf_text = base64.b64decode(conf_file['content']).decode('utf-8', 'replace')
-        except (TypeError, ValueError) as exc:
-            conf_error = 'its content is not base64 (%s)' % exc
-    else:
-        conf_error = (conf_file.get('msg') if isinstance(conf_file, dict) else '') or 'slurp did not read it'
-    return conf.running_config_record(str(host), str(conf_path), conf_text, show_text, conf_error, show_error)
+    return conf.running_config_from_results(show, conf_file, host, conf_path)
 
 
 def slurm_local_package_files(files, parts, debian_not_here=()):

@@ -29,6 +29,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand
@@ -1134,3 +1135,27 @@ def running_config_record(host, conf_path, conf_text=None, show_text=None, conf_
         return dict(record, status='skip', reason='%s: no key of %s can be compared with scontrol show config: %s' % (
             where, conf_path, not_compared))
     return dict(record, status='pass', reason='%s runs %s%s: %s, all equal; %s' % (where, conf_path, other, count, not_compared))
+
+
+def running_config_from_results(show, conf_file, host, conf_path):
+    """:func:`running_config_record` from the registered results of ``scontrol show config`` (``show``) and of ``slurp``
+    of ``conf_path`` (``conf_file``) on ``host``: a command that failed, did not run, or a file not read gives a failed
+    record naming why, never a pass.
+    """
+    show_text = show_error = conf_text = None
+    conf_error = ''
+    if not isinstance(show, dict) or show.get('skipped') or 'rc' not in show:
+        show_error = 'scontrol did not run%s' % (': %s' % show.get('msg') if isinstance(show, dict) and show.get('msg') else '')
+    elif show.get('rc') != 0:
+        said = ' '.join(str(show.get('stderr') or show.get('stdout') or show.get('msg') or '').split())
+        show_error = 'scontrol show config exited %s%s' % (show.get('rc'), ': %s' % said if said else '')
+    else:
+        show_text = str(show.get('stdout') or '')
+    if isinstance(conf_file, dict) and not conf_file.get('failed') and isinstance(conf_file.get('content'), str):
+        try:
+            conf_text = base64.b64decode(conf_file['content']).decode('utf-8', 'replace')
+        except (TypeError, ValueError) as exc:
+            conf_error = 'its content is not base64 (%s)' % exc
+    else:
+        conf_error = (conf_file.get('msg') if isinstance(conf_file, dict) else '') or 'slurp did not read it'
+    return running_config_record(str(host), str(conf_path), conf_text, show_text, conf_error, show_error)

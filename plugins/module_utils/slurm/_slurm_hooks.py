@@ -346,3 +346,29 @@ def task_prolog_needs(hosts):
         elif node.get('slurm_gres_sharing') == 'mps' and isinstance(shipped, list) and 'mps' in shipped:
             needs.append((host, "slurm_gres_sharing is 'mps' (the MPS variables of the job)"))
     return needs
+
+
+def hook_files(shipped, table, extra, conf_dir, old=()):
+    """install_files entries of the shipped hooks (wanted ones installed, the others and ``old`` removed) and site hooks.
+
+    ``table``: ``{name: [{phase, name}]}`` of the hooks the role ships; ``shipped``: the names wanted; ``extra``: the
+    site's own hooks ``[{phase, name, src}]``; ``old``: paths under ``conf_dir`` that earlier releases installed.
+    """
+    if not isinstance(table, dict):
+        raise ValueError('the table of shipped hooks must be a dict of name -> [{phase, name}]')
+    unknown = [name for name in shipped or [] if name not in table]
+    if unknown:
+        raise ValueError('slurm_hooks_shipped: %s not shipped; valid: %s' % (', '.join(unknown), ', '.join(sorted(table))))
+    entries = []
+    for key in sorted(table):
+        for hook in table[key]:
+            dest = '%s/%s.d/%s' % (conf_dir, hook['phase'], hook['name'])
+            if key in (shipped or []):
+                entries.append({'dest': dest, 'src': 'hooks/%s' % hook['name'], 'mode': '0755'})
+            else:
+                entries.append({'dest': dest, 'state': 'absent'})
+    for hook in extra or []:
+        entries.append({'dest': '%s/%s.d/%s' % (conf_dir, hook['phase'], hook['name']), 'src': hook['src'], 'mode': '0755'})
+    for path in old:
+        entries.append({'dest': '%s/%s' % (conf_dir, path), 'state': 'absent'})
+    return entries
