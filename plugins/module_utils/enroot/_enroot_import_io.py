@@ -220,7 +220,7 @@ class EnrootImport(object):
             return False
         try:
             response = self.open_url(url, headers={'Accept': 'application/vnd.docker.distribution.manifest.v2+json'},
-                                timeout=self.module.params['connect_timeout'] or PROBE_TIMEOUT, validate_certs=True)
+                                     timeout=self.module.params['connect_timeout'] or PROBE_TIMEOUT, validate_certs=True)
             body, status = response.read(), response.getcode()
         except Exception as exc:  # pylint: disable=broad-except  # HTTPError carries the answer we want
             status = getattr(exc, 'code', None)
