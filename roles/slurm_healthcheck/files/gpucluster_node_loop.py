@@ -211,18 +211,10 @@ class Pass(object):
             return
         names = [n['name'] for n in nodes]
         reservation = self.settings['deep_reservation']
-        minutes = deep_jobs.reservation_minutes(self.settings['deep_time_limit'])
         if self.dry_run:
             print('would run the deep tier on %s in the reservation %s' % (','.join(names), reservation))
             return
-        rc, out, err = run(reservation_argv(self.policy['scontrol'], reservation, names, minutes))
-        if rc != 0:
-            # the loop's own reservation left by a pass that was killed (the timer runs one pass at a time): removed, asked again
-            run([self.policy['scontrol'], 'delete', 'ReservationName=' + reservation])
-            rc, out, err = run(reservation_argv(self.policy['scontrol'], reservation, names, minutes))
-        if rc != 0:
-            log(syslog.LOG_ERR, 'could not create the reservation %s on %s: %s; the deep tier waits for the next pass'
-                % (reservation, ','.join(names), (err or out).strip()[:300]))
+        if not self.reserve(reservation, names):
             return
         results = {}
         resets = {}
@@ -233,56 +225,77 @@ class Pass(object):
             for node in nodes:
                 # a drained node takes no job, not even in a reservation: resumed into it, drained again if no verdict
                 run([self.policy['scontrol'], 'update', 'nodename=' + node['name'], 'state=resume'])
-
             jobs = self.deep_jobs(nodes, extras, reservation, deep_settings)
             wanted = dict((n['name'], n.get('reset')) for n in nodes)
             for job in jobs:
                 if wanted.get(job['name']) is not None:
                     # the GPU reset first, in the same job (step) as the deep tier
                     loop_deep.with_reset(job, self.settings['deep_program'], wanted[job['name']])
-            granted = []
-            try:
-                self.allocate(jobs, granted)
-
-                def one(job):
-                    rc, out, err = run(job['argv'], timeout=self.settings['deep_time_limit'] * 60 + 180)
-                    if 'reset' in job:
-                        resets[job['name']] = loop_deep.read_reset((out or '') + '\n' + (err or ''))
-                        if resets[job['name']] is not None and not resets[job['name']]['ok']:
-                            results[job['name']] = None  # no deep tier after a failed reset
-                            return
-                    try:
-                        results[job['name']] = deep.read_report(out)
-                    except ValueError as exc:
-                        log(syslog.LOG_ERR, 'deep tier on %s gave no verdict (rc=%s, %s): %s %s'
-                            % (job['name'], rc, job.get('dispatch') or 'own job', exc, (err or '').strip()[:200]))
-                        results[job['name']] = None
-
-                threads = [threading.Thread(target=one, args=(job,)) for job in jobs]
-                for thread in threads:
-                    thread.start()
-                for thread in threads:
-                    thread.join()
-            finally:
-                for release, job_id in granted:
-                    run(list(release) + [job_id])
+            self.run_deep_jobs(jobs, results, resets)
         finally:
-            for node in nodes:
-                record = self.state['nodes'][node['name']]
-                result = loop.settle_deep(record, node, results.get(node['name']), self.policy, int(time.time()), resumed=True,
-                                          reset=resets.get(node['name']))
-                actions = result.actions
-                if result.record['state'] in ('back', 'reset-asked') and result.record.get('via') == 'reset' and self.health_drained(node):
-                    # the health check's prolog tier drained it at the deep job's start (a fault it checks, before the reset):
-                    # its drain stays, the next pass takes the node to a reboot
-                    actions = []
-                elif result.record['state'] in ('back', 'reset-asked'):
-                    # no verdict yet: its reboot (or reset) drain back on, the deep tier (and the reset) run again next pass
-                    actions = [[self.policy['scontrol'], 'update', 'nodename=' + node['name'], 'state=drain',
-                                'reason=' + (record.get('reason') or node['reason'])]]
-                if self.carry_out(actions):
-                    self.save(node['name'], result.record, result.events)
+            self.settle(nodes, results, resets)
             run([self.policy['scontrol'], 'delete', 'ReservationName=' + reservation])
+
+    def reserve(self, reservation, names):
+        """The maintenance reservation over ``names``; False (logged) when Slurm refuses it."""
+        minutes = deep_jobs.reservation_minutes(self.settings['deep_time_limit'])
+        rc, out, err = run(reservation_argv(self.policy['scontrol'], reservation, names, minutes))
+        if rc != 0:
+            # the loop's own reservation left by a pass that was killed (the timer runs one pass at a time): removed, asked again
+            run([self.policy['scontrol'], 'delete', 'ReservationName=' + reservation])
+            rc, out, err = run(reservation_argv(self.policy['scontrol'], reservation, names, minutes))
+        if rc != 0:
+            log(syslog.LOG_ERR, 'could not create the reservation %s on %s: %s; the deep tier waits for the next pass'
+                % (reservation, ','.join(names), (err or out).strip()[:300]))
+            return False
+        return True
+
+    def run_deep_jobs(self, jobs, results, resets):
+        """Each deep run (with its GPU reset first where asked) at once; ``results`` and ``resets`` get its verdicts."""
+        granted = []
+        try:
+            self.allocate(jobs, granted)
+
+            def one(job):
+                rc, out, err = run(job['argv'], timeout=self.settings['deep_time_limit'] * 60 + 180)
+                if 'reset' in job:
+                    resets[job['name']] = loop_deep.read_reset((out or '') + '\n' + (err or ''))
+                    if resets[job['name']] is not None and not resets[job['name']]['ok']:
+                        results[job['name']] = None  # no deep tier after a failed reset
+                        return
+                try:
+                    results[job['name']] = deep.read_report(out)
+                except ValueError as exc:
+                    log(syslog.LOG_ERR, 'deep tier on %s gave no verdict (rc=%s, %s): %s %s'
+                        % (job['name'], rc, job.get('dispatch') or 'own job', exc, (err or '').strip()[:200]))
+                    results[job['name']] = None
+
+            threads = [threading.Thread(target=one, args=(job,)) for job in jobs]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        finally:
+            for release, job_id in granted:
+                run(list(release) + [job_id])
+
+    def settle(self, nodes, results, resets):
+        """Each node after its deep run: returned, sent on, or (no verdict yet) drained again for the next pass."""
+        for node in nodes:
+            record = self.state['nodes'][node['name']]
+            result = loop.settle_deep(record, node, results.get(node['name']), self.policy, int(time.time()), resumed=True,
+                                      reset=resets.get(node['name']))
+            actions = result.actions
+            if result.record['state'] in ('back', 'reset-asked') and result.record.get('via') == 'reset' and self.health_drained(node):
+                # the health check's prolog tier drained it at the deep job's start (a fault it checks, before the reset):
+                # its drain stays, the next pass takes the node to a reboot
+                actions = []
+            elif result.record['state'] in ('back', 'reset-asked'):
+                # no verdict yet: its reboot (or reset) drain back on, the deep tier (and the reset) run again next pass
+                actions = [[self.policy['scontrol'], 'update', 'nodename=' + node['name'], 'state=drain',
+                            'reason=' + (record.get('reason') or node['reason'])]]
+            if self.carry_out(actions):
+                self.save(node['name'], result.record, result.events)
 
     def health_drained(self, node):
         """Whether Slurm now shows ``node`` drained by the health check (False when scontrol fails)."""
