@@ -139,11 +139,11 @@ options:
       - The Slurm stage as a plan (see C(_validation_checks.slurm_jobs)), appended to O(jobs) - C(nodes)
         (C([{name, gpus, mig, usable, busy}])), C(srun), C(partition), C(time_limit), C(timeout), C(pyxis), C(container_image), C(env),
         C(dispatch), C(dispatch_min_nodes), C(allocation_wait), C(salloc).
-      - C(dispatch) is V(per_node) by default (one job per node; at 1,024 emulated nodes steps were slower and some timed out). With
-        C(dispatch) V(allocation) (or V(auto) from C(dispatch_min_nodes) nodes on, 64 by default),
+      - With C(dispatch) V(allocation) (or V(auto), the default, from C(dispatch_min_nodes) nodes on, 64 by default),
         each round's per-node jobs (C(srun hostname), the C(--gres=gpu) job, the pyxis job) are steps of one allocation per GPU count,
         as the NCCL stage's; a node with C(busy) true, a node alone of its GPU count and the job-environment job keep jobs of their own.
         A step that fails is run again as the node's own job and judged on that, so a node's records are the ones one job per node gives.
+        At most 64 steps run at once (at 1,024 emulated nodes, all at once, they timed out); V(per_node) is one job per node at any size.
     type: dict
   mpi:
     description:

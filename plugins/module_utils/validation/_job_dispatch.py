@@ -164,8 +164,10 @@ def rerun_probe(job, result, problem):
 
 # ---------------------------------------------------------------- the Slurm stage of validate
 
-# the Slurm stage's default dispatch (the resume probes' is auto)
-SLURM_STAGE_DISPATCH = 'per_node'
+# the Slurm stage's default dispatch, as the resume probes': at 1,024 emulated nodes, its steps STEP_PARALLEL at a time,
+# 5 jobs against 3,940 started, slurmctld CPU 0.21x, every record passed where one job per node lost 755 of them to
+# "Socket timed out" (benchmarks/README.md, job_dispatch.py)
+SLURM_STAGE_DISPATCH = 'auto'
 # the Slurm stage's jobs that go as steps (kind -> job name of the allocation); the job-environment job stays one job
 SLURM_STEP_KINDS = {'srun': 'validate-srun', 'gres': 'validate-gres', 'container': 'validate-container'}
 
@@ -175,9 +177,6 @@ def slurm_stage_dispatch(jobs, nodes, plan):
     allocation per round and node type (GPU count), in place; the jobs. ``plan``: ``dispatch``, ``dispatch_min_nodes``,
     ``allocation_wait`` (checked), ``srun``, ``partition``. A busy node (``busy`` true in its plan entry) keeps its own
     jobs."""
-    # per_node by default: at 1,024 emulated nodes the steps were slower than one job per node (726 s against 298 s)
-    # and some timed out where jobs of their own passed (benchmarks/README.md, job_dispatch.py); allocation or auto on
-    # request
     dispatch, min_nodes, wait = dispatch_settings(plan.get('dispatch') or SLURM_STAGE_DISPATCH, plan.get('dispatch_min_nodes'),
                                                   plan.get('allocation_wait'))
     require_str('salloc', plan.get('salloc'), allow_none=True)

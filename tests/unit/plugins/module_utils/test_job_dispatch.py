@@ -160,14 +160,15 @@ def test_slurm_stage_one_allocation_per_round_and_gpu_count():
 def test_slurm_stage_below_the_threshold_and_per_node_as_before():
     before = slurm_jobs(slurm_plan(dispatch='per_node'))
     assert not any(job.get('allocation') or job.get('own_argv') for job in before)
-    assert slurm_jobs(slurm_plan(dispatch=None)) == before  # the default: one job per node
+    assert slurm_jobs(slurm_plan(dispatch=None)) == before  # the default, auto: 5 nodes < 64
     assert slurm_jobs(slurm_plan(dispatch='auto')) == before  # auto, 5 nodes < 64
     assert slurm_jobs(slurm_plan(dispatch='auto', dispatch_min_nodes=5)) != before
 
 
-def test_slurm_stage_default_is_one_job_per_node_at_any_size():
+def test_slurm_stage_default_is_the_allocation_from_the_threshold_on():
+    # at 1,024 emulated nodes, with its steps STEP_PARALLEL at a time: 5 jobs against 3,940, every record passed
     plan = slurm_plan(dispatch=None, dispatch_min_nodes=1)
-    assert not any(job.get('allocation') for job in slurm_jobs(plan))
+    assert any(job.get('allocation') for job in slurm_jobs(plan))
 
 
 def test_slurm_stage_busy_nodes_keep_their_own_jobs():
