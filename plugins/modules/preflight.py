@@ -46,7 +46,7 @@ description:
     here, or several, leaves the profiles to the node.
   - The partitions - option keys of a C(PartitionName) line of slurm.conf (Slurm 22.05 to 26.05), node keys (C(Gres),
     C(Features) ...) and C(Nodes)/C(Default) given as options, nodes that are no compute host of the inventory,
-    C(AllowAccounts)/C(AllowQos)/C(QOS) naming accounts or QOS the associations do not define, C(validate_partition) naming
+    C(AllowAccounts)/C(AllowQos)/C(QOS) naming accounts or QOS the associations do not define, C(validate_jobs.partition) naming
     no partition; a compute node in no partition is a warning, not a failure.
   - A C(Gres) of C(slurm_node_params) against what the declared GPUs and the MIG layout yield.
   - The associations (C(slurmdbd_qos), C(slurmdbd_accounts), C(slurmdbd_users)) with the value checks of

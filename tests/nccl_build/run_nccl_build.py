@@ -243,7 +243,7 @@ def start_nodes(tools, cache):
                    "-v", "%s:%s" % (node_dir, BUILD_DIR), "--entrypoint", "sleep", IMAGE, "infinity")
             # as NVIDIA's CUDA and NCCL packages do: their libraries in the loader's path; apt lists as a node has them.
             # A node of an MPI type that does not build has the Open MPI runtime the validation's MPI stage installs
-            # (validate_mpi_packages) before the NCCL stage; the building node gets it from the build's own packages.
+            # (validate_mpi_settings.packages) before the NCCL stage; the building node gets it from the build's own packages.
             runtime = " && apt-get install -y -qq openmpi-bin >/dev/null" if spec["mpi"] and host != spec["hosts"][0] else ""
             podman("exec", "-e", "DEBIAN_FRONTEND=noninteractive", host, "sh", "-c",
                    "printf '%s/lib64\\n%s/lib\\n' >/etc/ld.so.conf.d/cuda-nccl.conf && ldconfig && apt-get update -qq%s"

@@ -89,7 +89,7 @@ TASK_ALLOWLIST = {
         'a backup archive in slurm_upgrade_backup_dir, not a configuration file; taken after slurmctld stops and before its '
         'packages change, so an interrupted run still has the slurmctld step to do and archives again when rerun',
     ('roles/validate/tasks/mpi.yml', 'Build the MPI test program'):
-        'a test binary in validate_work_dir, not a configuration file; the linker removes its output when interrupted',
+        'a test binary in validate_mpi_settings.work_dir, not a configuration file; the linker removes its output when interrupted',
     ('roles/validate/tasks/nccl_build.yml', 'Build nccl-tests'):
         'a build tree, not a configuration file; GNU make deletes a target it was writing when interrupted by SIGINT/SIGTERM',
     ('roles/validate/tasks/nccl_build.yml', 'Unpack nccl-tests'):

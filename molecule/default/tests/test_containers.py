@@ -193,14 +193,14 @@ def test_a_gpu_container_without_libnvidia_container_fails_naming_it(image):
 
 
 def test_the_validations_container_stage_runs_the_image_with_the_real_pyxis(image, tmp_path):
-    """validate.yml with validate_container_image: its container job runs the image on every GPU node through the
+    """validate.yml with validate_jobs.container_image: its container job runs the image on every GPU node through the
     real pyxis and enroot and passes; a tag the registry does not have fails each node's record with pyxis' own
     words, never a pass."""
     def container_records(reference, name):
         report = tmp_path / name
         run_playbook(ROOT / "playbooks" / "validate.yml",
                      ["-e", json.dumps({"validate_report_dir": str(report), "validate_mpi": False, "validate_nccl": False,
-                                        "validate_container_image": reference, "validate_require": ["node", "slurm", "container"]})],
+                                        "validate_jobs": {"container_image": reference}, "validate_require": ["node", "slurm", "container"]})],
                      log=tmp_path / ("%s.log" % name))
         return dict((rec["node"], rec) for rec in records(load(report)) if rec["check"] == "container_job")
 

@@ -20,7 +20,7 @@ inventory as a whole can say, from the templated values of every host (plain dat
   association stage runs): every bad value with ``_sacctmgr``'s own value checks, parents, accounts and QOS that
   neither the inventory nor Slurm itself defines;
 * the node type itself (``catalogue._node_type``: a ``gpu_model`` the catalogue does not know, with the names the
-  inventory adds in ``preflight_gpu_models``), and a ``validate_partition`` that no partition has.
+  inventory adds in ``preflight_gpu_models``), and a ``validate_jobs.partition`` that no partition has.
 
 :func:`site_problems` returns ``(problems, warnings)``: problems as ``(host, role, message)`` for
 ``_roles.report``, warnings as plain lines.  Standard library only.
@@ -47,7 +47,7 @@ SITE_VARIABLES = {
     'mig': ('mig_layout', 'mig_layouts', 'mig_layouts_custom', 'mig_require_all_gpus'),
     'slurm': ('slurm_partitions', 'slurm_node_params', 'slurm_node_name', 'slurm_gres_enabled', 'slurm_gres_type_map',
               'slurm_task_prolog_uuids', 'slurm_gres_autodetect', 'slurm_gres_sharing', 'slurm_hooks_shipped', 'slurm_conf_overrides'),
-    'validate': (node_type.VARIABLE, 'validate_partition'),
+    'validate': (node_type.VARIABLE, 'validate_jobs'),
     'slurmdbd': ('slurmdbd_qos', 'slurmdbd_accounts', 'slurmdbd_users'),
 }
 # Inventory variable (no role's): GPU names the preflight accepts besides its catalogue (no MIG profile check for them).
@@ -747,9 +747,10 @@ def site_problems(values, groups, controller, run_hosts, compute_group='slurm_co
         problems.extend(found)
         if isinstance(ctl_values.get('slurm_partitions'), list):
             for host in sorted(set(compute) | {controller}, key=natural_key):
-                wanted = (values.get(host) or {}).get('validate_partition')
+                jobs = (values.get(host) or {}).get('validate_jobs')
+                wanted = jobs.get('partition') if isinstance(jobs, dict) else None
                 if host in run and isinstance(wanted, str) and wanted and wanted not in partitions:
-                    problems.append((host, 'validate', 'validate_partition is %s, which is not a partition of slurm_partitions; expected one '
+                    problems.append((host, 'validate', 'validate_jobs.partition is %s, which is not a partition of slurm_partitions; expected one '
                                      'of %s, or "" for the default partition' % (_show(wanted), ', '.join(sorted(partitions)) or 'none')))
     warnings.extend(_task_prolog_warnings(compute, gpu_nodes, values, ctl_values))
     return problems, warnings

@@ -329,7 +329,7 @@ def _munge_record(stage, node, munge, service_state, key=None):
 
 def _enroot_record(stage, node, enroot, wanted, container_gpu=False):
     if not wanted:
-        return record(stage, node, 'enroot', 'skip', 'not checked: enroot not expected (validate_enroot is false)')
+        return record(stage, node, 'enroot', 'skip', 'not checked: enroot not expected (validate_node.enroot is false)')
     if enroot is None or enroot.get('rc') is None:
         return record(stage, node, 'enroot', 'fail', 'enroot is not installed (no enroot command in PATH)')
     if enroot['rc'] != 0:
@@ -348,14 +348,14 @@ def _enroot_record(stage, node, enroot, wanted, container_gpu=False):
     missing = ("nvidia-container-cli (libnvidia-container's tools) is not in PATH: enroot's NVIDIA hook 98-nvidia.sh stops "
                "every container whose image sets NVIDIA_VISIBLE_DEVICES (CUDA images), so GPU containers cannot start")
     if container_gpu:
-        return record(stage, node, 'enroot', 'fail', '%s, but %s; install libnvidia-container-tools (or set validate_container_gpu '
+        return record(stage, node, 'enroot', 'fail', '%s, but %s; install libnvidia-container-tools (or set validate_node.container_gpu '
                       'to false where no GPU container runs)' % (reason, missing))
-    return record(stage, node, 'enroot', 'pass', '%s; %s (not required: validate_container_gpu is false)' % (reason, missing))
+    return record(stage, node, 'enroot', 'pass', '%s; %s (not required: validate_node.container_gpu is false)' % (reason, missing))
 
 
 def _pyxis_record(stage, node, pyxis, wanted):
     if not wanted:
-        return record(stage, node, 'pyxis', 'skip', 'not checked: pyxis not expected (validate_pyxis is false)')
+        return record(stage, node, 'pyxis', 'skip', 'not checked: pyxis not expected (validate_node.pyxis is false)')
     if pyxis is None or pyxis.get('rc') is None:
         return record(stage, node, 'pyxis', 'fail', 'srun is not installed on this node, cannot tell whether pyxis loads')
     if '--container-image' in (pyxis.get('output') or ''):
@@ -417,7 +417,7 @@ def gres_job_record(node, result, gpus, stage='slurm'):
 
 def container_record(node, result, image, stage='slurm'):
     if not image:
-        return record(stage, node, 'container_job', 'skip', 'not checked: no container image given (validate_container_image)')
+        return record(stage, node, 'container_job', 'skip', 'not checked: no container image given (validate_jobs.container_image)')
     if result.get('rc') != 0 or result.get('timed_out'):
         return record(stage, node, 'container_job', 'fail', _job_failure('srun --container-image=%s -w %s' % (image, node), result))
     return record(stage, node, 'container_job', 'pass', 'a pyxis job ran in %s on %s' % (image, node))
@@ -502,7 +502,7 @@ def mpi_record(path, label, result, expected_ranks, hosts, required, stage='mpi'
     if problem:
         status = 'fail' if path in required else 'skip'
         if status == 'skip':
-            problem = 'FAILING, not required (validate_mpi_required_paths): ' + problem
+            problem = 'FAILING, not required (validate_mpi_settings.required_paths): ' + problem
         return record(stage, path, 'launch', status, problem, hosts=hosts or None)
     seen = sorted(set(ranks.values()))
     return record(stage, path, 'launch', 'pass', '%s: %d ranks in one world on %s' % (label, expected_ranks, ', '.join(seen)), hosts=hosts or None)
@@ -620,10 +620,10 @@ def slurm_jobs(plan):
                          'argv': base + ['--job-name=validate-gres', '--gres=gpu:%d' % gpus, 'sh', '-c', GRES_PROBE]})
         if not plan.get('pyxis'):
             jobs.append({'name': node['name'] + '/container', 'kind': 'skip', 'check': 'container_job',
-                         'reason': 'not checked: pyxis not expected (validate_pyxis is false)'})
+                         'reason': 'not checked: pyxis not expected (validate_node.pyxis is false)'})
         elif not image:
             jobs.append({'name': node['name'] + '/container', 'kind': 'skip', 'check': 'container_job',
-                         'reason': 'not checked: no container image given (validate_container_image)'})
+                         'reason': 'not checked: no container image given (validate_jobs.container_image)'})
         else:
             jobs.append({'name': node['name'] + '/container', 'kind': 'container', 'round': 2, 'timeout': timeout, 'image': image,
                          'argv': base + ['--job-name=validate-container', '--container-image=%s' % image, 'true']})
@@ -668,7 +668,7 @@ def mpi_jobs(plan):
              argv=[srun] + alloc + [export, '--job-name=validate-mpi', '--mpi=none', binary])
         if plan.get('no_pmi_path') else
         {'name': 'srun_plain', 'kind': 'skip', 'path': 'srun_plain', 'label': labels['srun_plain'], 'hosts': nodes, 'ranks': len(nodes),
-         'reason': 'not run: the srun path without PMI runs only when asked (validate_mpi_no_pmi_path); '
+         'reason': 'not run: the srun path without PMI runs only when asked (validate_mpi_settings.no_pmi_path); '
                    'Open MPI then fails with orte_ess_init failed or hangs until its timeout'},
         dict(job, name='mpirun', path='mpirun', label=labels['mpirun'], round=2, env=root_ok,
              argv=[plan.get('salloc') or 'salloc'] + alloc + ['--job-name=validate-mpi', plan.get('mpirun') or 'mpirun']
@@ -682,7 +682,7 @@ def mpi_jobs(plan):
                                                 '--container-mounts=%s' % mounts, binary]))
     else:
         jobs.append({'name': 'pyxis', 'kind': 'skip', 'path': 'pyxis', 'label': labels['pyxis'], 'hosts': nodes, 'ranks': len(nodes),
-                     'reason': 'not run: no MPI container image given (validate_mpi_container_image)'})
+                     'reason': 'not run: no MPI container image given (validate_mpi_settings.container_image)'})
     return jobs
 
 

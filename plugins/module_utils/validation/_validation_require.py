@@ -21,15 +21,15 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input
 # name -> (stage of its records, the checks that count (None: every check of the stage), record check, what provides it)
 REQUIREMENTS = {
     'node': ('node', None, 'required',
-             'the node checks run on every host of validate_controller_group and validate_compute_group that answers'),
+             'the node checks run on every host of groups slurm_controller and slurm_compute that answers'),
     'slurm': ('slurm', ('srun', 'gres_job'), 'required',
-              'the Slurm jobs run on the nodes of validate_compute_group that can take jobs (validate_partition names the partition)'),
-    'mpi': ('mpi', None, 'required', 'set validate_mpi: true (and validate_mpi_install_packages: true, or install Open MPI on the nodes)'),
+              'the Slurm jobs run on the nodes of group slurm_compute that can take jobs (validate_jobs.partition names the partition)'),
+    'mpi': ('mpi', None, 'required', 'set validate_mpi: true (and validate_mpi_settings.install_packages: true, or install Open MPI on the nodes)'),
     'nccl': ('nccl', None, 'required',
              'set validate_nccl_tests_path to the directory of all_reduce_perf on the GPU nodes, or validate_nccl_tests_build: true, or '
              'validate_nccl_container_image; and validate_nccl: true'),
     'container': ('slurm', ('container_job',), 'container_required',
-                  'set validate_container_image to an image the nodes can import (such as docker://ubuntu:22.04), with validate_pyxis: true'),
+                  'set validate_jobs.container_image to an image the nodes can import (such as docker://ubuntu:22.04), with validate_node.pyxis: true'),
     'deep': ('deep', None, 'required', 'set validate_deep: true and install the deep tier\'s tools (validate_deep_checks)'),
 }
 CHOICES = ('node', 'slurm', 'mpi', 'nccl', 'container', 'deep')

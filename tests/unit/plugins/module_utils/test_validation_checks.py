@@ -246,7 +246,7 @@ def test_gres_job_record_failed_job_and_no_gpus():
 
 
 def test_container_record():
-    assert vc.container_record('gpu-01', {}, None)['reason'] == 'not checked: no container image given (validate_container_image)'
+    assert vc.container_record('gpu-01', {}, None)['reason'] == 'not checked: no container image given (validate_jobs.container_image)'
     assert vc.container_record('gpu-01', {'rc': 0}, 'alpine.sqsh')['status'] == 'pass'
     rec = vc.container_record('gpu-01', {'rc': 1, 'stderr': 'pyxis: failed to import docker image'}, 'alpine')
     assert rec['reason'] == 'srun --container-image=alpine -w gpu-01 failed (rc 1): pyxis: failed to import docker image'
@@ -284,7 +284,7 @@ ORTE = ('[gpu-01:01234] [[INVALID],INVALID] ORTE_ERROR_LOG: Not found in file es
     ('srun_pmi', {'rc': 0, 'stdout': ' 0: mpi_hello rank 0 of 2 on gpu-01\n 1: mpi_hello rank 1 of 2 on gpu-02\n'}, [], 'pass',
      'srun --mpi=pmix: 2 ranks in one world on gpu-01, gpu-02'),
     ('srun_plain', {'rc': 1, 'stdout': '', 'stderr': ORTE}, [], 'skip',
-     'FAILING, not required (validate_mpi_required_paths): srun --mpi=pmix failed (rc 1): '
+     'FAILING, not required (validate_mpi_settings.required_paths): srun --mpi=pmix failed (rc 1): '
      '[gpu-01:01234] [[INVALID],INVALID] ORTE_ERROR_LOG: Not found in file ess_hnp_module.c at line 320 -- '
      'the MPI library found no PMI server: srun launched it without PMI support (use srun --mpi=pmix or pmi2)'),
     ('srun_plain', {'rc': 1, 'stdout': '', 'stderr': ORTE}, ['srun_plain'], 'fail',
@@ -363,8 +363,8 @@ def test_slurm_jobs():
     assert '--container-image=/srv/alpine.sqsh' in jobs[2]['argv']
     no_image = vc.slurm_jobs({'nodes': [{'name': 'n', 'gpus': 1, 'mig': True}], 'pyxis': True})
     assert no_image[2] == {'name': 'n/container', 'kind': 'skip', 'check': 'container_job',
-                           'reason': 'not checked: no container image given (validate_container_image)'}
-    assert vc.slurm_jobs({'nodes': [{'name': 'n'}]})[1]['reason'] == 'not checked: pyxis not expected (validate_pyxis is false)'
+                           'reason': 'not checked: no container image given (validate_jobs.container_image)'}
+    assert vc.slurm_jobs({'nodes': [{'name': 'n'}]})[1]['reason'] == 'not checked: pyxis not expected (validate_node.pyxis is false)'
 
 
 @pytest.mark.parametrize('plan, message', [
@@ -383,7 +383,7 @@ def test_mpi_jobs():
     jobs = vc.mpi_jobs({'nodes': ['gpu-01', 'gpu-02'], 'binary': '/var/lib/gpucluster-validate/mpi_hello', 'mpirun_args': ['--mca', 'btl', '^openib']})
     assert [(j['name'], j['kind'], j.get('round')) for j in jobs] == [
         ('srun_pmi', 'mpi', 0), ('srun_plain', 'skip', None), ('mpirun', 'mpi', 2), ('pyxis', 'skip', None)]
-    assert jobs[1]['reason'] == ('not run: the srun path without PMI runs only when asked (validate_mpi_no_pmi_path); '
+    assert jobs[1]['reason'] == ('not run: the srun path without PMI runs only when asked (validate_mpi_settings.no_pmi_path); '
                                  'Open MPI then fails with orte_ess_init failed or hangs until its timeout')
     assert jobs[0]['argv'] == ['srun', '--nodes=2', '--nodelist=gpu-01,gpu-02', '--ntasks-per-node=1', '--time=2', '--export=ALL',
                                '--job-name=validate-mpi', '--mpi={mpi}', '/var/lib/gpucluster-validate/mpi_hello']

@@ -219,8 +219,8 @@ def test_node_records_nothing_observed_nothing_expected():
         rec('node', 'ctl', 'munge', 'skip', 'not checked: munge was not queried'),
         rec('node', 'ctl', 'slurmd', 'skip', 'not checked: slurmd state unknown'),
         rec('node', 'ctl', 'node_state', 'skip', 'not checked: scontrol was not run'),
-        rec('node', 'ctl', 'enroot', 'skip', 'not checked: enroot not expected (validate_enroot is false)'),
-        rec('node', 'ctl', 'pyxis', 'skip', 'not checked: pyxis not expected (validate_pyxis is false)'),
+        rec('node', 'ctl', 'enroot', 'skip', 'not checked: enroot not expected (validate_node.enroot is false)'),
+        rec('node', 'ctl', 'pyxis', 'skip', 'not checked: pyxis not expected (validate_node.pyxis is false)'),
     ]
 
 
@@ -342,7 +342,7 @@ VERSION_45 = '3.5.0 built 2026-01-01 on host build-farm-0042'   # 46 characters,
     ({'rc': 0, 'output': VERSION_45, 'conf_present': True, 'conf_path': ENROOT_CONF}, True, 'pass',
      'enroot %s... installed, %s present' % (VERSION_45[:37], ENROOT_CONF)),
     ({'rc': 0, 'output': None, 'conf_present': True, 'conf_path': ENROOT_CONF}, True, 'pass', 'enroot  installed, %s present' % ENROOT_CONF),
-    ({'rc': 1}, False, 'skip', 'not checked: enroot not expected (validate_enroot is false)'),
+    ({'rc': 1}, False, 'skip', 'not checked: enroot not expected (validate_node.enroot is false)'),
 ])
 def test_node_records_enroot(enroot, wanted, status, reason):
     got = by_check(vc.node_records('gpu-01', {'enroot': enroot}, {'enroot': wanted}, stage='recheck'))['enroot']
@@ -358,7 +358,7 @@ def test_node_records_enroot(enroot, wanted, status, reason):
      'pyxis is not loaded: srun --help does not list --container-image (srun said: %s...)' % ('e' * 197)),
     ({'rc': 1, 'output': 'e' * 200}, True, 'fail',
      'pyxis is not loaded: srun --help does not list --container-image (srun said: %s)' % ('e' * 200)),
-    ({'rc': 0, 'output': ''}, False, 'skip', 'not checked: pyxis not expected (validate_pyxis is false)'),
+    ({'rc': 0, 'output': ''}, False, 'skip', 'not checked: pyxis not expected (validate_node.pyxis is false)'),
 ])
 def test_node_records_pyxis(pyxis, wanted, status, reason):
     got = by_check(vc.node_records('gpu-01', {'pyxis': pyxis}, {'pyxis': wanted}, stage='recheck'))['pyxis']
@@ -416,7 +416,7 @@ def test_gres_job_record_stage():
 
 
 @pytest.mark.parametrize('result, image, expected', [
-    ({}, '', rec('slurm', 'gpu-01', 'container_job', 'skip', 'not checked: no container image given (validate_container_image)')),
+    ({}, '', rec('slurm', 'gpu-01', 'container_job', 'skip', 'not checked: no container image given (validate_jobs.container_image)')),
     ({'rc': 0}, 'alpine.sqsh', rec('slurm', 'gpu-01', 'container_job', 'pass', 'a pyxis job ran in alpine.sqsh on gpu-01')),
     ({'rc': 0, 'timed_out': True, 'timeout': 120}, 'alpine.sqsh',
      rec('slurm', 'gpu-01', 'container_job', 'fail', 'srun --container-image=alpine.sqsh -w gpu-01 timed out after 120s')),
@@ -541,7 +541,7 @@ def test_slurm_jobs_defaults():
         {'name': 'n1', 'kind': 'srun', 'round': 0, 'timeout': 120, 'argv': base + ['--job-name=validate-srun', 'hostname']},
         {'name': 'n1/gres', 'kind': 'gres', 'round': 1, 'timeout': 120, 'gpus': 1,
          'argv': base + ['--job-name=validate-gres', '--gres=gpu:1', 'sh', '-c', vc.GRES_PROBE]},
-        {'name': 'n1/container', 'kind': 'skip', 'check': 'container_job', 'reason': 'not checked: pyxis not expected (validate_pyxis is false)'},
+        {'name': 'n1/container', 'kind': 'skip', 'check': 'container_job', 'reason': 'not checked: pyxis not expected (validate_node.pyxis is false)'},
         {'name': 'job-environment', 'kind': 'env', 'round': 0, 'timeout': 120, 'argv': base + ['--job-name=validate-env', 'env']},
     ]
 
@@ -602,7 +602,7 @@ def test_mpi_jobs_defaults():
         dict(job, name='srun_pmi', path='srun_pmi', label='srun --mpi={mpi}', round=0,
              argv=['srun'] + alloc + ['--export=ALL', '--job-name=validate-mpi', '--mpi={mpi}', '/mpi_hello']),
         {'name': 'srun_plain', 'kind': 'skip', 'path': 'srun_plain', 'label': 'srun --mpi=none (no PMI)', 'hosts': ['a'], 'ranks': 1,
-         'reason': 'not run: the srun path without PMI runs only when asked (validate_mpi_no_pmi_path); '
+         'reason': 'not run: the srun path without PMI runs only when asked (validate_mpi_settings.no_pmi_path); '
                    'Open MPI then fails with orte_ess_init failed or hangs until its timeout'},
         dict(job, name='mpirun', path='mpirun', label='mpirun in a salloc allocation', round=2,
              env={'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'},
@@ -616,7 +616,7 @@ def test_mpi_jobs_defaults():
 def test_mpi_jobs_without_image_skips_pyxis():
     assert vc.mpi_jobs({'nodes': ['a', 'b'], 'binary': 'mpi_hello'})[3] == {
         'name': 'pyxis', 'kind': 'skip', 'path': 'pyxis', 'label': 'srun --mpi={mpi} --container-image', 'hosts': ['a', 'b'], 'ranks': 2,
-        'reason': 'not run: no MPI container image given (validate_mpi_container_image)'}
+        'reason': 'not run: no MPI container image given (validate_mpi_settings.container_image)'}
 
 
 LABELS = {'srun_pmi': 'srun --mpi={mpi}', 'srun_plain': 'srun --mpi=none (no PMI)', 'mpirun': 'mpirun in a salloc allocation',

@@ -7,7 +7,7 @@
 enroot 4.1.2's conf/hooks/98-nvidia.sh (installed as /etc/enroot/hooks.d/98-nvidia.sh) runs for every container whose
 image sets NVIDIA_VISIBLE_DEVICES and stops it with "Command not found: nvidia-container-cli, see
 https://github.com/NVIDIA/libnvidia-container" when libnvidia-container's CLI is not in PATH. The report knows pass, fail
-and skip (no warning): with container_gpu (the validate role's validate_container_gpu) the absence fails the check,
+and skip (no warning): with container_gpu (the validate role's validate_node.container_gpu) the absence fails the check,
 without it the check passes and its reason names the absence.
 """
 
@@ -41,9 +41,9 @@ def enroot(**extra):
      BASE + ', /usr/bin/nvidia-container-cli for its NVIDIA hook (GPU containers)'),
     # a GPU node without it: fails when GPU containers are required, else passes naming the absence
     (enroot(nvidia_cli=None), True, 'fail',
-     BASE + ', but ' + MISSING + '; install libnvidia-container-tools (or set validate_container_gpu to false where no GPU container runs)'),
-    (enroot(nvidia_cli=None), False, 'pass', BASE + '; ' + MISSING + ' (not required: validate_container_gpu is false)'),
-    (enroot(nvidia_cli=None), None, 'pass', BASE + '; ' + MISSING + ' (not required: validate_container_gpu is false)'),
+     BASE + ', but ' + MISSING + '; install libnvidia-container-tools (or set validate_node.container_gpu to false where no GPU container runs)'),
+    (enroot(nvidia_cli=None), False, 'pass', BASE + '; ' + MISSING + ' (not required: validate_node.container_gpu is false)'),
+    (enroot(nvidia_cli=None), None, 'pass', BASE + '; ' + MISSING + ' (not required: validate_node.container_gpu is false)'),
     # enroot itself missing or broken: that failure first, whatever the CLI
     ({'rc': None, 'conf_path': CONF, 'nvidia_cli': None}, True, 'fail', 'enroot is not installed (no enroot command in PATH)'),
     (enroot(conf_present=False, nvidia_cli=None), True, 'fail', 'enroot 4.1.2 is installed but %s is missing' % CONF),

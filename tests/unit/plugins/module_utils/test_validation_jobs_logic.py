@@ -36,7 +36,7 @@ def test_planned_jobs_fill_the_defaults_of_the_jobs_option():
     assert jobs == [
         full_job(name='gpu-01', kind='srun', timeout=120, check='all_reduce', status='skip',
                  argv=['srun', '--nodes=1', '--ntasks=1', '--nodelist=gpu-01', '--time=2', '--export=ALL', '--job-name=validate-srun', 'hostname']),
-        full_job(name='gpu-01/container', kind='skip', check='container_job', reason='not checked: pyxis not expected (validate_pyxis is false)'),
+        full_job(name='gpu-01/container', kind='skip', check='container_job', reason='not checked: pyxis not expected (validate_node.pyxis is false)'),
         full_job(name='job-environment', kind='env', timeout=120,
                  argv=['srun', '--nodes=1', '--ntasks=1', '--nodelist=gpu-01', '--time=2', '--export=ALL', '--job-name=validate-env', 'env']),
     ]
@@ -143,7 +143,7 @@ FAILED = {'rc': 2, 'stdout': '', 'stderr': 'srun: error: Unable to allocate reso
        'reason': 'srun --container-image=ubuntu:24.04 -w gpu-01 failed (rc 2): srun: error: Unable to allocate resources'}]),
     ({'name': 'gpu-01/container', 'kind': 'container', 'argv': ['srun']}, FAILED,
      [{'stage': 'custom', 'node': 'gpu-01', 'check': 'container_job', 'status': 'skip',
-       'reason': 'not checked: no container image given (validate_container_image)'}]),
+       'reason': 'not checked: no container image given (validate_jobs.container_image)'}]),
     # an MPI job: its label (else its name), its ranks (else 1) and hosts
     ({'name': 'pmi', 'kind': 'mpi', 'path': 'srun_pmi', 'hosts': ['a', 'b'], 'argv': ['srun']},
      {'rc': 0, 'stdout': 'mpi_hello rank 0 of 1 on a\n', 'stderr': ''},

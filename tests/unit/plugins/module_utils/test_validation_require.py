@@ -26,7 +26,7 @@ SLURM_OK = [rec('slurm', 'gpu-01', 'srun', 'pass'), rec('slurm', 'gpu-01', 'gres
 NO_TESTS = [rec('nccl', 'cluster', 'all_reduce', 'skip', 'no CUDA/nccl-tests on this cluster: /opt/nccl-tests/build/all_reduce_perf not found '
                 'on gpu-01, gpu-02', ['gpu-01', 'gpu-02'])]
 NCCL_OK = [rec('nccl', 'gpu-01', 'busbw', 'pass'), rec('nccl', 'fabric', 'all_reduce', 'skip', 'a fabric run needs at least 2 GPU nodes')]
-NO_IMAGE = [rec('slurm', n, 'container_job', 'skip', 'not checked: no container image given (validate_container_image)') for n in ('gpu-01', 'gpu-02')]
+NO_IMAGE = [rec('slurm', n, 'container_job', 'skip', 'not checked: no container image given (validate_jobs.container_image)') for n in ('gpu-01', 'gpu-02')]
 IMAGE_OK = [rec('slurm', 'gpu-01', 'container_job', 'pass'), rec('slurm', 'gpu-02', 'container_job', 'fail', 'enroot import failed')]
 # slurmctld's running_config always runs: it is not one of the slurm requirement's checks
 RUNNING_CONFIG = [rec('slurm', 'slurmctld@ctl', 'running_config', 'pass')]
@@ -45,7 +45,7 @@ RUNNING_CONFIG = [rec('slurm', 'slurmctld@ctl', 'running_config', 'pass')]
     # an empty container image: the container job was skipped on every node
     (NODE_OK + SLURM_OK + NCCL_OK + NO_IMAGE, ['container'],
      [('slurm', 'container_required', ['the container job is required (validate_require) but could not run: not checked: no container image '
-                                       'given (validate_container_image) (gpu-[01-02])', 'set validate_container_image',
+                                       'given (validate_jobs.container_image) (gpu-[01-02])', 'set validate_jobs.container_image',
                                        'or remove container from validate_require'])]),
     # a failed container job ran: the failure is its own, not a requirement's
     (IMAGE_OK, ['container'], []),

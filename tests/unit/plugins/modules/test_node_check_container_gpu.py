@@ -68,14 +68,14 @@ def test_cli_absent_and_required_fails(gpu_node, capsys):
     record = [r for r in result['records'] if r['check'] == 'enroot'][0]
     assert record['status'] == 'fail' and result['failed_checks'] == ['enroot']
     assert "but nvidia-container-cli (libnvidia-container's tools) is not in PATH" in record['reason']
-    assert record['reason'].endswith('install libnvidia-container-tools (or set validate_container_gpu to false where no GPU container runs)')
+    assert record['reason'].endswith('install libnvidia-container-tools (or set validate_node.container_gpu to false where no GPU container runs)')
 
 
 def test_cli_absent_not_required_passes_naming_it(gpu_node, capsys):
     result = run_module(capsys, enroot=True, enroot_conf_path=str(gpu_node / 'enroot.conf'))  # container_gpu defaults to false
     record = [r for r in result['records'] if r['check'] == 'enroot'][0]
     assert record['status'] == 'pass' and result['passed'] is True
-    assert record['reason'].endswith('so GPU containers cannot start (not required: validate_container_gpu is false)')
+    assert record['reason'].endswith('so GPU containers cannot start (not required: validate_node.container_gpu is false)')
 
 
 def test_not_a_gpu_node_does_not_look(gpu_node, capsys):

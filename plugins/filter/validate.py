@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpucluster.bringup contributors
+# GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The validate role's stage settings: a stage's dict merged over its defaults (plugins/module_utils/validation/_settings.py)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._settings import stage_settings
+
+
+def validate_settings(given, variable):
+    """The settings of the stage of ``variable``: ``given`` merged over the stage's defaults (``_settings.stage_settings``)."""
+    try:
+        return stage_settings(variable, given)
+    except ValueError as exc:
+        raise AnsibleFilterError(str(exc))
+
+
+class FilterModule(object):
+    """The validate role's settings."""
+
+    def filters(self):
+        return {'validate_settings': validate_settings}

@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The validate role's stage settings (_settings.stage_settings, the validate_settings filter) and their argument spec."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+
+import pytest
+import yaml
+from ansible.errors import AnsibleFilterError
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
+
+from ansible_collections.gpucluster.bringup.plugins.filter.validate import validate_settings
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._settings import STAGE_DEFAULTS, stage_settings
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+
+
+def role_file(path):
+    with open(os.path.join(ROOT, 'roles', 'validate', path)) as handle:
+        return yaml.safe_load(handle)
+
+
+SPEC = role_file('meta/argument_specs.yml')['argument_specs']['main']['options']
+STAGES = sorted(STAGE_DEFAULTS)
+
+
+@pytest.mark.parametrize('given, expected', [
+    (None, STAGE_DEFAULTS['validate_mpi_settings']),
+    ({}, STAGE_DEFAULTS['validate_mpi_settings']),
+    ({'nodes': 4}, dict(STAGE_DEFAULTS['validate_mpi_settings'], nodes=4)),
+    ({'nodes': 4, 'packages': []}, dict(STAGE_DEFAULTS['validate_mpi_settings'], nodes=4, packages=[])),
+])
+def test_the_sites_keys_win_over_the_defaults(given, expected):
+    assert stage_settings('validate_mpi_settings', given) == expected
+
+
+def test_the_defaults_are_not_shared_with_the_result():
+    merged = stage_settings('validate_mpi_settings', {})
+    merged['packages'].append('x')
+    assert 'x' not in stage_settings('validate_mpi_settings', {})['packages']
+
+
+@pytest.mark.parametrize('variable, given, message', [
+    ('validate_mpi_settings', {'node': 4}, 'validate_mpi_settings: unknown key node; the valid keys are container_image, install_packages, mpirun_args, '
+                                  'no_pmi_path, nodes, packages, plugin, required_paths, work_dir'),
+    ('validate_jobs', {'b': 1, 'a': 2}, 'validate_jobs: unknown keys a, b; the valid keys are container_image, env, partition, time_limit, timeout'),
+    ('validate_jobs', 'partition=gpu', "validate_jobs must be a dict of settings (keys container_image, env, partition, time_limit, timeout), "
+                                       "not 'partition=gpu'"),
+    ('validate_nope', {}, 'validate_nope is not a stage settings variable of the validate role; those are '),
+])
+def test_refused(variable, given, message):
+    with pytest.raises(ValueError) as err:
+        stage_settings(variable, given)
+    assert str(err.value).startswith(message)
+    with pytest.raises(AnsibleFilterError) as err:
+        validate_settings(given, variable)
+    assert str(err.value).startswith(message)
+
+
+@pytest.mark.parametrize('variable', STAGES)
+def test_each_stage_is_a_dict_variable_defaulting_to_empty(variable):
+    assert role_file('defaults/main.yml')[variable] == {}
+    assert SPEC[variable]['type'] == 'dict' and SPEC[variable]['default'] == {}
+
+
+@pytest.mark.parametrize('variable', STAGES)
+def test_the_argument_spec_knows_the_keys_the_defaults_have(variable):
+    assert sorted(SPEC[variable]['options']) == sorted(STAGE_DEFAULTS[variable])
+
+
+@pytest.mark.parametrize('variable', STAGES)
+def test_the_defaults_pass_the_argument_spec(variable):
+    # the spec's types and choices accept every default (no key of the spec gives a default of its own)
+    options = SPEC[variable]['options']
+    assert [key for key, option in options.items() if 'default' in option] == []
+    result = ArgumentSpecValidator({variable: SPEC[variable]}).validate({variable: STAGE_DEFAULTS[variable]})
+    assert [str(e) for e in result.error_messages] == []
+    assert result.validated_parameters[variable] == STAGE_DEFAULTS[variable]
+
+
+def test_the_argument_spec_refuses_an_unknown_key():
+    result = ArgumentSpecValidator({'validate_mpi_settings': SPEC['validate_mpi_settings']}).validate({'validate_mpi_settings': {'node': 4}})
+    assert [str(e) for e in result.error_messages] == [
+        'validate_mpi_settings.node. Supported parameters include: container_image, install_packages, mpirun_args, no_pmi_path, nodes, '
+        'packages, plugin, required_paths, work_dir.']
