@@ -13,10 +13,13 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._settings import stage_settings
 
 
-def validate_settings(given, variable):
-    """The settings of the stage of ``variable``: ``given`` merged over the stage's defaults (``_settings.stage_settings``)."""
+def validate_settings(given, variable, **context):
+    """The settings of the stage of ``variable``: ``given`` merged over the stage's defaults (``_settings.stage_settings``).
+
+    ``context``: what a derived default needs (for ``validate_nccl_build``: ``mpi_packages``, ``cwd``).
+    """
     try:
-        return stage_settings(variable, given)
+        return stage_settings(variable, given, **context)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
 

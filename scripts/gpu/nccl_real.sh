@@ -27,7 +27,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
 OUT=${OUT:-$ROOT/.build/nccl-real}
 WORK=${NCCL_REAL_WORK:-$ROOT/.build/nccl-real-work}
-VERSION=${NCCL_TESTS_VERSION:-$(sed -n 's/^validate_nccl_tests_version: "\(.*\)"$/\1/p' roles/validate/defaults/main.yml)}
+# (the version the validate role pins: validate_nccl_build's default)
+VERSION=${NCCL_TESTS_VERSION:-$(python3 -c 'import runpy; print(runpy.run_path("plugins/module_utils/validation/_settings.py")["STAGE_DEFAULTS"]["validate_nccl_build"]["version"])')}
 mkdir -p "$OUT" "$WORK"
 
 step() { printf '\n=== %s\n' "$*"; }

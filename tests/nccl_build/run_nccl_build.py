@@ -10,7 +10,7 @@
    ld.so.conf as NVIDIA's packages put them): two of one node type (H100, MPI build for sm_90) and one of another
    (A100, non-MPI build for sm_80). No GPU, no driver: no ``libcuda.so.1``.
 3. ``ansible-playbook tests/nccl_build/build.yml``: the role's ``tasks/nccl_build.yml`` (``include_role tasks_from``)
-   with the archive from the local mirror (``validate_nccl_tests_source_local``; the upstream URL where there is none),
+   with the archive from the local mirror (``validate_nccl_build.source_local``; the upstream URL where there is none),
    twice: the second run must change nothing. Each node's build directory is a host directory kept by a hash of
    everything the build is made of (``.build/nccl-build/build-<hash>/``): a rerun with nothing changed finds the build
    there and the role's tasks skip it (cached), as on a node that built before.
@@ -29,6 +29,7 @@ import glob
 import hashlib
 import json
 import os
+import runpy
 import shutil
 import signal
 import subprocess
@@ -54,12 +55,12 @@ def _role_file(relative):
         return yaml.safe_load(handle)
 
 
-# the version the validate role pins, and its upstream URL (roles/validate/defaults/main.yml): the stage builds what the
-# role would build, not a version of its own
-_DEFAULTS = _role_file(os.path.join("defaults", "main.yml"))
-VERSION = _DEFAULTS["validate_nccl_tests_version"]
+# the version the validate role pins, and its upstream URL (validate_nccl_build's defaults,
+# plugins/module_utils/validation/_settings.py): the stage builds what the role would build, not a version of its own
+_SETTINGS = runpy.run_path(os.path.join(ROOT, "plugins", "module_utils", "validation", "_settings.py"))
+VERSION = _SETTINGS["STAGE_DEFAULTS"]["validate_nccl_build"]["version"]
 TARBALL = "nccl-tests-%s.tar.gz" % VERSION
-SOURCE_URL = _DEFAULTS["validate_nccl_tests_source_url"].replace("{{ validate_nccl_tests_version }}", VERSION)
+SOURCE_URL = _SETTINGS["NCCL_TESTS_URL"] % VERSION
 
 # NVIDIA's wheels of CUDA 13.0 (the driver branch 580 runs it) and NCCL 2.27.7 for CUDA 13: (name, version, sha256).
 TOOLCHAIN = (
@@ -88,7 +89,7 @@ NODE_TYPES = {
              "make_args": ["CUDA_HOME=%s" % CUDA, "NCCL_HOME=%s" % NCCL, "NVCC_GENCODE=-gencode=arch=compute_80,code=sm_80"]},
 }
 MAKE_JOBS = 1
-# The validation's own run of a node (validate_nccl_args, -g <its GPUs>) and environment (validate_nccl_env)
+# The validation's own run of a node (validate_nccl_settings.args, -g <its GPUs>) and environment (validate_nccl_settings.env)
 RUN_ARGS = ["-b", "8", "-e", "8G", "-f", "2", "-g", "8"]
 RUN_ENV = {"NCCL_DEBUG": "INFO"}
 RUN_ON = ["gcnccl-h100-2", "gcnccl-a100-1"]
@@ -252,17 +253,16 @@ def start_nodes(tools, cache):
 
 def inventory(path, tarball, fetch_dir):
     groups = {}
+    # (each node type's whole validate_nccl_build: a group's dict replaces, not merges, a parent group's)
+    build = {"enabled": True, "version": VERSION, "source_local": tarball, "build_dir": BUILD_DIR, "make_jobs": MAKE_JOBS, "fetch_dir": fetch_dir}
     for name, spec in NODE_TYPES.items():
         groups[name] = {"hosts": dict((host, None) for host in spec["hosts"]),
-                        "vars": {"nccl_build_model": spec["model"], "validate_nccl_tests_mpi": spec["mpi"],
-                                 "validate_nccl_tests_make_args": spec["make_args"]}}
+                        "vars": {"nccl_build_model": spec["model"],
+                                 "validate_nccl_build": dict(build, mpi=spec["mpi"], make_args=spec["make_args"])}}
     hosts = dict((host, None) for spec in NODE_TYPES.values() for host in spec["hosts"])
     doc = {"all": {
         "vars": {"ansible_connection": "podman_pipelined", "ansible_podman_executable": PODMAN, "ansible_user": "root",
-                 "ansible_python_interpreter": "/usr/bin/python3", "validate_nccl_tests_build": True,
-                 "validate_nccl_tests_version": VERSION, "validate_nccl_tests_source_local": tarball,
-                 "validate_nccl_tests_build_dir": BUILD_DIR, "validate_nccl_tests_make_jobs": MAKE_JOBS,
-                 "validate_nccl_tests_fetch_dir": fetch_dir},
+                 "ansible_python_interpreter": "/usr/bin/python3"},
         "children": dict([("slurm_compute", {"hosts": hosts}), ("gpu_nodes", {"hosts": hosts})] + sorted(groups.items()))}}
     with open(path, "w", encoding="utf-8") as handle:
         json.dump(doc, handle, indent=1, sort_keys=True)

@@ -106,8 +106,8 @@ def test_nccl_runs_per_node_start_together(tmp_path):
     for name in GPU_NODES:
         node(name).run("mkdir -p /opt/nccl-tests-STANDIN/slow && echo %s | base64 -d > /opt/nccl-tests-STANDIN/slow/all_reduce_perf"
                        " && chmod 0755 /opt/nccl-tests-STANDIN/slow/all_reduce_perf && rm -f /tmp/validate-standin-started" % encoded)
-    rc, out, report = playbook("validate", tmp_path, {"validate_mpi": False, "validate_nccl_fabric": False,
-                                                      "validate_nccl_tests_path": "/opt/nccl-tests-STANDIN/slow"})
+    rc, out, report = playbook("validate", tmp_path, {"validate_mpi": False, "validate_nccl_settings": {
+        "fabric": False, "tests_path": "/opt/nccl-tests-STANDIN/slow"}})
     assert rc == 0, out[-3000:]
     started = [int(node(name).run("cat /tmp/validate-standin-started").stdout.strip()) for name in GPU_NODES]
     assert max(started) - min(started) <= 3, started
@@ -126,8 +126,8 @@ def test_a_slow_fabric_run_is_followed_by_the_pair_runs(tmp_path):
         node(name).run("echo '%s' > /opt/nccl-tests-STANDIN/SLOW" % slow)
     try:
         # (one fabric group for both nodes on purpose: gpu-01 H100 and gpu-02 A100 are otherwise two node types, never run together)
-        rc, out, report = playbook("validate", tmp_path, {"validate_mpi": False, "validate_nccl_fabric_min_busbw_gbps": 300,
-                                                          "validate_nccl_fabric_group": "sim"})
+        rc, out, report = playbook("validate", tmp_path, {"validate_mpi": False,
+                                                          "validate_nccl_fabric": {"min_busbw_gbps": 300, "group": "sim"}})
     finally:
         for name in GPU_NODES:
             node(name).run("rm -f /opt/nccl-tests-STANDIN/SLOW")
@@ -196,8 +196,10 @@ def test_standin_gates_wrong_results_and_low_busbw_fail_on_every_gpu_node(tmp_pa
     above what it reports; each gate fails on its own, on every GPU node."""
     wait_idle(COMPUTE)
     rc, out, report = playbook("validate", tmp_path, {
-        "validate_mpi": False, "validate_nccl_min_busbw_gbps": 1000,
-        "validate_nccl_env": {"NCCL_DEBUG": "INFO", "ALL_REDUCE_PERF_STANDIN_OUTPUT": "v2.17.8_gh200_two_nodes_wrong.txt"}})
+        "validate_mpi": False, "validate_nccl_node": {"min_busbw_gbps": 1000},
+        # (the whole dict: an extra variable replaces the inventory's, whose tests_path is the stand-in's)
+        "validate_nccl_settings": {"tests_path": "/opt/nccl-tests-STANDIN/build",
+                                   "env": {"NCCL_DEBUG": "INFO", "ALL_REDUCE_PERF_STANDIN_OUTPUT": "v2.17.8_gh200_two_nodes_wrong.txt"}}})
     data = load(report)
     assert rc != 0
     for check, text in [("wrong", "#wrong > 0 in 2 of 50 results: 1048576 B float out-of-place: 96, 1048576 B float in-place: 32"),

@@ -1,9 +1,9 @@
 """Issue 44 item 4 on the simulated cluster: a validation that cannot pass untested.
 
-- nccl-tests absent on the nodes (validate_nccl_tests_path pointed at a directory without all_reduce_perf) while nccl is
+- nccl-tests absent on the nodes (validate_nccl_settings.tests_path pointed at a directory without all_reduce_perf) while nccl is
   required (validate_require): the play fails and the report names the stage and the variable that provides it;
 - per-node-type gating: gpu-01 (8 x H100) and gpu-02 (8 x A100) are two node types, so the report shows two fabric
-  groups and no fabric run over both; validate_nccl_fabric_group puts them in one on purpose;
+  groups and no fabric run over both; validate_nccl_fabric.group puts them in one on purpose;
 - munge across nodes: each node's credential decodes on its neighbour and on the controller; a node with another key
   fails the pairs it is in, naming both nodes.
 
@@ -38,7 +38,7 @@ def records(data, stage=None, status=None):
 
 def test_nccl_tests_absent_and_required_fails_naming_the_stage_and_the_variable(tmp_path):
     wait_idle(COMPUTE)
-    rc, out, data, report = playbook(tmp_path, {"validate_nccl_tests_path": "/opt/no-nccl-tests-here/build"})
+    rc, out, data, report = playbook(tmp_path, {"validate_nccl_settings": {"tests_path": "/opt/no-nccl-tests-here/build"}})
     assert rc != 0, out[-4000:]
     assert data["status"] == "fail"
     required = [r for r in records(data, "nccl", "fail") if r["check"] == "required"]
@@ -48,10 +48,10 @@ def test_nccl_tests_absent_and_required_fails_naming_the_stage_and_the_variable(
                              "/opt/no-nccl-tests-here/build/all_reduce_perf not found on"), reason
     for name in GPU_NODES:
         assert name in reason, reason
-    assert "validate_nccl_tests_path" in reason and "or remove nccl from validate_require" in reason, reason
+    assert "validate_nccl_settings.tests_path" in reason and "or remove nccl from validate_require" in reason, reason
     # the play's failure says it too, and no node is drained for it
     assert "stage nccl is required (validate_require)" in out
-    assert "validate_nccl_tests_path" in (report / "report.md").read_text()
+    assert "validate_nccl_settings.tests_path" in (report / "report.md").read_text()
     for name in GPU_NODES:
         state = ctl("scontrol -o show node %s" % name).stdout
         assert "DRAIN" not in state.split("State=")[1].split()[0], state
@@ -59,7 +59,8 @@ def test_nccl_tests_absent_and_required_fails_naming_the_stage_and_the_variable(
 
 def test_not_required_the_absent_nccl_tests_are_a_skip(tmp_path):
     wait_idle(COMPUTE)
-    rc, out, data, dummy = playbook(tmp_path, {"validate_nccl_tests_path": "/opt/no-nccl-tests-here/build", "validate_require": ["node", "slurm"]})
+    rc, out, data, dummy = playbook(tmp_path, {"validate_nccl_settings": {"tests_path": "/opt/no-nccl-tests-here/build"},
+                                               "validate_require": ["node", "slurm"]})
     assert rc == 0 and data["status"] == "pass", out[-4000:]
     assert [r["status"] for r in records(data, "nccl")] == ["skip"]
 
@@ -68,7 +69,7 @@ def test_two_gpu_models_are_two_fabric_groups(tmp_path):
     """gpu-01 H100 and gpu-02 A100: two fabric groups, each gated on its own (here: one node each, so each says why it has no
     run); no run and no gate over both."""
     wait_idle(COMPUTE)
-    rc, out, data, dummy = playbook(tmp_path, {"validate_nccl_fabric_min_busbw_gbps": 300})
+    rc, out, data, dummy = playbook(tmp_path, {"validate_nccl_fabric": {"min_busbw_gbps": 300}})
     assert rc == 0 and data["status"] == "pass", out[-4000:]
     fabric = dict((r["node"], r) for r in records(data, "nccl") if r["node"].startswith("fabric"))
     assert sorted(fabric) == ["fabric:a100-sxm4-40gb", "fabric:h100-80gb-hbm3"], fabric
@@ -78,7 +79,7 @@ def test_two_gpu_models_are_two_fabric_groups(tmp_path):
     # every NCCL run that ran is over one node type: no series over both nodes
     assert sorted(s["label"] for s in data["series"]) == sorted(GPU_NODES)
     # one group on purpose: one fabric run over both (named fabric), gated as before
-    rc, out, data, dummy = playbook(tmp_path / "one", {"validate_nccl_fabric_group": "sim"})
+    rc, out, data, dummy = playbook(tmp_path / "one", {"validate_nccl_fabric": {"group": "sim"}})
     runs = [r for r in records(data, "nccl") if r["node"] == "fabric"]
     assert runs and all(r.get("hosts") == GPU_NODES for r in runs), runs
 

@@ -153,8 +153,8 @@ TWO_NODE_FIGURES = {
 # Algorithms a curve is stated for, and what a run's NCCL_ALGO reads as (``algorithm_of``).
 CURVE_ALGORITHMS = ("nvls", "ring", "pcie")
 ALGORITHMS = ("auto", "nvls", "ring", "tree", "other")
-# The topology keys of earlier releases (role variables validate_nccl_topology, validate_nccl_fabric_topology, the
-# health check's nccl_topology, keys of validate_nccl_gate_curves/validate_nccl_thresholds): still accepted. A one-node
+# The topology keys of earlier releases (role variables validate_nccl_node.topology, validate_nccl_fabric.topology, the
+# health check's nccl_topology, keys of validate_nccl_settings.gate_curves/validate_nccl_settings.thresholds): still accepted. A one-node
 # key names the curve it meant (the nvlink-8 keys were Ring curves); an ib-* key is the per-NIC network curve.
 LEGACY_KEYS = {
     "a100-nvlink-8": ("a100-nvswitch", "node", "ring"),
@@ -197,7 +197,7 @@ def _node_curve(platform, scope, algorithm):
     return _curve(curve_id(platform, scope, algorithm), reported, source, half)
 
 
-# Every one-node and NVLink-domain curve by its id (keys users can name, e.g. validate_nccl_topology: h100-nvswitch/node/nvls).
+# Every one-node and NVLink-domain curve by its id (keys users can name, e.g. validate_nccl_node.topology: h100-nvswitch/node/nvls).
 CURVES = dict((curve_id(*key), _node_curve(*key)) for key in NODE_FIGURES)
 
 

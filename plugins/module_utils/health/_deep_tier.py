@@ -61,7 +61,7 @@ DEFAULTS = {
     'nccl_topology': None,
     'nccl_min_busbw_gbps': None,
     'nccl_thresholds': {},
-    # the validation role's validate_nccl_gate_curves (size -> lowest busbw per topology key)
+    # the validation role's validate_nccl_settings.gate_curves (size -> lowest busbw per topology key)
     'nccl_gate_curves': {},
     'nccl_timeout': 1200,
     'nvbandwidth': '/usr/local/bin/nvbandwidth',

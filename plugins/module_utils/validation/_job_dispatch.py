@@ -40,7 +40,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist impor
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import require_choice, require_int, require_str
 
 DISPATCH = ('auto', 'per_node', 'allocation')
-# auto: the allocation from this many per-node jobs on (as the NCCL stage's validate_nccl_dispatch_min_nodes)
+# auto: the allocation from this many per-node jobs on (as the NCCL stage's validate_nccl_settings.dispatch_min_nodes)
 DISPATCH_MIN_NODES = 64
 ALLOCATION_WAIT = 60
 # steps of one allocation running at once (the rest wait for a slot): every step is an srun that slurmctld creates under

@@ -930,7 +930,7 @@ def _site_gate(opts, key):
     if key in opts["overrides"]:
         threshold = round(opts["thresholds"][key] * nics, 1)
         return {"kind": "flat", "threshold": threshold, "source": name, "name": name,
-                "curve": {"id": key, "source": "the site's flat threshold thresholds[%r] (validate_nccl_thresholds): %s GB/s%s, the mean busbw "
+                "curve": {"id": key, "source": "the site's flat threshold thresholds[%r] (validate_nccl_settings.thresholds): %s GB/s%s, the mean busbw "
                                                "from 1 GiB up" % (key, opts["thresholds"][key], " x %d NIC(s)" % nics if per_nic else "")}}
     scale = max(1.0, opts["nodes"] / _busbw.GATE_CURVE_NODES) if per_nic else 1.0
     points = [(int(round(size * scale)), round(gbps * nics, 2)) for size, gbps in opts["gate_curves"][key]]
@@ -938,7 +938,7 @@ def _site_gate(opts, key):
     if scale > 1:
         source += ", sizes x %g for %d nodes" % (scale, opts["nodes"])
     return {"kind": "curve", "points": points, "source": source, "threshold": points[-1][1], "name": name,
-            "curve": {"id": key, "source": "the site's own gate curve gate_curves[%r] (validate_nccl_gate_curves)%s" % (
+            "curve": {"id": key, "source": "the site's own gate curve gate_curves[%r] (validate_nccl_settings.gate_curves)%s" % (
                 key, ", per NIC x %d%s" % (nics, ", sizes x %g for %d nodes" % (scale, opts["nodes"]) if scale > 1 else "") if per_nic else "")}}
 
 
@@ -954,8 +954,8 @@ def _resolve_gate(opts):
     curve's id replaces it."""
     if opts["min_busbw_gbps"] is not None:
         return {"kind": "flat", "threshold": float(opts["min_busbw_gbps"]), "source": "min_busbw_gbps", "name": "min_busbw_gbps",
-                "curve": {"id": "min_busbw_gbps", "source": "the site's flat threshold min_busbw_gbps (validate_nccl_min_busbw_gbps or "
-                                                            "validate_nccl_fabric_min_busbw_gbps): %s GB/s, the mean busbw from 1 GiB up"
+                "curve": {"id": "min_busbw_gbps", "source": "the site's flat threshold min_busbw_gbps (validate_nccl_node.min_busbw_gbps or "
+                                                            "validate_nccl_fabric.min_busbw_gbps): %s GB/s, the mean busbw from 1 GiB up"
                                                             % opts["min_busbw_gbps"]}}
     topology = opts["topology"]
     if topology is not None and (topology in opts["overrides"] or topology in opts["gate_curves"]):

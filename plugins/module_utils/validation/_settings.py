@@ -45,12 +45,79 @@ STAGE_DEFAULTS = {
         'mpirun_args': ['--mca', 'btl_base_warn_component_unused', '0'],
         'work_dir': '/var/lib/gpucluster-validate',
     },
+    # Stage 4, NCCL (validate_nccl switches the stage on or off, validate_nccl_pairwise runs the node pairs): the controller's value
+    'validate_nccl_settings': {
+        'tests_path': '/opt/nccl-tests/build',
+        'container_image': '',
+        'srun_args': [],
+        'mpi_plugin': '',
+        'args': ['-b', '8', '-e', '8G', '-f', '2'],
+        # auto: ask all_reduce_perf for its -J JSON report where the role builds a version that writes one (2.18.3 and later)
+        'json': 'auto',
+        # No NCCL_ALGO: NCCL picks its algorithm, and the gate curve is that algorithm's; a run over two nodes gets NCCL_ALGO=Ring.
+        'env': {'NCCL_DEBUG': 'INFO'},
+        'fabric': True,
+        'expect_ib': False,
+        'thresholds': {},
+        'gate_curves': {},
+        'isolate': True,
+        'leaf_of': {},
+        'time_limit': 15,
+        'timeout': 1200,
+        'dispatch': 'auto',
+        'dispatch_min_nodes': 64,
+        'allocation_wait': 60,
+    },
+    # Per host or group: the gate of the node's own run
+    'validate_nccl_node': {
+        'topology': '',
+        'min_busbw_gbps': None,
+    },
+    # Per host or group (a node type's group_vars): the node type (fabric group) its multi-node runs go with, and their gate
+    'validate_nccl_fabric': {
+        'group': '',
+        'topology': '',
+        'nics': 1,
+        'min_busbw_gbps': None,
+    },
+    # Building the pinned nccl-tests once per node type; None: derived (derived_defaults)
+    'validate_nccl_build': {
+        'enabled': False,
+        'version': '2.19.6',
+        'source_url': None,
+        # empty: the checksum the role knows for the pinned version (vars/main.yml), none for another version
+        'source_checksum': '',
+        'source_local': '',
+        'build_dir': '/opt/nccl-tests-src',
+        'make_args': ['MPI_HOME=/usr/lib/x86_64-linux-gnu/openmpi', 'CUDA_HOME=/usr/local/cuda'],
+        'mpi': True,
+        'make_jobs': 4,
+        'packages': None,
+        'fetch_dir': None,
+    },
 }
 
+NCCL_TESTS_URL = 'https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v%s.tar.gz'
 
-def stage_settings(variable, given):
+
+def _nccl_build_derived(merged, mpi_packages=(), cwd=''):
+    """The keys of ``validate_nccl_build`` whose default follows from others: the release archive's URL, the packages the
+    building node needs (make and g++, with the MPI packages when built with MPI), the controller's directory for the
+    binaries."""
+    return {
+        'source_url': NCCL_TESTS_URL % merged['version'],
+        'packages': ['make', 'g++'] + (list(mpi_packages or []) if merged['mpi'] else []),
+        'fetch_dir': '%s/nccl-tests-build' % (cwd or '.'),
+    }
+
+
+DERIVED = {'validate_nccl_build': _nccl_build_derived}
+
+
+def stage_settings(variable, given, **context):
     """``given`` (the site's dict for ``variable``; None or ``{}`` for none) merged over the stage's defaults.
 
+    ``context`` is what a derived default needs (``DERIVED``): for ``validate_nccl_build``, ``mpi_packages`` and ``cwd``.
     Raises ``ValueError`` for a variable that is not a stage's, a value that is not a dict and a key the stage does not
     know (naming the variable, the key and the valid keys).
     """
@@ -67,4 +134,9 @@ def stage_settings(variable, given):
                          % (variable, 's' if len(unknown) > 1 else '', ', '.join(unknown), ', '.join(sorted(defaults))))
     merged = copy.deepcopy(defaults)
     merged.update(given)
+    if variable in DERIVED:
+        derived = DERIVED[variable](merged, **context)
+        for key, value in derived.items():
+            if merged[key] is None:
+                merged[key] = value
     return merged

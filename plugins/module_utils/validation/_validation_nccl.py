@@ -35,13 +35,13 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
 STAGE = 'nccl'
 COLLECTIVE = 'all_reduce_perf'
 # The catalogue's busbw platform (catalogue._gpus.busbw_platform) -> the legacy topology key a site may have set a
-# threshold or curve under (validate_nccl_thresholds / validate_nccl_gate_curves); the built-in curves are the platform's own.
+# threshold or curve under (validate_nccl_settings.thresholds / validate_nccl_settings.gate_curves); the built-in curves are the platform's own.
 _PLATFORM_TOPOLOGY = {'a100-nvswitch': 'a100-nvlink-8', 'h100-nvswitch': 'h100-nvlink-8', 'h200-nvswitch': 'h200-nvlink-8',
                       'a100-pcie': 'a100-pcie', 'h100-pcie': 'h100-pcie', 'l40s-pcie': 'l40s-pcie'}
 DEFAULT_ARGS = ['-b', '8', '-e', '8G', '-f', '2']
 _SAFE_ENV_KEY = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 RING_NODES = 2
-# A fabric group's name (validate_nccl_fabric_group, or made from the GPU model): it goes into record names (fabric:<group>)
+# A fabric group's name (validate_nccl_fabric.group, or made from the GPU model): it goes into record names (fabric:<group>)
 FABRIC_GROUP = r'[A-Za-z0-9][A-Za-z0-9_.+-]*'
 
 
@@ -62,7 +62,7 @@ def model_group(model):
 
 def fabric_groups(nodes):
     """``[(group, [node, ...])]``: the nodes (plan nodes) by node type, in the order first met. A node's type is its
-    ``fabric_group`` (validate_nccl_fabric_group) where set, else its GPU model (``model_group``): nodes of different
+    ``fabric_group`` (validate_nccl_fabric.group) where set, else its GPU model (``model_group``): nodes of different
     GPU models never share a multi-node run or its gate."""
     groups, order = {}, []
     for node in nodes:
@@ -74,8 +74,8 @@ def fabric_groups(nodes):
     return [(group, groups[group]) for group in order]
 
 
-GROUP_GATE_KEYS = (('fabric_topology', 'validate_nccl_fabric_topology'), ('fabric_min_busbw_gbps', 'validate_nccl_fabric_min_busbw_gbps'),
-                   ('fabric_nics', 'validate_nccl_fabric_nics'))
+GROUP_GATE_KEYS = (('fabric_topology', 'validate_nccl_fabric.topology'), ('fabric_min_busbw_gbps', 'validate_nccl_fabric.min_busbw_gbps'),
+                   ('fabric_nics', 'validate_nccl_fabric.nics'))
 
 
 def group_gate(group, members, plan):
@@ -90,7 +90,7 @@ def group_gate(group, members, plan):
                 values.append((name, value))
         if len(values) > 1:
             raise ValueError('fabric group %s: %s is %r on %s but %r on %s; expected one value for the nodes of one group (set it in '
-                             'the group_vars of the node type, or put the nodes in different groups with validate_nccl_fabric_group)'
+                             'the group_vars of the node type, or put the nodes in different groups with validate_nccl_fabric.group)'
                              % (group, variable, values[0][1], values[0][0], values[1][1], values[1][0]))
         gate[key] = values[0][1] if values else plan.get(key)
     return gate
@@ -132,7 +132,7 @@ def ring_env(env, nodes):
         return env, None
     if algo.lower() == 'ring':
         return env, None
-    return env, ('NCCL_ALGO=%s from the run environment (validate_nccl_env) kept on this 2-node run: its busbw may exceed what the NICs '
+    return env, ('NCCL_ALGO=%s from the run environment (validate_nccl_settings.env) kept on this 2-node run: its busbw may exceed what the NICs '
                  'carry (only NCCL_ALGO=Ring measures the network on two nodes, NVIDIA/nccl-tests#196)' % algo)
 
 
@@ -197,7 +197,7 @@ def srun_argv(binary, nodes, gpus_per_node, per_gpu_tasks, mpi, env, args=None, 
     What comes from the inventory goes where srun cannot read it as an option of its own: node names, GRES type
     and MPI plugin inside ``--option=value`` words and checked as names (a "," would change the node list); the
     program ``binary`` one word not starting with "-" (srun reads every word before its program as an option).
-    ``extra`` (``validate_nccl_srun_args``) are srun options on purpose and ``args`` all_reduce_perf's own: both
+    ``extra`` (``validate_nccl_settings.srun_args``) are srun options on purpose and ``args`` all_reduce_perf's own: both
     are passed as given. ``json``: the binary runs under ``sh -c JSON_SCRIPT``, which adds ``-J`` and prints the
     report after the text (``split_json_report`` takes it apart).
     """
@@ -294,7 +294,7 @@ def evaluate_run(name, result, hosts, expect, check='all_reduce'):
     if parsed['collective'] not in (None, COLLECTIVE):
         source = 'its -J JSON report (args %s)' % parsed['collective'] if parsed['format'] == 'json' else "its '# Collective test' line"
         return [{'stage': STAGE, 'node': name, 'check': check, 'status': 'fail', 'hosts': list(hosts),
-                 'reason': 'the output is of %s, not %s (%s): is the binary path (validate_nccl_tests_path) right? Its figures are not '
+                 'reason': 'the output is of %s, not %s (%s): is the binary path (validate_nccl_settings.tests_path) right? Its figures are not '
                            'gated' % (parsed['collective'], COLLECTIVE, source)}], []
     stopped = stopped_reason(parsed, result.get('rc'))
     if stopped:
@@ -316,8 +316,8 @@ def run_curve(expect):
     info = gate_info(expect)
     if info is None:
         return {'id': NO_CURVE, 'source': 'not gated: no built-in curve for this run (GPU model, GPU count, nodes or network unknown to the '
-                                          'catalogue) and no site setting (validate_nccl_topology, validate_nccl_gate_curves, '
-                                          'validate_nccl_min_busbw_gbps, validate_nccl_fabric_topology)'}
+                                          'catalogue) and no site setting (validate_nccl_node.topology, validate_nccl_settings.gate_curves, '
+                                          'validate_nccl_node.min_busbw_gbps, validate_nccl_fabric.topology)'}
     return info
 
 
@@ -347,7 +347,7 @@ def version_records(records):
             ordered = sorted(nodes, key=lambda version: (-len(nodes[version]), version))
             hosts = sorted(set(h for names in nodes.values() for h in names))
             out.append({'stage': STAGE, 'node': 'cluster', 'check': '%s_version' % key, 'status': 'fail', 'hosts': hosts,
-                        'reason': 'the NCCL runs report %d %s versions: %s; every node should run the same build (validate_nccl_tests_build '
+                        'reason': 'the NCCL runs report %d %s versions: %s; every node should run the same build (validate_nccl_build.enabled '
                                   'builds the pinned one)' % (len(nodes), what, '; '.join(
                                       '%s on %s' % (version, compress(nodes[version])) for version in ordered))})
     return out
@@ -572,12 +572,12 @@ def _checked_plan(plan):
             slurm_name('nodes[%d].gres_type' % index, node['gres_type'], 'a GRES type such as h100')
         if node.get('fabric_group'):
             require_match('nodes[%d].fabric_group' % index, node['fabric_group'], FABRIC_GROUP,
-                          'a fabric group name (validate_nccl_fabric_group: letters, digits, _ . + -, such as dgx-h100)')
+                          'a fabric group name (validate_nccl_fabric.group: letters, digits, _ . + -, such as dgx-h100)')
     require_list('pairs_groups', plan.get('pairs_groups'), allow_none=True,
                  element=lambda item, value: require_str(item, value, allow_empty=True))
     if plan.get('mpi'):
         check_mpi(plan['mpi'])
-    # srun options and all_reduce_perf arguments on purpose (validate_nccl_srun_args, validate_nccl_args): passed as given
+    # srun options and all_reduce_perf arguments on purpose (validate_nccl_settings.srun_args, validate_nccl_settings.args): passed as given
     require_list('srun_extra', plan.get('srun_extra'), allow_none=True, element=require_str)
     require_list('args', plan.get('args'), allow_none=True, element=lambda item, value: require_str(item, value, allow_empty=True))
     return dispatch, dispatch_min_nodes, wait, nodes
@@ -711,7 +711,7 @@ def group_jobs(plan, group, members, fabric_gate, pairs=False):
             reason = 'a fabric run needs at least 2 GPU nodes, there are %d' % len(members)
         else:
             reason = ('a fabric run needs at least 2 GPU nodes of one type, fabric group %s has %d (%s); nodes of other GPU models are '
-                      'not run nor gated with it (validate_nccl_fabric_group puts nodes in one group)' % (group, len(members), ', '.join(names)))
+                      'not run nor gated with it (validate_nccl_fabric.group puts nodes in one group)' % (group, len(members), ', '.join(names)))
         job = {'name': label, 'kind': 'skip', 'check': 'all_reduce', 'reason': reason}
         if group is not None:
             job['hosts'] = names

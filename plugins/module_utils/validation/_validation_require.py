@@ -26,8 +26,8 @@ REQUIREMENTS = {
               'the Slurm jobs run on the nodes of group slurm_compute that can take jobs (validate_jobs.partition names the partition)'),
     'mpi': ('mpi', None, 'required', 'set validate_mpi: true (and validate_mpi_settings.install_packages: true, or install Open MPI on the nodes)'),
     'nccl': ('nccl', None, 'required',
-             'set validate_nccl_tests_path to the directory of all_reduce_perf on the GPU nodes, or validate_nccl_tests_build: true, or '
-             'validate_nccl_container_image; and validate_nccl: true'),
+             'set validate_nccl_settings.tests_path to the directory of all_reduce_perf on the GPU nodes, or validate_nccl_build.enabled: true, or '
+             'validate_nccl_settings.container_image; and validate_nccl: true'),
     'container': ('slurm', ('container_job',), 'container_required',
                   'set validate_jobs.container_image to an image the nodes can import (such as docker://ubuntu:22.04), with validate_node.pyxis: true'),
     'deep': ('deep', None, 'required', 'set validate_deep: true and install the deep tier\'s tools (validate_deep_checks)'),

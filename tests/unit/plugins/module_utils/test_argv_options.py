@@ -17,7 +17,7 @@ A row expects one of:
   the first other word; enroot 4.1.2's subcommands: a bash loop, options until ``--`` or the first other word);
 * ``no_command``: the builder gives no command (``None``): the node programs keep the fact unknown.
 
-Deliberate pass-through options (``validate_nccl_srun_args`` as ``srun_extra``) are options on purpose: their row
+Deliberate pass-through options (``validate_nccl_settings.srun_args`` as ``srun_extra``) are options on purpose: their row
 shows they are passed as given, and where.
 """
 
@@ -341,7 +341,7 @@ def test_value_is_never_an_option(label, tool, build, mode, fragments, value):
 
 
 def test_nccl_srun_extra_are_srun_options_on_purpose():
-    """``validate_nccl_srun_args`` (the plan's ``srun_extra``) are srun options by design: passed as given, before the
+    """``validate_nccl_settings.srun_args`` (the plan's ``srun_extra``) are srun options by design: passed as given, before the
     program; everything from the inventory around them is checked (see the rows above)."""
     argv = nccl_srun(extra=['--overcommit', '--reservation=maint'])
     assert options_read(argv, 'srun')[-2:] == ['--overcommit', '--reservation']
@@ -349,7 +349,7 @@ def test_nccl_srun_extra_are_srun_options_on_purpose():
 
 
 def test_nccl_args_are_all_reduce_perf_arguments_on_purpose():
-    """``validate_nccl_args`` / the deep tier's ``nccl_args`` are all_reduce_perf's own options: after the program."""
+    """``validate_nccl_settings.args`` / the deep tier's ``nccl_args`` are all_reduce_perf's own options: after the program."""
     argv = nccl_srun(args=['-b', '8', '-e', '8G'])
     assert argv[argv.index(NCCL_BINARY) + 1:] == ['-b', '8', '-e', '8G', '-g', '1']
     assert hd.nccl_argv(hd.load_config({'nccl_args': ['-b', '1M']}), 8) == [hd.DEFAULTS['all_reduce_perf'], '-b', '1M', '-g', '8']

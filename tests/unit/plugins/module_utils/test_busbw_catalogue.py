@@ -185,7 +185,7 @@ def test_resolve_a_platform_key(key, kwargs, want):
 
 
 def test_legacy_keys_in_the_role_variables_still_gate():
-    """validate_nccl_topology / validate_nccl_fabric_topology with a key of earlier releases, and a site curve under an old key
+    """validate_nccl_node.topology / validate_nccl_fabric.topology with a key of earlier releases, and a site curve under an old key
     or a new curve id, as the plan of the role passes them."""
     nodes = [{'name': 'n%d' % i, 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'} for i in range(2)]
     plan = {'binary': 'arp', 'nodes': nodes, 'fabric': True, 'env': {'NCCL_DEBUG': 'INFO'}}
@@ -222,7 +222,7 @@ def test_bad_input_one_clear_error(call, message):
 
 def runs():
     """Records of three runs: a single-node H100 run (the catalogue's NVLS curve), a two-node H200 run over 8 NDR rails (the
-    NICs' Ring curve) and a run under a site's own curve (validate_nccl_gate_curves)."""
+    NICs' Ring curve) and a run under a site's own curve (validate_nccl_settings.gate_curves)."""
     h100 = [{'name': 'gpu-01', 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'}]
     h200 = [{'name': 'h200-%d' % i, 'gpus': 8, 'model': 'NVIDIA H200'} for i in (1, 2)]
     env = {'NCCL_DEBUG': 'INFO'}
@@ -239,7 +239,7 @@ def runs():
 
 WANT = [('gpu-01', 'h100-nvswitch/node/nvls', 'pass', '80 % of 480 GB/s at 8 GiB: H100 SXM, 8 GPUs, one node, NVLink SHARP'),
         ('fabric', 'h200-nvswitch/ib-ndr-400x8/ring', 'pass', "80 % of 370 GB/s at 8 GiB: the node's own Ring/PCIe figure"),
-        ('gpu-02', 'ours', 'fail', "the site's own gate curve gate_curves['ours'] (validate_nccl_gate_curves)")]
+        ('gpu-02', 'ours', 'fail', "the site's own gate curve gate_curves['ours'] (validate_nccl_settings.gate_curves)")]
 
 
 def test_every_nccl_record_of_the_json_report_names_its_curve_and_source():

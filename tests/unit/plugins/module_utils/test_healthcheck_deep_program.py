@@ -89,7 +89,7 @@ def test_a_healthy_node_passes_every_deep_check_and_never_calls_scontrol(node, c
 
 
 def test_the_nccl_check_gates_with_the_validation_roles_gate_curve(node, capsys):
-    """A site's curve for the node's topology (validate_nccl_gate_curves) above what the node gives fails it, naming the size."""
+    """A site's curve for the node's topology (validate_nccl_settings.gate_curves) above what the node gives fails it, naming the size."""
     node.create('h100-80gb-x8', **H100).install()
     rc, report, out = node.deep(capsys, checks=['nccl'], nccl_gate_curves={'h100-nvlink-8': [['64M', 900], ['8G', 900]]})
     nccl = node.result(report, 'nccl')

@@ -54,7 +54,7 @@ CASES = [
      'the file ends early'),
     ('another test: text and json of alltoall_perf', {'rc': 0, 'stdout': A2A_TEXT, 'json': A2A_JSON}, 'all_reduce',
      "the output is of alltoall_perf, not all_reduce_perf (its -J JSON report (args alltoall_perf)): is the binary path "
-     "(validate_nccl_tests_path) right? Its figures are not gated", ''),
+     "(validate_nccl_settings.tests_path) right? Its figures are not gated", ''),
     ('another test: text of alltoall_perf', {'rc': 0, 'stdout': A2A_TEXT}, 'all_reduce',
      "the output is of alltoall_perf, not all_reduce_perf (its '# Collective test' line)", ''),
     ('another test: json of alltoall_perf alone', {'rc': 0, 'stdout': '', 'json': A2A_JSON}, 'all_reduce',
@@ -106,10 +106,10 @@ def run_record(node, version, nccl='2.27.3'):
     ([run_record('gpu-01', '2.19.6'), run_record('gpu-02', '2.19.6')], []),
     ([run_record('gpu-01', '2.19.6'), run_record('gpu-02', '2.18.3'), run_record('gpu-03', '2.19.6')],
      [('nccl_tests_version', 'the NCCL runs report 2 nccl-tests versions: 2.19.6 on gpu-[01,03]; 2.18.3 on gpu-02; every node should run '
-       'the same build (validate_nccl_tests_build builds the pinned one)', ['gpu-01', 'gpu-02', 'gpu-03'])]),
+       'the same build (validate_nccl_build.enabled builds the pinned one)', ['gpu-01', 'gpu-02', 'gpu-03'])]),
     ([run_record('gpu-01', '2.19.6', '2.27.3'), run_record('gpu-02', '2.19.6', '2.21.5')],
      [('nccl_version', 'the NCCL runs report 2 NCCL versions: 2.21.5 on gpu-02; 2.27.3 on gpu-01; every node should run the same build '
-       '(validate_nccl_tests_build builds the pinned one)', ['gpu-01', 'gpu-02'])]),
+       '(validate_nccl_build.enabled builds the pinned one)', ['gpu-01', 'gpu-02'])]),
     ([run_record('gpu-01', '2.19.6'), dict(run_record('gpu-02', '2.18.3'), stage='slurm')], []),
     ([{'stage': 'nccl', 'node': 'gpu-01', 'check': 'all_reduce', 'status': 'fail', 'reason': 'x'}], []),
 ])

@@ -267,7 +267,7 @@ def test_bad_curve_expectations_exactly(expect, message):
 
 # --- _validation_nccl: Ring on two nodes, the node count, the gate of each series ----------------------------------------
 
-RING_NOTE = ("NCCL_ALGO=%s from the run environment (validate_nccl_env) kept on this 2-node run: its busbw may exceed what the NICs carry "
+RING_NOTE = ("NCCL_ALGO=%s from the run environment (validate_nccl_settings.env) kept on this 2-node run: its busbw may exceed what the NICs carry "
              "(only NCCL_ALGO=Ring measures the network on two nodes, NVIDIA/nccl-tests#196)")
 
 

@@ -30,7 +30,7 @@ def standin(rule, recording, nodes, args=('-b', '64M', '-e', '16G', '-f', '2')):
 
 
 def site_curve(recording, share, nodes):
-    """A site's own gate curve (validate_nccl_gate_curves): ``share`` of its healthy node's (the unslowed stand-in's) busbw."""
+    """A site's own gate curve (validate_nccl_settings.gate_curves): ``share`` of its healthy node's (the unslowed stand-in's) busbw."""
     healthy = busbw_series(parse_all_reduce(standin(None, recording, nodes)['stdout']))
     return [[size, round(gbps * share, 1)] for size, gbps in healthy if size >= 64 * 1024 ** 2]
 
@@ -100,7 +100,7 @@ def test_standin_field_rule_errors(rule, message):
 
 
 # --- the same failures judged by the catalogue's built-in curves, as the role's plan picks them (issue 47 item 4) -----------
-# The plan of the role's defaults: validate_nccl_env sets no NCCL_ALGO, so a one-node run on an NVLS platform runs NVLS and
+# The plan of the role's defaults: validate_nccl_settings.env sets no NCCL_ALGO, so a one-node run on an NVLS platform runs NVLS and
 # is judged by the platform's NVLS curve; a two-node run is given NCCL_ALGO=Ring and judged by its NICs' Ring curve (capped
 # by the node's own Ring figure).
 

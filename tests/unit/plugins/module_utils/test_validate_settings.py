@@ -45,8 +45,8 @@ def test_the_defaults_are_not_shared_with_the_result():
 
 
 @pytest.mark.parametrize('variable, given, message', [
-    ('validate_mpi_settings', {'node': 4}, 'validate_mpi_settings: unknown key node; the valid keys are container_image, install_packages, mpirun_args, '
-                                  'no_pmi_path, nodes, packages, plugin, required_paths, work_dir'),
+    ('validate_mpi_settings', {'node': 4}, 'validate_mpi_settings: unknown key node; the valid keys are container_image, install_packages, '
+                                           'mpirun_args, no_pmi_path, nodes, packages, plugin, required_paths, work_dir'),
     ('validate_jobs', {'b': 1, 'a': 2}, 'validate_jobs: unknown keys a, b; the valid keys are container_image, env, partition, time_limit, timeout'),
     ('validate_jobs', 'partition=gpu', "validate_jobs must be a dict of settings (keys container_image, env, partition, time_limit, timeout), "
                                        "not 'partition=gpu'"),
@@ -87,3 +87,18 @@ def test_the_argument_spec_refuses_an_unknown_key():
     assert [str(e) for e in result.error_messages] == [
         'validate_mpi_settings.node. Supported parameters include: container_image, install_packages, mpirun_args, no_pmi_path, nodes, '
         'packages, plugin, required_paths, work_dir.']
+
+
+@pytest.mark.parametrize('given, context, expected', [
+    ({}, {'mpi_packages': ['openmpi-bin'], 'cwd': '/srv/ops'},
+     {'source_url': 'https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v2.19.6.tar.gz', 'packages': ['make', 'g++', 'openmpi-bin'],
+      'fetch_dir': '/srv/ops/nccl-tests-build'}),
+    ({'version': '2.18.3', 'mpi': False}, {'mpi_packages': ['openmpi-bin'], 'cwd': '/srv/ops'},
+     {'source_url': 'https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v2.18.3.tar.gz', 'packages': ['make', 'g++'],
+      'fetch_dir': '/srv/ops/nccl-tests-build'}),
+    ({'source_url': 'https://mirror/x.tgz', 'packages': [], 'fetch_dir': '/tmp/b'}, {},
+     {'source_url': 'https://mirror/x.tgz', 'packages': [], 'fetch_dir': '/tmp/b'}),
+])
+def test_the_nccl_builds_derived_defaults_follow_the_other_keys(given, context, expected):
+    merged = validate_settings(given, 'validate_nccl_build', **context)
+    assert dict((key, merged[key]) for key in expected) == expected

@@ -218,7 +218,7 @@ def test_run_versions_of_a_run_without_results(result):
 
 def test_a_note_of_the_plan_is_a_warning_of_the_report():
     """A user's NCCL_ALGO kept on a two-node run (the plan's note) reaches the report's warnings, not only the busbw reason."""
-    note = 'NCCL_ALGO=Tree from the run environment (validate_nccl_env) kept on this 2-node run: its busbw may exceed what the NICs carry'
+    note = 'NCCL_ALGO=Tree from the run environment (validate_nccl_settings.env) kept on this 2-node run: its busbw may exceed what the NICs carry'
     job = {'name': 'fabric', 'kind': 'nccl', 'hosts': ['gpu-01', 'gpu-02'], 'argv': ['srun', '--nodes=2', 'all_reduce_perf'],
            'expect': {'min_busbw_gbps': 1.0, 'nodes': 2, 'notes': [note]}}
     dummy, dummy_series, warnings = vj.judge(job, {'rc': 0, 'stdout': nccl_fixture('v2.18.3_h200_two_nodes.txt')}, PARAMS)

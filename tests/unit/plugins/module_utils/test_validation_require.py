@@ -38,7 +38,7 @@ RUNNING_CONFIG = [rec('slurm', 'slurmctld@ctl', 'running_config', 'pass')]
     # the issue: no nccl-tests on the nodes; the stage is all skip -> fail naming the stage, the nodes and the variable
     (NODE_OK + SLURM_OK + NO_TESTS, ['node', 'slurm', 'nccl'],
      [('nccl', 'required', ['stage nccl is required (validate_require) but could not run: no CUDA/nccl-tests on this cluster: '
-                            '/opt/nccl-tests/build/all_reduce_perf not found on gpu-01, gpu-02 (set validate_nccl_tests_path',
+                            '/opt/nccl-tests/build/all_reduce_perf not found on gpu-01, gpu-02 (set validate_nccl_settings.tests_path',
                             'or remove nccl from validate_require)'])]),
     # not required: the skip stays a skip
     (NODE_OK + SLURM_OK + NO_TESTS, ['node', 'slurm'], []),

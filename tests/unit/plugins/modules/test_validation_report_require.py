@@ -31,7 +31,7 @@ def test_nccl_absent_and_required_fails_naming_the_stage_and_the_variable(tmp_pa
     message = outcome.result['message']
     assert message.startswith('validation failed on cluster: 1 failed check(s) (nccl/required); stage nccl is required (validate_require) '
                               'but could not run: no CUDA/nccl-tests on this cluster: /opt/nccl-tests/build/all_reduce_perf not found on gpu-01')
-    assert 'validate_nccl_tests_path' in message and 'or remove nccl from validate_require' in message
+    assert 'validate_nccl_settings.tests_path' in message and 'or remove nccl from validate_require' in message
     assert outcome.result['drain_reasons'] == {}
     report = json.loads((tmp_path / 'b' / 'report.json').read_text())
     nccl = [s for s in report['stages'] if s['name'] == 'nccl'][0]
