@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._settings import stage_settings
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._settings import deep_tier_settings, stage_settings
 
 
 def validate_settings(given, variable, **context):
@@ -24,8 +24,17 @@ def validate_settings(given, variable, **context):
         raise AnsibleFilterError(str(exc))
 
 
+def validate_deep_tier(deep, nccl, dcgm_level):
+    """The node program's deep tier settings from the merged validate_deep_settings and validate_nccl_settings
+    (``_settings.deep_tier_settings``)."""
+    try:
+        return deep_tier_settings(deep, nccl, int(dcgm_level))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AnsibleFilterError('validate_deep_tier: %s' % exc)
+
+
 class FilterModule(object):
     """The validate role's settings."""
 
     def filters(self):
-        return {'validate_settings': validate_settings}
+        return {'validate_settings': validate_settings, 'validate_deep_tier': validate_deep_tier}

@@ -155,7 +155,7 @@ install_fabric_manager() {
 
 # The deep health tier's tools as STAND-INs (no CUDA, no DCGM host engine, no
 # RDMA device here): dcgmi, nvbandwidth and ib_write_bw, where the simulated
-# inventory points the deep tier (validate_deep_*). Their numbers and failures
+# inventory points the deep tier (validate_deep_settings). Their numbers and failures
 # come from the simulated GPUs and InfiniBand tree; each says it is a stand-in.
 install_deep_standins() {
     local tool dest

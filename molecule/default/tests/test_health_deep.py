@@ -173,7 +173,7 @@ def test_a_busy_node_is_left_to_its_job(name=H100):
 
 
 def test_the_simulated_inventory_points_the_deep_tier_at_the_stand_ins():
-    assert SIMULATED_VARS["validate_deep_dcgmi"].startswith("/opt/dcgm-STANDIN/")
+    assert SIMULATED_VARS["validate_deep_settings"]["dcgmi"].startswith("/opt/dcgm-STANDIN/")
     for name in COMPUTE:
         out = sh(name, "/opt/dcgm-STANDIN/bin/dcgmi --version; /opt/perftest-STANDIN/bin/ib_write_bw --version", check=False)
         assert "STAND-IN" in out.stdout + out.stderr

@@ -16,6 +16,13 @@ __metaclass__ = type
 
 import copy
 
+# The node program's deep tier settings a site sets in validate_deep_settings, None for the program's own default
+# (health/_deep_tier.DEFAULTS, the one place of those); the role gives the others: all_reduce_perf, nccl_args, nccl_env,
+# nccl_thresholds and nccl_gate_curves from validate_nccl_settings, dcgm_level from validate_deep_dcgm_level.
+DEEP_TIER_KEYS = ('checks', 'dcgmi', 'dcgm_timeout', 'nccl_topology', 'nccl_min_busbw_gbps', 'nccl_timeout', 'nvbandwidth',
+                  'nvbandwidth_testcases', 'nvbandwidth_timeout', 'pcie_min_fraction', 'peer_min_fraction', 'ib_write_bw',
+                  'ib_sysfs_root', 'ib_min_fraction', 'ib_duration', 'ib_tcp_port', 'ib_timeout')
+
 STAGE_DEFAULTS = {
     # Stage 1, the node checks (besides the GPU expectations); pyxis expected also enables the container jobs
     'validate_node': {
@@ -95,6 +102,17 @@ STAGE_DEFAULTS = {
         'packages': None,
         'fetch_dir': None,
     },
+    # Stage 5, the deep tier (validate_deep switches it on; the nodes, DCGM level, drained nodes taken and batch size are
+    # variables of their own, set per run): the role's keys, then the node program's (DEEP_TIER_KEYS)
+    'validate_deep_settings': dict([
+        ('reservation', 'gpucluster-deep-health'),
+        ('time_limit', 60),
+        ('resume_passes', 1),
+        # None: slurm_healthcheck_program / slurm_healthcheck_reason_prefix where set, else the health_deep module's default
+        ('program', None),
+        ('prefix', None),
+        ('report_title', 'Deep health check'),
+    ] + [(key, None) for key in DEEP_TIER_KEYS]),
 }
 
 NCCL_TESTS_URL = 'https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v%s.tar.gz'
@@ -111,13 +129,35 @@ def _nccl_build_derived(merged, mpi_packages=(), cwd=''):
     }
 
 
-DERIVED = {'validate_nccl_build': _nccl_build_derived}
+def _deep_derived(merged, program=None, prefix=None):
+    """The health check program and its drain prefix: the slurm_healthcheck role's where the inventory sets them."""
+    return {'program': program, 'prefix': prefix}
+
+
+DERIVED = {'validate_nccl_build': _nccl_build_derived, 'validate_deep_settings': _deep_derived}
+
+
+def deep_tier_settings(deep, nccl, dcgm_level):
+    """The node program's deep tier settings (``--deep-config``): the NCCL run as the validation's (``nccl``, the merged
+    ``validate_nccl_settings``), the DCGM level, and the keys of ``deep`` (the merged ``validate_deep_settings``) the site
+    set; the program gives the others their defaults."""
+    settings = {
+        'all_reduce_perf': '%s/all_reduce_perf' % nccl['tests_path'],
+        'nccl_args': nccl['args'],
+        'nccl_env': nccl['env'],
+        'nccl_thresholds': nccl['thresholds'],
+        'nccl_gate_curves': nccl['gate_curves'],
+        'dcgm_level': dcgm_level,
+    }
+    settings.update((key, deep[key]) for key in DEEP_TIER_KEYS if deep.get(key) is not None)
+    return settings
 
 
 def stage_settings(variable, given, **context):
     """``given`` (the site's dict for ``variable``; None or ``{}`` for none) merged over the stage's defaults.
 
-    ``context`` is what a derived default needs (``DERIVED``): for ``validate_nccl_build``, ``mpi_packages`` and ``cwd``.
+    ``context`` is what a derived default needs (``DERIVED``): for ``validate_nccl_build``, ``mpi_packages`` and ``cwd``;
+    for ``validate_deep_settings``, ``program`` and ``prefix``.
     Raises ``ValueError`` for a variable that is not a stage's, a value that is not a dict and a key the stage does not
     know (naming the variable, the key and the valid keys).
     """

@@ -30,7 +30,7 @@ REQUIREMENTS = {
              'validate_nccl_settings.container_image; and validate_nccl: true'),
     'container': ('slurm', ('container_job',), 'container_required',
                   'set validate_jobs.container_image to an image the nodes can import (such as docker://ubuntu:22.04), with validate_node.pyxis: true'),
-    'deep': ('deep', None, 'required', 'set validate_deep: true and install the deep tier\'s tools (validate_deep_checks)'),
+    'deep': ('deep', None, 'required', 'set validate_deep: true and install the deep tier\'s tools (validate_deep_settings.checks)'),
 }
 CHOICES = ('node', 'slurm', 'mpi', 'nccl', 'container', 'deep')
 NODE = 'cluster'

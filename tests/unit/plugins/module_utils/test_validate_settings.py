@@ -13,8 +13,8 @@ import yaml
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpucluster.bringup.plugins.filter.validate import validate_settings
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._settings import STAGE_DEFAULTS, stage_settings
+from ansible_collections.gpucluster.bringup.plugins.filter.validate import validate_deep_tier, validate_settings
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._settings import DEEP_TIER_KEYS, STAGE_DEFAULTS, stage_settings
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 
@@ -77,9 +77,11 @@ def test_the_defaults_pass_the_argument_spec(variable):
     # the spec's types and choices accept every default (no key of the spec gives a default of its own)
     options = SPEC[variable]['options']
     assert [key for key, option in options.items() if 'default' in option] == []
-    result = ArgumentSpecValidator({variable: SPEC[variable]}).validate({variable: STAGE_DEFAULTS[variable]})
+    # (None: unset, the key's default derived or the program's own)
+    given = dict((key, value) for key, value in STAGE_DEFAULTS[variable].items() if value is not None)
+    result = ArgumentSpecValidator({variable: SPEC[variable]}).validate({variable: given})
     assert [str(e) for e in result.error_messages] == []
-    assert result.validated_parameters[variable] == STAGE_DEFAULTS[variable]
+    assert result.validated_parameters[variable] == dict((key, given.get(key)) for key in STAGE_DEFAULTS[variable])
 
 
 def test_the_argument_spec_refuses_an_unknown_key():
@@ -102,3 +104,39 @@ def test_the_argument_spec_refuses_an_unknown_key():
 def test_the_nccl_builds_derived_defaults_follow_the_other_keys(given, context, expected):
     merged = validate_settings(given, 'validate_nccl_build', **context)
     assert dict((key, merged[key]) for key in expected) == expected
+
+
+def test_the_deep_tier_keys_are_the_programs_less_those_the_role_gives():
+    from ansible_collections.gpucluster.bringup.plugins.module_utils.health._deep_tier import DEFAULTS
+    given_by_the_role = {'all_reduce_perf', 'nccl_args', 'nccl_env', 'nccl_thresholds', 'nccl_gate_curves', 'dcgm_level'}
+    assert sorted(DEEP_TIER_KEYS) == sorted(set(DEFAULTS) - given_by_the_role)
+
+
+NCCL = stage_settings('validate_nccl_settings', {'tests_path': '/opt/n/build', 'args': ['-b', '1G']})
+
+
+@pytest.mark.parametrize('deep, expected_extra', [
+    ({}, {}),
+    ({'dcgmi': '/opt/d/dcgmi', 'ib_duration': 2, 'reservation': 'r'}, {'dcgmi': '/opt/d/dcgmi', 'ib_duration': 2}),
+    ({'checks': ['dcgm']}, {'checks': ['dcgm']}),
+])
+def test_the_deep_tier_gets_the_validations_nccl_run_and_the_keys_the_site_set(deep, expected_extra):
+    settings = validate_deep_tier(stage_settings('validate_deep_settings', deep), NCCL, '3')
+    assert settings == dict({'all_reduce_perf': '/opt/n/build/all_reduce_perf', 'nccl_args': ['-b', '1G'], 'nccl_env': {'NCCL_DEBUG': 'INFO'},
+                             'nccl_thresholds': {}, 'nccl_gate_curves': {}, 'dcgm_level': 3}, **expected_extra)
+
+
+@pytest.mark.parametrize('context, expected', [
+    ({}, (None, None)),
+    ({'program': '/usr/sbin/hc', 'prefix': 'hc'}, ('/usr/sbin/hc', 'hc')),
+])
+def test_the_deep_tier_program_and_prefix_are_the_health_checks_where_set(context, expected):
+    merged = stage_settings('validate_deep_settings', {}, **context)
+    assert (merged['program'], merged['prefix']) == expected
+    assert stage_settings('validate_deep_settings', {'program': '/p', 'prefix': 'x'}, **context)['program'] == '/p'
+
+
+def test_the_deep_tier_with_a_broken_nccl_setting_is_refused():
+    with pytest.raises(AnsibleFilterError) as err:
+        validate_deep_tier(stage_settings('validate_deep_settings', {}), {}, 2)
+    assert str(err.value).startswith('validate_deep_tier: ')
