@@ -113,6 +113,12 @@ STAGE_DEFAULTS = {
         ('prefix', None),
         ('report_title', 'Deep health check'),
     ] + [(key, None) for key in DEEP_TIER_KEYS]),
+    # Resume (playbooks/resume.yml; the nodes and whether admin drains are undone are variables of their own, set per run)
+    'validate_resume_settings': {
+        'probe': True,
+        'start_slurmd': True,
+        'reservation': 'gpucluster-resume',
+    },
 }
 
 NCCL_TESTS_URL = 'https://github.com/NVIDIA/nccl-tests/archive/refs/tags/v%s.tar.gz'
