@@ -140,3 +140,19 @@ def test_the_deep_tier_with_a_broken_nccl_setting_is_refused():
     with pytest.raises(AnsibleFilterError) as err:
         validate_deep_tier(stage_settings('validate_deep_settings', {}), {}, 2)
     assert str(err.value).startswith('validate_deep_tier: ')
+
+
+# tasks/node_checks.yml leaves an unset slurm_gres_* to slurm_gres_facts's own default: those must be the slurm role's
+GRES_OPTIONS = [('mig_minors_path', 'slurm_gres_mig_minors_path'), ('type_map', 'slurm_gres_type_map'),
+                ('mig_device_files', 'slurm_gres_mig_device_files'), ('sharing', 'slurm_gres_sharing'), ('mps_count', 'slurm_gres_mps_count'),
+                ('cores', 'slurm_gres_cores'), ('autodetect', 'slurm_gres_autodetect')]
+
+
+@pytest.mark.parametrize('option, variable', GRES_OPTIONS)
+def test_the_gres_facts_module_defaults_are_the_slurm_roles(option, variable):
+    from ansible_collections.gpucluster.bringup.plugins.modules import slurm_gres_facts
+    with open(os.path.join(ROOT, 'roles', 'slurm', 'defaults', 'main.yml')) as handle:
+        slurm_defaults = yaml.safe_load(handle)
+    assert yaml.safe_load(slurm_gres_facts.DOCUMENTATION)['options'][option]['default'] == slurm_defaults[variable]
+    with open(os.path.join(ROOT, 'roles', 'validate', 'tasks', 'node_checks.yml')) as handle:
+        assert '%s: "{{ %s | default(omit) }}"' % (option, variable) in handle.read()
