@@ -128,7 +128,7 @@ def plan(fleet, fabric=False, pairs_only=False, dispatch='auto'):
     nodes = []
     for node in fleet['nodes']:
         kind = fleet['types'][node['type']]
-        # one fabric group for the whole emulated fleet (validate_nccl_fabric.group): its node types are laid out in blocks
+        # one fabric group for the whole emulated fleet (validate_nccl_multinode.group): its node types are laid out in blocks
         # that match whole leaves, and a slow leaf is told from its slow nodes only by pairs that leave it, which a group
         # of one leaf's nodes has none of; what this measures is the isolation over every node of the fabric
         nodes.append({'name': node['name'], 'gpus': kind['gpus'], 'model': MODELS[node['type']],

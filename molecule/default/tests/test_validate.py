@@ -127,7 +127,7 @@ def test_a_slow_fabric_run_is_followed_by_the_pair_runs(tmp_path):
     try:
         # (one fabric group for both nodes on purpose: gpu-01 H100 and gpu-02 A100 are otherwise two node types, never run together)
         rc, out, report = playbook("validate", tmp_path, {"validate_mpi": False,
-                                                          "validate_nccl_fabric": {"min_busbw_gbps": 300, "group": "sim"}})
+                                                          "validate_nccl_multinode": {"min_busbw_gbps": 300, "group": "sim"}})
     finally:
         for name in GPU_NODES:
             node(name).run("rm -f /opt/nccl-tests-STANDIN/SLOW")

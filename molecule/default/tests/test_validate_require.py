@@ -3,7 +3,7 @@
 - nccl-tests absent on the nodes (validate_nccl_settings.tests_path pointed at a directory without all_reduce_perf) while nccl is
   required (validate_require): the play fails and the report names the stage and the variable that provides it;
 - per-node-type gating: gpu-01 (8 x H100) and gpu-02 (8 x A100) are two node types, so the report shows two fabric
-  groups and no fabric run over both; validate_nccl_fabric.group puts them in one on purpose;
+  groups and no fabric run over both; validate_nccl_multinode.group puts them in one on purpose;
 - munge across nodes: each node's credential decodes on its neighbour and on the controller; a node with another key
   fails the pairs it is in, naming both nodes.
 
@@ -69,7 +69,7 @@ def test_two_gpu_models_are_two_fabric_groups(tmp_path):
     """gpu-01 H100 and gpu-02 A100: two fabric groups, each gated on its own (here: one node each, so each says why it has no
     run); no run and no gate over both."""
     wait_idle(COMPUTE)
-    rc, out, data, dummy = playbook(tmp_path, {"validate_nccl_fabric": {"min_busbw_gbps": 300}})
+    rc, out, data, dummy = playbook(tmp_path, {"validate_nccl_multinode": {"min_busbw_gbps": 300}})
     assert rc == 0 and data["status"] == "pass", out[-4000:]
     fabric = dict((r["node"], r) for r in records(data, "nccl") if r["node"].startswith("fabric"))
     assert sorted(fabric) == ["fabric:a100-sxm4-40gb", "fabric:h100-80gb-hbm3"], fabric
@@ -79,7 +79,7 @@ def test_two_gpu_models_are_two_fabric_groups(tmp_path):
     # every NCCL run that ran is over one node type: no series over both nodes
     assert sorted(s["label"] for s in data["series"]) == sorted(GPU_NODES)
     # one group on purpose: one fabric run over both (named fabric), gated as before
-    rc, out, data, dummy = playbook(tmp_path / "one", {"validate_nccl_fabric": {"group": "sim"}})
+    rc, out, data, dummy = playbook(tmp_path / "one", {"validate_nccl_multinode": {"group": "sim"}})
     runs = [r for r in records(data, "nccl") if r["node"] == "fabric"]
     assert runs and all(r.get("hosts") == GPU_NODES for r in runs), runs
 

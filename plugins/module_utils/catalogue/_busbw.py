@@ -153,7 +153,7 @@ TWO_NODE_FIGURES = {
 # Algorithms a curve is stated for, and what a run's NCCL_ALGO reads as (``algorithm_of``).
 CURVE_ALGORITHMS = ("nvls", "ring", "pcie")
 ALGORITHMS = ("auto", "nvls", "ring", "tree", "other")
-# The topology keys of earlier releases (role variables validate_nccl_node.topology, validate_nccl_fabric.topology, the
+# The topology keys of earlier releases (role variables validate_nccl_node.topology, validate_nccl_multinode.topology, the
 # health check's nccl_topology, keys of validate_nccl_settings.gate_curves/validate_nccl_settings.thresholds): still accepted. A one-node
 # key names the curve it meant (the nvlink-8 keys were Ring curves); an ib-* key is the per-NIC network curve.
 LEGACY_KEYS = {

@@ -955,7 +955,7 @@ def _resolve_gate(opts):
     if opts["min_busbw_gbps"] is not None:
         return {"kind": "flat", "threshold": float(opts["min_busbw_gbps"]), "source": "min_busbw_gbps", "name": "min_busbw_gbps",
                 "curve": {"id": "min_busbw_gbps", "source": "the site's flat threshold min_busbw_gbps (validate_nccl_node.min_busbw_gbps or "
-                                                            "validate_nccl_fabric.min_busbw_gbps): %s GB/s, the mean busbw from 1 GiB up"
+                                                            "validate_nccl_multinode.min_busbw_gbps): %s GB/s, the mean busbw from 1 GiB up"
                                                             % opts["min_busbw_gbps"]}}
     topology = opts["topology"]
     if topology is not None and (topology in opts["overrides"] or topology in opts["gate_curves"]):

@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Where the validate role builds nccl-tests: once per node type, not on every node (pure logic).
 
-A node's type is the one its NCCL runs go by (``_validation_nccl.fabric_groups``): ``validate_nccl_fabric.group`` where
+A node's type is the one its NCCL runs go by (``_validation_nccl.fabric_groups``): ``validate_nccl_multinode.group`` where
 set, else its GPU model. The first node of each type (inventory order) builds; the type's other nodes get that build's
 binaries (tasks/nccl_build.yml fetches them to the Ansible controller and copies them). What makes the binary differs
 by node type, so the build settings of one type must agree: a node whose settings differ from its type's builder
@@ -35,7 +35,7 @@ def _node(index, node):
     host = require_str('%s.host' % where, node['host'])
     group = node.get('fabric_group')
     if group not in (None, ''):
-        node_type = require_match('validate_nccl_fabric.group of %s' % host, group, FABRIC_GROUP,
+        node_type = require_match('validate_nccl_multinode.group of %s' % host, group, FABRIC_GROUP,
                                   'a node type name (letters, digits, "_", ".", "+", "-"; starting with a letter or digit)')
     else:
         node_type = model_group(node.get('model'))
@@ -54,7 +54,7 @@ def build_plan(nodes):
     """Which node builds nccl-tests for each node type.
 
     ``nodes``: one entry per GPU node that builds, in inventory order: ``{host, model, fabric_group, version,
-    source_checksum, mpi, make_args}`` (``model``: the NVML name of its GPUs; ``fabric_group``: validate_nccl_fabric.group,
+    source_checksum, mpi, make_args}`` (``model``: the NVML name of its GPUs; ``fabric_group``: validate_nccl_multinode.group,
     empty or None for none). Returns ``{builders: [host, ...], types: {type: {builder, hosts}}, type_of: {host: type}}``;
     raises ``InputError`` for a malformed entry, a host named twice or a node type whose nodes give different build settings.
     """
@@ -74,7 +74,7 @@ def build_plan(nodes):
                 raise InputError(
                     'node type %s: %s is %s on %s but %s on %s; expected one value for the nodes of one type (nccl-tests is built '
                     'once per node type, on %s, and its binaries copied to the others: set it in the group_vars of the node type, '
-                    'or give the nodes different types with validate_nccl_fabric.group)'
+                    'or give the nodes different types with validate_nccl_multinode.group)'
                     % (node_type, variable, show(entry['settings'][key]), entry['builder'], show(settings[key]), host, entry['builder']))
         entry['hosts'].append(host)
         type_of[host] = node_type

@@ -81,7 +81,7 @@ STAGE_DEFAULTS = {
         'min_busbw_gbps': None,
     },
     # Per host or group (a node type's group_vars): the node type (fabric group) its multi-node runs go with, and their gate
-    'validate_nccl_fabric': {
+    'validate_nccl_multinode': {
         'group': '',
         'topology': '',
         'nics': 1,

@@ -41,7 +41,7 @@ _PLATFORM_TOPOLOGY = {'a100-nvswitch': 'a100-nvlink-8', 'h100-nvswitch': 'h100-n
 DEFAULT_ARGS = ['-b', '8', '-e', '8G', '-f', '2']
 _SAFE_ENV_KEY = re.compile(r'^[A-Za-z_][A-Za-z0-9_]*$')
 RING_NODES = 2
-# A fabric group's name (validate_nccl_fabric.group, or made from the GPU model): it goes into record names (fabric:<group>)
+# A fabric group's name (validate_nccl_multinode.group, or made from the GPU model): it goes into record names (fabric:<group>)
 FABRIC_GROUP = r'[A-Za-z0-9][A-Za-z0-9_.+-]*'
 
 
@@ -62,7 +62,7 @@ def model_group(model):
 
 def fabric_groups(nodes):
     """``[(group, [node, ...])]``: the nodes (plan nodes) by node type, in the order first met. A node's type is its
-    ``fabric_group`` (validate_nccl_fabric.group) where set, else its GPU model (``model_group``): nodes of different
+    ``fabric_group`` (validate_nccl_multinode.group) where set, else its GPU model (``model_group``): nodes of different
     GPU models never share a multi-node run or its gate."""
     groups, order = {}, []
     for node in nodes:
@@ -74,8 +74,8 @@ def fabric_groups(nodes):
     return [(group, groups[group]) for group in order]
 
 
-GROUP_GATE_KEYS = (('fabric_topology', 'validate_nccl_fabric.topology'), ('fabric_min_busbw_gbps', 'validate_nccl_fabric.min_busbw_gbps'),
-                   ('fabric_nics', 'validate_nccl_fabric.nics'))
+GROUP_GATE_KEYS = (('fabric_topology', 'validate_nccl_multinode.topology'), ('fabric_min_busbw_gbps', 'validate_nccl_multinode.min_busbw_gbps'),
+                   ('fabric_nics', 'validate_nccl_multinode.nics'))
 
 
 def group_gate(group, members, plan):
@@ -90,7 +90,7 @@ def group_gate(group, members, plan):
                 values.append((name, value))
         if len(values) > 1:
             raise ValueError('fabric group %s: %s is %r on %s but %r on %s; expected one value for the nodes of one group (set it in '
-                             'the group_vars of the node type, or put the nodes in different groups with validate_nccl_fabric.group)'
+                             'the group_vars of the node type, or put the nodes in different groups with validate_nccl_multinode.group)'
                              % (group, variable, values[0][1], values[0][0], values[1][1], values[1][0]))
         gate[key] = values[0][1] if values else plan.get(key)
     return gate
@@ -317,7 +317,7 @@ def run_curve(expect):
     if info is None:
         return {'id': NO_CURVE, 'source': 'not gated: no built-in curve for this run (GPU model, GPU count, nodes or network unknown to the '
                                           'catalogue) and no site setting (validate_nccl_node.topology, validate_nccl_settings.gate_curves, '
-                                          'validate_nccl_node.min_busbw_gbps, validate_nccl_fabric.topology)'}
+                                          'validate_nccl_node.min_busbw_gbps, validate_nccl_multinode.topology)'}
     return info
 
 
@@ -572,7 +572,7 @@ def _checked_plan(plan):
             slurm_name('nodes[%d].gres_type' % index, node['gres_type'], 'a GRES type such as h100')
         if node.get('fabric_group'):
             require_match('nodes[%d].fabric_group' % index, node['fabric_group'], FABRIC_GROUP,
-                          'a fabric group name (validate_nccl_fabric.group: letters, digits, _ . + -, such as dgx-h100)')
+                          'a fabric group name (validate_nccl_multinode.group: letters, digits, _ . + -, such as dgx-h100)')
     require_list('pairs_groups', plan.get('pairs_groups'), allow_none=True,
                  element=lambda item, value: require_str(item, value, allow_empty=True))
     if plan.get('mpi'):
@@ -711,7 +711,7 @@ def group_jobs(plan, group, members, fabric_gate, pairs=False):
             reason = 'a fabric run needs at least 2 GPU nodes, there are %d' % len(members)
         else:
             reason = ('a fabric run needs at least 2 GPU nodes of one type, fabric group %s has %d (%s); nodes of other GPU models are '
-                      'not run nor gated with it (validate_nccl_fabric.group puts nodes in one group)' % (group, len(members), ', '.join(names)))
+                      'not run nor gated with it (validate_nccl_multinode.group puts nodes in one group)' % (group, len(members), ', '.join(names)))
         job = {'name': label, 'kind': 'skip', 'check': 'all_reduce', 'reason': reason}
         if group is not None:
             job['hosts'] = names

@@ -185,7 +185,7 @@ def test_resolve_a_platform_key(key, kwargs, want):
 
 
 def test_legacy_keys_in_the_role_variables_still_gate():
-    """validate_nccl_node.topology / validate_nccl_fabric.topology with a key of earlier releases, and a site curve under an old key
+    """validate_nccl_node.topology / validate_nccl_multinode.topology with a key of earlier releases, and a site curve under an old key
     or a new curve id, as the plan of the role passes them."""
     nodes = [{'name': 'n%d' % i, 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'} for i in range(2)]
     plan = {'binary': 'arp', 'nodes': nodes, 'fabric': True, 'env': {'NCCL_DEBUG': 'INFO'}}

@@ -31,7 +31,7 @@ def node(host, model=H100, fabric_group=None, **settings):
     # two GPU models: one build each, by the first node of each in inventory order
     ([node('gpu-01', A100, mpi=False), node('gpu-02'), node('gpu-03', A100, mpi=False), node('gpu-04')], ['gpu-01', 'gpu-02'],
      {'a100-sxm4-80gb': ['gpu-01', 'gpu-03'], 'h100-80gb-hbm3': ['gpu-02', 'gpu-04']}),
-    # validate_nccl_fabric.group names the type: the same model in two groups is built twice (other make arguments)
+    # validate_nccl_multinode.group names the type: the same model in two groups is built twice (other make arguments)
     ([node('gpu-01', fabric_group='rack-a'), node('gpu-02', fabric_group='rack-b', make_args=['CUDA_HOME=/opt/cuda']),
       node('gpu-03', fabric_group='rack-a')], ['gpu-01', 'gpu-02'], {'rack-a': ['gpu-01', 'gpu-03'], 'rack-b': ['gpu-02']}),
     # ... and two models in one group are one type
@@ -58,7 +58,7 @@ def test_one_build_per_node_type(nodes, builders, types):
      "'NVCC_GENCODE=-gencode=arch=compute_90,code=sm_90'] on gpu-01 but ['CUDA_HOME=/usr/local/cuda', "
      "'NVCC_GENCODE=-gencode=arch=compute_80,code=sm_80'] on gpu-02; expected one value for the nodes of one type (nccl-tests is "
      "built once per node type, on gpu-01, and its binaries copied to the others: set it in the group_vars of the node type, or "
-     "give the nodes different types with validate_nccl_fabric.group)"),
+     "give the nodes different types with validate_nccl_multinode.group)"),
     ([node('gpu-01'), node('gpu-02'), node('gpu-03', mpi=False)],
      "node type h100-80gb-hbm3: validate_nccl_build.mpi is True on gpu-01 but False on gpu-03;"),
     ([node('gpu-01'), node('gpu-02', version='2.18.3')], "validate_nccl_build.version is '2.19.6' on gpu-01 but '2.18.3' on gpu-02;"),
@@ -66,7 +66,7 @@ def test_one_build_per_node_type(nodes, builders, types):
      "validate_nccl_build.source_checksum is 'sha256:85c6' on gpu-01 but 'sha256:0000' on gpu-02;"),
     ([node('gpu-01'), node('gpu-01')], "nodes[1].host is 'gpu-01', expected each host once (it is also nodes[0])"),
     ([node('gpu-01', fabric_group='../x')],
-     "validate_nccl_fabric.group of gpu-01 is '../x', expected a node type name (letters, digits, \"_\", \".\", \"+\", \"-\"; "
+     "validate_nccl_multinode.group of gpu-01 is '../x', expected a node type name (letters, digits, \"_\", \".\", \"+\", \"-\"; "
      "starting with a letter or digit)"),
     ([node('gpu-01', mpi='maybe')], "validate_nccl_build.mpi of gpu-01 is 'maybe', expected true or false"),
     ([node('gpu-01', make_args='MPI_HOME=/usr')], "validate_nccl_build.make_args of gpu-01 is 'MPI_HOME=/usr', expected a list"),

@@ -208,7 +208,7 @@ def test_plan_jobs_two_gpu_models_are_two_fabric_groups_never_one_run():
         ('gpu-01', 'nccl'), ('gpu-02', 'nccl'), ('ctl', 'skip'), ('fabric:h100-80gb-hbm3', 'skip'), ('fabric:a100-sxm4-40gb', 'skip')]
     assert jobs[3]['hosts'] == ['gpu-01'] and jobs[4]['hosts'] == ['gpu-02']
     assert jobs[3]['reason'].startswith('a fabric run needs at least 2 GPU nodes of one type, fabric group h100-80gb-hbm3 has 1 (gpu-01)')
-    assert 'validate_nccl_fabric.group' in jobs[3]['reason']
+    assert 'validate_nccl_multinode.group' in jobs[3]['reason']
 
 
 DGX = [{'name': 'dgx-%02d' % i, 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'} for i in range(1, 5)]
@@ -222,7 +222,7 @@ L40S = [{'name': 'l40s-%02d' % i, 'gpus': 8, 'model': 'NVIDIA L40S'} for i in ra
     ([DGX[0], L40S[0], DGX[1], L40S[1]], {}, [('fabric:h100-80gb-hbm3', ['dgx-01', 'dgx-02']), ('fabric:l40s', ['l40s-01', 'l40s-02'])]),
     # one type: the run keeps its name
     (DGX, {}, [('fabric', [n['name'] for n in DGX])]),
-    # validate_nccl_fabric.group puts nodes of two models in one group on purpose (one run, named fabric)
+    # validate_nccl_multinode.group puts nodes of two models in one group on purpose (one run, named fabric)
     ([dict(n, fabric_group='all') for n in DGX[:2] + L40S], {}, [('fabric', ['dgx-01', 'dgx-02', 'l40s-01', 'l40s-02'])]),
     # ... or splits one model over two fabrics (two rails, two IB islands)
     ([dict(DGX[0], fabric_group='isle-a'), dict(DGX[1], fabric_group='isle-a'), dict(DGX[2], fabric_group='isle-b'),
@@ -262,9 +262,9 @@ def test_pairs_stay_inside_their_group_and_the_isolation_runs_only_the_failed_gr
 
 @pytest.mark.parametrize('nodes, message', [
     ([dict(DGX[0], fabric_topology='ib-ndr-400'), dict(DGX[1], fabric_topology='ib-hdr-200')],
-     "fabric group h100-80gb-hbm3: validate_nccl_fabric.topology is 'ib-ndr-400' on dgx-01 but 'ib-hdr-200' on dgx-02; expected one value"),
+     "fabric group h100-80gb-hbm3: validate_nccl_multinode.topology is 'ib-ndr-400' on dgx-01 but 'ib-hdr-200' on dgx-02; expected one value"),
     ([dict(DGX[0], fabric_nics=8), dict(DGX[1], fabric_nics=4)],
-     "fabric group h100-80gb-hbm3: validate_nccl_fabric.nics is 8 on dgx-01 but 4 on dgx-02"),
+     "fabric group h100-80gb-hbm3: validate_nccl_multinode.nics is 8 on dgx-01 but 4 on dgx-02"),
     ([dict(DGX[0], fabric_group='isle a'), DGX[1]], "nodes[0].fabric_group is 'isle a', expected a fabric group name"),
 ])
 def test_fabric_group_input_is_refused_naming_nodes_and_variable(nodes, message):

@@ -86,7 +86,8 @@ def test_mpi_env_and_skip_jobs(capsys):
     recs = result['records']
     assert [(r['node'], r['status']) for r in recs] == [('srun_pmi', 'pass'), ('srun_plain', 'skip'), ('pyxis', 'skip'), ('x', 'skip')]
     assert 'orte_ess_init failed' in recs[1]['reason'] and 'without PMI support' in recs[1]['reason']
-    assert recs[2]['reason'] == 'srun --mpi=pmix: pyxis not enabled (validate_node.pyxis)' or recs[2]['reason'].endswith('pyxis not enabled (validate_node.pyxis)')
+    assert recs[2]['reason'] == 'srun --mpi=pmix: pyxis not enabled (validate_node.pyxis)' or \
+        recs[2]['reason'].endswith('pyxis not enabled (validate_node.pyxis)')
     assert result['warnings_found'] == ['the job environment (env) sets OMPI_MCA_pml=^ucx, which keeps Open MPI off UCX (seed 002: srun + pyxis '
                                         'with OMPI_MCA_pml=^ucx ran all_reduce at half the mpirun bandwidth)']
 
