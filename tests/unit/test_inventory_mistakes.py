@@ -281,8 +281,6 @@ CASES = [
       "(the value is not shown)"]),
     ("munge", "two-key-sources", {ALL: {"munge_key_src": "/etc/hostname", "munge_key_b64": "c2VjcmV0" * 8}},
      [EVERY + "munge_key_b64 and munge_key_src are both set (the key is not shown)"]),
-    ("munge", "source-group-empty", {ALL: {"munge_key_source_group": "head"}},
-     [EVERY + 'munge_key_source_group "head" has no hosts in the inventory']),
     ("munge", "key-path-relative", {ALL: {"munge_key_path": "munge.key"}},
      ["dgx-[01-04],head-01,l40s-[01-02]: munge_key_path is 'munge.key', expected an absolute path"]),
     ("munge", "key-not-base64", {ALL: {"munge_key_b64": "not base64!"}},
@@ -352,7 +350,7 @@ CASES = [
     ("groups", "node-name-with-underscore", hosts_overlay({"l40s_nodes": {"hosts": {"l40s_03": None}}}),
      ["node name 'l40s_03' is not one Slurm accepts"]),
     ("groups", "two-slurmdbd-hosts", hosts_overlay({"slurmdbd": {"hosts": {"dgx-04": None}}}),
-     ['dgx-04,head-01: slurmdbd_group "slurmdbd" must hold exactly one host (where slurmdbd runs), it holds 2: head-01, dgx-04']),
+     ['dgx-04,head-01: inventory group slurmdbd must hold exactly one host (where slurmdbd runs), it holds 2: head-01, dgx-04']),
 ]
 
 KIND_COUNTS = {}

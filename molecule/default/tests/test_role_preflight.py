@@ -39,9 +39,8 @@ def run_role(tmp_path, role, children, extra_vars=None, limit=None):
 
 CASES = [
     pytest.param(
-        "munge", {"slurm_controller": hosts("localhost")}, {"munge_key_source_group": "nosuch"}, None,
-        'munge_key_source_group "nosuch" has no hosts in the inventory; name a group whose first host holds the munge key '
-        "(usually slurm_controller)",
+        "munge", {"slurm_controller": {"hosts": {}}, "slurm_compute": hosts("localhost")}, {}, None,
+        "inventory group slurm_controller has no hosts; its first host holds the munge key",
         id="munge-no-source-host"),
     pytest.param(
         "munge", {"slurm_controller": hosts("localhost")}, {"munge_key_b64": "not base64!"}, None,

@@ -52,21 +52,28 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology
 
 COLLECTION = 'gpucluster.bringup'
 
+# The inventory groups, fixed: the playbooks run on them and the roles read them (README, "Using it on a real cluster").
+CONTROLLER_GROUP = 'slurm_controller'
+COMPUTE_GROUP = 'slurm_compute'
+GPU_GROUP = 'gpu_nodes'
+LOGIN_GROUP = 'slurm_login'
+SLURMDBD_GROUP = 'slurmdbd'
+
 # The roles of site.yml and the inventory groups each runs on (the playbooks
 # slurm_munge.yml, nvml.yml, mig_layout.yml, accounting.yml, slurm_cluster.yml, enroot.yml).
 SITE_ROLES = (
-    ('munge', ('slurm_controller', 'slurm_compute', 'slurmdbd', 'slurm_login')),
-    ('nvml', ('gpu_nodes',)),
-    ('mig', ('gpu_nodes',)),
-    ('slurmdbd', ('slurmdbd',)),
-    ('slurm_healthcheck', ('slurm_compute',)),
-    ('slurm', ('slurm_controller', 'slurm_compute', 'slurm_login')),
-    ('enroot', ('slurm_controller', 'slurm_compute', 'slurm_login')),
-    ('pyxis', ('slurm_controller', 'slurm_compute', 'slurm_login')),
+    ('munge', (CONTROLLER_GROUP, COMPUTE_GROUP, SLURMDBD_GROUP, LOGIN_GROUP)),
+    ('nvml', (GPU_GROUP,)),
+    ('mig', (GPU_GROUP,)),
+    ('slurmdbd', (SLURMDBD_GROUP,)),
+    ('slurm_healthcheck', (COMPUTE_GROUP,)),
+    ('slurm', (CONTROLLER_GROUP, COMPUTE_GROUP, LOGIN_GROUP)),
+    ('enroot', (CONTROLLER_GROUP, COMPUTE_GROUP, LOGIN_GROUP)),
+    ('pyxis', (CONTROLLER_GROUP, COMPUTE_GROUP, LOGIN_GROUP)),
 )
 
 _SECRET_WORDS = ('pass', 'key', 'secret', 'token', 'credential')
-# names that hold where or who, never the secret itself (munge_key_path, munge_key_source_group)
+# names that hold where or who, never the secret itself (munge_key_path, munge_key_src)
 _NOT_SECRET_SUFFIXES = ('_path', '_group', '_dir', '_user', '_src')
 _BOOL_TRUE = frozenset(['y', 'yes', 'on', '1', 'true', 't', '1.0'])
 _BOOL_FALSE = frozenset(['n', 'no', 'off', '0', 'false', 'f', '0.0'])
@@ -281,10 +288,8 @@ def _munge(host, values, groups, controller_file=None):
     # (an absolute path only: a relative one is found by the role's file lookup, whose search path differs by play)
     if isinstance(src, str) and src.startswith('/') and controller_file is not None:
         problems.extend(munge_key_file_errors(src, controller_file(src)))
-    group = values.get('munge_key_source_group')
-    if isinstance(group, str) and not _hosts_of(groups, group):
-        problems.append('munge_key_source_group "%s" has no hosts in the inventory; name a group whose first host holds the munge key '
-                        '(usually slurm_controller)' % group)
+    if not _hosts_of(groups, CONTROLLER_GROUP):
+        problems.append('inventory group %s has no hosts; its first host holds the munge key' % CONTROLLER_GROUP)
     if isinstance(values.get('munge_key_b64'), str):
         problems.extend(munge_key_errors(values['munge_key_b64']))
     return problems
@@ -310,25 +315,20 @@ def _mig(host, values, groups):
     problems = ['layout %s entry %d is %s; expected a dictionary {gpu, model, mig, instances}' % (show(layout), index, show(entry))
                 for index, entry in enumerate(gpus) if not isinstance(entry, dict)]
     integration = values.get('mig_slurm_integration')
-    compute = values.get('mig_slurm_compute_group')
-    controller = values.get('mig_slurm_controller_group')
-    if _flag(integration) and isinstance(compute, str) and isinstance(controller, str):
-        if host in _hosts_of(groups, compute) and not _hosts_of(groups, controller):
-            problems.append('mig_slurm_integration is on and %s is in %s, but inventory group %s has no host to run scontrol on; '
-                            'add the controller or set mig_slurm_integration: false' % (host, compute, controller))
+    if _flag(integration) and host in _hosts_of(groups, COMPUTE_GROUP) and not _hosts_of(groups, CONTROLLER_GROUP):
+        problems.append('mig_slurm_integration is on and %s is in %s, but inventory group %s has no host to run scontrol on; '
+                        'add the controller or set mig_slurm_integration: false' % (host, COMPUTE_GROUP, CONTROLLER_GROUP))
     return problems
 
 
 def _slurmdbd(host, values, groups):
     problems = []
-    group = values.get('slurmdbd_group')
-    if isinstance(group, str):
-        members = _hosts_of(groups, group)
-        if len(members) != 1:
-            problems.append('slurmdbd_group "%s" must hold exactly one host (where slurmdbd runs), it holds %d%s'
-                            % (group, len(members), (': ' + ', '.join(members)) if members else ''))
-        elif host != members[0]:
-            problems.append('run %s.slurmdbd on the slurmdbd host %s (group %s), not on %s' % (COLLECTION, members[0], group, host))
+    members = _hosts_of(groups, SLURMDBD_GROUP)
+    if len(members) != 1:
+        problems.append('inventory group %s must hold exactly one host (where slurmdbd runs), it holds %d%s'
+                        % (SLURMDBD_GROUP, len(members), (': ' + ', '.join(members)) if members else ''))
+    elif host != members[0]:
+        problems.append('run %s.slurmdbd on the slurmdbd host %s (group %s), not on %s' % (COLLECTION, members[0], SLURMDBD_GROUP, host))
     password = values.get('slurmdbd_storage_pass')
     if isinstance(password, str) and password and (len(password) < 8 or re.search(r'[#\s"\'\\]', password)):
         problems.append('slurmdbd_storage_pass must be empty (a password is generated and kept on the slurmdbd host) or, from Ansible Vault, '
@@ -480,20 +480,18 @@ def _partition_nodes_problems(index, name, nodes):
 
 
 def login_problems(host, values, groups):
-    """A login node (slurm_login_group, optional) runs the client commands only: it may not also be the controller or a
+    """A login node (inventory group slurm_login, optional) runs the client commands only: it may not also be the controller or a
     compute node (the slurm role would install and start slurmctld or slurmd there too). Its name is not a Slurm node
     name, so any inventory host name is valid; it needs no GPU (the GPU group's hosts must be compute hosts already)."""
-    group = values.get('slurm_login_group')
-    if not isinstance(group, str) or host not in _hosts_of(groups, group):
+    if host not in _hosts_of(groups, LOGIN_GROUP):
         return []
     problems = []
-    for option, what in (('slurm_controller_group', 'the controller (slurmctld)'), ('slurm_compute_group', 'a compute node (slurmd)')):
-        other = values.get(option)
-        if isinstance(other, str) and other != group and host in _hosts_of(groups, other):
-            problems.append('slurm_login_group is %s and this host is also in %s %s, %s; expected a login node in %s only '
+    for other, what, role in ((CONTROLLER_GROUP, 'the controller (slurmctld)', 'controller'),
+                              (COMPUTE_GROUP, 'a compute node (slurmd)', 'compute node')):
+        if host in _hosts_of(groups, other):
+            problems.append('this host is in inventory groups %s and %s, %s; expected a login node in %s only '
                             '(client commands, no Slurm daemon): take it out of one of the two groups (the %s can submit '
-                            'jobs already)' % (show(group), option, show(other), what, show(group),
-                                               'controller' if option == 'slurm_controller_group' else 'compute node'))
+                            'jobs already)' % (LOGIN_GROUP, other, what, LOGIN_GROUP, role))
     return problems
 
 
@@ -508,7 +506,7 @@ def _slurm(host, values, groups, controller_file=None):
         problems.append('slurm_pam_slurm_adopt needs slurm_cgroup_enabled (proctrack/cgroup and task/cgroup hold the adopted ssh sessions); '
                         'slurm_cgroup_enabled is false here')
     if values.get('slurm_gres_autodetect') == 'nvml' and convert(values.get('slurm_gres_enabled'), 'bool') == (False, True) \
-            and host in _hosts_of(groups, values.get('slurm_gpu_group')):
+            and host in _hosts_of(groups, GPU_GROUP):
         problems.append('slurm_gres_autodetect is nvml but slurm_gres_enabled is false on this GPU node: the Gres= of its slurm.conf line comes from '
                         'the GRES facts, so Slurm would ignore the GPUs AutoDetect finds; set slurm_gres_enabled: true or '
                         "slurm_gres_autodetect: 'off'")

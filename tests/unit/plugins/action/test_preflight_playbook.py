@@ -77,8 +77,7 @@ INVENTORY_CASES = [
     pytest.param(
         {"slurm_compute": hosts("n1")},
         ["inventory group slurm_controller is missing: put exactly one host in it (slurmctld runs there)",
-         'n1: munge_key_source_group "slurm_controller" has no hosts in the inventory; name a group whose first host holds the '
-         "munge key (usually slurm_controller) (role gpucluster.bringup.munge)"],
+         'n1: inventory group slurm_controller has no hosts; its first host holds the munge key (role gpucluster.bringup.munge)'],
         id="no-controller"),
     pytest.param(
         {"slurm_controller": hosts("c1")},
@@ -138,10 +137,9 @@ ROLE_CASES = [
         id="secrets-named-not-shown"),
     pytest.param(
         cluster(gpu_vars={"slurm_memory_reserve_mb": "2G"}, host_vars={"gpu-02": {"slurm_gres_sharing": "shards"},
-                                                                       "ctl": {"munge_key_source_group": "nosuch"}}),
+                                                                       "ctl": {"munge_key_path": "munge.key"}}),
         ["gpu-[01-02]: slurm_memory_reserve_mb is '2G'; expected a whole number (role gpucluster.bringup.slurm)", SHARING,
-         'ctl: munge_key_source_group "nosuch" has no hosts in the inventory; name a group whose first host holds the munge key '
-         "(usually slurm_controller) (role gpucluster.bringup.munge)"],
+         "ctl: munge_key_path is 'munge.key', expected an absolute path "],
         id="all-hosts-all-problems-in-one-failure"),
     pytest.param(
         cluster(host_vars={"gpu-02": {"slurm_cluster_name": "{{ [1, 2] }}", "pyxis_container_scope": "{{ 'no' + 'de' }}"}}),

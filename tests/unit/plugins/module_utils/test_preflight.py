@@ -112,9 +112,6 @@ BAD = [
                   'gpucluster.bringup.nvidia_mig)'], id='mig-layout-empty'),
     pytest.param('mig', dict(mig_layout='all-1g', mig_layouts_custom=[]), ['mig_layouts_custom is []; expected a dictionary'],
                  id='mig-custom-type'),
-    pytest.param('munge', dict(munge_key_source_group='nosuch'),
-                 ['munge_key_source_group "nosuch" has no hosts in the inventory; name a group whose first host holds the munge key '
-                  '(usually slurm_controller)'], id='munge-no-source-host'),
     pytest.param('munge', dict(munge_key_b64='c2hvcnQ='),
                  ['munge_key_b64 decodes to 5 bytes; munged needs at least 32 (mungekey --create makes 1024)'], id='munge-short-key'),
     pytest.param('slurmdbd', dict(slurmdbd_storage_loc='acct-db', slurmdbd_storage_user_host='a b'),
@@ -165,9 +162,15 @@ def test_mig_needs_a_controller_for_slurm_integration():
     assert problems('mig', groups=groups, mig_layout='all-1g', mig_slurm_integration=False) == []
 
 
+def test_the_munge_key_source_is_the_controller_group():
+    assert problems('munge', groups=dict(GROUPS, slurm_controller=[])) == [
+        'inventory group slurm_controller has no hosts; its first host holds the munge key']
+    assert problems('munge') == []
+
+
 def test_slurmdbd_group_must_hold_one_host():
     assert problems('slurmdbd', groups=dict(GROUPS, slurmdbd=['a', 'b']), host='a') == [
-        'slurmdbd_group "slurmdbd" must hold exactly one host (where slurmdbd runs), it holds 2: a, b']
+        'inventory group slurmdbd must hold exactly one host (where slurmdbd runs), it holds 2: a, b']
 
 
 def test_slurmdbd_runs_on_the_slurmdbd_host():
@@ -281,7 +284,7 @@ def test_secrets_are_named_never_shown(role, changes, expected):
     ('munge_key_b64', {'no_log': True}, True),
     ('anything', {'no_log': True}, True),
     ('munge_key_path', {}, False),
-    ('munge_key_source_group', {}, False),
+    ('munge_key_src', {}, False),
     ('slurm_gres_sharing', {}, False),
 ])
 def test_is_secret(name, spec, secret):

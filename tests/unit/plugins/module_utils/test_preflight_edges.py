@@ -213,7 +213,7 @@ def test_check_values_sorted_by_option_and_only_given_ones():
 
 @pytest.mark.parametrize('role, host, groups, changes, expected', [
     # munge
-    ('munge', 'gpu-02', None, dict(munge_key_source_group='slurm_controller', munge_key_b64=''), []),
+    ('munge', 'gpu-02', None, dict(munge_key_b64=''), []),
     # mig: the catalogue, its entries, the controller for the Slurm integration
     ('mig', 'gpu-02', None, dict(mig_layout='x', mig_layouts={}, mig_layouts_custom={}),
      ['mig_layout is \'x\', not a layout of mig_layouts or mig_layouts_custom; valid layouts: none (or "" to leave MIG alone)']),
@@ -229,9 +229,9 @@ def test_check_values_sorted_by_option_and_only_given_ones():
      dict(mig_layout='site', mig_layouts={'site': [{'gpu': 0}]}, mig_slurm_integration='no'), []),
     # slurmdbd: the group, the password length (8 is enough), the names, the entries of qos/accounts/users
     ('slurmdbd', 'ctl', dict(GROUPS, slurmdbd=[]), {},
-     ['slurmdbd_group "slurmdbd" must hold exactly one host (where slurmdbd runs), it holds 0']),
+     ['inventory group slurmdbd must hold exactly one host (where slurmdbd runs), it holds 0']),
     ('slurmdbd', 'ctl', {'all': ['ctl']}, {},
-     ['slurmdbd_group "slurmdbd" must hold exactly one host (where slurmdbd runs), it holds 0']),
+     ['inventory group slurmdbd must hold exactly one host (where slurmdbd runs), it holds 0']),
     ('slurmdbd', 'ctl', None, dict(slurmdbd_storage_pass='abcdefgh'), []),
     ('slurmdbd', 'ctl', None, dict(slurmdbd_storage_pass='abcdefg'),
      ['slurmdbd_storage_pass must be empty (a password is generated and kept on the slurmdbd host) or, from Ansible Vault, at '
@@ -294,11 +294,9 @@ def test_role_rules(role, host, groups, changes, expected):
 
 @pytest.mark.parametrize('role, values, groups, expected', [
     # the inventory groups may be missing altogether
-    ('munge', {'munge_key_source_group': 'slurm_controller'}, None,
-     ['munge_key_source_group "slurm_controller" has no hosts in the inventory; name a group whose first host holds the munge key '
-      '(usually slurm_controller)']),
-    ('slurmdbd', {'slurmdbd_group': 'slurmdbd'}, [],
-     ['slurmdbd_group "slurmdbd" must hold exactly one host (where slurmdbd runs), it holds 0']),
+    ('munge', {}, None, ['inventory group slurm_controller has no hosts; its first host holds the munge key']),
+    ('slurmdbd', {}, [],
+     ['inventory group slurmdbd must hold exactly one host (where slurmdbd runs), it holds 0']),
     # the MIG rule needs both catalogues (the action leaves out what it cannot template)
     ('mig', {'mig_layout': 'x', 'mig_layouts': {}}, GROUPS, []),
     ('mig', {'mig_layout': 'x', 'mig_layouts_custom': {}}, GROUPS, []),

@@ -1,7 +1,7 @@
 """_preflight: the shape rule of the login nodes (inventory group slurm_login, issue 44 item 6).
 
-A login node runs the Slurm client commands only. The slurm role's preflight refuses a host of its
-slurm_login_group that is also the controller or a compute node (the role would start slurmctld or slurmd there
+A login node runs the Slurm client commands only. The slurm role's preflight refuses a host of the
+(fixed) inventory group slurm_login that is also the controller or a compute node (the role would start slurmctld or slurmd there
 too); a login node's name is no Slurm node name, and it needs no GPU. The group is optional: empty or absent,
 nothing changes. The specs and defaults are the roles' real files.
 """
@@ -40,9 +40,10 @@ def _problems(host, groups, **changes):
     return pf.role_problems('slurm', host, OPTIONS, _values(**changes), groups)
 
 
-def test_the_login_group_is_an_option_of_the_slurm_role_with_its_default():
-    assert OPTIONS['slurm_login_group'] == dict(OPTIONS['slurm_login_group'], type='str', default='slurm_login')
-    assert _load('defaults/main.yml')['slurm_login_group'] == 'slurm_login'
+def test_the_group_names_are_fixed_not_role_variables():
+    assert pf.LOGIN_GROUP == 'slurm_login'
+    assert not [name for name in OPTIONS if name.endswith('_group')]
+    assert not [name for name in _load('defaults/main.yml') if name.endswith('_group')]
 
 
 @pytest.mark.parametrize('groups', [
@@ -57,14 +58,14 @@ def test_a_valid_login_group_gives_no_problem(groups, host):
 
 
 @pytest.mark.parametrize('host, groups, other, what', [
-    ('gpu-01', _groups(slurm_login=['login', 'gpu-01']), 'slurm_compute_group', 'a compute node (slurmd)'),
-    ('ctl', _groups(slurm_login=['ctl']), 'slurm_controller_group', 'the controller (slurmctld)'),
+    ('gpu-01', _groups(slurm_login=['login', 'gpu-01']), 'slurm_login and slurm_compute', 'a compute node (slurmd)'),
+    ('ctl', _groups(slurm_login=['ctl']), 'slurm_login and slurm_controller', 'the controller (slurmctld)'),
 ])
 def test_a_login_node_that_is_also_the_controller_or_a_compute_node_is_refused(host, groups, other, what):
     found = _problems(host, groups)
     assert len(found) == 1, found
     line = found[0]
-    for fragment in ("slurm_login_group is 'slurm_login'", other, what, "expected a login node in 'slurm_login' only",
+    for fragment in ('this host is in inventory groups', other, what, 'expected a login node in slurm_login only',
                      'take it out of one of the two groups'):
         assert fragment in line, (fragment, line)
     # the group's other hosts are fine
@@ -76,22 +77,19 @@ def test_a_login_node_that_is_also_the_controller_or_a_compute_node_is_refused(h
 def test_a_login_node_in_a_gpu_node_and_compute_group_is_refused_once():
     groups = _groups(slurm_login=['gpu-02'])
     found = _problems('gpu-02', groups)
-    assert len(found) == 1 and 'slurm_compute_group' in found[0], found
+    assert len(found) == 1 and 'slurm_login and slurm_compute' in found[0], found
 
 
-def test_the_rule_follows_renamed_groups():
+def test_other_groups_do_not_count():
     groups = dict(_groups(), submit=['head'], ctl_group=['head'])
-    found = _problems('head', groups, slurm_login_group='submit', slurm_controller_group='ctl_group')
-    assert len(found) == 1 and "slurm_login_group is 'submit'" in found[0] and "slurm_controller_group 'ctl_group'" in found[0], found
-    # the default group name no longer counts
-    assert _problems('ctl', _groups(slurm_login=['ctl']), slurm_login_group='submit') == []
+    assert _problems('head', groups) == []
 
 
 def test_the_report_names_the_host_and_the_role():
     groups = _groups(slurm_login=['gpu-01', 'gpu-02'])
     problems = [(host, 'slurm', line) for host in ('gpu-01', 'gpu-02') for line in _problems(host, groups)]
     lines = pf.report([], problems)
-    assert len(lines) == 1 and lines[0].startswith('gpu-[01-02]: slurm_login_group is ') and \
+    assert len(lines) == 1 and lines[0].startswith('gpu-[01-02]: this host is in inventory groups slurm_login and slurm_compute') and \
         lines[0].endswith('(role gpucluster.bringup.slurm)'), lines
 
 

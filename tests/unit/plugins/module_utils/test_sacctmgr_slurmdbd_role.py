@@ -33,9 +33,6 @@ PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 GOOD_PASS = 'Vaulted-Pass-2026'
 
 CASES = {
-    'two_hosts': ('dbd1', 'preflight', {'slurmdbd_group': 'two_dbd'},
-                  preflight_failure('dbd1', 'slurmdbd', 'slurmdbd_group "two_dbd" must hold exactly one host (where slurmdbd runs), it holds 2: '
-                                    'dbd1, dbd2')),
     'wrong_host': ('dbd2', 'preflight', {},
                    preflight_failure('dbd2', 'slurmdbd', 'run gpucluster.bringup.slurmdbd on the slurmdbd host dbd1 (group slurmdbd), not on dbd2')),
     'no_password_is_generated': ('dbd1', 'preflight', {'slurmdbd_storage_pass': ''}, 'ok'),
@@ -75,7 +72,7 @@ def results(tmp_path_factory):
     inventory = {'all': {'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable,
                                   'slurmdbd_storage_pass': GOOD_PASS},
                          'children': {'slurmdbd': {'hosts': {'dbd1': None}},
-                                      'two_dbd': {'hosts': {'dbd1': None, 'dbd2': None}}}}}
+                                      'other': {'hosts': {'dbd2': None}}}}}
     plays = []
     for name, (host, tasks, variables, _expected) in CASES.items():
         plays.append({
