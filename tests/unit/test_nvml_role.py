@@ -48,7 +48,7 @@ def playbook(tmp_path, extra):
     # (the node baseline after the bindings has its own tests: test_gpu_baseline*.py, molecule test_fleet_health.py)
     values = dict({'_nvml_pip_target': str(tmp_path / 'target'), '_nvml_pip_cache': str(tmp_path / 'cache'),
                    '_nvml_pip_packages': [], '_nvml_python': sys.executable, 'ansible_facts': {'os_family': 'Debian'},
-                   'nvml_baseline_checks': []}, **extra)
+                   'nvml_baseline': {'checks': []}}, **extra)
     (tmp_path / 'vars.json').write_text(json.dumps(values))
     env = dict((k, v) for k, v in os.environ.items() if not k.startswith('ANSIBLE_'))
     env.update(ANSIBLE_COLLECTIONS_PATH=os.path.join(ROOT, '.build', 'collections'), ANSIBLE_NOCOLOR='1',

@@ -7,7 +7,7 @@
 SchedMD's slurm-smd packages create no user; Debian's create ``slurm`` with uid and gid 64030 (Debian's allocated
 id: slurm-wlm-basic-plugins' postinst runs ``adduser --system --group --uid 64030``, Debian 13 also ships
 ``sysusers.d`` ``u! slurm 64030``). The slurm and slurmdbd roles create the user before any package, with
-``slurm_user_uid``/``slurm_user_gid`` (``slurmdbd_user_uid``/``slurmdbd_user_gid``), default 64030: a cluster that
+``slurm_user_uid``/``slurm_user_gid`` (the slurm and slurmdbd roles), default 64030: a cluster that
 switches from Debian's packages to SchedMD's keeps its ids, and a Debian package installed later finds the user there.
 
 :func:`check_ids` checks the values; :func:`host_problem` compares them with a host's passwd and group databases

@@ -63,8 +63,8 @@ def test_no_problem(changes):
      'slurm_user', 'slurm_user_uid differs between the hosts (64030 on ctl, gpu-01; 1001 on gpu-02), expected one value for every host'),
     ({'spread': {'ctl': {'uid': 64030, 'gid': 64030}, 'gpu-01': {'uid': 64030, 'gid': 7}}},
      'slurm_user', 'slurm_user_gid differs between the hosts (64030 on ctl; 7 on gpu-01)'),
-    ({'passwd_by_name': {'slurm': ['x', '1001', '1001', '', '/home/slurm', '/bin/bash']}}, 'slurmdbd_user',
-     'slurmdbd_user_uid is 64030, but on gpu-01 the user slurm already has uid 1001 (gid 1001), expected 1001: set slurmdbd_user_uid'),
+    ({'passwd_by_name': {'slurm': ['x', '1001', '1001', '', '/home/slurm', '/bin/bash']}}, 'slurm_user',
+     'slurm_user_uid is 64030, but on gpu-01 the user slurm already has uid 1001 (gid 1001), expected 1001: set slurm_user_uid'),
 ])
 def test_problem(changes, prefix, message):
     assert message in slurm_user.slurm_user_problem(facts(**changes), prefix)
