@@ -84,6 +84,11 @@ def slurm_settings_lines(settings, overrides=None):
     return conf.render_pairs(conf.merge_settings(settings, overrides or {}))
 
 
+def slurm_settings(settings, overrides=None):
+    """Settings updated with overrides (keys case-insensitive, null removes) as a dictionary, in the settings' spelling."""
+    return conf.settings_dict(settings, overrides or {})
+
+
 def slurm_task_prolog_needs(hosts, hostvars, gpu_hosts, defaults):
     """The compute nodes that need the TaskProlog and why (``[[host, reason]]``): each node's inventory values of
     slurm_task_prolog_uuids, slurm_gres_autodetect, slurm_gres_sharing and slurm_hooks_shipped, else ``defaults``
@@ -295,7 +300,7 @@ class FilterModule(object):
 
     def filters(self):
         return dict((func.__name__, _wrap(func)) for func in (
-            slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_gres_errors,
+            slurm_parse_slurmd_c, slurm_conf_lines, slurm_settings_lines, slurm_settings, slurm_gres_errors,
             slurm_change_actions, slurm_unreachable_nodes, slurm_conf_kept_nodes, slurm_hook_files, slurm_version_behaviour,
             slurm_upgrade_problem, slurm_gres_conf_lines, slurm_upgrade_plan, slurm_upgrade_packages, slurm_upgrade_plan_files,
             slurm_upgrade_host_files,

@@ -83,7 +83,7 @@ def test_slurm_conf_has_accounting_and_the_health_check_and_is_the_same_everywhe
     assert settings["AccountingStorageHost"] == DBD
     assert settings["ClusterName"] == INVENTORY_VARS["slurm_cluster_name"]
     assert settings["PriorityType"] == "priority/multifactor"
-    assert settings["PriorityWeightFairshare"] == str(INVENTORY_VARS["slurmdbd_priority_settings"]["PriorityWeightFairshare"])
+    assert settings["PriorityWeightFairshare"] == str(INVENTORY_VARS["slurmdbd_accounting"]["PriorityWeightFairshare"])
     assert set(settings["AccountingStorageEnforce"].split(",")) >= {"associations", "limits", "qos"}
     assert settings["HealthCheckProgram"] == HEALTHCHECK
     # every GPU type the nodes declare is accounted (whole GPUs and the MIG profile of gpu-01)

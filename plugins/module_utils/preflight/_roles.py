@@ -321,6 +321,25 @@ def _mig(host, values, groups):
     return problems
 
 
+def _slurmdbd_conf_problems(conf):
+    """slurmdbd_conf's keys the role reads: the database and account names, the port, never the password."""
+    if not isinstance(conf, dict):
+        return []
+    problems = []
+    for key, value in sorted(conf.items(), key=lambda item: str(item[0]).lower()):
+        name = 'slurmdbd_conf.%s' % key
+        lower = str(key).lower()
+        if lower == 'storagepass':
+            problems.append('%s: set the database password with slurmdbd_storage_pass (the value is not shown)' % name)
+        elif lower in ('storageloc', 'storageuser') and (not isinstance(value, str) or not _DB_NAME.match(value)):
+            problems.append("%s is %s; use letters, digits and '_'" % (name, show(value)))
+        elif lower == 'storageport':
+            number, ok = convert(value, 'int')
+            if not ok or not 1 <= number <= 65535:
+                problems.append('%s is %s; expected %s' % (name, show(value), _range_text('int', 1, 65535, 'a TCP port')))
+    return problems
+
+
 def _slurmdbd(host, values, groups):
     problems = []
     members = _hosts_of(groups, SLURMDBD_GROUP)
@@ -334,16 +353,15 @@ def _slurmdbd(host, values, groups):
         problems.append('slurmdbd_storage_pass must be empty (a password is generated and kept on the slurmdbd host) or, from Ansible Vault, '
                         "at least 8 characters without spaces, quotes, backslashes or '#' (slurmdbd.conf cannot hold them); "
                         'the value is not shown')
-    for name in ('slurmdbd_storage_loc', 'slurmdbd_storage_user'):
-        value = values.get(name)
-        if isinstance(value, str) and not _DB_NAME.match(value):
-            problems.append("%s is %s; use letters, digits and '_'" % (name, show(value)))
+    problems.extend(_slurmdbd_conf_problems(values.get('slurmdbd_conf')))
+    accounting = values.get('slurmdbd_accounting')
+    for key, value in sorted(accounting.items(), key=lambda item: str(item[0])) if isinstance(accounting, dict) else ():
+        number, ok = convert(value, 'int')
+        if str(key).lower() == 'jobacctgatherfrequency' and value is not None and (not ok or number < 0):
+            problems.append('slurmdbd_accounting.%s is %s; expected %s' % (key, show(value), _range_text('int', 0, None, 'seconds; 0 turns the sampling off')))
     value = values.get('slurmdbd_storage_user_host')
     if isinstance(value, str) and not _DB_HOST.match(value):
         problems.append("slurmdbd_storage_user_host is %s; expected a host name, an address or '%%'" % show(value))
-    overrides = values.get('slurmdbd_conf_overrides')
-    if isinstance(overrides, dict) and any(str(k).lower() == 'storagepass' for k in overrides):
-        problems.append('slurmdbd_conf_overrides sets StoragePass; set the database password with slurmdbd_storage_pass (the value is not shown)')
     for name in ('slurmdbd_qos', 'slurmdbd_accounts', 'slurmdbd_users'):
         entries = values.get(name)
         if isinstance(entries, list):
@@ -624,9 +642,7 @@ _RANGES = {
     'mig_drain_poll': ('int', 1, None, 'seconds between job checks'),
     'mig_register_timeout': ('int', 1, None, 'seconds to wait for the node to register'),
     'slurmdbd_port': ('int', 1, 65535, 'a TCP port'),
-    'slurmdbd_storage_port': ('int', 1, 65535, 'a TCP port'),
     'slurmdbd_wait_timeout': ('int', 1, None, 'seconds to wait for slurmdbd'),
-    'slurmdbd_job_acct_gather_frequency': ('int', 0, None, 'seconds; 0 turns the sampling off'),
     'slurm_healthcheck_interval': ('int', 0, None, 'seconds; 0 never runs the check'),
     'slurm_healthcheck_ecc_uncorrected_max': ('int', 0, None, 'errors; null does not check ECC'),
     'slurm_healthcheck_resume_after_passes': ('int', 1, None, 'passing runs in a row'),

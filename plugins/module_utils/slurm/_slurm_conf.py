@@ -241,6 +241,14 @@ def merge_settings(defaults, overrides=None):
     return _apply(pairs, overrides or {}, 'slurm.conf setting', sort_new=True)
 
 
+def settings_dict(defaults, overrides=None):
+    """:func:`merge_settings` as a dictionary whose keys the defaults have keep the defaults' spelling
+    (``storageloc: x`` over ``StorageLoc`` gives ``{'StorageLoc': 'x'}``), so a role reads one key whatever case the
+    admin wrote."""
+    spelling = dict((key.lower(), key) for key in defaults) if isinstance(defaults, dict) else {}
+    return dict((spelling.get(key.lower(), key), value) for key, value in merge_settings(defaults, overrides))
+
+
 def combine_settings(dicts):
     """Dictionaries of slurm.conf keys merged in order into one: a later key replaces an earlier one in any case.
 

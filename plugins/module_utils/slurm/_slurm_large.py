@@ -97,7 +97,7 @@ NOT_SET = (
     ('MinJobAge', 'a high-throughput setting (many short jobs), not a size one: the guide "If a high throughput of jobs is '
                   'anticipated ... configure MinJobAge to the smallest interval practical"; the role keeps 300'),
     ('JobAcctGatherFrequency', 'the guide suggests 300 on large clusters that gather accounting; the key is the slurmdbd '
-                               'role\'s (slurmdbd_job_acct_gather_frequency)'),
+                               'role\'s (slurmdbd_accounting.JobAcctGatherFrequency)'),
     ('SelectType', 'the guide prefers select/linear for scale; GPU GRES need select/cons_tres, which the role keeps'),
     ('txqueuelen', 'the guide: 4096 "has been found to work well for one site"; per network interface, left to the site'),
 )

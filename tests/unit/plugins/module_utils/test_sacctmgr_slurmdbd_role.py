@@ -38,10 +38,10 @@ CASES = {
     'no_password_is_generated': ('dbd1', 'preflight', {'slurmdbd_storage_pass': ''}, 'ok'),
     'short_password': ('dbd1', 'preflight', {'slurmdbd_storage_pass': 'short'}, None),
     'hash_password': ('dbd1', 'preflight', {'slurmdbd_storage_pass': 'has#hash-inside'}, None),
-    'bad_names': ('dbd1', 'preflight', {'slurmdbd_storage_loc': 'slurm-acct'},
-                  preflight_failure('dbd1', 'slurmdbd', "slurmdbd_storage_loc is 'slurm-acct'; use letters, digits and '_'")),
-    'pass_in_overrides': ('dbd1', 'preflight', {'slurmdbd_conf_overrides': {'storagepass': 'x'}},
-                          preflight_failure('dbd1', 'slurmdbd', 'slurmdbd_conf_overrides sets StoragePass; set the database password with '
+    'bad_names': ('dbd1', 'preflight', {'slurmdbd_conf': {'StorageLoc': 'slurm-acct'}},
+                  preflight_failure('dbd1', 'slurmdbd', "slurmdbd_conf.StorageLoc is 'slurm-acct'; use letters, digits and '_'")),
+    'pass_in_overrides': ('dbd1', 'preflight', {'slurmdbd_conf': {'storagepass': 'x'}},
+                          preflight_failure('dbd1', 'slurmdbd', 'slurmdbd_conf.storagepass: set the database password with '
                                             'slurmdbd_storage_pass (the value is not shown)')),
     'package_state': ('dbd1', 'preflight', {'slurmdbd_package_state': 'absent'},
                       preflight_failure('dbd1', 'slurmdbd', "slurmdbd_package_state is 'absent'; valid values: present, latest")),

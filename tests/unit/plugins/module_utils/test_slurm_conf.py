@@ -18,6 +18,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_co
     node_lines,
     node_params,
     parse_conf,
+    settings_dict,
     parse_gres_value,
     parse_slurmd_c,
     partition_lines,
@@ -365,3 +366,14 @@ def test_a_nodes_own_gres_conf():
     assert gres_conf_file_lines([node]) == ['# a', '# b'] + H100_LINES
     with pytest.raises(ValueError, match='exactly one node'):
         gres_conf_file_lines([node, node])
+
+
+@pytest.mark.parametrize('defaults, overrides, expected', [
+    ({'StorageLoc': 'slurm_acct_db', 'StoragePort': 3306}, {}, {'StorageLoc': 'slurm_acct_db', 'StoragePort': '3306'}),
+    # the admin's spelling of a key the defaults have gives way to the defaults'; a new key keeps its own
+    ({'StorageLoc': 'slurm_acct_db'}, {'storageloc': 'acct', 'PurgeJobAfter': '12months'},
+     {'StorageLoc': 'acct', 'PurgeJobAfter': '12months'}),
+    ({'StorageLoc': 'slurm_acct_db', 'DebugLevel': 'info'}, {'debuglevel': None}, {'StorageLoc': 'slurm_acct_db'}),
+])
+def test_settings_dict(defaults, overrides, expected):
+    assert settings_dict(defaults, overrides) == expected
