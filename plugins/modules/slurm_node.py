@@ -176,7 +176,7 @@ class NodeManager(object):
                 self.sleep(params['poll'])
                 jobs = self.client.jobs_on(self.name)
             if jobs:
-                raise NodeFailure('Slurm node %s still runs %d job(s) after %d s (mig_drain_timeout): %s; the MIG layout was not changed'
+                raise NodeFailure('Slurm node %s still runs %d job(s) after %d s (mig_slurm_wait.drain_timeout): %s; the MIG layout was not changed'
                                   % (self.name, len(jobs), params['timeout'], jobs_text(jobs)), node=view(node), jobs=jobs, owned=result['owned'])
         elif action == 'registered':
             node = self.registered(node, deadline, result['owned'])

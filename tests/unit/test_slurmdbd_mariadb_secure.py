@@ -74,6 +74,9 @@ def _run(tmp, state, secure):
     with open(os.path.join(ROLE, 'defaults', 'main.yml')) as handle:
         defaults = yaml.safe_load(handle)
     variables = dict((key, value) for key, value in defaults.items() if not (isinstance(value, str) and '{{' in value))
+    with open(os.path.join(ROLE, 'vars', 'main.yml')) as handle:
+        # the role's own values (the database and account of slurmdbd_conf over _slurmdbd_conf_base)
+        variables.update(yaml.safe_load(handle))
     variables.update(__slurmdbd_storage_pass='Vaulted-Pass-2026')
     if secure is not None:
         variables['slurmdbd_mariadb_secure'] = secure

@@ -638,9 +638,9 @@ def _pyxis(host, values, groups):
 # Numbers in the range a role can use: option -> (type, least, most, what the number is). ``least`` of a float is
 # exclusive (above 0), of an int inclusive. Only values of the right type are ranged (check_values names the others).
 _RANGES = {
-    'mig_drain_timeout': ('int', 0, None, 'seconds to wait for the jobs of a drained node'),
-    'mig_drain_poll': ('int', 1, None, 'seconds between job checks'),
-    'mig_register_timeout': ('int', 1, None, 'seconds to wait for the node to register'),
+    'mig_slurm_wait.drain_timeout': ('int', 0, None, 'seconds to wait for the jobs of a drained node'),
+    'mig_slurm_wait.drain_poll': ('int', 1, None, 'seconds between job checks'),
+    'mig_slurm_wait.register_timeout': ('int', 1, None, 'seconds to wait for the node to register'),
     'slurmdbd_port': ('int', 1, 65535, 'a TCP port'),
     'slurmdbd_wait_timeout': ('int', 1, None, 'seconds to wait for slurmdbd'),
     'slurm_healthcheck_interval': ('int', 0, None, 'seconds; 0 never runs the check'),
@@ -678,14 +678,19 @@ def _range_problems(options, values, ranges=None):
     """Numbers outside the range their role can use (``ranges``, else ``_RANGES``), one line each."""
     ranges = _RANGES if ranges is None else ranges
     problems = []
-    for name in sorted(values):
-        if name not in ranges or values[name] is None:
+    for name in sorted(ranges):
+        # (a dotted name is a key of a dictionary option: mig_slurm_wait.drain_timeout)
+        top, _dot, key = name.partition('.')
+        value = values.get(top)
+        if key:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is None:
             continue
         kind, least, most, what = ranges[name]
         spec = options.get(name) or {}
-        items = [(name, values[name])]
+        items = [(name, value)]
         if spec.get('type') == 'list':
-            found, ok = convert(values[name], 'list')
+            found, ok = convert(value, 'list')
             items = [('%s[%d]' % (name, index), item) for index, item in enumerate(found)] if ok else []
         for path, raw in items:
             number, ok = convert(raw, kind)

@@ -72,7 +72,7 @@ BAD = [
                  id='list-given-a-dict'),
     pytest.param('slurm', dict(slurm_local_packages=[['a.deb']]), ["slurm_local_packages[0] is ['a.deb']; expected a string"],
                  id='list-element-type'),
-    pytest.param('mig', dict(mig_drain_timeout=None, mig_layout='all-1g'), [], id='null-optional-is-allowed'),
+    pytest.param('mig', dict(mig_slurm_wait={'drain_timeout': None}, mig_layout='all-1g'), [], id='null-optional-is-allowed'),
     # sub-options
     pytest.param('slurm', dict(slurm_partitions=[{'name': 'batch', 'nodez': 'ALL'}]),
                  ["slurm_partitions[0] has the unknown key 'nodez'; " + PARTITION_KEYS], id='partition-unknown-key'),

@@ -447,8 +447,8 @@ def test_options_failure_message():
       "slurm_healthcheck_periodic_budget is '-1.5'; expected a number of seconds above 0"]),
     ('slurm_healthcheck', 'gpu-02', dict(slurm_healthcheck_xid_drain='48,0'),
      ["slurm_healthcheck_xid_drain[1] is '0'; expected a whole number, 1 or more (Xid numbers)"]),
-    ('mig', 'gpu-02', dict(mig_drain_timeout=0, mig_register_timeout=0),
-     ['mig_register_timeout is 0; expected a whole number, 1 or more (seconds to wait for the node to register)']),
+    ('mig', 'gpu-02', dict(mig_slurm_wait={'drain_timeout': 0, 'register_timeout': 0}),
+     ['mig_slurm_wait.register_timeout is 0; expected a whole number, 1 or more (seconds to wait for the node to register)']),
     ('enroot', 'gpu-02', dict(enroot_max_processors=0, enroot_connect_timeout=-1),
      ['enroot_connect_timeout is -1; expected a whole number, 0 or more (seconds)']),
     # a value of the wrong type is named by the argument spec only, not ranged too

@@ -174,7 +174,7 @@ def test_jobs_done_waits_then_times_out_naming_the_jobs(capsys):
     slurm = StandIn(state='MIXED+DRAIN', reason=REASON, jobs=[['12', 'RUNNING', 'alice', 'train']])
     status, out = run(slurm, 'jobs_done', '--node', 'gpu-01', '--timeout', '0', capsys=capsys)
     assert status == 1 and out['failed'] and out['jobs'] == [{'id': '12', 'state': 'RUNNING', 'user': 'alice', 'name': 'train'}]
-    assert out['msg'] == ('Slurm node gpu-01 still runs 1 job(s) after 0 s (mig_drain_timeout): 12 (alice, train, RUNNING); '
+    assert out['msg'] == ('Slurm node gpu-01 still runs 1 job(s) after 0 s (mig_slurm_wait.drain_timeout): 12 (alice, train, RUNNING); '
                           'the MIG layout was not changed')
 
 
