@@ -34,7 +34,7 @@ description:
     and pass), a role given twice.
   - Among the role's own checks - numbers in the range the role can use (ports 1 to 65535, counts and timeouts that cannot be
     negative or zero), the nodes of each partition of C(slurm_partitions) as the slurm role reads them (V(ALL), a hostlist
-    that parses, node names), and with C(slurm_topology=tree) the C(slurm_topology_ibnetdiscover_src) file on the Ansible
+    that parses, node names), and with C(slurm_topology=tree) the C(slurm_topology_settings.ibnetdiscover_src) file on the Ansible
     controller (it must be there and readable; a relative path is looked up in the C(files/) directories of the play and of
     the role, as the role's file lookup does).
   - With O(inventory), also what the inventory says as a whole, on the hosts of this run and the controller (whose

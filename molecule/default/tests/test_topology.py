@@ -1,8 +1,8 @@
 """Issue 22 item 1 on the simulated cluster: slurm_topology through `site.yml --tags slurm`, and what Slurm 24.11 makes of it.
 
 The fabrics are simulated InfiniBand fabrics read by the REAL ibnetdiscover (infiniband-diags) over ibsim
-(ibsim-utils): on this machine for a dump saved as a file (slurm_topology_ibnetdiscover_src), and on a GPU node
-of the cluster, where the role runs it (slurm_topology_ibnetdiscover_host). What the tests check is what an admin
+(ibsim-utils): on this machine for a dump saved as a file (slurm_topology_settings.ibnetdiscover_src), and on a GPU node
+of the cluster, where the role runs it (slurm_topology_settings.ibnetdiscover_host). What the tests check is what an admin
 sees: slurm.conf's TopologyPlugin, topology.conf on the Slurm hosts, `scontrol show topology` on the controller.
 The module's teardown puts the cluster back to slurm_topology: none.
 """
@@ -81,7 +81,7 @@ def test_tree_from_a_saved_dump_is_what_scontrol_shows(tmp_path):
     dump.write_text(ibsim_fabric.ibnetdiscover(fabric))
     lines = fabric.expected_lines(COMPUTE)
     assert lines == ["SwitchName=leaf-01 Nodes=gpu-01", "SwitchName=leaf-02 Nodes=gpu-02", "SwitchName=spine-01 Switches=leaf-[01-02]"]
-    rc, output = slurm_stage({"slurm_topology": "tree", "slurm_topology_ibnetdiscover_src": str(dump)})
+    rc, output = slurm_stage({"slurm_topology": "tree", "slurm_topology_settings": {"ibnetdiscover_src": str(dump)}})
     assert rc == 0, output[-6000:]
     # the storage adapter names no Slurm node: said, not guessed
     assert "stor-01" in output
@@ -97,7 +97,7 @@ def test_tree_from_a_saved_dump_is_what_scontrol_shows(tmp_path):
     job = ctl("srun -N2 -t 1 hostname", check=False)
     assert job.rc == 0 and sorted(job.stdout.split()) == sorted(COMPUTE), job.stdout + job.stderr
 
-    again_rc, again = slurm_stage({"slurm_topology": "tree", "slurm_topology_ibnetdiscover_src": str(dump)})
+    again_rc, again = slurm_stage({"slurm_topology": "tree", "slurm_topology_settings": {"ibnetdiscover_src": str(dump)}})
     assert again_rc == 0, again[-6000:]
     assert_no_change(again, NODES)
 
@@ -117,8 +117,8 @@ def test_a_fabric_read_on_a_node_is_applied_with_a_reconfigure(tmp_path):
     probe = sh(IB_NODE, " ".join(shlex.quote(a) for a in command), check=False)
     assert probe.rc == 0 and "gpu-02 mlx5_0" in probe.stdout, probe.stdout[-2000:] + probe.stderr
     before = shown_topology()
-    rc, output = slurm_stage({"slurm_topology": "tree", "slurm_topology_ibnetdiscover_host": IB_NODE,
-                              "slurm_topology_ibnetdiscover_command": command})
+    rc, output = slurm_stage({"slurm_topology": "tree",
+                              "slurm_topology_settings": {"ibnetdiscover_host": IB_NODE, "ibnetdiscover_command": command}})
     assert rc == 0, output[-6000:]
     assert task_changed(output, "Reconfigure Slurm"), output[-6000:]
     assert not task_changed(output, "Restart slurmctld (before any slurmd)")
@@ -136,7 +136,7 @@ def test_a_dump_cut_short_stops_the_run_and_changes_nothing(tmp_path):
     dump = tmp_path / "cut.txt"
     # whole blocks missing, as when ibnetdiscover's output is cut off (a full disk, a killed run)
     dump.write_text(text[:text.rfind("\n\n", 0, len(text) // 2) + 1])
-    rc, output = slurm_stage({"slurm_topology": "tree", "slurm_topology_ibnetdiscover_src": str(dump)})
+    rc, output = slurm_stage({"slurm_topology": "tree", "slurm_topology_settings": {"ibnetdiscover_src": str(dump)}})
     assert rc != 0
     failed = task_output(output, "Write the topology file (topology.conf, topology.yaml from Slurm 25.05)")
     assert "fatal:" in failed and ("truncated" in failed or "cut short" in failed), output[-4000:]

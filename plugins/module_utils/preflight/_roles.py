@@ -399,51 +399,53 @@ def _topology_problems(values, groups, controller_file=None):
     """slurm_topology: tree needs one fabric source (a file on the controller that is there, or a host and a command); the
     name mapping is a map or a pattern; block sizes as Slurm takes them."""
     topology = values.get('slurm_topology')
+    settings = values.get('slurm_topology_settings')
+    settings = settings if isinstance(settings, dict) else {}
     problems = []
     if topology == 'tree':
-        src, host = values.get('slurm_topology_ibnetdiscover_src'), values.get('slurm_topology_ibnetdiscover_host')
+        src, host = settings.get('ibnetdiscover_src'), settings.get('ibnetdiscover_host')
         if bool(src) == bool(host):
-            command = ' '.join(values.get('slurm_topology_ibnetdiscover_command') or ['ibnetdiscover'])
+            command = ' '.join(settings.get('ibnetdiscover_command') or ['ibnetdiscover'])
             problems.append('slurm_topology is tree: give the fabric as ibnetdiscover prints it with one of '
-                            'slurm_topology_ibnetdiscover_src (a file on the Ansible controller) or slurm_topology_ibnetdiscover_host '
-                            '(an inventory host to run %s on); %s' % (command, 'both are set' if src else 'neither is set'))
+                            'slurm_topology_settings.ibnetdiscover_src (a file on the Ansible controller) or '
+                            'slurm_topology_settings.ibnetdiscover_host (an inventory host to run %s on); %s' % (command, 'both are set' if src else 'neither is set'))
         elif host and host not in _hosts_of(groups, 'all'):
-            problems.append('slurm_topology_ibnetdiscover_host is %s, which is not a host of the inventory' % show(host))
+            problems.append('slurm_topology_settings.ibnetdiscover_host is %s, which is not a host of the inventory' % show(host))
         elif host:
-            command = values.get('slurm_topology_ibnetdiscover_command')
+            command = settings.get('ibnetdiscover_command')
             if isinstance(command, list) and (not command or not all(isinstance(word, str) and word for word in command)):
-                problems.append('slurm_topology_ibnetdiscover_command is %s; expected the command (argv) to run on %s, a non-empty '
-                                'list of non-empty words such as [ibnetdiscover]' % (show(command), host))
+                problems.append('slurm_topology_settings.ibnetdiscover_command is %s; expected the command (argv) to run on %s, a '
+                                'non-empty list of non-empty words such as [ibnetdiscover]' % (show(command), host))
         elif isinstance(src, str) and controller_file is not None:
             reason = controller_file(src)
             if reason:
-                problems.append("slurm_topology_ibnetdiscover_src is %s; expected a file on the Ansible controller holding ibnetdiscover's "
-                                'output: %s' % (repr(src) if len(src) < 400 else show(src), reason))
-        name_map_src = values.get('slurm_topology_node_name_map_src')
+                problems.append("slurm_topology_settings.ibnetdiscover_src is %s; expected a file on the Ansible controller holding "
+                                "ibnetdiscover's output: %s" % (repr(src) if len(src) < 400 else show(src), reason))
+        name_map_src = settings.get('node_name_map_src')
         if isinstance(name_map_src, str) and name_map_src and controller_file is not None:
             reason = controller_file(name_map_src)
             if reason:
-                problems.append("slurm_topology_node_name_map_src is %s; expected a file on the Ansible controller in ibnetdiscover's "
-                                '--node-name-map format: %s' % (repr(name_map_src) if len(name_map_src) < 400 else show(name_map_src), reason))
-        regex = values.get('slurm_topology_name_regex')
-        if regex and values.get('slurm_topology_name_map'):
-            problems.append('slurm_topology_name_map and slurm_topology_name_regex are both set; give one of them')
+                problems.append("slurm_topology_settings.node_name_map_src is %s; expected a file on the Ansible controller in "
+                                "ibnetdiscover's --node-name-map format: %s" % (repr(name_map_src) if len(name_map_src) < 400 else show(name_map_src), reason))
+        regex = settings.get('name_regex')
+        if regex and settings.get('name_map'):
+            problems.append('slurm_topology_settings.name_map and slurm_topology_settings.name_regex are both set; give one of them')
         if isinstance(regex, str) and regex:
             try:
                 re.compile(regex)
             except re.error as exc:
-                problems.append('slurm_topology_name_regex %s is not a regular expression: %s' % (show(regex), exc))
-    sizes = values.get('slurm_topology_block_sizes')
+                problems.append('slurm_topology_settings.name_regex %s is not a regular expression: %s' % (show(regex), exc))
+    sizes = settings.get('block_sizes')
     if topology == 'block' and sizes:
-        small = _range_problems({'slurm_topology_block_sizes': {'type': 'list'}}, {'slurm_topology_block_sizes': sizes},
-                                {'slurm_topology_block_sizes': ('int', 1, None, 'nodes in a block; the planning base block size '
-                                                                'first, e.g. [18, 36, 72]')})
+        name = 'slurm_topology_settings.block_sizes'
+        small = _range_problems({name: {'type': 'list'}}, {'slurm_topology_settings': {'block_sizes': sizes}},
+                                {name: ('int', 1, None, 'nodes in a block; the planning base block size first, e.g. [18, 36, 72]')})
         if small:
             return problems + small
         try:
             parse_block_sizes(sizes)
         except ValueError as exc:
-            problems.append('slurm_topology_%s' % exc)
+            problems.append('slurm_topology_settings.%s' % exc)
     return problems
 
 

@@ -149,12 +149,12 @@ ROLE_CASES = [
     pytest.param(
         cluster(compute_vars={"slurm_partitions": [{"name": "gpu", "nodes": "gpu-[01-"}]},
                 host_vars={"ctl": {"slurm_large_system_min_nodes": -1, "slurm_topology": "tree",
-                                   "slurm_topology_ibnetdiscover_src": "/nonexistent/fabric.txt"}}),
+                                   "slurm_topology_settings": {"ibnetdiscover_src": "/nonexistent/fabric.txt"}}}),
         ["gpu-[01-02]: slurm_partitions[0].nodes is 'gpu-[01-' (partition gpu): hostlist \"gpu-[01-\" has a \"[\" without a matching "
          "\"]\"; expected ALL, a hostlist (gpu-[01-04]) or a list of node names (role gpucluster.bringup.slurm)",
          "ctl: slurm_large_system_min_nodes is -1; expected a whole number, 1 or more (the compute host count from which the "
          "large-cluster settings apply) (role gpucluster.bringup.slurm)",
-         "ctl: slurm_topology_ibnetdiscover_src is '/nonexistent/fabric.txt'; expected a file on the Ansible controller holding "
+         "ctl: slurm_topology_settings.ibnetdiscover_src is '/nonexistent/fabric.txt'; expected a file on the Ansible controller holding "
          "ibnetdiscover's output: there is no such file (role gpucluster.bringup.slurm)"],
         id="partition-hostlist-range-and-fabric-file"),
 ]

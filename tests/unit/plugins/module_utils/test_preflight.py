@@ -213,31 +213,31 @@ def test_configless_settings(values, expected):
     assert problems('slurm', **values) == expected
 
 
-TREE_SOURCES = ('slurm_topology is tree: give the fabric as ibnetdiscover prints it with one of slurm_topology_ibnetdiscover_src '
-                '(a file on the Ansible controller) or slurm_topology_ibnetdiscover_host (an inventory host to run ibnetdiscover on); ')
+TREE_SOURCES = ('slurm_topology is tree: give the fabric as ibnetdiscover prints it with one of slurm_topology_settings.ibnetdiscover_src '
+                '(a file on the Ansible controller) or slurm_topology_settings.ibnetdiscover_host (an inventory host to run ibnetdiscover on); ')
 
 
 @pytest.mark.parametrize('values, expected', [
     (dict(slurm_topology='none'), []),
-    (dict(slurm_topology='tree', slurm_topology_ibnetdiscover_src='/srv/fabric.txt'), []),
-    (dict(slurm_topology='tree', slurm_topology_ibnetdiscover_host='gpu-01'), []),
+    (dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_src='/srv/fabric.txt')), []),
+    (dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_host='gpu-01')), []),
     (dict(slurm_topology='tree'), [TREE_SOURCES + 'neither is set']),
-    (dict(slurm_topology='tree', slurm_topology_ibnetdiscover_src='/srv/fabric.txt', slurm_topology_ibnetdiscover_host='gpu-01'),
+    (dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_src='/srv/fabric.txt', ibnetdiscover_host='gpu-01')),
      [TREE_SOURCES + 'both are set']),
-    (dict(slurm_topology='tree', slurm_topology_ibnetdiscover_host='ib-01'),
-     ["slurm_topology_ibnetdiscover_host is 'ib-01', which is not a host of the inventory"]),
-    (dict(slurm_topology='tree', slurm_topology_ibnetdiscover_src='f', slurm_topology_name_regex='^(?P<name>\\S+) ',
-          slurm_topology_name_map={'a': 'b'}),
-     ['slurm_topology_name_map and slurm_topology_name_regex are both set; give one of them']),
-    (dict(slurm_topology='tree', slurm_topology_ibnetdiscover_src='f', slurm_topology_name_regex='(unclosed'),
-     ["slurm_topology_name_regex '(unclosed' is not a regular expression: missing ), unterminated subpattern at position 0"]),
-    (dict(slurm_topology='block', slurm_topology_block_sizes=[18, 36, 72]), []),
-    (dict(slurm_topology='block', slurm_topology_block_sizes=[18, 54]),
-     ['slurm_topology_block_sizes [18, 54]: 54 is not the base 18 times a power of two (valid next sizes: 36, 72, 144, 288)']),
-    (dict(slurm_topology='block', slurm_topology_block_sizes=[36, 18]),
-     ['slurm_topology_block_sizes [36, 18]: 18 does not grow past 36; each size must be larger than the one before it']),
+    (dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_host='ib-01')),
+     ["slurm_topology_settings.ibnetdiscover_host is 'ib-01', which is not a host of the inventory"]),
+    (dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_src='f', name_regex='^(?P<name>\\S+) ',
+                                                              name_map={'a': 'b'})),
+     ['slurm_topology_settings.name_map and slurm_topology_settings.name_regex are both set; give one of them']),
+    (dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_src='f', name_regex='(unclosed')),
+     ["slurm_topology_settings.name_regex '(unclosed' is not a regular expression: missing ), unterminated subpattern at position 0"]),
+    (dict(slurm_topology='block', slurm_topology_settings=dict(block_sizes=[18, 36, 72])), []),
+    (dict(slurm_topology='block', slurm_topology_settings=dict(block_sizes=[18, 54])),
+     ['slurm_topology_settings.block_sizes [18, 54]: 54 is not the base 18 times a power of two (valid next sizes: 36, 72, 144, 288)']),
+    (dict(slurm_topology='block', slurm_topology_settings=dict(block_sizes=[36, 18])),
+     ['slurm_topology_settings.block_sizes [36, 18]: 18 does not grow past 36; each size must be larger than the one before it']),
     # block sizes matter to block only
-    (dict(slurm_topology='none', slurm_topology_block_sizes=[36, 18]), []),
+    (dict(slurm_topology='none', slurm_topology_settings=dict(block_sizes=[36, 18])), []),
 ])
 def test_topology_settings(values, expected):
     assert problems('slurm', **values) == expected

@@ -468,14 +468,14 @@ def test_options_failure_message():
       'the names themselves, a hostlist such as gpu-[01-04] is given as the whole value of nodes)']),
     ('slurm', 'gpu-02', dict(slurm_partitions=[{'name': 'a', 'nodes': 'ctl,gpu-[01-02]'}, {'name': 'b', 'nodes': ['gpu-01', 'ctl']}]), []),
     # the fabric command when the fabric is read on a host
-    ('slurm', 'gpu-02', dict(slurm_topology='tree', slurm_topology_ibnetdiscover_host='gpu-01', slurm_topology_ibnetdiscover_command=['']),
-     ["slurm_topology_ibnetdiscover_command is ['']; expected the command (argv) to run on gpu-01, a non-empty list of non-empty words "
+    ('slurm', 'gpu-02', dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_host='gpu-01', ibnetdiscover_command=[''])),
+     ["slurm_topology_settings.ibnetdiscover_command is ['']; expected the command (argv) to run on gpu-01, a non-empty list of non-empty words "
       'such as [ibnetdiscover]']),
     # block sizes: a size below 1 is named before the growth rules
-    ('slurm', 'gpu-02', dict(slurm_topology='block', slurm_topology_block_sizes=[18, 0]),
-     ['slurm_topology_block_sizes[1] is 0; expected a whole number, 1 or more (nodes in a block; the planning base block size first, '
+    ('slurm', 'gpu-02', dict(slurm_topology='block', slurm_topology_settings=dict(block_sizes=[18, 0])),
+     ['slurm_topology_settings.block_sizes[1] is 0; expected a whole number, 1 or more (nodes in a block; the planning base block size first, '
       'e.g. [18, 36, 72])']),
-    ('slurm', 'gpu-02', dict(slurm_topology='none', slurm_topology_block_sizes=[-1]), []),
+    ('slurm', 'gpu-02', dict(slurm_topology='none', slurm_topology_settings=dict(block_sizes=[-1])), []),
     ('slurm', 'gpu-02', dict(slurm_cluster_name=''),
      ["slurm_cluster_name is ''; expected the name of the cluster (slurm.conf ClusterName, the cluster's name in the accounting "
       'database), e.g. gpucluster']),
@@ -487,14 +487,14 @@ def test_role_input_ranges_and_forms(role, host, changes, expected):
 def test_the_fabric_file_is_judged_by_the_callers_controller_file():
     options = _load('slurm', 'meta/argument_specs.yml')['argument_specs']['main']['options']
     values = dict((k, v) for k, v in _load('slurm', 'defaults/main.yml').items() if not (isinstance(v, str) and '{{' in v))
-    values.update(slurm_topology='tree', slurm_topology_ibnetdiscover_src='/srv/fabric.txt')
+    values.update(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_src='/srv/fabric.txt'))
     asked = []
 
     def missing(path):
         asked.append(path)
         return 'there is no such file'
     assert pf.role_problems('slurm', 'ctl', options, values, GROUPS, missing) == [
-        "slurm_topology_ibnetdiscover_src is '/srv/fabric.txt'; expected a file on the Ansible controller holding ibnetdiscover's "
+        "slurm_topology_settings.ibnetdiscover_src is '/srv/fabric.txt'; expected a file on the Ansible controller holding ibnetdiscover's "
         'output: there is no such file']
     assert asked == ['/srv/fabric.txt']
     assert pf.role_problems('slurm', 'ctl', options, values, GROUPS, lambda path: '') == []

@@ -145,8 +145,8 @@ CASES = [
     ('hooks-timeout-zero', SLURM_ONLY, {'gpu-01': {'slurm_hooks_timeout': 0}}, ['gpu-01: slurm_hooks_timeout is 0', '1 or more']),
     ('memory-reserve-negative', SLURM_ONLY, {'gpu-01': {'slurm_memory_reserve_mb': -512}},
      ['gpu-01: slurm_memory_reserve_mb is -512', '0 or more']),
-    ('block-size-negative', SLURM_ONLY, {'ctl': {'slurm_topology': 'block', 'slurm_topology_block_sizes': [-18]}},
-     ['ctl: slurm_topology_block_sizes[0] is -18', 'expected a whole number, 1 or more (nodes in a block', 'e.g. [18, 36, 72]']),
+    ('block-size-negative', SLURM_ONLY, {'ctl': {'slurm_topology': 'block', 'slurm_topology_settings': {'block_sizes': [-18]}}},
+     ['ctl: slurm_topology_settings.block_sizes[0] is -18', 'expected a whole number, 1 or more (nodes in a block', 'e.g. [18, 36, 72]']),
     ('slurmdbd-port-too-high', {'roles': [{'name': 'slurmdbd', 'groups': ['slurmdbd']}]}, {'ctl': {'slurmdbd_port': 70000}},
      ['ctl: slurmdbd_port is 70000', 'from 1 to 65535', ROLE % 'slurmdbd']),
     ('slurmdbd-storage-port-zero', {'roles': [{'name': 'slurmdbd', 'groups': ['slurmdbd']}]}, {'ctl': {'slurmdbd_conf': {'StoragePort': 0}}},
@@ -164,12 +164,12 @@ CASES = [
     ('enroot-retries-negative', {'roles': [{'name': 'enroot', 'groups': ['slurm_compute']}]}, compute(enroot_transfer_retries=-1),
      ['gpu-[01-02]: enroot_transfer_retries is -1', '0 or more', ROLE % 'enroot']),
     # --- role inputs: the fabric source and other names ------------------------------------------------------------------
-    ('ibnetdiscover-src-missing', SLURM_ONLY, {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_src': FABRIC}},
-     ['ctl: slurm_topology_ibnetdiscover_src is', 'fabric.txt', 'a file on the Ansible controller', 'no such file']),
-    ('ibnetdiscover-src-a-directory', SLURM_ONLY, {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_src': FABRIC_DIR}},
-     ['ctl: slurm_topology_ibnetdiscover_src is', 'a file on the Ansible controller', 'a directory']),
-    ('ibnetdiscover-relative-missing', SLURM_ONLY, {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_src': 'dumps/fabric.txt'}},
-     ["ctl: slurm_topology_ibnetdiscover_src is 'dumps/fabric.txt'", 'no such file']),
+    ('ibnetdiscover-src-missing', SLURM_ONLY, {'ctl': {'slurm_topology': 'tree', 'slurm_topology_settings': {'ibnetdiscover_src': FABRIC}}},
+     ['ctl: slurm_topology_settings.ibnetdiscover_src is', 'fabric.txt', 'a file on the Ansible controller', 'no such file']),
+    ('ibnetdiscover-src-a-directory', SLURM_ONLY, {'ctl': {'slurm_topology': 'tree', 'slurm_topology_settings': {'ibnetdiscover_src': FABRIC_DIR}}},
+     ['ctl: slurm_topology_settings.ibnetdiscover_src is', 'a file on the Ansible controller', 'a directory']),
+    ('ibnetdiscover-relative-missing', SLURM_ONLY, {'ctl': {'slurm_topology': 'tree', 'slurm_topology_settings': {'ibnetdiscover_src': 'dumps/fabric.txt'}}},
+     ["ctl: slurm_topology_settings.ibnetdiscover_src is 'dumps/fabric.txt'", 'no such file']),
     ('munge-key-path-outside-a-munge-directory', {'roles': [{'name': 'munge', 'groups': ['slurm_controller', 'slurm_compute']}]},
      all_hosts(munge_key_path='/etc/munge.key'),
      ["munge_key_path is '/etc/munge.key'", "in a directory of munge's own", '/etc/munge/site.key', ROLE % 'munge']),
@@ -179,14 +179,14 @@ CASES = [
      all_hosts(munge_key_src='site.key', munge_key_b64='c2VjcmV0' * 8),
      ['munge_key_b64 and munge_key_src are both set (the key is not shown)']),
     ('node-name-map-src-missing', SLURM_ONLY,
-     {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_host': 'gpu-01', 'slurm_topology_node_name_map_src': FABRIC}},
-     ['ctl: slurm_topology_node_name_map_src is', 'fabric.txt', "in ibnetdiscover's --node-name-map format", 'no such file']),
+     {'ctl': {'slurm_topology': 'tree', 'slurm_topology_settings': {'ibnetdiscover_host': 'gpu-01', 'node_name_map_src': FABRIC}}},
+     ['ctl: slurm_topology_settings.node_name_map_src is', 'fabric.txt', "in ibnetdiscover's --node-name-map format", 'no such file']),
     ('node-name-map-src-a-directory', SLURM_ONLY,
-     {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_host': 'gpu-01', 'slurm_topology_node_name_map_src': FABRIC_DIR}},
-     ['ctl: slurm_topology_node_name_map_src is', 'a file on the Ansible controller', 'a directory']),
+     {'ctl': {'slurm_topology': 'tree', 'slurm_topology_settings': {'ibnetdiscover_host': 'gpu-01', 'node_name_map_src': FABRIC_DIR}}},
+     ['ctl: slurm_topology_settings.node_name_map_src is', 'a file on the Ansible controller', 'a directory']),
     ('ibnetdiscover-command-empty', SLURM_ONLY,
-     {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_host': 'gpu-01', 'slurm_topology_ibnetdiscover_command': []}},
-     ['ctl: slurm_topology_ibnetdiscover_command is []', 'expected the command (argv) to run on gpu-01']),
+     {'ctl': {'slurm_topology': 'tree', 'slurm_topology_settings': {'ibnetdiscover_host': 'gpu-01', 'ibnetdiscover_command': []}}},
+     ['ctl: slurm_topology_settings.ibnetdiscover_command is []', 'expected the command (argv) to run on gpu-01']),
     ('cluster-name-empty', SLURM_ONLY, all_hosts(slurm_cluster_name=''),
      ["ctl,gpu-[01-02]: slurm_cluster_name is ''", 'expected the name of the cluster']),
 ]
@@ -197,9 +197,10 @@ def test_bad_input(tmp_path, no_contact, args, host_vars, fragments):
     fabric = str(tmp_path / 'fabric' / 'fabric.txt')
     os.mkdir(str(tmp_path / 'fabric'))
     for values in (host_vars or {}).values():
-        for key in ('slurm_topology_ibnetdiscover_src', 'slurm_topology_node_name_map_src', 'munge_key_src'):
-            if isinstance(values.get(key), str):
-                values[key] = values[key].replace(FABRIC_DIR, os.path.dirname(fabric)).replace(FABRIC, fabric)
+        for where, key in ((values.get('slurm_topology_settings'), 'ibnetdiscover_src'),
+                           (values.get('slurm_topology_settings'), 'node_name_map_src'), (values, 'munge_key_src')):
+            if isinstance(where, dict) and isinstance(where.get(key), str):
+                where[key] = where[key].replace(FABRIC_DIR, os.path.dirname(fabric)).replace(FABRIC, fabric)
     before = snapshot(tmp_path)
     result, connection = run_action(args, host_vars, search_path=[str(tmp_path)])
     assert result.get('failed') is True, result
@@ -243,14 +244,15 @@ def test_bad_options_stop_before_any_role_is_checked(no_contact):
                                                        {'name': 'one', 'nodes': ['gpu-01']}, {'name': 'all', 'nodes': 'ALL'}]),
                  id='partition-hostlists'),
     pytest.param(SLURM_ONLY, all_hosts(slurm_large_system_min_nodes='1', slurm_memory_reserve_mb=0), id='range-edges'),
-    pytest.param(SLURM_ONLY, {'ctl': {'slurm_topology': 'tree', 'slurm_topology_ibnetdiscover_src': 'FOUND'}}, id='fabric-file-found'),
+    pytest.param(SLURM_ONLY, {'ctl': {'slurm_topology': 'tree', 'slurm_topology_settings': {'ibnetdiscover_src': 'FOUND'}}}, id='fabric-file-found'),
 ])
 def test_good_input_passes(tmp_path, no_contact, args, host_vars):
     (tmp_path / 'files').mkdir()
     (tmp_path / 'files' / 'fabric.txt').write_text('# ibnetdiscover\n')
     for values in (host_vars or {}).values():
-        if values.get('slurm_topology_ibnetdiscover_src') == 'FOUND':
-            values['slurm_topology_ibnetdiscover_src'] = 'fabric.txt'   # relative: the playbook's files/ directory
+        settings = values.get('slurm_topology_settings') or {}
+        if settings.get('ibnetdiscover_src') == 'FOUND':
+            settings['ibnetdiscover_src'] = 'fabric.txt'   # relative: the playbook's files/ directory
     result, connection = run_action(args, host_vars, search_path=[str(tmp_path)])
     assert not result.get('failed'), result
     assert result['msg'].startswith('the inventory describes one Slurm cluster'), result['msg']
