@@ -659,7 +659,7 @@ _RANGES = {
     'slurm_gres_shard_count': ('int', 1, None, 'the Count of each Name=shard line'),
     'slurm_restart_batch_size': ('int', 1, None, 'nodes whose slurmd restarts at a time'),
     'slurm_large_system_min_nodes': ('int', 1, None, 'the compute host count from which the large-cluster settings apply'),
-    'slurm_hooks_timeout': ('int', 1, None, 'seconds a hook may run'),
+    'slurm_hooks_settings.timeout': ('int', 1, None, 'seconds a hook may run'),
     'enroot_max_processors': ('int', 0, None, "0 leaves enroot's default"),
     'enroot_max_connections': ('int', 0, None, 'parallel layer downloads'),
     'enroot_connect_timeout': ('int', 0, None, 'seconds'),

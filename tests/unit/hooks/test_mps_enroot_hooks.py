@@ -200,9 +200,9 @@ def enroot(node):
     node.runtime = '%s/run/enroot/user-{uid}' % node.tmp
     node.data = '%s/tmp/enroot-data/user-{uid}' % node.tmp
     node.write_lists = lambda created, cleanup: (
-        (hooks_dir / 'enroot-dirs').write_text('# Managed by gpucluster.bringup.slurm (slurm_hooks_enroot_dirs)\n'
+        (hooks_dir / 'enroot-dirs').write_text('# Managed by gpucluster.bringup.slurm (slurm_hooks_settings.enroot_dirs)\n'
                                                + ''.join(p + '\n' for p in created)),
-        (hooks_dir / 'enroot-cleanup-dirs').write_text('# Managed (slurm_hooks_enroot_cleanup_dirs)\n\n'
+        (hooks_dir / 'enroot-cleanup-dirs').write_text('# Managed (slurm_hooks_settings.enroot_cleanup_dirs)\n\n'
                                                        + ''.join(p + '\n' for p in cleanup)))
     node.write_lists([node.runtime, node.data], [node.runtime])
     node.path = lambda template, uid=os.getuid(): template.replace('{uid}', str(uid))

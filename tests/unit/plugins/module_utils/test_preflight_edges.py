@@ -452,7 +452,7 @@ def test_options_failure_message():
     ('enroot', 'gpu-02', dict(enroot_max_processors=0, enroot_connect_timeout=-1),
      ['enroot_connect_timeout is -1; expected a whole number, 0 or more (seconds)']),
     # a value of the wrong type is named by the argument spec only, not ranged too
-    ('slurm', 'gpu-02', dict(slurm_hooks_timeout='soon'), ["slurm_hooks_timeout is 'soon'; expected a whole number"]),
+    ('slurm', 'gpu-02', dict(slurm_hooks_settings={'timeout': 'soon'}), ["slurm_hooks_settings.timeout is 'soon'; expected a whole number"]),
     # partition nodes as the slurm role expands them
     ('slurm', 'gpu-02', dict(slurm_partitions=[{'name': 'a', 'nodes': 'gpu-[01-'}]),
      ['slurm_partitions[0].nodes is \'gpu-[01-\' (partition a): hostlist "gpu-[01-" has a "[" without a matching "]"; '

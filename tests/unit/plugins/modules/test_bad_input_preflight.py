@@ -142,7 +142,7 @@ CASES = [
     ('restart-batch-size-zero', SLURM_ONLY, {'ctl': {'slurm_restart_batch_size': 0}}, ['slurm_restart_batch_size is 0', '1 or more']),
     ('shard-count-zero', SLURM_ONLY, compute(slurm_gres_shard_count=0), ['gpu-[01-02]: slurm_gres_shard_count is 0', '1 or more']),
     ('mps-count-negative', SLURM_ONLY, {'gpu-02': {'slurm_gres_mps_count': -100}}, ['gpu-02: slurm_gres_mps_count is -100', '1 or more']),
-    ('hooks-timeout-zero', SLURM_ONLY, {'gpu-01': {'slurm_hooks_timeout': 0}}, ['gpu-01: slurm_hooks_timeout is 0', '1 or more']),
+    ('hooks-timeout-zero', SLURM_ONLY, {'gpu-01': {'slurm_hooks_settings': {'timeout': 0}}}, ['gpu-01: slurm_hooks_settings.timeout is 0', '1 or more']),
     ('memory-reserve-negative', SLURM_ONLY, {'gpu-01': {'slurm_memory_reserve_mb': -512}},
      ['gpu-01: slurm_memory_reserve_mb is -512', '0 or more']),
     ('block-size-negative', SLURM_ONLY, {'ctl': {'slurm_topology': 'block', 'slurm_topology_settings': {'block_sizes': [-18]}}},
