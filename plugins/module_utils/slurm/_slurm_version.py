@@ -42,7 +42,7 @@ and decide from :func:`behaviour` what that release does:
   and cgroup.conf(5) of 26.05): the node preflight warns on a cgroup v1 node.
 * ``configless_task_prolog`` - from 25.11 configless slurmctld also sends
   TaskProlog/TaskEpilog when they sit in slurm.conf's directory (CHANGELOG
-  25.11); the role keeps its hooks in ``slurm_hooks_dir`` on every node
+  25.11); the role keeps its hooks in ``slurm_hooks_settings.dir`` on every node
   (docs/slurm-configless.md says why).
 
 It also holds the collection's one version policy (issue 46), which the node

@@ -106,9 +106,9 @@ PROGRAMS = [
      'GPUCLUSTER_MIG_LIB', 'from_env'),
     ('roles/slurm_healthcheck/files/gpucluster_healthcheck.py', lambda: _role_var('slurm_healthcheck', '_slurm_healthcheck_module_utils'),
      'GPUCLUSTER_HEALTHCHECK_LIB', 'from_env'),
-    ('roles/slurm/files/hook_runner.py', lambda: _listed(_role_var('slurm', '_slurm_hook_library'), "slurm_hooks_dir ~ '/lib'"),
+    ('roles/slurm/files/hook_runner.py', lambda: _listed(_role_var('slurm', '_slurm_hook_library'), "_slurm_hooks.dir ~ '/lib'"),
      None, 'next_to'),
-    ('roles/slurm/files/task_prolog.py', lambda: _listed(_role_var('slurm', '_slurm_hook_library'), "slurm_hooks_dir ~ '/lib'"),
+    ('roles/slurm/files/task_prolog.py', lambda: _listed(_role_var('slurm', '_slurm_hook_library'), "_slurm_hooks.dir ~ '/lib'"),
      None, 'next_to'),
 ]
 
