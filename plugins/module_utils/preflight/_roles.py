@@ -408,7 +408,8 @@ def _topology_problems(values, groups, controller_file=None):
             command = ' '.join(settings.get('ibnetdiscover_command') or ['ibnetdiscover'])
             problems.append('slurm_topology is tree: give the fabric as ibnetdiscover prints it with one of '
                             'slurm_topology_settings.ibnetdiscover_src (a file on the Ansible controller) or '
-                            'slurm_topology_settings.ibnetdiscover_host (an inventory host to run %s on); %s' % (command, 'both are set' if src else 'neither is set'))
+                            'slurm_topology_settings.ibnetdiscover_host (an inventory host to run %s on); %s'
+                            % (command, 'both are set' if src else 'neither is set'))
         elif host and host not in _hosts_of(groups, 'all'):
             problems.append('slurm_topology_settings.ibnetdiscover_host is %s, which is not a host of the inventory' % show(host))
         elif host:

@@ -21,7 +21,8 @@ def test_filter_names():
                                'slurm_conf_settings', 'slurm_gres_conf_lines',
                                'slurm_gres_errors',
                                'slurm_hook_files', 'slurm_large_system', 'slurm_large_system_files', 'slurm_large_system_warnings',
-                               'slurm_local_package_files', 'slurm_parse_slurmd_c', 'slurm_running_config', 'slurm_settings', 'slurm_settings_lines', 'slurm_show_config',
+                               'slurm_local_package_files', 'slurm_parse_slurmd_c', 'slurm_running_config',
+                               'slurm_settings', 'slurm_settings_lines', 'slurm_show_config',
                                'slurm_task_prolog_needs', 'slurm_unreachable_nodes', 'slurm_upgrade_host_files', 'slurm_upgrade_packages',
                                'slurm_upgrade_pins', 'slurm_upgrade_plan', 'slurm_upgrade_plan_files', 'slurm_upgrade_problem', 'slurm_version_behaviour']
 
