@@ -18,7 +18,7 @@ description:
     and each role of the collection runs it for its own inputs first (O(inventory=false), O(hosts) the host running the role).
   - Checks the shape of the inventory - exactly one host in O(controller_group), at least one in O(compute_group), every host
     of O(gpu_group) also in O(compute_group), host names Slurm accepts as node names. Among the slurm role's checks, a host
-    of its C(slurm_login_group) (login nodes, optional) that is also the controller or a compute node is refused; a login
+    of the inventory group C(slurm_login) (login nodes, optional) that is also the controller or a compute node is refused; a login
     node's name is no Slurm node name (any inventory host name), and it needs no GPU.
   - With O(inventory), also the play's strategy - one that lets hosts run ahead of each other (V(free), V(host_pinned),
     V(mitogen_free) ...) is refused; the collection's plays read other hosts' results of the same play and rely on
