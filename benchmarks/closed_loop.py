@@ -298,7 +298,7 @@ def cluster(args):
         script = t.SIM_REBOOT % {'dir': t.DROP_IN.rsplit('/', 1)[0], 'drop_in': t.DROP_IN, 'exec_start': t.exec_start_with_b(name)}
         t.sh(name, "cat > %s <<'SCRIPT'\n%sSCRIPT\nchmod 0755 %s" % (t.REBOOT_PROGRAM, script, t.REBOOT_PROGRAM))
     t.ctl('rm -f %s /var/lib/gpucluster-node-loop/state.json' % t.EVENTS)
-    variables = dict(t.LOOP_VARS, slurm_healthcheck_loop_reboot_max=100)
+    variables = dict(t.LOOP_VARS, slurm_healthcheck_loop=dict(t.LOOP_VARS['slurm_healthcheck_loop'], reboot_max=100))
     rc, out = t.run_playbook(t.PLAYBOOK, ['-e', json.dumps(variables)])
     if rc != 0:
         raise SystemExit('closed_loop: slurm_cluster.yml with the loop on failed:\n%s' % out[-3000:])
@@ -334,7 +334,7 @@ def cluster(args):
             emit(dict(row, step='run', run=number + 1, node=node), sink)
         print()
         print('closed loop on the simulated cluster, %s, Xid 79 injected; seconds since the injection (loop timer every %ss; '
-              'the event times are the loop pass\'s, whole seconds)' % (node, t.LOOP_VARS['slurm_healthcheck_loop_interval']))
+              'the event times are the loop pass\'s, whole seconds)' % (node, t.LOOP_VARS['slurm_healthcheck_loop']['interval']))
         print('%-14s %s' % ('step', ' '.join('%9s' % ('run %d' % (i + 1)) for i in range(len(rows))) + '   median   step median'))
         before = 0.0
         for step in steps:

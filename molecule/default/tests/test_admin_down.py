@@ -52,7 +52,7 @@ DEEP_REPORT = ROOT / "validation-report" / "deep" / "report.json"
 
 def test_the_health_checks_auto_resume_and_the_deep_tier_keep_an_admins_down_node_down(tmp_path):
     """slurmd runs (the node answers), the admin set it DOWN: two passing periodic runs in a row (what auto-resume
-    waits for, slurm_healthcheck_resume_after_passes) and a deep-tier run leave it DOWN with the admin's reason."""
+    waits for, slurm_healthcheck_settings.resume_after_passes) and a deep-tier run leave it DOWN with the admin's reason."""
     target = COMPUTE[-1]
     wait_idle([target])
     try:

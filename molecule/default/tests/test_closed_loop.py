@@ -40,16 +40,18 @@ H100 = "gpu-01"
 A100 = "gpu-02"
 LOOP_VARS = {
     "slurm_healthcheck_loop_enabled": True,
-    "slurm_healthcheck_loop_interval": 5,
-    "slurm_healthcheck_loop_reboot_program": REBOOT_PROGRAM,
-    "slurm_healthcheck_loop_reboot_max": 1,          # a second fault within the window: service
-    "slurm_healthcheck_loop_reboot_timeout": 600,
-    "slurm_healthcheck_loop_promote_after": 2,
-    "slurm_healthcheck_loop_promote_window": 3600,
-    "slurm_healthcheck_loop_deep_time_limit": 5,
-    "slurm_healthcheck_loop_deep_settings": {
-        "checks": ["dcgm", "nvbandwidth"], "dcgmi": "/opt/dcgm-STANDIN/bin/dcgmi", "dcgm_level": 1,
-        "nvbandwidth": "/opt/nvbandwidth-STANDIN/nvbandwidth"},
+    "slurm_healthcheck_loop": {
+        "interval": 5,
+        "reboot_program": REBOOT_PROGRAM,
+        "reboot_max": 1,          # a second fault within the window: service
+        "reboot_timeout": 600,
+        "promote_after": 2,
+        "promote_window": 3600,
+        "deep_time_limit": 5,
+        "deep_settings": {
+            "checks": ["dcgm", "nvbandwidth"], "dcgmi": "/opt/dcgm-STANDIN/bin/dcgmi", "dcgm_level": 1,
+            "nvbandwidth": "/opt/nvbandwidth-STANDIN/nvbandwidth"},
+    },
 }
 SIM_REBOOT = """#!/bin/sh
 # STAND-IN RebootProgram of the simulated cluster (written by molecule/default/tests/test_closed_loop.py): the

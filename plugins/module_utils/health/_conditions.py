@@ -19,7 +19,7 @@ and ``ib`` into link down and error counters).  Each has one *action*:
 * ``reboot``: ``scontrol reboot ASAP``, then the deep tier, then back in service;
 * ``service``: hardware repair: drained with the loop's service tag and never returned by the loop.
 
-Sites override the action per condition (``slurm_healthcheck_loop_actions``; :func:`load_overrides`).
+Sites override the action per condition (``slurm_healthcheck_loop.actions``; :func:`load_overrides`).
 Standard library only (the loop program imports it on the controller).
 """
 
@@ -65,7 +65,7 @@ CONDITIONS = (
     ('xid-120', 'xid', 'reset-gpu', XID_CATALOG, 'GSP error (RESET_GPU)'),
     ('xid-140', 'xid', 'reset-gpu', XID_CATALOG, 'unrecovered ECC error (RESET_GPU)'),
     ('xid-154', 'xid', 'reboot', XID_CATALOG, 'GPU recovery action changed: reset or reboot as the Xid says (a reboot does both)'),
-    ('xid', 'xid', 'drain', COLLECTION, 'an Xid of slurm_healthcheck_xid_drain this table does not name'),
+    ('xid', 'xid', 'drain', COLLECTION, 'an Xid of slurm_healthcheck_settings.xid_drain this table does not name'),
     ('gpu-lost', 'gpu-error', 'reboot', NVML_API, 'NVML cannot read the GPU (GPU_IS_LOST, after Xid 79): only a reboot brings it back'),
     ('retired-pages-pending', 'gpu-error', 'reset-gpu', PAGE_RETIREMENT, 'retired pages take effect at the next GPU reset'),
     ('row-remap-pending', 'gpu-error', 'reset-gpu', MEMORY_ERRORS, 'a remapped row takes effect at the next GPU reset'),
@@ -143,7 +143,7 @@ def classify(check, detail, actions=None):
     return check if check in actions else None
 
 
-def load_overrides(value, name='slurm_healthcheck_loop_actions'):
+def load_overrides(value, name='slurm_healthcheck_loop.actions'):
     """The action per condition: the defaults with ``value`` (``{condition: action}``) over them.
 
     ``InputError`` names the first unknown condition or action with the valid ones."""

@@ -647,14 +647,14 @@ _RANGES = {
     'slurmdbd_port': ('int', 1, 65535, 'a TCP port'),
     'slurmdbd_wait_timeout': ('int', 1, None, 'seconds to wait for slurmdbd'),
     'slurm_healthcheck_interval': ('int', 0, None, 'seconds; 0 never runs the check'),
-    'slurm_healthcheck_ecc_uncorrected_max': ('int', 0, None, 'errors; null does not check ECC'),
-    'slurm_healthcheck_resume_after_passes': ('int', 1, None, 'passing runs in a row'),
-    'slurm_healthcheck_xid_drain': ('int', 1, None, 'Xid numbers'),
-    'slurm_healthcheck_temperature_margin': ('int', 0, None, 'degrees C; null does not check temperature'),
-    'slurm_healthcheck_ib_ports': ('int', 0, None, 'InfiniBand ports; null records what the node has'),
-    'slurm_healthcheck_prolog_budget': ('float', 0, None, 'seconds'),
-    'slurm_healthcheck_periodic_budget': ('float', 0, None, 'seconds'),
-    'slurm_healthcheck_ib_rate_gbps': ('float', 0, None, 'Gb/s'),
+    'slurm_healthcheck_settings.ecc_uncorrected_max': ('int', 0, None, 'errors; null does not check ECC'),
+    'slurm_healthcheck_settings.resume_after_passes': ('int', 1, None, 'passing runs in a row'),
+    'slurm_healthcheck_settings.xid_drain': ('int', 1, None, 'Xid numbers'),
+    'slurm_healthcheck_settings.temperature_margin': ('int', 0, None, 'degrees C; null does not check temperature'),
+    'slurm_healthcheck_settings.ib_ports': ('int', 0, None, 'InfiniBand ports; null records what the node has'),
+    'slurm_healthcheck_settings.prolog_budget': ('float', 0, None, 'seconds'),
+    'slurm_healthcheck_settings.periodic_budget': ('float', 0, None, 'seconds'),
+    'slurm_healthcheck_settings.ib_rate_gbps': ('float', 0, None, 'Gb/s'),
     'slurm_memory_reserve_mb': ('int', 0, None, 'MB'),
     'slurm_gres_mps_count': ('int', 1, None, 'the Count of each Name=mps line'),
     'slurm_gres_shard_count': ('int', 1, None, 'the Count of each Name=shard line'),
@@ -677,20 +677,27 @@ def _range_text(kind, least, most, what):
     return 'a whole number, %d or more (%s)' % (least, what)
 
 
+def _ranged_values(options, values, ranges):
+    """``(name, value, spec)`` of each value ``ranges`` names, set and not null, in name order; a name ``var.key`` is the key of
+    the dict option ``var`` (``slurm_healthcheck_settings.resume_after_passes``)."""
+    found = []
+    for name in sorted(ranges):
+        var, _dot, key = name.partition('.')
+        value, spec = values.get(var), options.get(var) or {}
+        if key:
+            value = value.get(key) if isinstance(value, dict) else None
+            spec = (spec.get('options') or {}).get(key) or {}
+        if value is not None:
+            found.append((name, value, spec))
+    return found
+
+
 def _range_problems(options, values, ranges=None):
     """Numbers outside the range their role can use (``ranges``, else ``_RANGES``), one line each."""
     ranges = _RANGES if ranges is None else ranges
     problems = []
-    for name in sorted(ranges):
-        # (a dotted name is a key of a dictionary option: mig_slurm_wait.drain_timeout)
-        top, _dot, key = name.partition('.')
-        value = values.get(top)
-        if key:
-            value = value.get(key) if isinstance(value, dict) else None
-        if value is None:
-            continue
+    for name, value, spec in _ranged_values(options, values, ranges):
         kind, least, most, what = ranges[name]
-        spec = options.get(name) or {}
         items = [(name, value)]
         if spec.get('type') == 'list':
             found, ok = convert(value, 'list')

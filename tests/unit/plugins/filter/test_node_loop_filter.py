@@ -21,9 +21,9 @@ def test_node_loop_settings_passes_a_valid_configuration_through():
 
 
 @pytest.mark.parametrize('settings, fragment', [
-    ({'policy': {'actions': {'thermals': 'drain'}}}, "slurm_healthcheck_loop_actions has the condition 'thermals', expected one of xid-13"),
+    ({'policy': {'actions': {'thermals': 'drain'}}}, "slurm_healthcheck_loop.actions has the condition 'thermals', expected one of xid-13"),
     ({'policy': {'actions': {'thermal': 'rma'}}},
-     'slurm_healthcheck_loop_actions["thermal"] is \'rma\', expected one of none, comment, drain, reset-gpu, reboot, service'),
+     'slurm_healthcheck_loop.actions["thermal"] is \'rma\', expected one of none, comment, drain, reset-gpu, reboot, service'),
     ({'deep_time_limit': 0}, 'deep_time_limit is 0'),
     ({'policy': {'reboot_window_s': None}}, 'reboot_window_s is None'),
 ])
@@ -35,5 +35,5 @@ def test_node_loop_settings_names_the_bad_value(settings, fragment):
 
 def test_node_loop_actions_checks_the_overrides_the_nodes_get():
     assert ACTIONS({'xid-79': 'service'}) == {'xid-79': 'service'}
-    with pytest.raises(AnsibleFilterError, match="slurm_healthcheck_loop_actions has the condition 'xid-999', expected one of"):
+    with pytest.raises(AnsibleFilterError, match="slurm_healthcheck_loop.actions has the condition 'xid-999', expected one of"):
         ACTIONS({'xid-999': 'reboot'})

@@ -83,9 +83,9 @@ def test_an_override_changes_which_xid_decides():
 
 
 @pytest.mark.parametrize('value, fragments', [
-    ({'thermals': 'drain'}, ['slurm_healthcheck_loop_actions has the condition', "'thermals'", 'expected one of', 'thermal', 'xid-79']),
-    ({'thermal': 'rma'}, ['slurm_healthcheck_loop_actions["thermal"] is', "'rma'", 'none, comment, drain, reset-gpu, reboot, service']),
-    (['thermal'], ['slurm_healthcheck_loop_actions is', 'expected a mapping of condition to action']),
+    ({'thermals': 'drain'}, ['slurm_healthcheck_loop.actions has the condition', "'thermals'", 'expected one of', 'thermal', 'xid-79']),
+    ({'thermal': 'rma'}, ['slurm_healthcheck_loop.actions["thermal"] is', "'rma'", 'none, comment, drain, reset-gpu, reboot, service']),
+    (['thermal'], ['slurm_healthcheck_loop.actions is', 'expected a mapping of condition to action']),
 ])
 def test_bad_overrides_name_the_value_and_what_is_valid(value, fragments):
     with pytest.raises(InputError) as info:
