@@ -39,20 +39,22 @@ def node_loop_actions(data):
     return data
 
 
-def healthcheck_settings(given, inherited=None):
-    """``slurm_healthcheck_settings | healthcheck_settings(inherited)`` -> every setting, the program's defaults filled in, checked."""
+def _checked(function, *args):
+    """``function(*args)``, its ValueError as the filter's error."""
     try:
-        return role_settings.healthcheck_settings(given, inherited)
+        return function(*args)
     except ValueError as exc:
         raise AnsibleFilterError(str(exc))
+
+
+def healthcheck_settings(given, inherited=None):
+    """``slurm_healthcheck_settings | healthcheck_settings(inherited)`` -> every setting, the program's defaults filled in, checked."""
+    return _checked(role_settings.healthcheck_settings, given, inherited)
 
 
 def healthcheck_loop(given):
     """``slurm_healthcheck_loop | healthcheck_loop`` -> every key of it, the defaults filled in."""
-    try:
-        return role_settings.loop_settings(given)
-    except ValueError as exc:
-        raise AnsibleFilterError(str(exc))
+    return _checked(role_settings.loop_settings, given)
 
 
 def healthcheck_loop_config(merged, fixed, policy):

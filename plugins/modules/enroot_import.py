@@ -86,12 +86,12 @@ options:
   retries:
     description:
       - Transfer retries for each download (C(ENROOT_TRANSFER_RETRIES) for this import only).
-      - Left out, the node's C(enroot.conf) stays in force (the enroot role's C(enroot_transfer_retries)).
+      - Left out, the node's C(enroot.conf) stays in force (the enroot role's C(enroot_conf.ENROOT_TRANSFER_RETRIES)).
     type: int
   connect_timeout:
     description:
       - Seconds to wait for a connection to the registry (C(ENROOT_CONNECT_TIMEOUT) for this import only).
-      - Left out, the node's C(enroot.conf) stays in force (the enroot role's C(enroot_connect_timeout)); the
+      - Left out, the node's C(enroot.conf) stays in force (the enroot role's C(enroot_conf.ENROOT_CONNECT_TIMEOUT)); the
         module's own manifest query then waits 30 seconds.
     type: int
   timeout:
@@ -121,7 +121,7 @@ options:
 notes:
   - enroot reads its settings from the environment first, then C(enroot.conf); registry
     credentials come from C($ENROOT_CONFIG_PATH/.credentials). For an internal plain-HTTP
-    registry set C(enroot_allow_http=true) for the role gpucluster.bringup.enroot, which writes
+    registry set C(enroot_conf.ENROOT_ALLOW_HTTP=true) for the role gpucluster.bringup.enroot, which writes
     C(ENROOT_ALLOW_HTTP) to C(/etc/enroot/enroot.conf), the only place pyxis jobs read it from. The
     task's C(environment) keyword reaches this module's enroot only, not the jobs.
   - Some enroot releases cannot import a tag that holds only an OCI image manifest from a
@@ -151,7 +151,7 @@ EXAMPLES = r"""
     uri: docker://nvcr.io/nvidia/pytorch@sha256:7a982606367a3542274d4dc4fb30de0f0eb6e03ee560f26b4bd00975af405b0a
     dest: /shared/images/
 
-# An internal plain-HTTP registry: set enroot_allow_http: true for the role
+# An internal plain-HTTP registry: set enroot_conf.ENROOT_ALLOW_HTTP: true for the role
 # gpucluster.bringup.enroot (enroot.conf, read by pyxis jobs too); the environment
 # keyword below reaches this task's enroot only.
 - name: Import from an internal plain-HTTP registry

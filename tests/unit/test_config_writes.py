@@ -95,7 +95,7 @@ TASK_ALLOWLIST = {
     ('roles/validate/tasks/nccl_build.yml', 'Unpack nccl-tests'):
         'tar extracts a source tree into the build directory in place (unarchive does not use atomic_move); not a configuration file',
     ('roles/pyxis/tasks/build.yml', 'Unpack the source archive'):
-        'tar extracts a source tree into pyxis_build_dir in place; not a configuration file',
+        'tar extracts a source tree into pyxis_build.dir in place; not a configuration file',
     ('roles/pyxis/tasks/build.yml', 'Compile pyxis'):
         'a build tree, not a configuration file',
     ('roles/pyxis/tasks/build.yml', 'Install the plugin'):

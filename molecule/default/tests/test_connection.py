@@ -14,7 +14,7 @@ passwordless sudo). Checked here:
 The image comes from a real docker-registry (Debian's, Distribution 2.8) started on this machine at the
 node network's gateway; enroot on the nodes is NVIDIA's real enroot 4.1.2 (the image itself is the stand-in
 image of tests/standins/standin_image.py: text files only).
-The registry is plain HTTP: for the test, the nodes' enroot.conf gets ENROOT_ALLOW_HTTP (what enroot_allow_http
+The registry is plain HTTP: for the test, the nodes' enroot.conf gets ENROOT_ALLOW_HTTP (what enroot_conf.ENROOT_ALLOW_HTTP
 writes), and is put back byte for byte afterwards.
 """
 import importlib.util

@@ -7,7 +7,7 @@ import the image, unpack it and start the container. What she sees is what is as
 their exit codes and sacct's states.
 
 The registry is plain HTTP: pyxis clears ENROOT_* from the job's environment, so ENROOT_ALLOW_HTTP must be in
-enroot.conf (what enroot_allow_http writes); the module's fixture sets it on the compute nodes and puts the file
+enroot.conf (what enroot_conf.ENROOT_ALLOW_HTTP writes); the module's fixture sets it on the compute nodes and puts the file
 back byte for byte afterwards.
 
 slurmstepd runs the TaskProlog after pyxis' task_init, inside the container: the host's TaskProlog path is not
@@ -152,7 +152,7 @@ def test_sbatch_runs_the_batch_script_inside_the_image(image):
 
 def test_a_named_container_keeps_its_state_across_jobs(image):
     # container_scope=global (the pyxis role's default): a named container stays on the node after the job
-    # the role sets ENROOT_ROOTFS_WRITABLE no (enroot_rootfs_writable): writing asks for it
+    # the role sets ENROOT_ROOTFS_WRITABLE no (enroot_conf.ENROOT_ROOTFS_WRITABLE): writing asks for it
     _srun("--container-image=%s --container-name=kept --container-writable" % image, "echo kept-state > /var/tmp/state")
     out = _srun("--container-name=kept", "cat /var/tmp/state")
     assert out.stdout.strip() == "kept-state", out.stdout + out.stderr
@@ -168,7 +168,7 @@ def test_a_squashfs_file_imported_by_the_user(image):
 
 
 def test_bob_cannot_see_or_use_alices_named_container(image):
-    """Named containers are per user: enroot keeps them under the user's own data path (enroot_data_path,
+    """Named containers are per user: enroot keeps them under the user's own data path (enroot_conf.ENROOT_DATA_PATH,
     /tmp/enroot-data/user-<uid>, 0700), so bob's job with alice's container name finds nothing of hers, and bob can
     neither list nor read her directory. Alice's container is untouched by his try."""
     _srun("--container-image=%s --container-name=kept --container-writable" % image, "echo alice-state > /var/tmp/state")

@@ -94,7 +94,7 @@ def test_keep_uses_the_vendor_enroot_and_leaves_its_files(tmp_path):
         rc, output = _enroot_stage(tmp_path, "keep-conflict", "enroot_package_source=keep")
         assert rc != 0
         assert "ENROOT_DATA_PATH is /raid/enroot-data/user-$(id -u) in %s, this role sets /tmp/enroot-data/user-$(id -u) " \
-               "(enroot_data_path)" % CONF in output, output[-6000:]
+               "(enroot_conf.ENROOT_DATA_PATH)" % CONF in output, output[-6000:]
         assert _sha(CONF) == conf_before and _dpkg() == packages_before
     finally:
         sh(NODE, "echo %s | base64 -d > %s && rm -f %s" % (original, CONF, DROPIN))

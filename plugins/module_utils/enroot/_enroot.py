@@ -581,7 +581,7 @@ def error_message(kind, detail, uri, rc, stderr, oci_only=False):
         return 'enroot refused to overwrite %s (File already exists)' % detail
     if kind == 'plain_http':
         return ('the registry of %s answers plain HTTP, and enroot speaks HTTPS unless ENROOT_ALLOW_HTTP is set (curl: %s); '
-                'set enroot_allow_http: true for the role gpucluster.bringup.enroot, which writes ENROOT_ALLOW_HTTP to '
+                'set enroot_conf.ENROOT_ALLOW_HTTP: true for the role gpucluster.bringup.enroot, which writes ENROOT_ALLOW_HTTP to '
                 '/etc/enroot/enroot.conf: pyxis jobs (srun --container-image) read only enroot.conf, an environment: on an '
                 'Ansible task does not reach them; or serve the registry over HTTPS' % (uri, detail))
     if kind == 'no_space':
@@ -760,7 +760,7 @@ def ca_bundle(text):
 
 
 def squash_options_problem(value):
-    """Why ``enroot_squash_options`` cannot be used (the sentence after its name), or None.
+    """Why ``enroot_conf.ENROOT_SQUASH_OPTIONS`` cannot be used (the sentence after its name), or None.
 
     enroot passes ENROOT_SQUASH_OPTIONS to mksquashfs word by word (unquoted); without ``-exit-on-error`` mksquashfs
     carries on past a file it cannot read and enroot import succeeds with an image that lacks it."""
@@ -781,7 +781,7 @@ _ENROOT_PATH_RE = re.compile(r'^(?:/|\$\{?(?:HOME|XDG_[A-Z_]+|TMPDIR)\}?(?:/|$))
 
 
 def enroot_path_problem(value):
-    """Why an enroot path setting (``enroot_cache_path``, ``enroot_data_path``...) cannot be used, or None: enroot expands
+    """Why an enroot path setting (``enroot_conf.ENROOT_CACHE_PATH``, ``enroot_conf.ENROOT_DATA_PATH``...) cannot be used, or None: enroot expands
     $(...) and ${...} per user, so an absolute path or one starting at $HOME / ${XDG_...} / ${TMPDIR} is needed."""
     if not isinstance(value, str) or not _ENROOT_PATH_RE.match(value) or re.search(r'\s', re.sub(r'\$\([^()]*\)', '', value)):
         return ("is %r, expected an absolute path without blanks (but in $(...)), in which enroot expands $(id -u), $(id -g), ${HOME} per user "

@@ -165,7 +165,7 @@ class EnrootImport(object):
         env = dict(os.environ)
         env.update(self.env)
         # (no ENROOT_TRANSFER_TIMEOUT: timeout bounds the whole import here, and the site's per-transfer limit in
-        # enroot.conf - enroot_transfer_timeout of the role - stays in force; the environment would override it)
+        # enroot.conf - enroot_conf.ENROOT_TRANSFER_TIMEOUT of the role - stays in force; the environment would override it)
         try:
             try:
                 rc, out, err = _enroot_run.run_stoppable(argv, env, self.module.params['timeout'])

@@ -46,22 +46,11 @@ LOOP_ROLE_DEFAULTS = {
     'interval': 60,
     'reboot_program': '/usr/sbin/reboot',
 }
-# The keys of slurm_healthcheck_loop the loop program reads: key -> (True: in its policy, the policy key; False:
-# the configuration's key).
-LOOP_PROGRAM_KEYS = {
-    'actions': (True, 'actions'),
-    'reboot_max': (True, 'reboot_max'),
-    'reboot_window': (True, 'reboot_window_s'),
-    'reboot_timeout': (True, 'reboot_timeout_s'),
-    'promote_after': (True, 'promote_after'),
-    'promote_window': (True, 'promote_window_s'),
-    'deep': (True, 'deep'),
-    'deep_passes': (True, 'deep_passes'),
-    'deep_time_limit': (False, 'deep_time_limit'),
-    'deep_settings': (False, 'deep_settings'),
-    'metrics_file': (False, 'metrics_file'),
-    'webhook': (False, 'webhook'),
-}
+# The keys of slurm_healthcheck_loop the loop program reads: in its policy (key -> the policy's key), and at the top of
+# its configuration (the same names).
+LOOP_POLICY_KEYS = {'actions': 'actions', 'reboot_max': 'reboot_max', 'reboot_window': 'reboot_window_s', 'reboot_timeout': 'reboot_timeout_s',
+                    'promote_after': 'promote_after', 'promote_window': 'promote_window_s', 'deep': 'deep', 'deep_passes': 'deep_passes'}
+LOOP_CONFIG_KEYS = ('deep_time_limit', 'deep_settings', 'metrics_file', 'webhook')
 
 
 def _given(name, value, valid):
@@ -96,11 +85,11 @@ def healthcheck_settings(given, inherited=None):
 
 def loop_settings(given):
     """Every key of ``slurm_healthcheck_loop``: :data:`LOOP_ROLE_DEFAULTS` and the loop program's defaults, then ``given``."""
-    valid = set(LOOP_ROLE_DEFAULTS) | set(LOOP_PROGRAM_KEYS)
+    valid = set(LOOP_ROLE_DEFAULTS) | set(LOOP_POLICY_KEYS) | set(LOOP_CONFIG_KEYS)
     given = _given(LOOP, given, valid)
     merged = dict(LOOP_ROLE_DEFAULTS)
-    for key, (in_policy, name) in LOOP_PROGRAM_KEYS.items():
-        merged[key] = copy.deepcopy(POLICY_DEFAULTS[name] if in_policy else SETTINGS_DEFAULTS[name])
+    merged.update((key, copy.deepcopy(POLICY_DEFAULTS[name])) for key, name in LOOP_POLICY_KEYS.items())
+    merged.update((key, copy.deepcopy(SETTINGS_DEFAULTS[key])) for key in LOOP_CONFIG_KEYS)
     merged.update(given)
     return merged
 
@@ -109,8 +98,7 @@ def loop_config(merged, fixed, policy_fixed):
     """The loop program's configuration file: ``fixed`` (the role's keys of it), the policy with ``policy_fixed``,
     and the program's keys of ``merged`` (:func:`loop_settings`) under their names in the file."""
     config = dict(fixed)
-    policy = dict(policy_fixed)
-    for key, (in_policy, name) in LOOP_PROGRAM_KEYS.items():
-        (policy if in_policy else config)[name] = merged[key]
-    config['policy'] = policy
+    config.update((key, merged[key]) for key in LOOP_CONFIG_KEYS)
+    config['policy'] = dict(policy_fixed)
+    config['policy'].update((name, merged[key]) for key, name in LOOP_POLICY_KEYS.items())
     return config

@@ -44,6 +44,7 @@ import re
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _distributions as distributions
 from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _node_type as node_type
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot as _enroot_settings
+from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_conf
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand, natural_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import validate_node_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import (munge_key_errors, munge_key_file_errors,
@@ -85,7 +86,6 @@ _MAX_SHOWN = 80
 _DB_NAME = re.compile(r'^[A-Za-z0-9_]+$')
 _DB_HOST = re.compile(r'^[A-Za-z0-9_.:%-]+$')
 _PARTITION_NAME = re.compile(r'^[A-Za-z0-9][A-Za-z0-9._-]*$')
-_ENROOT_KEY = re.compile(r'^ENROOT_[A-Z_]+$')
 _ENROOT_HOOK = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]*\.sh$')
 _HOOK_NAME = re.compile(r'^[0-9]{2}-[A-Za-z0-9]+-[A-Za-z0-9._-]+$')
 
@@ -584,12 +584,13 @@ def _enroot(host, values, groups):
                         % (show(source), needs[source], {'url': 'the base URL of the release assets',
                                                          'mirror': 'the base URL of a web server holding the release .deb files',
                                                          'local': 'a directory on the Ansible controller holding the release .deb files'}[source]))
-    extra = values.get('enroot_extra_config')
-    if isinstance(extra, dict):
-        bad = [str(k) for k in extra if not _ENROOT_KEY.match(str(k))]
-        if bad:
-            problems.append('enroot_extra_config keys must look like ENROOT_NAME (upper case, enroot reads no other keys), these do not: %s'
-                            % ', '.join(bad))
+    conf = values.get('enroot_conf')
+    if isinstance(conf, dict):
+        # the key names and the types of the role's keys, as the role's enroot_conf filter checks them
+        try:
+            _enroot_conf.settings(conf)
+        except ValueError as exc:
+            problems.append(str(exc))
     credentials = values.get('enroot_credentials')
     if isinstance(credentials, list):
         for index, entry in enumerate(credentials):
@@ -606,16 +607,18 @@ def _enroot(host, values, groups):
     mode = values.get('enroot_shared_dir_mode')
     if isinstance(mode, str) and not re.match(r'^[0-7]{3,4}$', mode):
         problems.append('enroot_shared_dir_mode is %s; expected an octal mode such as "1777"' % show(mode))
-    for option, problem in (('enroot_registry_ca_certificates', _ca_problem), ('enroot_squash_options', _enroot_settings.squash_options_problem)):
-        if option in values:
-            text = problem(values[option])
+    if 'enroot_registry_ca_certificates' in values:
+        text = _ca_problem(values['enroot_registry_ca_certificates'])
+        if text:
+            problems.append('enroot_registry_ca_certificates %s' % text)
+    conf = conf if isinstance(conf, dict) else {}
+    checks = [('ENROOT_SQUASH_OPTIONS', _enroot_settings.squash_options_problem)]
+    checks += [(key, _enroot_settings.enroot_path_problem) for key in _enroot_conf.PATHS]
+    for key, problem in checks:
+        if isinstance(conf.get(key), str):
+            text = problem(conf[key])
             if text:
-                problems.append('%s %s' % (option, text))
-    for option in ('enroot_runtime_path', 'enroot_cache_path', 'enroot_data_path', 'enroot_temp_path', 'enroot_config_path'):
-        if isinstance(values.get(option), str):
-            text = _enroot_settings.enroot_path_problem(values[option])
-            if text:
-                problems.append('%s %s' % (option, text))
+                problems.append('enroot_conf.%s %s' % (key, text))
     return problems
 
 
@@ -629,12 +632,13 @@ def _ca_problem(value):
 
 def _pyxis(host, values, groups):
     problems = []
-    importer = values.get('pyxis_importer')
+    conf = values.get('pyxis_conf') if isinstance(values.get('pyxis_conf'), dict) else {}
+    importer = conf.get('importer')
     if isinstance(importer, str) and importer and not importer.startswith('/'):
-        problems.append('pyxis_importer must be an absolute path to an executable on the nodes, got %s' % show(importer))
-    runtime = values.get('pyxis_runtime_path')
+        problems.append('pyxis_conf.importer must be an absolute path to an executable on the nodes, got %s' % show(importer))
+    runtime = conf.get('runtime_path')
     if isinstance(runtime, str) and not re.match(r'^/[^ ]*$', runtime):
-        problems.append('pyxis_runtime_path must be an absolute path without spaces, got %s' % show(runtime))
+        problems.append('pyxis_conf.runtime_path must be an absolute path without spaces, got %s' % show(runtime))
     return problems
 
 
@@ -661,11 +665,11 @@ _RANGES = {
     'slurm_restart_batch_size': ('int', 1, None, 'nodes whose slurmd restarts at a time'),
     'slurm_large_system_min_nodes': ('int', 1, None, 'the compute host count from which the large-cluster settings apply'),
     'slurm_hooks_settings.timeout': ('int', 1, None, 'seconds a hook may run'),
-    'enroot_max_processors': ('int', 0, None, "0 leaves enroot's default"),
-    'enroot_max_connections': ('int', 0, None, 'parallel layer downloads'),
-    'enroot_connect_timeout': ('int', 0, None, 'seconds'),
-    'enroot_transfer_timeout': ('int', 0, None, 'seconds, 0 for none'),
-    'enroot_transfer_retries': ('int', 0, None, 'retries'),
+    'enroot_conf.ENROOT_MAX_PROCESSORS': ('int', 0, None, "0 leaves enroot's default"),
+    'enroot_conf.ENROOT_MAX_CONNECTIONS': ('int', 0, None, 'parallel layer downloads'),
+    'enroot_conf.ENROOT_CONNECT_TIMEOUT': ('int', 0, None, 'seconds'),
+    'enroot_conf.ENROOT_TRANSFER_TIMEOUT': ('int', 0, None, 'seconds, 0 for none'),
+    'enroot_conf.ENROOT_TRANSFER_RETRIES': ('int', 0, None, 'retries'),
 }
 
 

@@ -142,9 +142,9 @@ ROLE_CASES = [
          "ctl: munge_key_path is 'munge.key', expected an absolute path "],
         id="all-hosts-all-problems-in-one-failure"),
     pytest.param(
-        cluster(host_vars={"gpu-02": {"slurm_cluster_name": "{{ [1, 2] }}", "pyxis_container_scope": "{{ 'no' + 'de' }}"}}),
+        cluster(host_vars={"gpu-02": {"slurm_cluster_name": "{{ [1, 2] }}", "pyxis_conf": {"container_scope": "{{ 'no' + 'de' }}"}}}),
         ["gpu-02: slurm_cluster_name is [1, 2]; expected a string (role gpucluster.bringup.slurm)",
-         "gpu-02: pyxis_container_scope is 'node'; valid values: global, job (role gpucluster.bringup.pyxis)"],
+         "gpu-02: pyxis_conf.container_scope is 'node'; valid values: global, job (role gpucluster.bringup.pyxis)"],
         id="templated-values-checked"),
     pytest.param(
         cluster(compute_vars={"slurm_partitions": [{"name": "gpu", "nodes": "gpu-[01-"}]},
@@ -174,7 +174,7 @@ def test_preflight_rejects_role_variables(tmp_path, inventory, messages):
 
 def test_values_that_need_facts_are_left_for_the_roles(tmp_path):
     children, host_vars = cluster(host_vars={"gpu-01": {"slurm_node_name": "{{ ansible_facts['hostname'] }}",
-                                                        "pyxis_runtime_path": "/run/{{ ansible_facts.nosuch }}"}})
+                                                        "pyxis_conf": {"runtime_path": "/run/{{ ansible_facts.nosuch }}"}}})
     rc, output = run_site(tmp_path, [write_inventory(tmp_path, children, host_vars)], PREFLIGHT_ONLY + ["-v"])
     # the preflight passes and names none of them (the roles' own argument validation, tagged always, fails later on gpu-01)
     preflight = output.split("TASK [Check the inventory and every role's inputs before anything changes]", 1)[1].split("PLAY [", 1)[0]

@@ -354,7 +354,7 @@ U = 'docker://reg#a:1'
     ('exists', '/d/x', 'enroot refused to overwrite /d/x (File already exists)'),
     ('plain_http', 'error:0A00010B:SSL routines::wrong version number',
      'the registry of %s answers plain HTTP, and enroot speaks HTTPS unless ENROOT_ALLOW_HTTP is set (curl: error:0A00010B:SSL '
-     'routines::wrong version number); set enroot_allow_http: true for the role gpucluster.bringup.enroot, which writes '
+     'routines::wrong version number); set enroot_conf.ENROOT_ALLOW_HTTP: true for the role gpucluster.bringup.enroot, which writes '
      'ENROOT_ALLOW_HTTP to /etc/enroot/enroot.conf: pyxis jobs (srun --container-image) read only enroot.conf, an environment: '
      'on an Ansible task does not reach them; or serve the registry over HTTPS' % U),
     ('unreachable', 'Could not resolve host: reg',

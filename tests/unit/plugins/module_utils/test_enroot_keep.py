@@ -100,10 +100,10 @@ def role_vars(tmp_path, sysconf, **extra):
              '_enroot_userns_files': [str(tmp_path / 'max_user_namespaces'), str(tmp_path / 'max_mnt_namespaces')],
              '_enroot_userns_clone_file': str(tmp_path / 'no-userns-clone'),
              # the per-user paths (and so their shared parents) inside the test's directory
-             'enroot_runtime_path': '%s/run/user-$(id -u)' % paths,
-             'enroot_cache_path': '%s/cache/group-$(id -g)' % paths,
-             'enroot_data_path': '%s/data/user-$(id -u)' % paths,
-             'enroot_config_path': '%s/config' % paths}
+             'enroot_conf': {'ENROOT_RUNTIME_PATH': '%s/run/user-$(id -u)' % paths,
+                             'ENROOT_CACHE_PATH': '%s/cache/group-$(id -g)' % paths,
+                             'ENROOT_DATA_PATH': '%s/data/user-$(id -u)' % paths,
+                             'ENROOT_CONFIG_PATH': '%s/config' % paths}}
     found.update(extra)
     return found
 
@@ -228,8 +228,8 @@ def test_keep_refuses_vendor_settings_that_would_win_over_the_dropin(tmp_path):
     assert _failed(report) == [
         "enroot_package_source is 'keep' and enroot keeps the first value of a setting (enroot.conf, then enroot.conf.d/*.conf by "
         "name), so on localhost these would win over this role's %(d)s/00-gpucluster-bringup.conf: "
-        "ENROOT_DATA_PATH is /raid/enroot-data/user-$(id -u) in %(c)s, this role sets %(p)s/data/user-$(id -u) (enroot_data_path); "
-        "ENROOT_ALLOW_HTTP is yes in %(d)s/00-aa-site.conf, this role sets no (enroot_allow_http); "
+        "ENROOT_DATA_PATH is /raid/enroot-data/user-$(id -u) in %(c)s, this role sets %(p)s/data/user-$(id -u) (enroot_conf.ENROOT_DATA_PATH); "
+        "ENROOT_ALLOW_HTTP is yes in %(d)s/00-aa-site.conf, this role sets no (enroot_conf.ENROOT_ALLOW_HTTP); "
         "set the role variable to the vendor's value, or remove the line from the vendor's file"
         % {'d': sysconf / 'enroot.conf.d', 'c': sysconf / 'enroot.conf', 'p': tmp_path / 'paths'}]
     assert not [name for name, result in _results(report) if result.get('changed')]

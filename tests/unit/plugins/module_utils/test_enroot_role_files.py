@@ -27,6 +27,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot
+from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_conf
 from ansible_collections.gpucluster.bringup.tests.unit.enroot_role import trusted
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
@@ -72,10 +73,11 @@ ENROOT_SQUASH_DEFAULT = ['-comp', 'lzo', '-noD', '-exit-on-error']
 
 
 def test_squash_options_not_weaker_than_enroots():
-    ours = load('defaults/main.yml')['enroot_squash_options'].split()
+    ours = dict(_enroot_conf.DEFAULTS)['ENROOT_SQUASH_OPTIONS'].split()
     assert [option for option in ENROOT_SQUASH_DEFAULT if option not in ours] == []
+    # the argument spec documents the default it has
     specs = load('meta/argument_specs.yml')['argument_specs']['main']['options']
-    assert specs['enroot_squash_options']['default'] == load('defaults/main.yml')['enroot_squash_options']
+    assert 'C(ENROOT_SQUASH_OPTIONS) C(%s)' % dict(_enroot_conf.DEFAULTS)['ENROOT_SQUASH_OPTIONS'] in ' '.join(specs['enroot_conf']['description'])
 
 
 SAMPLE = [{'machine': 'registry.example.org', 'login': 'ci-bot', 'password': 's3cr3t-Pa55'},
@@ -133,5 +135,5 @@ def test_credentials_path_is_enroots():
     """enroot reads $ENROOT_CONFIG_PATH/.credentials; the default path is root's."""
     defaults = load('defaults/main.yml')
     assert defaults['enroot_credentials_path'] == '/root/.config/enroot/.credentials'
-    assert defaults['enroot_config_path'] == '${HOME}/.config/enroot'
+    assert dict(_enroot_conf.DEFAULTS)['ENROOT_CONFIG_PATH'] == '${HOME}/.config/enroot'
     assert defaults['enroot_credentials_user'] == 'root'

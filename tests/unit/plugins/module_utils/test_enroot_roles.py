@@ -148,10 +148,10 @@ def test_http_mirror_names_the_missing_files(tmp_path):
 
 
 def test_extra_config_keys(tmp_path):
-    rc, msgs = run_check(tmp_path, role_play('enroot'), dict(kernel_files(tmp_path), enroot_extra_config={'ENROOT_ZSTD_OPTIONS': '-1', 'zstd': 'x'}))
+    rc, msgs = run_check(tmp_path, role_play('enroot'), dict(kernel_files(tmp_path), enroot_conf={'ENROOT_ZSTD_OPTIONS': '-1', 'zstd': 'x'}))
     assert rc != 0
     assert msgs == [preflight_failure('localhost', 'enroot',
-                                      'enroot_extra_config keys must look like ENROOT_NAME (upper case, enroot reads no other keys), these do not: zstd')]
+                                      'enroot_conf keys must look like ENROOT_NAME (upper case, enroot reads no other keys), these do not: zstd')]
 
 
 @pytest.mark.parametrize('userns, mntns, bad', [('0', '15000', 'max_user_namespaces'), ('15000', '1', 'max_mnt_namespaces')])
@@ -193,9 +193,9 @@ def test_requested_hook_not_shipped(tmp_path):
 
 
 @pytest.mark.parametrize('extra_vars, msg', [
-    ({'pyxis_importer': 'bin/importer'}, "pyxis_importer must be an absolute path to an executable on the nodes, got 'bin/importer'"),
-    ({'pyxis_runtime_path': '/run/my pyxis'}, "pyxis_runtime_path must be an absolute path without spaces, got '/run/my pyxis'"),
-    ({'pyxis_runtime_path': 'run/pyxis'}, "pyxis_runtime_path must be an absolute path without spaces, got 'run/pyxis'"),
+    ({'pyxis_conf': {'importer': 'bin/importer'}}, "pyxis_conf.importer must be an absolute path to an executable on the nodes, got 'bin/importer'"),
+    ({'pyxis_conf': {'runtime_path': '/run/my pyxis'}}, "pyxis_conf.runtime_path must be an absolute path without spaces, got '/run/my pyxis'"),
+    ({'pyxis_conf': {'runtime_path': 'run/pyxis'}}, "pyxis_conf.runtime_path must be an absolute path without spaces, got 'run/pyxis'"),
 ])
 def test_pyxis_option_checks(tmp_path, extra_vars, msg):
     rc, msgs = run_check(tmp_path, role_play('pyxis'), extra_vars)

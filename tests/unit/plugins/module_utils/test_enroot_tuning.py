@@ -48,13 +48,13 @@ def test_defaults_pass(role):
 
 
 @pytest.mark.parametrize('values', [
-    {'enroot_squash_options': '-comp zstd -Xcompression-level 3 -exit-on-error'},
-    {'enroot_squash_options': '-noI -noD -noF -noX -exit-on-error'},
-    {'enroot_cache_path': '/raid/enroot/cache/group-$(id -g)', 'enroot_data_path': '${HOME}/.local/share/enroot'},
-    {'enroot_temp_path': '${TMPDIR}', 'enroot_runtime_path': '/run/enroot/user-$(id -u)'},
+    {'enroot_conf': {'ENROOT_SQUASH_OPTIONS': '-comp zstd -Xcompression-level 3 -exit-on-error'}},
+    {'enroot_conf': {'ENROOT_SQUASH_OPTIONS': '-noI -noD -noF -noX -exit-on-error'}},
+    {'enroot_conf': {'ENROOT_CACHE_PATH': '/raid/enroot/cache/group-$(id -g)', 'ENROOT_DATA_PATH': '${HOME}/.local/share/enroot'}},
+    {'enroot_conf': {'ENROOT_TEMP_PATH': '${TMPDIR}', 'ENROOT_RUNTIME_PATH': '/run/enroot/user-$(id -u)'}},
     {'enroot_registry_ca_certificates': CA},
     {'enroot_registry_ca_certificates': CA + '\n' + CA},
-    {'pyxis_container_scope': 'job', 'pyxis_sbatch_support': False, 'pyxis_importer': '/usr/local/libexec/pyxis-importer'},
+    {'pyxis_conf': {'container_scope': 'job', 'sbatch_support': False, 'importer': '/usr/local/libexec/pyxis-importer'}},
 ])
 def test_what_sites_choose_passes(values):
     role = 'pyxis' if any(k.startswith('pyxis_') for k in values) else 'enroot'
@@ -62,19 +62,19 @@ def test_what_sites_choose_passes(values):
 
 
 @pytest.mark.parametrize('values, message', [
-    ({'enroot_squash_options': '-comp zstd'},
-     "enroot_squash_options is '-comp zstd', expected options that keep -exit-on-error (without it mksquashfs skips a file it "
+    ({'enroot_conf': {'ENROOT_SQUASH_OPTIONS': '-comp zstd'}},
+     "enroot_conf.ENROOT_SQUASH_OPTIONS is '-comp zstd', expected options that keep -exit-on-error (without it mksquashfs skips a file it "
      "cannot read and enroot import succeeds with an image that lacks it), e.g. '-comp zstd -exit-on-error'"),
-    ({'enroot_squash_options': ''},
-     "enroot_squash_options is '', expected mksquashfs options such as \"-comp lzo -noD -exit-on-error\" (enroot's default)"),
-    ({'enroot_squash_options': '-comp lzo -exit-on-error $(rm -rf /)'},
-     "enroot_squash_options is '-comp lzo -exit-on-error $(rm -rf /)', expected mksquashfs options only (enroot passes them "
+    ({'enroot_conf': {'ENROOT_SQUASH_OPTIONS': ''}},
+     "enroot_conf.ENROOT_SQUASH_OPTIONS is '', expected mksquashfs options such as \"-comp lzo -noD -exit-on-error\" (enroot's default)"),
+    ({'enroot_conf': {'ENROOT_SQUASH_OPTIONS': '-comp lzo -exit-on-error $(rm -rf /)'}},
+     "enroot_conf.ENROOT_SQUASH_OPTIONS is '-comp lzo -exit-on-error $(rm -rf /)', expected mksquashfs options only (enroot passes them "
      "unquoted, word by word): '$(rm', '/)' is not one"),
-    ({'enroot_cache_path': 'enroot-cache'},
-     "enroot_cache_path is 'enroot-cache', expected an absolute path without blanks (but in $(...)), in which enroot expands $(id -u), "
+    ({'enroot_conf': {'ENROOT_CACHE_PATH': 'enroot-cache'}},
+     "enroot_conf.ENROOT_CACHE_PATH is 'enroot-cache', expected an absolute path without blanks (but in $(...)), in which enroot expands $(id -u), "
      "$(id -g), ${HOME} per user (e.g. '/tmp/enroot-data/user-$(id -u)')"),
-    ({'enroot_data_path': '/shared data/enroot'},
-     "enroot_data_path is '/shared data/enroot', expected an absolute path without blanks (but in $(...)), in which enroot expands $(id -u), "
+    ({'enroot_conf': {'ENROOT_DATA_PATH': '/shared data/enroot'}},
+     "enroot_conf.ENROOT_DATA_PATH is '/shared data/enroot', expected an absolute path without blanks (but in $(...)), in which enroot expands $(id -u), "
      "$(id -g), ${HOME} per user (e.g. '/tmp/enroot-data/user-$(id -u)')"),
     ({'enroot_registry_ca_certificates': '/usr/local/share/ca-certificates/site.crt'},
      "enroot_registry_ca_certificates is '/usr/local/share/ca-certificates/site.crt', expected the PEM text of one or more CA "
@@ -87,8 +87,8 @@ def test_what_sites_choose_passes(values):
     ({'enroot_registry_ca_certificates': CA.replace('KoZIzj0DAQcDQgAE', 'KoZIzj0DAQcDQgA')},
      'enroot_registry_ca_certificates holds a certificate whose base64 text is cut (207 characters, not a multiple of 4); expected '
      'whole PEM certificates'),
-    ({'pyxis_importer': 'bin/importer'},
-     "pyxis_importer must be an absolute path to an executable on the nodes, got 'bin/importer'"),
+    ({'pyxis_conf': {'importer': 'bin/importer'}},
+     "pyxis_conf.importer must be an absolute path to an executable on the nodes, got 'bin/importer'"),
 ])
 def test_bad_value_one_message(values, message):
     role = 'pyxis' if any(k.startswith('pyxis_') for k in values) else 'enroot'
@@ -96,12 +96,12 @@ def test_bad_value_one_message(values, message):
 
 
 @pytest.mark.parametrize('values, fragment', [
-    ({'pyxis_container_scope': 'node'}, 'pyxis_container_scope'),
-    ({'pyxis_sbatch_support': 'sometimes'}, 'pyxis_sbatch_support'),
+    ({'pyxis_conf': {'container_scope': 'node'}}, 'pyxis_conf.container_scope'),
+    ({'pyxis_conf': {'sbatch_support': 'sometimes'}}, 'pyxis_conf.sbatch_support'),
 ])
 def test_pyxis_choices_and_booleans(values, fragment):
     found = problems('pyxis', **values)
-    assert len(found) == 1 and fragment in found[0] and list(values.values())[0] in found[0], found
+    assert len(found) == 1 and fragment in found[0] and list(values['pyxis_conf'].values())[0] in found[0], found
 
 
 def _conf_lines(text):
@@ -109,9 +109,9 @@ def _conf_lines(text):
 
 
 def test_enroot_conf_renders_the_tuning():
-    conf, ca = enroot_role.enroot_conf(enroot_squash_options='-comp zstd -Xcompression-level 3 -exit-on-error',
-                                       enroot_cache_path='/raid/enroot/cache/group-$(id -g)',
-                                       enroot_data_path='/raid/enroot/data/user-$(id -u)', enroot_registry_ca_certificates=CA)
+    conf, ca = enroot_role.enroot_conf(enroot_conf={'ENROOT_SQUASH_OPTIONS': '-comp zstd -Xcompression-level 3 -exit-on-error',
+                                                    'ENROOT_CACHE_PATH': '/raid/enroot/cache/group-$(id -g)',
+                                                    'ENROOT_DATA_PATH': '/raid/enroot/data/user-$(id -u)'}, enroot_registry_ca_certificates=CA)
     lines = _conf_lines(conf)
     assert 'ENROOT_SQUASH_OPTIONS -comp zstd -Xcompression-level 3 -exit-on-error' in lines
     assert 'ENROOT_CACHE_PATH /raid/enroot/cache/group-$(id -g)' in lines
@@ -130,15 +130,15 @@ def test_enroot_conf_defaults_keep_caches_off_shared_file_systems():
 
 
 @pytest.mark.parametrize('values, option', [
-    ({'pyxis_container_scope': 'job'}, 'container_scope=job'),
-    ({'pyxis_container_scope': 'global'}, 'container_scope=global'),
-    ({'pyxis_sbatch_support': False}, 'sbatch_support=0'),
-    ({'pyxis_sbatch_support': True}, 'sbatch_support=1'),
-    ({'pyxis_importer': '/usr/local/libexec/pyxis-importer'}, 'importer=/usr/local/libexec/pyxis-importer'),
+    ({'pyxis_conf': {'container_scope': 'job'}}, 'container_scope=job'),
+    ({'pyxis_conf': {'container_scope': 'global'}}, 'container_scope=global'),
+    ({'pyxis_conf': {'sbatch_support': False}}, 'sbatch_support=0'),
+    ({'pyxis_conf': {'sbatch_support': True}}, 'sbatch_support=1'),
+    ({'pyxis_conf': {'importer': '/usr/local/libexec/pyxis-importer'}}, 'importer=/usr/local/libexec/pyxis-importer'),
 ])
 def test_pyxis_conf_renders_the_tuning(values, option):
     text, _ca = enroot_role.render('pyxis', 'pyxis.conf.j2', ansible_facts={'architecture': 'x86_64'}, **values)
     line = _conf_lines(text)[0]
     assert option in line.split(), line
-    if 'pyxis_importer' not in values:
+    if 'importer' not in values['pyxis_conf']:
         assert not [word for word in line.split() if word.startswith('importer=')]

@@ -51,7 +51,7 @@ BAD = [
     pytest.param('slurm', dict(slurm_task_prolog_uuids=False),
                  ["slurm_task_prolog_uuids is false; valid values: mig, all, off (quote it: 'off'; YAML reads an unquoted off as false)"],
                  id='slurm-yaml-off-became-false'),
-    pytest.param('pyxis', dict(pyxis_container_scope='node'), ["pyxis_container_scope is 'node'; valid values: global, job"],
+    pytest.param('pyxis', dict(pyxis_conf=dict(container_scope='node')), ["pyxis_conf.container_scope is 'node'; valid values: global, job"],
                  id='pyxis-scope-choice'),
     pytest.param('enroot', dict(enroot_package_source='ftp'), ["enroot_package_source is 'ftp'; valid values: url, mirror, local, keep"],
                  id='enroot-source-choice'),
@@ -124,8 +124,8 @@ BAD = [
     pytest.param('enroot', dict(enroot_package_source='local'),
                  ["enroot_package_source is 'local' but enroot_local_dir is empty; set it (a directory on the Ansible controller "
                   'holding the release .deb files)'], id='enroot-local-without-dir'),
-    pytest.param('enroot', dict(enroot_extra_config={'ENROOT_ZSTD_OPTIONS': '-1', 'zstd': 1}),
-                 ['enroot_extra_config keys must look like ENROOT_NAME (upper case, enroot reads no other keys), these do not: zstd'],
+    pytest.param('enroot', dict(enroot_conf={'ENROOT_ZSTD_OPTIONS': '-1', 'zstd': 1}),
+                 ['enroot_conf keys must look like ENROOT_NAME (upper case, enroot reads no other keys), these do not: zstd'],
                  id='enroot-extra-key'),
     pytest.param('enroot', dict(enroot_hooks_disabled=['10-cgroups.sh', '/etc/enroot/hooks.d/99-mellanox.sh', '98-nvidia']),
                  ["enroot_hooks_disabled names '/etc/enroot/hooks.d/99-mellanox.sh', '98-nvidia'; expected the file names of hooks in "
@@ -133,9 +133,9 @@ BAD = [
     pytest.param('enroot', dict(enroot_hooks_disabled=['10-cgroups.sh', '99-mellanox.sh']), [], id='enroot-hooks-disabled-ok'),
     pytest.param('enroot', dict(enroot_shared_dir_mode='rwx'), ["enroot_shared_dir_mode is 'rwx'; expected an octal mode such as \"1777\""],
                  id='enroot-mode'),
-    pytest.param('pyxis', dict(pyxis_importer='bin/imp', pyxis_runtime_path='/run/py xis'),
-                 ["pyxis_importer must be an absolute path to an executable on the nodes, got 'bin/imp'",
-                  "pyxis_runtime_path must be an absolute path without spaces, got '/run/py xis'"], id='pyxis-paths'),
+    pytest.param('pyxis', dict(pyxis_conf.importer='bin/imp', pyxis_conf.runtime_path='/run/py xis'),
+                 ["pyxis_conf.importer must be an absolute path to an executable on the nodes, got 'bin/imp'",
+                  "pyxis_conf.runtime_path must be an absolute path without spaces, got '/run/py xis'"], id='pyxis-paths'),
     pytest.param('slurm_healthcheck', dict(gpucluster_node_type={'gpu_model': 'H100', 'gpu_count': '8'}), [], id='node-type-str-to-int-accepted'),
     # the model against the catalogue is the site's check (it has the inventory's preflight_gpu_models)
     pytest.param('validate', dict(gpucluster_node_type={'gpu_model': 'H10O', 'gpu_count': -8, 'hcas': ['mlx5 0']}),

@@ -270,8 +270,8 @@ def test_check_values_sorted_by_option_and_only_given_ones():
      ["enroot_package_source is 'mirror' but enroot_mirror_url is empty; set it (the base URL of a web server holding the release .deb files)"]),
     ('enroot', 'gpu-02', None, dict(enroot_package_source='mirror', enroot_mirror_url='http://mirror/enroot', enroot_release_url=''), []),
     ('enroot', 'gpu-02', None, dict(enroot_package_source='url', enroot_release_url='https://x', enroot_mirror_url=''), []),
-    ('enroot', 'gpu-02', None, dict(enroot_extra_config={'zstd': 1, 'ENROOT_SQUASH_OPTIONS': '-comp lz4', 'Enroot_x': 2}),
-     ['enroot_extra_config keys must look like ENROOT_NAME (upper case, enroot reads no other keys), these do not: zstd, Enroot_x']),
+    ('enroot', 'gpu-02', None, dict(enroot_conf={'zstd': 1, 'ENROOT_SQUASH_OPTIONS': '-comp lz4 -exit-on-error', 'Enroot_x': 2}),
+     ['enroot_conf keys must look like ENROOT_NAME (upper case, enroot reads no other keys), these do not: zstd, Enroot_x']),
     # enroot credentials: complete entries pass, the machine is named or <missing>
     ('enroot', 'gpu-02', None, dict(enroot_credentials=[{'machine': 'nvcr.io', 'login': '$oauthtoken', 'password': 'hunter2'}]), []),
     ('enroot', 'gpu-02', None, dict(enroot_credentials=[{'machine': 'nvcr.io', 'password': 'hunter2'}]),
@@ -286,8 +286,9 @@ def test_check_values_sorted_by_option_and_only_given_ones():
      ['enroot_credentials[0].login is a list; expected a string (the value is not shown)']),
     ('enroot', 'gpu-02', None, dict(enroot_shared_dir_mode='0755'), []),
     # pyxis: an absolute importer is fine
-    ('pyxis', 'gpu-02', None, dict(pyxis_importer='/usr/local/bin/importer', pyxis_runtime_path='/run/pyxis'), []),
-    ('pyxis', 'gpu-02', None, dict(pyxis_runtime_path='run/pyxis'), ["pyxis_runtime_path must be an absolute path without spaces, got 'run/pyxis'"]),
+    ('pyxis', 'gpu-02', None, dict(pyxis_conf=dict(importer='/usr/local/bin/importer', runtime_path='/run/pyxis')), []),
+    ('pyxis', 'gpu-02', None, dict(pyxis_conf=dict(runtime_path='run/pyxis')),
+     ["pyxis_conf.runtime_path must be an absolute path without spaces, got 'run/pyxis'"]),
 ])
 def test_role_rules(role, host, groups, changes, expected):
     assert problems(role, host=host, groups=groups, **changes) == expected
@@ -315,7 +316,7 @@ def test_role_rules(role, host, groups, changes, expected):
     ('enroot', {'enroot_credentials': ['nvcr.io', {'machine': 7, 'login': 'bot', 'password': 'x'}]}, GROUPS,
      ['enroot_credentials[1] (machine <missing>) needs the keys machine, login and password, all non-empty']),
     ('enroot', {'enroot_package_source': 'url'}, GROUPS, []),
-    ('pyxis', {'pyxis_importer': ''}, GROUPS, []),
+    ('pyxis', {'pyxis_conf': {'importer': ''}}, GROUPS, []),
     ('slurm_healthcheck', {'anything': 'at all'}, GROUPS, []),
 ])
 def test_role_rules_skip_values_of_the_wrong_kind(role, values, groups, expected):
@@ -449,8 +450,8 @@ def test_options_failure_message():
      ["slurm_healthcheck_settings.xid_drain[1] is '0'; expected a whole number, 1 or more (Xid numbers)"]),
     ('mig', 'gpu-02', dict(mig_slurm_wait={'drain_timeout': 0, 'register_timeout': 0}),
      ['mig_slurm_wait.register_timeout is 0; expected a whole number, 1 or more (seconds to wait for the node to register)']),
-    ('enroot', 'gpu-02', dict(enroot_max_processors=0, enroot_connect_timeout=-1),
-     ['enroot_connect_timeout is -1; expected a whole number, 0 or more (seconds)']),
+    ('enroot', 'gpu-02', dict(enroot_conf.ENROOT_MAX_PROCESSORS=0, enroot_conf.ENROOT_CONNECT_TIMEOUT=-1),
+     ['enroot_conf.ENROOT_CONNECT_TIMEOUT is -1; expected a whole number, 0 or more (seconds)']),
     # a value of the wrong type is named by the argument spec only, not ranged too
     ('slurm', 'gpu-02', dict(slurm_hooks_settings={'timeout': 'soon'}), ["slurm_hooks_settings.timeout is 'soon'; expected a whole number"]),
     # partition nodes as the slurm role expands them

@@ -102,4 +102,4 @@ def test_the_record_is_written_whether_or_not_pyxis_was_built():
     record = task('roles/pyxis/tasks/build.yml', 'Record what pyxis was built against')
     assert 'when' not in record
     entries = record['gpucluster.bringup.install_files']['files']
-    assert entries[-1] == {'dest': '{{ pyxis_stamp_path }}', 'content': '{{ __pyxis_wanted | to_nice_json }}\n', 'mode': '0644'}
+    assert entries[-1] == {'dest': '{{ _pyxis_stamp_path }}', 'content': '{{ __pyxis_wanted | to_nice_json }}\n', 'mode': '0644'}

@@ -161,8 +161,8 @@ CASES = [
      compute(slurm_healthcheck_settings={'prolog_budget': 0}), ['slurm_healthcheck_settings.prolog_budget is 0', 'a number of seconds above 0']),
     ('healthcheck-xid-negative', {'roles': [{'name': 'slurm_healthcheck', 'groups': ['slurm_compute']}]},
      {'gpu-01': {'slurm_healthcheck_settings': {'xid_drain': [48, -79]}}}, ['gpu-01: slurm_healthcheck_settings.xid_drain[1] is -79', '1 or more']),
-    ('enroot-retries-negative', {'roles': [{'name': 'enroot', 'groups': ['slurm_compute']}]}, compute(enroot_transfer_retries=-1),
-     ['gpu-[01-02]: enroot_transfer_retries is -1', '0 or more', ROLE % 'enroot']),
+    ('enroot-retries-negative', {'roles': [{'name': 'enroot', 'groups': ['slurm_compute']}]}, compute(enroot_conf={'ENROOT_TRANSFER_RETRIES': -1}),
+     ['gpu-[01-02]: enroot_conf.ENROOT_TRANSFER_RETRIES is -1', '0 or more', ROLE % 'enroot']),
     # --- role inputs: the fabric source and other names ------------------------------------------------------------------
     ('ibnetdiscover-src-missing', SLURM_ONLY, {'ctl': {'slurm_topology': 'tree', 'slurm_topology_settings': {'ibnetdiscover_src': FABRIC}}},
      ['ctl: slurm_topology_settings.ibnetdiscover_src is', 'fabric.txt', 'a file on the Ansible controller', 'no such file']),

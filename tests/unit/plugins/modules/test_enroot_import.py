@@ -511,8 +511,8 @@ def test_site_ca_from_the_roles_enroot_conf(registries, env, tmp_path, with_ca):
         pem = handle.read()
     paths = tmp_path / 'paths'
     conf, ca = enroot_role.enroot_conf(enroot_registry_ca_certificates=pem if with_ca else '',
-                                       enroot_runtime_path='%s/run/user-$(id -u)' % paths, enroot_cache_path='%s/cache' % paths,
-                                       enroot_data_path='%s/data' % paths, enroot_temp_path=env['ENROOT_TEMP_PATH'])
+                                       enroot_conf={'ENROOT_RUNTIME_PATH': '%s/run/user-$(id -u)' % paths, 'ENROOT_CACHE_PATH': '%s/cache' % paths,
+                                                    'ENROOT_DATA_PATH': '%s/data' % paths, 'ENROOT_TEMP_PATH': env['ENROOT_TEMP_PATH']})
     assert ('SSL_CERT_FILE /etc/enroot/registry-ca.pem' in conf.splitlines()) is with_ca and bool(ca) is with_ca
     executable = _enroot_with_sysconf(tmp_path, conf, ca)
     credentials(env, 'machine 127.0.0.1 login %s password %s\n' % ALICE)
@@ -533,15 +533,15 @@ def test_site_ca_from_the_roles_enroot_conf(registries, env, tmp_path, with_ca):
 
 @pytest.mark.parametrize('task_retries, expected_requests', [(None, 3), (0, 1)])
 def test_retries_of_the_roles_enroot_conf_stay_in_force(env, tmp_path, task_retries, expected_requests):
-    """enroot_transfer_retries of the role (2, in its rendered enroot.conf) is what the real enroot uses when the task
+    """enroot_conf.ENROOT_TRANSFER_RETRIES of the role (2, in its rendered enroot.conf) is what the real enroot uses when the task
     sets no retries: its curl asks the registry (a STAND-IN answering 503 to everything) once and retries twice. A task's
     retries=0 overrides it for that import only (one request)."""
     unavailable = stand_in_registry.UnavailableServer()
     try:
         paths = tmp_path / 'paths'
-        conf, ca = enroot_role.enroot_conf(enroot_transfer_retries=2, enroot_runtime_path='%s/run/user-$(id -u)' % paths,
-                                           enroot_cache_path='%s/cache' % paths, enroot_data_path='%s/data' % paths,
-                                           enroot_temp_path=env['ENROOT_TEMP_PATH'])
+        conf, ca = enroot_role.enroot_conf(enroot_conf={'ENROOT_TRANSFER_RETRIES': 2, 'ENROOT_RUNTIME_PATH': '%s/run/user-$(id -u)' % paths,
+                                                        'ENROOT_CACHE_PATH': '%s/cache' % paths, 'ENROOT_DATA_PATH': '%s/data' % paths,
+                                                        'ENROOT_TEMP_PATH': env['ENROOT_TEMP_PATH']})
         assert 'ENROOT_TRANSFER_RETRIES 2' in conf.splitlines()
         executable = _enroot_with_sysconf(tmp_path, conf, ca)
         uri = 'docker://%s/test/v2img@sha256:%s' % (unavailable.host, '0' * 64)  # pinned: the import itself asks
