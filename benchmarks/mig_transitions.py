@@ -49,7 +49,7 @@ from nvmlsim import cli  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_nvml  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_plan import (  # noqa: E402
     expand_instances, plan_node, recreate_all_counts, select_gpus)
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils import mig_optimum  # noqa: E402
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.mig import mig_optimum  # noqa: E402
 
 
 def one(profile, count=1, **extra):

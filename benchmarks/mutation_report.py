@@ -45,17 +45,28 @@ SURVIVED = {0}
 TIMEOUT = {36, -24, 24, 152, 255}
 NO_TESTS = {5, 33}
 SUBPROCESS_ONLY = (
-    'tests/unit/plugins/module_utils/test_enroot_roles.py',
-    'tests/unit/plugins/module_utils/test_mig_role_local.py',
-    'tests/unit/plugins/module_utils/test_sacctmgr_slurmdbd_role.py',
+    'tests/unit/roles/enroot/test_enroot_roles.py',
+    'tests/unit/roles/mig/test_mig_role_local.py',
+    'tests/unit/roles/slurmdbd/test_sacctmgr_slurmdbd_role.py',
     'tests/unit/plugins/action/test_preflight_playbook.py',
     # runs a copy of _slurm_hooks.py with a cleared environment: the mutated copy cannot import mutmut
-    'tests/unit/plugins/module_utils/test_slurm_hook_runner.py',
+    'tests/unit/plugins/module_utils/slurm/test_slurm_hook_runner.py',
     'tests/unit/awx/test_job_templates.py',
     'tests/unit/awx/test_awx_pdd.py',
     'tests/unit/awx/test_ee.py',
 )
-TEST_ROOTS = ('tests/unit/plugins', 'tests/unit/awx')
+# Role tests that sat in tests/unit/ (outside TEST_ROOTS) before tests/unit mirrored the tree: still not selected,
+# so the selection is what it was; whether they should kill mutants is the mutation score's question.
+NOT_SELECTED = (
+    'tests/unit/roles/mig/test_mig_reset_blockers.py',
+    'tests/unit/roles/munge/test_munge_role.py',
+    'tests/unit/roles/nvml/test_nvml_role.py',
+    'tests/unit/roles/slurm/test_slurm_local_packages_role.py',
+    'tests/unit/roles/slurm/test_slurm_nvml_role.py',
+    'tests/unit/roles/slurmdbd/test_slurmdbd_mariadb_secure.py',
+    'tests/unit/roles/validate/test_validate_report_role.py',
+)
+TEST_ROOTS = ('tests/unit/plugins', 'tests/unit/roles', 'tests/unit/standins', 'tests/unit/awx')
 CODE_DIRS = ('plugins/module_utils', 'plugins/modules', 'plugins/filter', 'plugins/action')
 
 
@@ -97,7 +108,7 @@ def select_tests(root, targets):
     tests = []
     for top in TEST_ROOTS:
         for path in _py_files(root, top):
-            if not _stem(path).startswith('test_') or path in SUBPROCESS_ONLY:
+            if not _stem(path).startswith('test_') or path in SUBPROCESS_ONLY or path in NOT_SELECTED:
                 continue
             if pattern.search(_read(os.path.join(root, path))):
                 tests.append(path)

@@ -6,7 +6,7 @@
     python3 scripts/gpu/nccl_real_check.py OUT NGPUS
 
 Reads OUT/allreduce.txt + .json and OUT/iter.txt + .json (text and -J report of one run each), checks that the text and
-the JSON give the same records (as tests/unit/plugins/module_utils/test_nccl_2_19.py does for the rendered fixtures),
+the JSON give the same records (as tests/unit/plugins/module_utils/validation/test_nccl_2_19.py does for the rendered fixtures),
 gates the runs as the validation does (_validation_nccl.evaluate_run, the topology from the GPU model and count) and
 writes OUT/check.json and OUT/report.md (the validation report's Markdown). Exit status 1 when a reading disagrees or
 a parse fails; a failing gate is reported, not an error (one GPU has no busbw to gate: all_reduce over one rank moves

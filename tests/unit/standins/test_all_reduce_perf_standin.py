@@ -23,7 +23,7 @@ import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import NcclParseError, evaluate, parse_all_reduce, parse_run
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..")
 STANDIN = os.path.join(ROOT, "tests", "standins", "all_reduce_perf-standin")
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "nccl")
 GIB = 1024 ** 3

@@ -10,7 +10,7 @@
   one plain HTTP; one over TLS with a CA made for the test and htpasswd users (alice); one whose token server is
   down. The image is testimage's real two-layer BusyBox image, pushed with ``skopeo copy`` as Docker v2 schema 2
   (and once as OCI).
-* Where a server must misbehave on purpose, the server is a STAND-IN (tests/unit/stand_in_registry.py): a proxy in
+* Where a server must misbehave on purpose, the server is a STAND-IN (tests/unit/standins/stand_in_registry.py): a proxy in
   front of the real registry that stops in the middle of a blob (interrupted, timed-out and SIGKILLed imports), a
   token server that never answers. The enroot talking to them is the real one.
 * The module runs as its own process (``python -m ...enroot_import ARGS.json``), so signals, timeouts and the atomic
@@ -42,7 +42,7 @@ import pytest
 
 from ansible_collections.gpucluster.bringup.tests.unit import enroot_role
 from ansible_collections.gpucluster.bringup.tests.unit import realenroot
-from ansible_collections.gpucluster.bringup.tests.unit import stand_in_registry
+from ansible_collections.gpucluster.bringup.tests.unit.standins import stand_in_registry
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 COLLECTIONS = os.path.join(ROOT, '.build', 'collections')

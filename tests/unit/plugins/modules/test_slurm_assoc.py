@@ -26,7 +26,7 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as acct
 from ansible_collections.gpucluster.bringup.plugins.modules import slurm_assoc
 
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.test_sacctmgr import REAL, SPEC, spec_with
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.slurm.test_sacctmgr import REAL, SPEC, spec_with
 
 SACCTMGR = '/usr/bin/sacctmgr'
 READS = dict((tuple(argv), name) for name, argv in acct.read_commands('probe').items())

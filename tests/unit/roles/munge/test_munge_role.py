@@ -33,7 +33,7 @@ import yaml
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import munge_key_file_errors, munge_key_path_errors
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 COLLECTIONS = os.path.join(ROOT, '.build', 'collections')
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 # every byte value, a NUL, trailing newline and spaces: a text lookup would change it

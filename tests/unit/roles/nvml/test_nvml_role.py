@@ -26,7 +26,7 @@ import pytest
 
 from ansible_collections.gpucluster.bringup.tests.unit.aptindex import apt_config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 WHEELS = sorted(glob.glob(os.path.join(ROOT, '.build', 'nvml-ref', 'nvidia-ml-py-*', 'nvidia_ml_py-*.whl')))
 

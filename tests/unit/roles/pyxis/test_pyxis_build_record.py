@@ -23,7 +23,7 @@ import yaml
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.test_enroot_role_files import trusted
+from ansible_collections.gpucluster.bringup.tests.unit.roles.enroot.test_enroot_role_files import trusted
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
 

@@ -17,7 +17,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 ROLE = os.path.join(ROOT, 'roles', 'slurm')
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 SMD = ['slurm-smd', 'slurm-smd-client', 'slurm-smd-dev', 'slurm-smd-slurmctld', 'slurm-smd-slurmd', 'slurm-smd-slurmdbd',

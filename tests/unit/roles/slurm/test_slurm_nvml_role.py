@@ -34,7 +34,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres imp
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import gres_conf_file_lines
 from ansible_collections.gpucluster.bringup.tests.unit.aptindex import apt_config
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 ROLE = os.path.join(ROOT, 'roles', 'slurm')
 PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 GROUPS = {'slurm_controller': ['ctl'], 'slurm_compute': ['gpu-01', 'cpu-01'], 'gpu_nodes': ['gpu-01']}

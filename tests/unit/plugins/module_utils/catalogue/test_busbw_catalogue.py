@@ -20,7 +20,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
 
 MIB = 1024 ** 2
 GIB = 1024 ** 3
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'fixtures', 'nccl')
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), 'fixtures', 'nccl')
 
 
 def fixture(name):

@@ -27,7 +27,7 @@ import pytest
 
 from ansible_collections.gpucluster.bringup.tests.unit import realenroot
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
 REQUIRED = {'srun': 'slurm-client', 'sbatch': 'slurm-client', 'gcc': 'gcc', 'make': 'make', 'dpkg-deb': 'dpkg'}
 
 

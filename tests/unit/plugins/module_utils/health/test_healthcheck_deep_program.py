@@ -24,7 +24,7 @@ import sys
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _deep_tier as hd
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.test_healthcheck_program import ROOT, Node
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.slurm.test_healthcheck_program import ROOT, Node
 
 STANDINS = os.path.join(ROOT, 'tests', 'standins')
 LAYOUT = {'dcgmi': ('dcgmi-standin', 'dcgm-STANDIN/bin/dcgmi'), 'nvbandwidth': ('nvbandwidth-standin', 'nvbandwidth-STANDIN/nvbandwidth'),

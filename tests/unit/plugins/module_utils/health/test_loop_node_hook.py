@@ -13,7 +13,7 @@ import json
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health import _node_loop as loop
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.test_healthcheck_program import HGX, Node
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.slurm.test_healthcheck_program import HGX, Node
 
 
 @pytest.fixture

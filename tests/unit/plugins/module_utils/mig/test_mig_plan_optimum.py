@@ -24,8 +24,8 @@ from nvmlsim import node
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_plan import plan_node
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils import mig_optimum
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.mig_optimum import (
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.mig import mig_optimum
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.mig.mig_optimum import (
     MIG_MODELS, apply_in_simulator, final_layouts, layout_problems, optimum, planner_state, random_transition, sim_gpu)
 
 TRANSITIONS_PER_MODEL = 300

@@ -18,7 +18,7 @@ import yaml
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _roles as pf
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
 GROUPS = {'all': ['ctl', 'gpu-01', 'gpu-02'], 'slurm_controller': ['ctl'], 'slurm_compute': ['gpu-01', 'gpu-02'],
           'gpu_nodes': ['gpu-01', 'gpu-02'], 'slurmdbd': ['ctl']}
 NOT_SHOWN = '(the value is not shown)'

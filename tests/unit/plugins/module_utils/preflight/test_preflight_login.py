@@ -12,7 +12,7 @@ import yaml
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _roles as pf
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
 BASE = {'slurm_controller': ['ctl'], 'slurm_compute': ['gpu-01', 'gpu-02'], 'gpu_nodes': ['gpu-01', 'gpu-02'], 'slurmdbd': ['ctl']}
 
 

@@ -32,7 +32,7 @@ import pynvml
 
 from ansible_collections.gpucluster.bringup.tests.unit.simnode import run_nvmlsim, use_node
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 PROGRAM = os.path.join(ROOT, 'roles', 'slurm_healthcheck', 'files', 'gpucluster_healthcheck.py')
 
 _loader = importlib.machinery.SourceFileLoader('gpucluster_healthcheck', PROGRAM)

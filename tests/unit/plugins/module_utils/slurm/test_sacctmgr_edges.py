@@ -16,7 +16,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as acct
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.test_sacctmgr import (
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.slurm.test_sacctmgr import (
     AF, EMPTY, QF, REAL, SPEC, commands, desired, spec_with, state)
 
 UF = dict((f.name, f) for f in acct.USER_FIELDS)

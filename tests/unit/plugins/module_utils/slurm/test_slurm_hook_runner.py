@@ -23,7 +23,7 @@ import pytest
 
 from ansible_collections.gpucluster.bringup.tests.unit.nodelib import install_library
 
-ROOT = pathlib.Path(__file__).resolve().parents[4]
+ROOT = pathlib.Path(__file__).resolve().parents[5]
 FILES = ROOT / 'roles' / 'slurm' / 'files'
 
 

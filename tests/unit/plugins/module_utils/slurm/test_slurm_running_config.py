@@ -26,7 +26,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_co
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import drain_reasons
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import build_report, failure_message
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 FIXTURES = os.path.join(ROOT, 'tests', 'unit', 'fixtures', 'slurm')
 PATH = '/etc/slurm/slurm.conf'
 

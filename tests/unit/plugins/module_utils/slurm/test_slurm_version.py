@@ -121,7 +121,7 @@ def test_behaviour(version, reconfigure_restarts):
 
 # --- the version policy (issue 46) ------------------------------------------------------------------------------------
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
 
 
 @pytest.mark.parametrize('release, released, ends', [

@@ -26,7 +26,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._topology
     tree_topology,
 )
 
-FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'topology')
+FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'topology')
 
 MT4129 = 'MT4129 ConnectX7   Mellanox Technologies'
 MT23108 = 'MT23108 InfiniHost Mellanox Technologies'

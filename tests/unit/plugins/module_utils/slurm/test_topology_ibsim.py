@@ -26,7 +26,7 @@ from ansible_collections.gpucluster.bringup.tests.unit import ibsim_fabric
 from ansible_collections.gpucluster.bringup.tests.unit.ibsim_fabric import DEFAULT_CA_DESC, IbsimError, fat_tree
 from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules.modrun import run_module
 
-FIXTURE = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'topology', 'ibsim_rail_optimised.txt')
+FIXTURE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'topology', 'ibsim_rail_optimised.txt')
 REQUIRED = os.environ.get(ibsim_fabric.REQUIRE_ENV) == '1'
 
 

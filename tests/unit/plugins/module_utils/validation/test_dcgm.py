@@ -18,7 +18,7 @@ import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._dcgm import failures, parse_diag, summary
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 STANDIN = os.path.join(ROOT, "tests", "standins", "dcgmi-standin")
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "deep", "dcgm")
 SIM_SRC = os.path.join(ROOT, "nvml_sim", "src")

@@ -29,7 +29,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._ncc
     threshold_for,
 )
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nccl")
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nccl")
 
 
 def fixture(name):

@@ -17,7 +17,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._ncc
     JSON_MIN_VERSION, evaluate, parse_all_reduce, parse_json, parse_run, version_tuple, writes_json)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = os.path.join(HERE, "..", "..", "fixtures", "nccl")
+FIXTURES = os.path.join(HERE, "..", "..", "..", "fixtures", "nccl")
 
 
 def fixture(name):

@@ -13,7 +13,7 @@ import pytest
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import evaluate_run, version_records
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_jobs as vj
 
-FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "fixtures", "nccl")
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "fixtures", "nccl")
 EXPECT = {'topology': 'h100-nvlink-8'}
 
 

@@ -25,7 +25,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._ncc
     summarize,
     threshold_for,
 )
-from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.test_nccl import set_path
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.validation.test_nccl import set_path
 
 HEADER = "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
 COLS = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"

@@ -25,7 +25,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._ncc
     threshold_for,
 )
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'fixtures', 'nccl')
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), 'fixtures', 'nccl')
 HEADER = "# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0\n"
 COLS = "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
 FOOTER = "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 200.0\n"

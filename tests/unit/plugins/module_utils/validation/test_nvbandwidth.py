@@ -25,7 +25,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation impo
 from ansible_collections.gpucluster.bringup.tests.unit.simnode import sim, use_node
 from nvmlsim import models, store
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..")
 STANDIN = os.path.join(ROOT, "tests", "standins", "nvbandwidth-standin")
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "deep", "nvbandwidth")
 DEEP = ["-t", "host_to_device_memcpy_ce", "-t", "device_to_host_memcpy_ce", "-t", "device_to_device_memcpy_read_ce"]

@@ -28,7 +28,7 @@ from nvmlsim import cli
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._perftest import parse_bw, parse_json, to_gbps
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..")
+ROOT = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..")
 STANDIN = os.path.abspath(os.path.join(ROOT, "tests", "standins", "ib_write_bw-standin"))
 FIXTURES = os.path.join(ROOT, "tests", "unit", "fixtures", "deep", "perftest")
 MIB = 1024 * 1024

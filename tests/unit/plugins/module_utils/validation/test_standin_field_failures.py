@@ -15,7 +15,7 @@ import pytest
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._nccl import busbw_series, parse_all_reduce
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_nccl import evaluate_run, expect_for, plan_jobs
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))))
 STANDIN = os.path.join(ROOT, 'tests', 'standins', 'all_reduce_perf-standin')
 TWO_NODES = 'v2.18.3_h200_two_nodes.txt'   # 2 x 8 H200 over 8 x NDR, recorded
 ONE_NODE = 'v2.13-era_h100_single_node.txt'  # 8 x H100 in one node, recorded (NVLS-era figures, ~475 GB/s at 4 GiB)

@@ -160,7 +160,7 @@ def test_judge_jobs_names_the_slow_node_from_the_pair_runs(tmp_path):
     import os
     import subprocess
     import sys
-    root = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..')
+    root = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..')
     standin = os.path.join(root, 'tests', 'standins', 'all_reduce_perf-standin')
     params = {'jobs': [], 'nccl': _plan(6), 'slurm': None, 'mpi': None, 'stage': 'nccl', 'mpi_required_paths': []}
     jobs = planned_jobs(params)

@@ -183,7 +183,7 @@ def test_command_line(argv, env, line):
 
 def nccl_fixture(name):
     import os
-    with open(os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'nccl', name)) as handle:
+    with open(os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'nccl', name)) as handle:
         return handle.read()
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_nccl as vn
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'fixtures', 'nccl')
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), 'fixtures', 'nccl')
 
 
 def fixture(name):

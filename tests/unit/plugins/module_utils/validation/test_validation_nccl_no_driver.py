@@ -19,7 +19,7 @@ import pytest
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_jobs as vj
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_nccl as vn
 
-FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), 'fixtures', 'nccl')
+FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), 'fixtures', 'nccl')
 NO_DRIVER = 'v2.19.6_cuda13.0_no_driver_sh_c.txt'
 NODE = 'gcnccl-h100-2'
 CUDA_LINE = "gcnccl-h100-2: Test CUDA failure util.cu:674 'CUDA driver version is insufficient for CUDA runtime version'"

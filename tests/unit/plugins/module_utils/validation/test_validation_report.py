@@ -21,7 +21,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
     render_svg,
 )
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nccl")
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nccl")
 SVG_NS = "{http://www.w3.org/2000/svg}"
 
 

@@ -275,7 +275,7 @@ def test_the_nccl_stage_series_carry_their_gate_onto_the_plot():
     and, failing, its command reach the report."""
     import os
     from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_jobs as vj
-    with open(os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "nccl", "v2.18.3_h200_two_nodes.txt")) as handle:
+    with open(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "nccl", "v2.18.3_h200_two_nodes.txt")) as handle:
         result = {"rc": 0, "stdout": handle.read()}
     job = {"name": "fabric", "kind": "nccl", "hosts": ["gpu-01", "gpu-02"], "argv": ["srun", "--nodes=2", "all_reduce_perf"],
            "expect": {"topology": "ib-ndr-400", "nics": 1}}
