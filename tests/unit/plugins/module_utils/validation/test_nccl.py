@@ -708,7 +708,7 @@ def test_json_without_footer_is_truncated():
 
 
 def set_path(doc, path, value):
-    """Set doc[path[0]][path[1]]... to value; the value KeyError deletes the key (test_nccl_edges uses it too)."""
+    """Set doc[path[0]][path[1]]... to value; the value KeyError deletes the key (the edge cases below use it too)."""
     target = doc
     for key in path[:-1]:
         target = target[key]
