@@ -255,11 +255,11 @@ def test_the_stages_are_read_from_the_test_command():
 
 def test_a_files_stages_come_from_its_markers():
     plan, _ci = stage_plan()
-    assert stages_of("molecule/default/tests/test_zy_sharing.py", plan) == {"acceptance"}
+    assert stages_of("molecule/default/tests/test_sharing.py", plan) == {"acceptance"}
     assert stages_of("molecule/default/tests/test_accounting.py", plan) == {"molecule"}
     # an acceptance test that also carries the ci marker runs in both; its file's other tests only in acceptance
     assert stages_of("molecule/default/tests/test_configless.py", plan) == {"molecule", "acceptance"}
-    mig = "molecule/default/tests/test_zz_mig_changes.py::"
+    mig = "molecule/default/tests/test_mig_changes.py::"
     assert stages_of(mig + "test_changing_one_gpu_drains_waits_for_the_job_and_shrinks_the_gres", plan) == {"molecule", "acceptance"}
     assert stages_of(mig + "test_a_gpu_with_a_running_process_is_refused_and_nothing_changes", plan) == {"acceptance"}
     # a file with tests of both kinds runs in both; one test of it in its own

@@ -13,7 +13,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "default", "tests"))
 
 # (the second run first: the cluster exactly as converge left it)
-from test_00_second_run import test_second_run_changes_restarts_and_rebuilds_nothing_and_shows_no_secret  # noqa: E402,F401
+from test_second_run import test_second_run_changes_restarts_and_rebuilds_nothing_and_shows_no_secret  # noqa: E402,F401
 from test_slurm import (  # noqa: E402,F401
     test_sinfo_every_node_idle_with_its_gres,
     test_slurmd_dash_g_lists_exactly_the_gres_the_facts_list,

@@ -5,7 +5,7 @@ the nodes) and usable against `bash scripts/cluster.sh up` (set
 GPUCLUSTER_SIM_CONTAINER_PREFIX=gcsim-). Everything is checked on the real
 daemons and commands a user and an admin run: sacctmgr, sacct, squeue, sinfo,
 scontrol, file modes, the output of real ansible-playbook runs. The second run
-of site.yml (changed=0, the password never shown) is test_00_second_run.py.
+of site.yml (changed=0, the password never shown) is test_second_run.py.
 """
 import json
 import re

@@ -5,7 +5,7 @@ before any stage changes a host, with one message naming it. The node then
 boots again: its MIG layout is re-created by the mig role's boot unit before
 slurmd starts, and slurmd registers the same GRES as before, without an admin.
 (The power-cycle case, where the GPUs lose their MIG instances, is
-test_zz_mig_changes.py's reboot test.)
+test_mig_changes.py's reboot test.)
 """
 import re
 

@@ -9,7 +9,7 @@ cluster cannot pull: pyxis says it imports it and that the import failed - what 
 the submitting side passed --container-image on).
 
 Acceptance (minutes each): site.yml limited to the login node changes nothing (the full second run,
-test_00_second_run.py, checks changed=0 on every host, the login node included); slurm_configless on the login
+test_second_run.py, checks changed=0 on every host, the login node included); slurm_configless on the login
 node - no files, sackd with --conf-server fetches them, alice still submits - and back to files.
 """
 import json

@@ -1,7 +1,7 @@
 """Issue 6 (second half) on the simulated cluster: MIG layout changes on a running cluster, last of the verify tests.
 
 Run by molecule's verify of the default scenario (containers named after the nodes), after every other test
-(pytest runs the files in name order: "zz" sorts after every other test file; "99" would sort before letters):
+(its module's marker cluster_order(2) is the highest: conftest.py runs the files by it):
 the first test runs mig_change.yml with all-balanced on both GPU nodes (the layouts and simulation settings are
 in ../vars/mig-changes.yml), the others change layouts from there. Each test runs the operator playbook
 mig_change.yml the way an operator would and checks the result on the nodes: the simulator's GPU state
@@ -26,7 +26,8 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes im
 from ansible_collections.gpucluster.bringup.plugins.modules.slurm_node import view  # noqa: E402
 from test_validate import load, records  # the validation report's reader
 
-pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
+# the `acceptance` stage (conftest.py), not CI's molecule stage; last of all tests (conftest.py)
+pytestmark = [pytest.mark.acceptance, pytest.mark.cluster_order(2)]
 
 VARS = ROOT / "molecule" / "default" / "vars" / "mig-changes.yml"
 MUTATING = ("nvmlDeviceSetMigMode", "nvmlDeviceCreateGpuInstance", "nvmlDeviceCreateGpuInstanceWithPlacement", "nvmlGpuInstanceDestroy",

@@ -1,4 +1,4 @@
-"""The second run of site.yml, first of the verify tests (the cluster exactly as converge left it).
+"""The second run of site.yml, first of the verify tests (the cluster exactly as converge left it: cluster_order -1).
 
 Issues 7, 8, 9 and 10: a second run of the whole bring-up reports changed=0 on every host, restarts
 no daemon (munge, slurmctld, slurmd, slurmdbd, MariaDB: compared by their systemd start times) and
@@ -12,7 +12,11 @@ deploy job template's launch prompts would.
 """
 import base64
 
+import pytest
+
 from simcluster import COMPUTE, CONTROLLER, GROUPS, NODES, node, recap, run_awx_job, start_times, wait_idle
+
+pytestmark = pytest.mark.cluster_order(-1)  # first: before any test changes the cluster (conftest.py)
 
 DBD = GROUPS["slurmdbd"][0]
 DB_PASSWORD_FILE = "/var/lib/gpucluster/slurmdbd-storage-pass"

@@ -9,7 +9,7 @@ for every host. What a user sees: the node's ``mps`` GRES in slurmctld, a job wi
 environment points at a control daemon of its own user (NVIDIA's real ``nvidia-cuda-mps-control``, Debian's
 non-free ``nvidia-cuda-mps``) that answers it, another user's job beside it on the same GPU with a daemon of
 its own, and no daemon left after the last job; then the layer is dropped and the node's GPUs are whole
-again. (The shard mode is in test_slurm's add-node test.) Runs before test_zz_mig_changes, which puts that
+again. (The shard mode is in test_slurm's add-node test.) Runs before test_mig_changes, which puts that
 node's GPUs in MIG mode (sharing needs GPUs outside MIG mode).
 """
 from __future__ import absolute_import, division, print_function
@@ -23,7 +23,8 @@ import yaml
 
 from simcluster import COMPUTE, GPU_NODES, NODES, SITE, assert_no_change, ctl, overlap, run_jobs_together, run_playbook, sh, start_times, wait_idle
 
-pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
+# the `acceptance` stage (conftest.py), not CI's molecule stage; after every other test, before test_mig_changes (conftest.py)
+pytestmark = [pytest.mark.acceptance, pytest.mark.cluster_order(1)]
 
 MPS_NODE = GPU_NODES[-1]  # the A100 node: 8 GPUs, none in MIG mode
 MPS_DIR = "/run/gpucluster-mps"

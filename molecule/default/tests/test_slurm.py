@@ -5,7 +5,7 @@ nodes) and usable against `bash scripts/cluster.sh up` (set
 GPUCLUSTER_SIM_CONTAINER_PREFIX=gcsim-). Everything is checked on the real
 daemons: sinfo/srun/scontrol output, file modes, systemd start timestamps, the
 output of a real ansible-playbook run. The second run of site.yml (changed=0,
-nothing restarted, no secret in -vvv --diff) is test_00_second_run.py.
+nothing restarted, no secret in -vvv --diff) is test_second_run.py.
 """
 import difflib
 import json

@@ -7,7 +7,7 @@ Slurm client (slurm/_slurm_cli.py), node parser (slurm/_nodes.py) and drain tag.
 
 The client calls Slurm through one function ``run(argv)``; here it is a STAND-IN (not Slurm) that keeps one
 node's State, Reason, Gres and jobs in a dict, prints the Slurm 22.05.8 formats and logs each call.  The real
-commands are exercised in molecule/default (tests/test_zz_mig_changes.py).
+commands are exercised in molecule/default (tests/test_mig_changes.py).
 """
 
 from __future__ import absolute_import, division, print_function

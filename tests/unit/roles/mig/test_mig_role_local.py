@@ -6,7 +6,7 @@
 machine, local connection, the NVML simulator as pynvml), without Slurm and
 without the boot unit (no systemd here): the apply path, re-apply with every
 NVML change made to fail, refusals, GPU resets, and each preflight message.
-The Slurm part runs in molecule/default (tests/test_zz_mig_changes.py).
+The Slurm part runs in molecule/default (tests/test_mig_changes.py).
 """
 
 from __future__ import absolute_import, division, print_function
