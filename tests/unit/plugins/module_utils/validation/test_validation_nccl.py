@@ -20,6 +20,16 @@ def fixture(name):
         return handle.read()
 
 
+def single_node_lines():
+    return fixture('v2.13-era_h100_single_node.txt').splitlines(True)
+
+
+def part(first, last):
+    """Lines ``first``..``last`` (0-based, inclusive) of the recorded single-node run: 0 the '# nThread' head,
+    3-10 the '# Rank' lines, 12-14 the column header, 15-20 the result rows, 21-22 the footer."""
+    return ''.join(single_node_lines()[first:last + 1])
+
+
 @pytest.mark.parametrize('model, gpus, topology', [
     ('NVIDIA H100 80GB HBM3', 8, 'h100-nvlink-8'),
     ('NVIDIA A100-SXM4-40GB', 8, 'a100-nvlink-8'),
@@ -144,6 +154,24 @@ def test_evaluate_run_nonzero_exit_with_clean_output_fails():
     ({'rc': None, 'stdout': '', 'timed_out': True, 'timeout': 600}, 'all_reduce_perf timed out after 600s'),
     ({'rc': 127, 'stdout': '', 'stderr': 'slurmstepd: error: execve(): /opt/nccl-tests/build/all_reduce_perf: No such file or directory'},
      'all_reduce_perf printed no results (rc 127): slurmstepd: error: execve(): /opt/nccl-tests/build/all_reduce_perf: No such file or directory'),
+    # output that is not nccl-tests output, or a -J report that cannot be read (formerly test_evaluate_run_without_nccl_tests_results)
+    # the column header alone holds no result: the run printed nothing to gate
+    ({'rc': 0, 'stdout': part(12, 14)},
+     'all_reduce_perf printed no results (rc 0): # out-of-place in-place # size count type redop root time algbw busbw #wrong time algbw busbw '
+     '#wrong # (B) (elements) (us) (GB/s) (GB/s) (us) (GB/s) (GB/s)'),
+    ({'rc': 0, 'stdout': ''}, 'all_reduce_perf printed no results (rc 0): no output'),
+    ({'rc': 2, 'stdout': '   ', 'stderr': None}, 'all_reduce_perf printed no results (rc 2): no output'),
+    # only the last 240 characters of what it printed
+    ({'rc': 1, 'stdout': '', 'stderr': 'a' * 100 + 'b' * 240}, 'all_reduce_perf printed no results (rc 1): ' + 'b' * 240),
+    ({'rc': 1, 'stdout': 'hello world\n', 'stderr': 'srun: error'},
+     "all_reduce_perf output is not nccl-tests output (line 1: not nccl-tests output: no '# nThread N nGpus N minBytes N maxBytes N ...' "
+     "header found; first line: 'hello world'); rc 1: srun: error hello world"),
+    ({'rc': 1, 'stdout': 'hello world\n', 'stderr': 'e' * 300},
+     "all_reduce_perf output is not nccl-tests output (line 1: not nccl-tests output: no '# nThread N nGpus N minBytes N maxBytes N ...' "
+     "header found; first line: 'hello world'); rc 1: " + 'e' * 228 + ' hello world'),
+    ({'rc': 0, 'stdout': '', 'json': '{'},
+     "all_reduce_perf's -J JSON report cannot be read and it printed no text report (nccl-tests JSON is not valid JSON at line 1 column 2: "
+     "Expecting property name enclosed in double quotes (the file ends early: the run was probably killed while writing it)); rc 0: no output"),
 ])
 def test_evaluate_run_without_output(result, reason):
     records, series = vn.evaluate_run('gpu-01', result, ['gpu-01'], {})
@@ -367,15 +395,6 @@ def test_pairs_are_isolated_per_fabric_group():
 # === edge cases (formerly test_validation_nccl_edges.py): The NCCL stage's whole job plan, its defaults and boundaries, and runs whose output is partial or
 # not nccl-tests output (_validation_nccl).
 
-def single_node_lines():
-    return fixture('v2.13-era_h100_single_node.txt').splitlines(True)
-
-
-def part(first, last):
-    """Lines ``first``..``last`` (0-based, inclusive) of the recorded single-node run: 0 the '# nThread' head,
-    3-10 the '# Rank' lines, 12-14 the column header, 15-20 the result rows, 21-22 the footer."""
-    return ''.join(single_node_lines()[first:last + 1])
-
 
 # ------------------------------------------------------------------ evaluate_run
 
@@ -401,31 +420,6 @@ def test_evaluate_run_of_rows_only_has_their_series():
 def test_evaluate_run_without_result_rows_has_no_series():
     records, series = vn.evaluate_run('gpu-01', {'rc': 0, 'stdout': part(21, 22)}, ['gpu-01'], {})
     assert statuses(records)['out_of_bounds'] == 'pass'
-    assert series == []
-
-
-@pytest.mark.parametrize('result, reason', [
-    # the column header alone holds no result: the run printed nothing to gate
-    ({'rc': 0, 'stdout': part(12, 14)},
-     'all_reduce_perf printed no results (rc 0): # out-of-place in-place # size count type redop root time algbw busbw #wrong time algbw busbw '
-     '#wrong # (B) (elements) (us) (GB/s) (GB/s) (us) (GB/s) (GB/s)'),
-    ({'rc': 0, 'stdout': ''}, 'all_reduce_perf printed no results (rc 0): no output'),
-    ({'rc': 2, 'stdout': '   ', 'stderr': None}, 'all_reduce_perf printed no results (rc 2): no output'),
-    # only the last 240 characters of what it printed
-    ({'rc': 1, 'stdout': '', 'stderr': 'a' * 100 + 'b' * 240}, 'all_reduce_perf printed no results (rc 1): ' + 'b' * 240),
-    ({'rc': 1, 'stdout': 'hello world\n', 'stderr': 'srun: error'},
-     "all_reduce_perf output is not nccl-tests output (line 1: not nccl-tests output: no '# nThread N nGpus N minBytes N maxBytes N ...' "
-     "header found; first line: 'hello world'); rc 1: srun: error hello world"),
-    ({'rc': 1, 'stdout': 'hello world\n', 'stderr': 'e' * 300},
-     "all_reduce_perf output is not nccl-tests output (line 1: not nccl-tests output: no '# nThread N nGpus N minBytes N maxBytes N ...' "
-     "header found; first line: 'hello world'); rc 1: " + 'e' * 228 + ' hello world'),
-    ({'rc': 0, 'stdout': '', 'json': '{'},
-     "all_reduce_perf's -J JSON report cannot be read and it printed no text report (nccl-tests JSON is not valid JSON at line 1 column 2: "
-     "Expecting property name enclosed in double quotes (the file ends early: the run was probably killed while writing it)); rc 0: no output"),
-])
-def test_evaluate_run_without_nccl_tests_results(result, reason):
-    records, series = vn.evaluate_run('gpu-01', result, ['gpu-01'], {})
-    assert records == [{'stage': 'nccl', 'node': 'gpu-01', 'check': 'all_reduce', 'status': 'fail', 'reason': reason, 'hosts': ['gpu-01']}]
     assert series == []
 
 
