@@ -21,6 +21,7 @@ __metaclass__ = type
 
 import re
 import shlex
+import time
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, ModuleFailure
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes import parse_sinfo_names
@@ -42,7 +43,7 @@ PLANNERS = (('slurm', slurm_jobs), ('mpi', mpi_jobs), ('nccl', plan_jobs))
 # the emulated 1,024-node cluster 22 of 1,024 per-node sruns started at once ended so (slurmctld: "Job allocate
 # response msg send failure, killing JobId=..."; srun: exit 1, no output): such a job is started again.
 # (a refusal such as "Requested node configuration is not available" is not load: it is kept)
-ALLOCATION_ERROR = re.compile(r'Socket timed out|Connection (reset|refused)|Job allocate response|Zero Bytes were transmitted|'
+ALLOCATION_ERROR = re.compile(r'Socket timed out|Connection (reset|refused|timed out)|Job allocate response|Zero Bytes were transmitted|'
                               r'Slurm temporarily unable', re.I)
 ATTEMPTS = 3
 # salloc's line once the nodes are the job's
@@ -108,13 +109,21 @@ def use_allocation(jobs, job_id):
         job['dispatch'] = 'step of job %s' % job_id
 
 
-def request_allocation(client, allocation, members, granted, records, timeout=120):
+def request_allocation(client, allocation, members, granted, records, timeout=120, sleep=time.sleep):
     """Ask ``client`` (``slurm._slurm_cli.SlurmCli``) for one ``allocation``: granted, ``members`` become its steps and
-    ``(release argv, job id)`` goes to ``granted``; ``records`` gets ``{name, nodes, job_id, seconds[, refused]}``.
-    Returns None when granted, else why not (salloc's last message)."""
+    ``(release argv, job id)`` goes to ``granted``; ``records`` gets ``{name, nodes, job_id, seconds[, refused,
+    attempts]}``. A controller too busy to answer (``ALLOCATION_ERROR``: at 1,024 emulated nodes salloc met "Connection
+    timed out") is asked again, up to ``ATTEMPTS`` times. Returns None when granted, else why not (salloc's last message)."""
+    attempt = 1
     result = client.job(allocation['argv'], allocation.get('timeout') or timeout)
+    while not granted_job(result) and attempt < ATTEMPTS and ALLOCATION_ERROR.search(result.get('stderr') or ''):
+        sleep(5 * attempt)
+        attempt += 1
+        result = client.job(allocation['argv'], allocation.get('timeout') or timeout)
     job_id = granted_job(result)
     entry = {'name': allocation['name'], 'nodes': len(members), 'job_id': job_id, 'seconds': result['seconds']}
+    if attempt > 1:
+        entry['attempts'] = attempt
     records.append(entry)
     if job_id:
         granted.append((allocation['release'], job_id))

@@ -8,7 +8,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import ATTEMPTS, retry_allocation
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_jobs import ATTEMPTS, request_allocation, retry_allocation
 
 
 def result(rc=1, stdout='', stderr='', timed_out=False):
@@ -32,3 +32,35 @@ def result(rc=1, stdout='', stderr='', timed_out=False):
 ])
 def test_retry_allocation(res, attempt, expected):
     assert retry_allocation(res, attempt) is expected
+
+
+class Answers(object):
+    """A client whose salloc answers come from a list, one per call."""
+
+    def __init__(self, *stderrs):
+        self.stderrs = list(stderrs)
+        self.calls = 0
+
+    def job(self, argv, timeout):
+        self.calls += 1
+        return {'rc': 1, 'stdout': '', 'stderr': self.stderrs.pop(0), 'seconds': 0.1, 'timed_out': False}
+
+
+GRANTED = 'salloc: Granted job allocation 42\nsalloc: Nodes are ready for job'
+BUSY = 'salloc: error: Unable to allocate resources: Connection timed out'
+REFUSED = 'salloc: error: Unable to allocate resources: Requested nodes are busy'
+
+
+@pytest.mark.parametrize('answers, calls, job_id, refused', [
+    ([GRANTED], 1, '42', None),
+    ([BUSY, GRANTED], 2, '42', None),                     # a controller too busy to answer: asked again
+    ([BUSY, BUSY, BUSY], ATTEMPTS, None, BUSY.split('\n')[-1]),
+    ([REFUSED], 1, None, REFUSED),                        # busy nodes: not asked again (the idle nodes are, by the caller)
+])
+def test_an_allocation_the_controller_could_not_answer_is_asked_again(answers, calls, job_id, refused):
+    client, granted, records, slept = Answers(*answers), [], [], []
+    allocation = {'name': 'srun gpu:8 on 2 nodes', 'argv': ['salloc'], 'release': ['scancel']}
+    members = [{'name': 'g1', 'argv': ['srun', '--jobid={jobid}', 'hostname']}, {'name': 'g2', 'argv': ['srun', '--jobid={jobid}', 'hostname']}]
+    why = request_allocation(client, allocation, members, granted, records, sleep=slept.append)
+    assert client.calls == calls and why == refused and records[0]['job_id'] == job_id
+    assert records[0].get('attempts', 1) == calls and slept == [5 * n for n in range(1, calls)]
