@@ -133,7 +133,7 @@ BAD = [
     pytest.param('enroot', dict(enroot_hooks_disabled=['10-cgroups.sh', '99-mellanox.sh']), [], id='enroot-hooks-disabled-ok'),
     pytest.param('enroot', dict(enroot_shared_dir_mode='rwx'), ["enroot_shared_dir_mode is 'rwx'; expected an octal mode such as \"1777\""],
                  id='enroot-mode'),
-    pytest.param('pyxis', dict(pyxis_conf.importer='bin/imp', pyxis_conf.runtime_path='/run/py xis'),
+    pytest.param('pyxis', dict(pyxis_conf=dict(importer='bin/imp', runtime_path='/run/py xis')),
                  ["pyxis_conf.importer must be an absolute path to an executable on the nodes, got 'bin/imp'",
                   "pyxis_conf.runtime_path must be an absolute path without spaces, got '/run/py xis'"], id='pyxis-paths'),
     pytest.param('slurm_healthcheck', dict(gpucluster_node_type={'gpu_model': 'H100', 'gpu_count': '8'}), [], id='node-type-str-to-int-accepted'),
