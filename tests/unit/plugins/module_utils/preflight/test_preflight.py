@@ -346,817 +346,475 @@ def test_long_values_are_cut():
     assert len(found) == 1 and found[0].endswith("...; expected a string") and len(found[0]) < 140
 
 
-# === edge cases (formerly test_validation_checks_edges.py): Edges of _validation_checks: whole records and job lists, default arguments, boundaries and exact
-# messages.
+# === edge cases (formerly test_preflight_edges.py): _preflight edge cases: conversions, the value rendering, secrets in nested options, each role rule's
+# branches.
 
-# What slurm_name says a valid Slurm name is (every message about a bad node/partition name ends with it).
-NAME_TEXT = ('letters, digits, "_", "-" and "." (no spaces, commas or "="), starting with a letter or digit, '
-             'at most 64 characters')
-GRES = '/etc/slurm/gres.conf'
-LONG = 'x' * 400
+NOT_SHOWN = '(the value is not shown)'
 
 
-def rec(stage, node, check, status, reason, **extra):
-    item = {'stage': stage, 'node': node, 'check': check, 'status': status, 'reason': reason}
-    item.update(extra)
-    return item
+# --- convert ---------------------------------------------------------------------------
 
-
-def by_check(records):
-    return dict((r['check'], r) for r in records)
-
-
-# ---------------------------------------------------------------- _clip (how every quoted output is shortened)
-
-@pytest.mark.parametrize('text, limit, expected', [
-    (None, 300, ''),
-    ('', 300, ''),
-    ('  a \n\t b  ', 300, 'a b'),
-    ('x' * 300, 300, 'x' * 300),
-    ('x' * 301, 300, 'x' * 297 + '...'),
-    ('abcdefghij', 8, 'abcde...'),
+@pytest.mark.parametrize('value, wanted, expected', [
+    # str and path: scalars become text, containers do not
+    (7, 'path', ('7', True)),
+    (True, 'str', ('True', True)),
+    (1.5, 'str', ('1.5', True)),
+    ({'a': 1}, 'path', ({'a': 1}, False)),
+    (['a'], 'str', (['a'], False)),
+    # bool
+    (' TRUE ', 'bool', (True, True)),
+    (0, 'bool', (False, True)),
+    (0.0, 'bool', (False, True)),
+    (2, 'bool', (2, False)),
+    (None, 'bool', (None, False)),
+    # int: a boolean is 0 or 1, a whole float its number, a string of digits with a sign and spaces
+    (True, 'int', (1, True)),
+    (False, 'int', (0, True)),
+    (-4, 'int', (-4, True)),
+    (' +12 ', 'int', (12, True)),
+    ('1e3', 'int', ('1e3', False)),
+    (['1'], 'int', (['1'], False)),
+    # float: numbers and numeric strings, not booleans
+    (3, 'float', (3.0, True)),
+    (2.5, 'float', (2.5, True)),
+    ('-0.5', 'float', (-0.5, True)),
+    ('half', 'float', ('half', False)),
+    (True, 'float', (True, False)),
+    ([1.0], 'float', ([1.0], False)),
+    # list: a string splits on commas, a number is wrapped, a boolean or a dict is not a list
+    ('gpu', 'list', (['gpu'], True)),
+    (5, 'list', ([5], True)),
+    (0.5, 'list', ([0.5], True)),
+    (True, 'list', (True, False)),
+    ([], 'list', ([], True)),
+    # dict
+    ({}, 'dict', ({}, True)),
+    (['a'], 'dict', (['a'], False)),
+    # no type or raw: as given; a type Ansible has and this module does not model: accepted as given
+    ({'a': 1}, None, ({'a': 1}, True)),
+    ('x', 'raw', ('x', True)),
+    ('{"a": 1}', 'jsonarg', ('{"a": 1}', True)),
+    (b'x', 'bytes', (b'x', True)),
 ])
-def test_clip(text, limit, expected):
-    assert vc._clip(text, limit) == expected
+def test_convert(value, wanted, expected):
+    assert pf.convert(value, wanted) == expected
 
 
-# ---------------------------------------------------------------- scontrol
+# --- show -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize('text, expected', [
-    (None, {}),
-    ('', {}),
-    ('No nodes in the system\n', {}),
-    ('NodeName=gpu-01 Arch=x86_64 State=IDLE*+DRAIN+DRAIN ThreadsPerCore=1 Reason=disk swap [root@2026-11-21T06:12:01]\n',
-     {'gpu-01': {'name': 'gpu-01', 'state': 'IDLE', 'flags': ['DRAIN'], 'reason': 'disk swap', 'reason_user': 'root',
-                 'reason_time': '2026-11-21T06:12:01'}}),
-    ('NodeName=gpu-02 Arch=x86_64 State=MIXED~ Partitions=batch\n',
-     {'gpu-02': {'name': 'gpu-02', 'state': 'MIXED', 'flags': [], 'reason': '', 'reason_user': '', 'reason_time': ''}}),
-    ('NodeName=gpu-03 State=DOWN$+NOT_RESPONDING Reason=maintenance\n',
-     {'gpu-03': {'name': 'gpu-03', 'state': 'DOWN', 'flags': ['NOT_RESPONDING'], 'reason': 'maintenance', 'reason_user': '',
-                 'reason_time': ''}}),
+@pytest.mark.parametrize('value, expected', [
+    (True, 'true'),
+    (False, 'false'),
+    (None, 'null'),
+    (0, '0'),
+    ('', "''"),
+    (['a', 1], "['a', 1]"),
+    ('x' * 78, "'" + 'x' * 78 + "'"),                  # 80 characters: shown whole
+    ('x' * 79, "'" + 'x' * 76 + '...'),                # 81 characters: cut to 80
+    (list(range(100)), repr(list(range(100)))[:77] + '...'),
 ])
-def test_parse_scontrol_nodes_whole_entries(text, expected):
-    nodes = vc.parse_scontrol_nodes(text)
-    assert sorted(nodes) == sorted(expected)
-    for name, node in expected.items():
-        assert dict((key, nodes[name][key]) for key in node) == node
+def test_show(value, expected):
+    assert pf.show(value) == expected
+    assert len(pf.show(value)) <= 80
 
 
-def test_parse_scontrol_nodes_names_the_line_without_state():
-    line = 'NodeName=gpu-09 Comment=' + 'c' * 250
-    with pytest.raises(ValueError) as err:
-        vc.parse_scontrol_nodes(line)
-    assert str(err.value) == "scontrol line for gpu-09 has no State=: '%s...' (line 1)" % line[:197]
+# --- check_option: types, required, nulls, choices ------------------------------------------
+
+STR_OPTIONS = {'name': {'type': 'str', 'required': True}, 'port': {'type': 'int'}}
 
 
-NODES = vc.parse_scontrol_nodes(
-    'NodeName=gpu-01 State=IDLE\n'
-    'NodeName=gpu-02 State=IDLE+DRAIN Reason=disk swap\n'
-    'NodeName=gpu-03 State=MIXED+COMPLETING\n'
-    'NodeName=gpu-04 State=DOWN+NOT_RESPONDING Reason=Not responding [slurm@2026-11-21T06:12:01]\n')
-
-
-@pytest.mark.parametrize('name, nodes, expected', [
-    ('gpu-01', NODES, rec('slurm', 'gpu-01', 'node_state', 'pass', 'node is IDLE')),
-    ('gpu-03', NODES, rec('slurm', 'gpu-03', 'node_state', 'pass', 'node is MIXED+COMPLETING')),
-    ('gpu-02', NODES, rec('slurm', 'gpu-02', 'node_state', 'fail', 'node is IDLE+DRAIN (reason: "disk swap")', held='admin')),
-    ('gpu-04', NODES, rec('slurm', 'gpu-04', 'node_state', 'fail', 'node is DOWN+NOT_RESPONDING (reason: "Not responding" set by slurm)')),
-    ('gpu-07', NODES, rec('slurm', 'gpu-07', 'node_state', 'fail',
-                          'Slurm does not know a node called gpu-07 (scontrol show node lists: gpu-01, gpu-02, gpu-03, gpu-04)')),
-    ('gpu-07', {}, rec('slurm', 'gpu-07', 'node_state', 'fail', 'Slurm does not know a node called gpu-07 (scontrol show node lists: none)')),
+@pytest.mark.parametrize('path, value, spec, expected', [
+    # required and null
+    ('slurm_cluster_name', None, {'type': 'str', 'required': True}, ['slurm_cluster_name is required and is not set']),
+    ('slurm_cluster_name', None, {'type': 'str'}, []),
+    ('slurm_cluster_name', None, None, []),
+    # no type: a string is expected
+    ('slurm_cluster_name', {'a': 1}, {}, ["slurm_cluster_name is {'a': 1}; expected a string"]),
+    ('slurm_cluster_name', {'a': 1}, None, ["slurm_cluster_name is {'a': 1}; expected a string"]),
+    ('slurm_cluster_name', 5, {}, []),
+    ('slurm_conf_dir', ['/etc'], {'type': 'path'}, ["slurm_conf_dir is ['/etc']; expected a path (string)"]),
+    ('ratio', 'half', {'type': 'float'}, ["ratio is 'half'; expected a number"]),
+    ('ratio', True, {'type': 'float'}, ['ratio is true; expected a number']),
+    ('opaque', {'a': [1]}, {'type': 'jsonarg'}, []),
+    ('opaque', {'a': [1]}, {'type': 'raw'}, []),
+    # lists: null items, each bad item (all of them, not only the first)
+    ('hosts', ['a', None, None], {'type': 'list'}, ['hosts[1] is null; expected any value', 'hosts[2] is null; expected any value']),
+    ('hosts', [None], {'type': 'list', 'elements': 'str'}, ['hosts[0] is null; expected a string']),
+    ('hosts', [None], {'type': 'list', 'elements': 'jsonarg'}, ['hosts[0] is null; expected jsonarg']),
+    ('ports', ['1', 'x', [2]], {'type': 'list', 'elements': 'int'},
+     ["ports[1] is 'x'; expected a whole number", 'ports[2] is [2]; expected a whole number']),
+    ('modes', ['a', None, 'z'], {'type': 'list', 'elements': 'str', 'choices': ['a', 'b']},
+     ['modes[1] is null; expected a string', "modes[2] is 'z'; valid values: a, b"]),
+    ('modes', ['b', 'y', 'z'], {'type': 'list', 'choices': ['a', 'b']},
+     ["modes[1] is 'y'; valid values: a, b", "modes[2] is 'z'; valid values: a, b"]),
+    # a YAML boolean where a word was meant: the hint names the word for true and for false
+    ('mode', True, {'type': 'str', 'choices': ['on', 'off', 'auto']},
+     ["mode is true; valid values: on, off, auto (quote it: 'on'; YAML reads an unquoted on as true)"]),
+    ('mode', False, {'type': 'str', 'choices': ['on', 'off', 'auto']},
+     ["mode is false; valid values: on, off, auto (quote it: 'off'; YAML reads an unquoted off as false)"]),
+    ('mode', True, {'type': 'str', 'choices': ['auto', 'never']}, ['mode is true; valid values: auto, never']),
+    ('level', 3, {'type': 'int', 'choices': [1, 2]}, ['level is 3; valid values: 1, 2']),
+    ('level', '2', {'type': 'int', 'choices': [1, 2]}, []),
+    # a dictionary with sub-options: unknown keys (one, several), required keys, each key's own checks
+    ('site', {'name': 'a', 'extra': 1}, {'type': 'dict', 'options': STR_OPTIONS},
+     ["site has the unknown key 'extra'; valid keys: name, port"]),
+    ('site', {'name': 'a', 'zeta': 1, 'extra': 2, 'more': 3}, {'type': 'dict', 'options': STR_OPTIONS},
+     ["site has the unknown keys 'extra', 'more', 'zeta'; valid keys: name, port"]),
+    ('site', {'port': 'x'}, {'type': 'dict', 'options': STR_OPTIONS},
+     ['site lacks name (required)', "site.port is 'x'; expected a whole number"]),
+    ('site', {'name': None, 'port': None}, {'type': 'dict', 'options': STR_OPTIONS}, ['site lacks name (required)']),
+    ('site', {'name': 'a', 'port': '80'}, {'type': 'dict', 'options': STR_OPTIONS}, []),
+    ('site', {'anything': 1}, {'type': 'dict'}, []),
+    ('site', {'anything': 1}, {'type': 'dict', 'options': {}}, []),
+    ('sites', [{'name': 'a', 'x': 1, 'y': 2}, {'port': 1}], {'type': 'list', 'elements': 'dict', 'options': STR_OPTIONS},
+     ["sites[0] has the unknown keys 'x', 'y'; valid keys: name, port", 'sites[1] lacks name (required)']),
 ])
-def test_node_state_record_whole(name, nodes, expected):
-    assert vc.node_state_record('slurm', name, nodes) == expected
+def test_check_option(path, value, spec, expected):
+    assert pf.check_option(path, value, spec) == expected
 
 
-# ---------------------------------------------------------------- gres.conf
+# --- secrets: named, never shown, also in lists and sub-options -----------------------------
 
-@pytest.mark.parametrize('text, expected', [
-    (None, []),
-    ('', []),
-    ('# only a comment\n\n   \n', []),
-    ('  Name=gpu   Type=h100\tFile=/dev/nvidia0  # first # second\n', ['Name=gpu Type=h100 File=/dev/nvidia0']),
+@pytest.mark.parametrize('path, value, spec, expected', [
+    # no_log makes any name secret
+    ('motd', ['hunter2'], {'type': 'str', 'no_log': True}, ['motd is a list; expected a string (the value is not shown)']),
+    # the name that counts is the last part of the path, without its index
+    ('site.api_token', ['hunter2'], {'type': 'str'}, ['site.api_token is a list; expected a string (the value is not shown)']),
+    ('site.api_token.ttl', ['hunter2'], {'type': 'str'}, ["site.api_token.ttl is ['hunter2']; expected a string"]),
+    ('ssh_key_path[0][1]', ['hunter2'], {'type': 'str'}, ["ssh_key_path[0][1] is ['hunter2']; expected a string"]),
+    ('api_tokens[0]', ['hunter2'], {'type': 'str'}, ['api_tokens[0] is a list; expected a string (the value is not shown)']),
+    # list items of a secret list
+    ('api_tokens', ['ok', ['hunter2'], 'hunter2'], {'type': 'list', 'elements': 'str', 'choices': ['ok']},
+     ['api_tokens[1] is a list (the value is not shown); expected a string',
+      'api_tokens[2] is not one of the valid values: ok (the value is not shown)']),
+    ('api_tokens', ('hunter2',), {'type': 'list'}, ['api_tokens is a tuple; expected a list (the value is not shown)']),
+    ('api_tokens', [('hunter2',)], {'type': 'list', 'elements': 'str'},
+     ['api_tokens[0] is a tuple (the value is not shown); expected a string']),
+    ('api_tokens', [1.5, True, 7], {'type': 'list', 'elements': 'dict'},
+     ['api_tokens[0] is a number (the value is not shown); expected a dictionary',
+      'api_tokens[1] is a boolean (the value is not shown); expected a dictionary',
+      'api_tokens[2] is a number (the value is not shown); expected a dictionary']),
+    ('api_token', {'a': 'hunter2'}, {'type': 'int'}, ['api_token is a dictionary; expected a whole number (the value is not shown)']),
+    ('api_token', 'hunter2', {'type': 'int'}, ['api_token is a string; expected a whole number (the value is not shown)']),
+    # the keys of a secret dictionary are secret too, whatever their names
+    ('site_secret', {'motd': ['hunter2']}, {'type': 'dict', 'options': {'motd': {'type': 'str'}}},
+     ['site_secret.motd is a list; expected a string (the value is not shown)']),
+    ('site', {'motd': ['hunter2']}, {'type': 'dict', 'options': {'motd': {'type': 'str', 'no_log': True}}},
+     ['site.motd is a list; expected a string (the value is not shown)']),
+    ('site', {'motd': ['x']}, {'type': 'dict', 'options': {'motd': {'type': 'str'}}}, ["site.motd is ['x']; expected a string"]),
 ])
-def test_gres_conf_lines(text, expected):
-    assert vc.gres_conf_lines(text) == expected
+def test_secret_values_are_not_shown(path, value, spec, expected):
+    found = pf.check_option(path, value, spec)
+    assert found == expected
+    assert not any('hunter2' in line for line in found if NOT_SHOWN in line)
 
 
-H100 = ['Name=gpu Type=h100 File=/dev/nvidia0', 'Name=gpu Type=h100 File=/dev/nvidia1']
-A100 = ['Name=gpu Type=a100 File=/dev/nvidia0', 'Name=gpu Type=a100 File=/dev/nvidia1', 'Name=gpu Type=a100 File=/dev/nvidia3']
-MIG = 'Name=gpu Type=1g.10gb MultipleFiles=/dev/nvidia1,/dev/nvidia-caps/nvidia-cap21,/dev/nvidia-caps/nvidia-cap22'
-DIFFERS = GRES + ' differs from what slurm_gres_facts computes now: '
+def test_secret_flag_of_the_caller_wins():
+    assert pf.check_option('motd', ['hunter2'], {'type': 'str'}, secret=True) == ['motd is a list; expected a string (the value is not shown)']
 
 
-@pytest.mark.parametrize('text, expected, reason', [
-    # lines without Name= (AutoDetect) are not devices, and the lines after them still count
-    ('AutoDetect=off\n' + H100[0] + '\n', H100,
-     DIFFERS + 'gpu:h100: 1 in %s, 2 computed from NVML; missing line "%s"; unexpected line "AutoDetect=off"' % (GRES, H100[1])),
-    # a hostlist with a comma inside its brackets is 3 devices
-    ('Name=gpu Type=a100 File=/dev/nvidia[0-1,3]\n', A100,
-     DIFFERS + 'missing line "%s" (+2 more); unexpected line "Name=gpu Type=a100 File=/dev/nvidia[0-1,3]"' % A100[0]),
-    ('Name=gpu Type=a100 File=/dev/nvidia0,/dev/nvidia1\n', A100,
-     DIFFERS + 'gpu:a100: 2 in %s, 3 computed from NVML; missing line "%s" (+2 more); '
-               'unexpected line "Name=gpu Type=a100 File=/dev/nvidia0,/dev/nvidia1"' % (GRES, A100[0])),
-    # not a hostlist (empty brackets): one device per comma-separated item
-    ('Name=gpu Type=a100 File=/dev/nvidia[],/dev/nvidia1\n', A100,
-     DIFFERS + 'gpu:a100: 2 in %s, 3 computed from NVML; missing line "%s" (+2 more); '
-               'unexpected line "Name=gpu Type=a100 File=/dev/nvidia[],/dev/nvidia1"' % (GRES, A100[0])),
-    # Count= without File= (no Type: the label is the name alone)
-    ('Name=mps Count=200\n', ['Name=mps Count=100'],
-     DIFFERS + 'mps: 200 in %s, 100 computed from NVML; missing line "Name=mps Count=100"; unexpected line "Name=mps Count=200"' % GRES),
-    ('Name=mps Count=lots\n', ['Name=mps Count=2'],
-     DIFFERS + 'mps: 1 in %s, 2 computed from NVML; missing line "Name=mps Count=2"; unexpected line "Name=mps Count=lots"' % GRES),
-    ('Name=bandwidth\n', ['Name=bandwidth Count=3'],
-     DIFFERS + 'bandwidth: 1 in %s, 3 computed from NVML; missing line "Name=bandwidth Count=3"; unexpected line "Name=bandwidth"' % GRES),
-    # a MultipleFiles= line is one device, whatever Count= says
-    ('Name=gpu Type=1g.10gb Count=3 MultipleFiles=/dev/nvidia1,/dev/nvidia-caps/nvidia-cap21\n', [MIG, MIG.replace('cap2', 'cap3')],
-     DIFFERS + 'gpu:1g.10gb: 1 in %s, 2 computed from NVML; missing line "%s" (+1 more); '
-               'unexpected line "Name=gpu Type=1g.10gb Count=3 MultipleFiles=/dev/nvidia1,/dev/nvidia-caps/nvidia-cap21"' % (GRES, MIG)),
-    # a type only on one side: its count on the other side is 0
-    (H100[0] + '\nName=gpu Type=a100 File=/dev/nvidia1\n', H100,
-     DIFFERS + 'gpu:a100: 1 in %s, 0 computed from NVML; gpu:h100: 1 in %s, 2 computed from NVML; missing line "%s"; '
-               'unexpected line "Name=gpu Type=a100 File=/dev/nvidia1"' % (GRES, GRES, H100[1])),
-    (H100[0] + '\n', [H100[0], MIG],
-     DIFFERS + 'gpu:1g.10gb: 0 in %s, 1 computed from NVML; missing line "%s"' % (GRES, MIG)),
-    # Count=0 declares no device: only the line differs
-    (H100[0] + '\nName=mps Count=0\n', [H100[0]], DIFFERS + 'unexpected line "Name=mps Count=0"'),
-    (H100[0] + '\n', [H100[0], 'Name=mps Count=0'], DIFFERS + 'missing line "Name=mps Count=0"'),
-    # two unexpected lines: the first and how many more
-    ('\n'.join(H100), ['Name=gpu Type=h100 File=/dev/nvidia[0-1]'],
-     DIFFERS + 'missing line "Name=gpu Type=h100 File=/dev/nvidia[0-1]"; unexpected line "%s" (+1 more)' % H100[0]),
-    ('\n'.join(A100), ['Name=gpu Type=a100 File=/dev/nvidia[0-1,3]'],
-     DIFFERS + 'missing line "Name=gpu Type=a100 File=/dev/nvidia[0-1,3]"; unexpected line "%s" (+2 more)' % A100[0]),
-    # a doubled "=" (a typo) is read as part of the value, not a crash
-    ('Name=gpu Type==h100 File=/dev/nvidia0\n', [H100[0]],
-     DIFFERS + 'gpu:=h100: 1 in %s, 0 computed from NVML; gpu:h100: 0 in %s, 1 computed from NVML; missing line "%s"; '
-               'unexpected line "Name=gpu Type==h100 File=/dev/nvidia0"' % (GRES, GRES, H100[0])),
-])
-def test_gres_conf_record_differences(text, expected, reason):
-    assert vc.gres_conf_record('recheck', 'gpu-01', GRES, text, expected) == rec('recheck', 'gpu-01', 'gres_conf', 'fail', reason)
+# --- check_values ---------------------------------------------------------------------------
 
-
-@pytest.mark.parametrize('text, expected, status, reason', [
-    ('\n'.join(H100), H100, 'pass', GRES + ' equals what slurm_gres_facts computes (2 line(s))'),
-    (None, H100 + ['Name=mps Count=100'], 'fail', GRES + ' is missing or unreadable; slurm_gres_facts computes 3 line(s)'),
-])
-def test_gres_conf_record_whole(text, expected, status, reason):
-    assert vc.gres_conf_record('recheck', 'gpu-01', GRES, text, expected) == rec('recheck', 'gpu-01', 'gres_conf', status, reason)
-
-
-# ---------------------------------------------------------------- node_records
-
-GPUS = [{'index': 0, 'name': 'NVIDIA H100 80GB HBM3'}, {'index': 1, 'name': 'NVIDIA A100-SXM4-40GB'}]
-ROUNDTRIP_WITH_HOST = {'rc': 0, 'output': 'STATUS:          Success (0)\nENCODE_HOST: gpu-01\n'}
-# a _munge_key.observe result without "user": the key belongs to the default user munge
-KEY = {'path': '/etc/munge/munge.key', 'uid': 103, 'key': {'mode': 0o100400, 'uid': 103}, 'dir': {'mode': 0o040700, 'uid': 103}}
-ALL_GOOD = {
-    'nvml_error': None,
-    'gpus': GPUS,
-    'mig': {'actions': [], 'reset_required': []},
-    'gres_conf': {'path': GRES, 'text': '\n'.join(H100), 'expected': H100},
-    'munge': ROUNDTRIP_WITH_HOST,
-    'munge_key': KEY,
-    'services': {'munge': 'active', 'slurmd': 'active'},
-    'scontrol': 'NodeName=sn-01 Arch=x86_64 State=IDLE Partitions=batch\n',
-    'enroot': {'rc': 0, 'output': '3.5.0\n', 'conf_present': True, 'conf_path': '/etc/enroot/enroot.conf'},
-    'pyxis': {'rc': 0, 'output': 'Usage: srun ...\n      --container-image=[USER@][REGISTRY#]IMAGE[:TAG]|PATH\n'},
-}
-ALL_EXPECTED = {'gpu_count': 2, 'gpu_models': ['H100', 'A100'], 'enroot': True, 'pyxis': True, 'node_name': 'sn-01'}
-
-
-def test_node_records_all_pass_whole_records():
-    """The Slurm node name (node_name) finds the scontrol entry; every record names the inventory host and the stage."""
-    assert vc.node_records('gpu-01', ALL_GOOD, ALL_EXPECTED, stage='recheck') == [
-        rec('recheck', 'gpu-01', 'nvml', 'pass', 'NVML answers: 2 GPU(s)'),
-        rec('recheck', 'gpu-01', 'gpu_count', 'pass', '2 GPU(s) as expected', value=2),
-        rec('recheck', 'gpu-01', 'gpu_models', 'pass', 'models NVIDIA A100-SXM4-40GB, NVIDIA H100 80GB HBM3 match H100 or A100'),
-        rec('recheck', 'gpu-01', 'mig_layout', 'pass', 'MIG layout equals the wanted one'),
-        rec('recheck', 'gpu-01', 'gres_conf', 'pass', GRES + ' equals what slurm_gres_facts computes (2 line(s))'),
-        rec('recheck', 'gpu-01', 'munge', 'pass',
-            'munge is active, a credential round-trips, /etc/munge/munge.key is private to munge (mode 0400, directory 0700)'),
-        rec('recheck', 'gpu-01', 'slurmd', 'pass', 'slurmd is active'),
-        rec('recheck', 'gpu-01', 'node_state', 'pass', 'node is IDLE'),
-        rec('recheck', 'gpu-01', 'enroot', 'pass', 'enroot 3.5.0 installed, /etc/enroot/enroot.conf present'),
-        rec('recheck', 'gpu-01', 'pyxis', 'pass', 'pyxis is loaded: srun --help lists --container-image'),
+def test_check_values_sorted_by_option_and_only_given_ones():
+    options = {'b_opt': {'type': 'int'}, 'a_opt': {'type': 'bool'}, 'c_opt': None, 'd_opt': {'required': True}}
+    assert pf.check_values(options, {'b_opt': 'x', 'a_opt': 'maybe', 'c_opt': ['l'], 'z_opt': 'not an option'}) == [
+        "a_opt is 'maybe'; expected a boolean (true/false)",
+        "b_opt is 'x'; expected a whole number",
+        "c_opt is ['l']; expected a string",
     ]
 
 
-def test_node_records_nothing_observed_nothing_expected():
-    """Stage "node" by default; settings given as None (not set) are accepted and skip their checks."""
-    expect = {'gpu_count': None, 'gpu_models': None, 'enroot': False, 'pyxis': None}
-    assert vc.node_records('ctl', {}, expect) == [
-        rec('node', 'ctl', 'nvml', 'skip', 'not checked: NVML was not queried (not a GPU node)'),
-        rec('node', 'ctl', 'gpu_count', 'skip', 'not checked: no expected GPU count'),
-        rec('node', 'ctl', 'gpu_models', 'skip', 'not checked: no expected models'),
-        rec('node', 'ctl', 'mig_layout', 'skip', 'not checked: no wanted MIG layout for this node'),
-        rec('node', 'ctl', 'gres_conf', 'skip', 'not checked: no GRES computed for this node (not a GPU node)'),
-        rec('node', 'ctl', 'munge', 'skip', 'not checked: munge was not queried'),
-        rec('node', 'ctl', 'slurmd', 'skip', 'not checked: slurmd state unknown'),
-        rec('node', 'ctl', 'node_state', 'skip', 'not checked: scontrol was not run'),
-        rec('node', 'ctl', 'enroot', 'skip', 'not checked: enroot not expected (validate_node.enroot is false)'),
-        rec('node', 'ctl', 'pyxis', 'skip', 'not checked: pyxis not expected (validate_node.pyxis is false)'),
-    ]
+# --- role rules through the roles' real specs -------------------------------------------------
 
-
-def test_node_records_gpu_checks_wait_for_nvml():
-    """Expected GPUs but NVML not queried: the GPU checks are skipped, not failed for "0 GPUs"."""
-    got = by_check(vc.node_records('gpu-01', {}, {'gpu_count': 8, 'gpu_models': ['H100']}, stage='recheck'))
-    assert got['gpu_count'] == rec('recheck', 'gpu-01', 'gpu_count', 'skip', 'not checked: NVML was not queried')
-    assert got['gpu_models'] == rec('recheck', 'gpu-01', 'gpu_models', 'skip', 'not checked: NVML was not queried')
-
-
-def test_node_records_nvml_error_skips_gpu_checks_even_with_a_gpu_list():
-    observed = {'nvml_error': LONG, 'gpus': GPUS, 'mig': {'actions': ['GPU 0: enable MIG']}}
-    got = vc.node_records('gpu-01', observed, {'gpu_count': 2, 'gpu_models': ['H100']}, stage='recheck')[:4]
-    assert got == [
-        rec('recheck', 'gpu-01', 'nvml', 'fail', 'NVML does not answer: ' + 'x' * 297 + '...'),
-        rec('recheck', 'gpu-01', 'gpu_count', 'skip', 'not checked: NVML does not answer'),
-        rec('recheck', 'gpu-01', 'gpu_models', 'skip', 'not checked: NVML does not answer'),
-        rec('recheck', 'gpu-01', 'mig_layout', 'skip', 'not checked: NVML does not answer'),
-    ]
-
-
-@pytest.mark.parametrize('gpus, expect, check, expected', [
-    (GPUS[:1], {'gpu_count': 2}, 'gpu_count',
-     rec('recheck', 'gpu-01', 'gpu_count', 'fail', 'NVML sees 1 GPU(s), expected 2', value=1, threshold=2)),
-    ([], {'gpu_count': 0}, 'gpu_count', rec('recheck', 'gpu-01', 'gpu_count', 'pass', '0 GPU(s) as expected', value=0)),
-    (GPUS, {'gpu_models': ['H100', 'H200']}, 'gpu_models',
-     rec('recheck', 'gpu-01', 'gpu_models', 'fail', 'GPU 1 is NVIDIA A100-SXM4-40GB; expected H100 or H200')),
-    (GPUS, {'gpu_models': ['h100', 'a100-sxm4']}, 'gpu_models',
-     rec('recheck', 'gpu-01', 'gpu_models', 'pass', 'models NVIDIA A100-SXM4-40GB, NVIDIA H100 80GB HBM3 match h100 or a100-sxm4')),
-    ([], {'gpu_models': ['H100']}, 'gpu_models', rec('recheck', 'gpu-01', 'gpu_models', 'pass', 'models none match H100')),
-    # a GPU that reports no name matches no model, however short the model text
-    ([{'index': 0}], {'gpu_models': ['n', 'x']}, 'gpu_models', rec('recheck', 'gpu-01', 'gpu_models', 'fail', 'GPU 0 is None; expected n or x')),
+@pytest.mark.parametrize('role, host, groups, changes, expected', [
+    # munge
+    ('munge', 'gpu-02', None, dict(munge_key_b64=''), []),
+    # mig: the catalogue, its entries, the controller for the Slurm integration
+    ('mig', 'gpu-02', None, dict(mig_layout='x', mig_layouts={}, mig_layouts_custom={}),
+     ['mig_layout is \'x\', not a layout of mig_layouts or mig_layouts_custom; valid layouts: none (or "" to leave MIG alone)']),
+    ('mig', 'gpu-02', None, dict(mig_layout='site', mig_layouts={}, mig_layouts_custom={'site': [{'gpu': 0}, 'all-1g', 3]}),
+     ["layout 'site' entry 1 is 'all-1g'; expected a dictionary {gpu, model, mig, instances}",
+      "layout 'site' entry 2 is 3; expected a dictionary {gpu, model, mig, instances}"]),
+    ('mig', 'gpu-02', None, dict(mig_layout='site', mig_layouts={'site': None}, mig_layouts_custom={}),
+     ["layout 'site' is null; a layout is a non-empty list of GPU entries ({gpu, model, mig, instances}, the gpus option of "
+      'gpucluster.bringup.nvidia_mig)']),
+    ('mig', 'gpu-02', None, dict(mig_layout='site', mig_layouts={'site': [{'gpu': 0}]}, mig_layouts_custom={}), []),
+    ('mig', 'ctl', dict(GROUPS, slurm_controller=[]), dict(mig_layout='site', mig_layouts={'site': [{'gpu': 0}]}), []),
+    ('mig', 'gpu-02', dict(GROUPS, slurm_controller=[]),
+     dict(mig_layout='site', mig_layouts={'site': [{'gpu': 0}]}, mig_slurm_integration='no'), []),
+    # slurmdbd: the group, the password length (8 is enough), the names, the entries of qos/accounts/users
+    ('slurmdbd', 'ctl', dict(GROUPS, slurmdbd=[]), {},
+     ['inventory group slurmdbd must hold exactly one host (where slurmdbd runs), it holds 0']),
+    ('slurmdbd', 'ctl', {'all': ['ctl']}, {},
+     ['inventory group slurmdbd must hold exactly one host (where slurmdbd runs), it holds 0']),
+    ('slurmdbd', 'ctl', None, dict(slurmdbd_storage_pass='abcdefgh'), []),
+    ('slurmdbd', 'ctl', None, dict(slurmdbd_storage_pass='abcdefg'),
+     ['slurmdbd_storage_pass must be empty (a password is generated and kept on the slurmdbd host) or, from Ansible Vault, at '
+      "least 8 characters without spaces, quotes, backslashes or '#' (slurmdbd.conf cannot hold them); the value is not shown"]),
+    ('slurmdbd', 'ctl', None, dict(slurmdbd_storage_pass='abcdefgh#'),
+     ['slurmdbd_storage_pass must be empty (a password is generated and kept on the slurmdbd host) or, from Ansible Vault, at '
+      "least 8 characters without spaces, quotes, backslashes or '#' (slurmdbd.conf cannot hold them); the value is not shown"]),
+    ('slurmdbd', 'ctl', None, dict(slurmdbd_conf={'storageuser': 'slurm-user', 'StorageLoc': 'acct_2'}),
+     ["slurmdbd_conf.storageuser is 'slurm-user'; use letters, digits and '_'"]),
+    ('slurmdbd', 'ctl', None, dict(slurmdbd_storage_user_host='10.0.0.%'), []),
+    ('slurmdbd', 'ctl', None, dict(slurmdbd_accounting={'jobacctgatherfrequency': -1, 'PriorityWeightAge': -1}),
+     ["slurmdbd_accounting.jobacctgatherfrequency is -1; expected a whole number, 0 or more (seconds; 0 turns the sampling off)"]),
+    ('slurmdbd', 'ctl', None, dict(slurmdbd_accounting={'JobAcctGatherFrequency': 0, 'PriorityType': None}), []),
+    ('slurmdbd', 'ctl', None, dict(slurmdbd_conf={'storagepass': 'x', 'DebugLevel': 'info'}),
+     ['slurmdbd_conf.storagepass: set the database password with slurmdbd_storage_pass (the value is not shown)']),
+    ('slurmdbd', 'ctl', None, dict(slurmdbd_qos=[{'name': 'normal'}, {'priority': 10}], slurmdbd_accounts=[{'name': ''}],
+                                   slurmdbd_users=[{'name': 'alice'}, {'name': 7}]),
+     ['slurmdbd_qos[1] lacks name (required)', 'slurmdbd_accounts[0] lacks name (required)', 'slurmdbd_users[1] lacks name (required)']),
+    ('slurmdbd', 'ctl', None, dict(slurmdbd_qos=[{'name': 'normal'}], slurmdbd_accounts=[{'name': 'ml'}], slurmdbd_users=[{'name': 'alice'}]),
+     []),
+    # slurm: partition nodes of the wrong kind or empty, a hook name of the right form
+    ('slurm', 'gpu-02', None, dict(slurm_partitions=[{'name': 'a', 'nodes': 5}, {'name': 'b', 'nodes': {'x': 1}}]),
+     ['slurm_partitions[0].nodes is 5; expected ALL, a hostlist (gpu-[01-04]) or a list of node names',
+      "slurm_partitions[1].nodes is {'x': 1}; expected ALL, a hostlist (gpu-[01-04]) or a list of node names"]),
+    ('slurm', 'gpu-02', None, dict(slurm_partitions=[{'name': 'a', 'nodes': ''}]),
+     ['slurm_partitions[0].nodes is empty; name ALL, a hostlist or a list of node names']),
+    ('slurm', 'gpu-02', None, dict(slurm_partitions=[{'name': 'a', 'nodes': 'gpu-[01-02]', 'default': True}, {'name': 'b', 'nodes': ['gpu-01']}]),
+     []),
+    ('slurm', 'gpu-02', None, dict(slurm_hooks_extra=[{'src': 'x', 'phase': 'prolog', 'name': '60-all-site-check'},
+                                                      {'src': 'y', 'phase': 'epilog', 'name': '6-all-x'}]),
+     ["slurm_hooks_extra[1].name is '6-all-x'; expected NN-class-name (e.g. 60-all-site-check)"]),
+    # enroot: each package source needs its location
+    ('enroot', 'gpu-02', None, dict(enroot_package_source='url', enroot_release_url=''),
+     ["enroot_package_source is 'url' but enroot_release_url is empty; set it (the base URL of the release assets)"]),
+    ('enroot', 'gpu-02', None, dict(enroot_package_source='mirror', enroot_mirror_url=''),
+     ["enroot_package_source is 'mirror' but enroot_mirror_url is empty; set it (the base URL of a web server holding the release .deb files)"]),
+    ('enroot', 'gpu-02', None, dict(enroot_package_source='mirror', enroot_mirror_url='http://mirror/enroot', enroot_release_url=''), []),
+    ('enroot', 'gpu-02', None, dict(enroot_package_source='url', enroot_release_url='https://x', enroot_mirror_url=''), []),
+    ('enroot', 'gpu-02', None, dict(enroot_conf={'zstd': 1, 'ENROOT_SQUASH_OPTIONS': '-comp lz4 -exit-on-error', 'Enroot_x': 2}),
+     ['enroot_conf keys must look like ENROOT_NAME (upper case, enroot reads no other keys), these do not: zstd, Enroot_x']),
+    # enroot credentials: complete entries pass, the machine is named or <missing>
+    ('enroot', 'gpu-02', None, dict(enroot_credentials=[{'machine': 'nvcr.io', 'login': '$oauthtoken', 'password': 'hunter2'}]), []),
+    ('enroot', 'gpu-02', None, dict(enroot_credentials=[{'machine': 'nvcr.io', 'password': 'hunter2'}]),
+     ['enroot_credentials[0] (machine nvcr.io) needs the keys machine, login and password, all non-empty']),
+    ('enroot', 'gpu-02', None, dict(enroot_credentials=[{'login': 'bot', 'password': 'hunter2'}]),
+     ['enroot_credentials[0] (machine <missing>) needs the keys machine, login and password, all non-empty']),
+    ('enroot', 'gpu-02', None, dict(enroot_credentials=[{'machine': 'nvcr.io', 'login': 'bot', 'password': 'hunter2'},
+                                                        {'machine': '', 'login': 'bot', 'password': 'hunter2'}]),
+     ['enroot_credentials[1] (machine <missing>) needs the keys machine, login and password, all non-empty']),
+    # a key that is not secret by name is still hidden inside the secret list (enroot_credentials has no_log)
+    ('enroot', 'gpu-02', None, dict(enroot_credentials=[{'machine': 'nvcr.io', 'login': ['hunter2'], 'password': 'x'}]),
+     ['enroot_credentials[0].login is a list; expected a string (the value is not shown)']),
+    ('enroot', 'gpu-02', None, dict(enroot_shared_dir_mode='0755'), []),
+    # pyxis: an absolute importer is fine
+    ('pyxis', 'gpu-02', None, dict(pyxis_conf=dict(importer='/usr/local/bin/importer', runtime_path='/run/pyxis')), []),
+    ('pyxis', 'gpu-02', None, dict(pyxis_conf=dict(runtime_path='run/pyxis')),
+     ["pyxis_conf.runtime_path must be an absolute path without spaces, got 'run/pyxis'"]),
 ])
-def test_node_records_gpu_records(gpus, expect, check, expected):
-    assert by_check(vc.node_records('gpu-01', {'gpus': gpus}, expect, stage='recheck'))[check] == expected
+def test_role_rules(role, host, groups, changes, expected):
+    assert problems(role, host=host, groups=groups, **changes) == expected
 
 
-ACTIONS = ['GPU 0: destroy GPU instance 9', 'GPU 0: create 1g.10gb', 'GPU 1: create 1g.10gb', 'GPU 2: enable MIG']
+# --- role rules on values of the wrong kind (the argument spec reports those; here without a spec) ---
 
-
-@pytest.mark.parametrize('mig, status, reason', [
-    ({}, 'pass', 'MIG layout equals the wanted one'),
-    ({'actions': ACTIONS[:3]}, 'fail', 'MIG layout differs from the wanted one; nvidia_mig would: ' + '; '.join(ACTIONS[:3])),
-    ({'actions': ACTIONS}, 'fail', 'MIG layout differs from the wanted one; nvidia_mig would: ' + '; '.join(ACTIONS[:3]) + ' (+1 more)'),
-    ({'actions': ACTIONS + ['GPU 3: enable MIG']}, 'fail',
-     'MIG layout differs from the wanted one; nvidia_mig would: ' + '; '.join(ACTIONS[:3]) + ' (+2 more)'),
-    ({'actions': [], 'reset_required': [1, 3]}, 'fail', 'MIG mode change pending a GPU reset on GPU(s) 1, 3'),
-    ({'error': LONG}, 'fail', 'the wanted MIG layout could not be compared: ' + 'x' * 297 + '...'),
+@pytest.mark.parametrize('role, values, groups, expected', [
+    # the inventory groups may be missing altogether
+    ('munge', {}, None, ['inventory group slurm_controller has no hosts; its first host holds the munge key']),
+    ('slurmdbd', {}, [],
+     ['inventory group slurmdbd must hold exactly one host (where slurmdbd runs), it holds 0']),
+    # the MIG rule needs both catalogues (the action leaves out what it cannot template)
+    ('mig', {'mig_layout': 'x', 'mig_layouts': {}}, GROUPS, []),
+    ('mig', {'mig_layout': 'x', 'mig_layouts_custom': {}}, GROUPS, []),
+    ('mig', {'mig_layout': 'x', 'mig_layouts': ['x'], 'mig_layouts_custom': {'x': [{'gpu': 0}]}}, GROUPS, []),
+    # entries that are not dictionaries are skipped, the following ones still checked
+    ('slurm', {'slurm_partitions': ['batch', {'name': 'DEFAULT', 'nodes': 'ALL'}]}, GROUPS,
+     ['slurm_partitions[1].name is \'DEFAULT\'; use letters, digits, ".", "_", "-" (and not DEFAULT)']),
+    ('slurm', {'slurm_partitions': [{'nodes': 'ALL'}, {'name': 'a', 'nodes': None}]}, GROUPS, []),
+    ('slurm', {'slurm_hooks_extra': ['60-all-x', {'src': 'x'}, {'name': 60}, {'name': 'bad'}]}, GROUPS,
+     ["slurm_hooks_extra[3].name is 'bad'; expected NN-class-name (e.g. 60-all-site-check)"]),
+    ('slurmdbd', {'slurmdbd_qos': ['normal', {'name': 'high'}], 'slurmdbd_users': [['alice'], {}]}, GROUPS,
+     ['slurmdbd_users[1] lacks name (required)']),
+    ('enroot', {'enroot_credentials': ['nvcr.io', {'machine': 7, 'login': 'bot', 'password': 'x'}]}, GROUPS,
+     ['enroot_credentials[1] (machine <missing>) needs the keys machine, login and password, all non-empty']),
+    ('enroot', {'enroot_package_source': 'url'}, GROUPS, []),
+    ('pyxis', {'pyxis_conf': {'importer': ''}}, GROUPS, []),
+    ('slurm_healthcheck', {'anything': 'at all'}, GROUPS, []),
 ])
-def test_node_records_mig_layout(mig, status, reason):
-    got = by_check(vc.node_records('gpu-01', {'gpus': GPUS, 'mig': mig}, {}, stage='recheck'))['mig_layout']
-    assert got == rec('recheck', 'gpu-01', 'mig_layout', status, reason)
+def test_role_rules_skip_values_of_the_wrong_kind(role, values, groups, expected):
+    assert pf.role_problems(role, 'ctl', {}, values, groups) == expected
 
 
-@pytest.mark.parametrize('observed, status, reason', [
-    ({'services': {'munge': 'failed'}, 'munge': ROUNDTRIP_WITH_HOST}, 'fail', 'munge is failed'),
-    ({'services': {'munge': ''}, 'munge': ROUNDTRIP_WITH_HOST}, 'fail', 'munge is not running'),
-    ({'munge_key': dict(KEY, key={'mode': 0o100644, 'uid': 103})}, 'fail',
-     "munge key /etc/munge/munge.key has mode 0644, expected 0400 or 0600 (no group or other access: whoever reads the key can forge "
-     "any user's credentials)"),
-    ({'munge': {'rc': 1, 'output': LONG}}, 'fail', 'munge -n | unmunge failed (rc 1): ' + 'x' * 297 + '...'),
-    ({'munge': {'rc': 0, 'output': 'STATUS:          Expired credential (15)\n'}}, 'fail',
-     'unmunge did not decode a fresh credential: STATUS: Expired credential (15)'),
-    ({'munge': {'rc': 0, 'output': 'ENCODE_HOST: gpu-01\n'}}, 'pass', 'a credential round-trips'),
-    ({'munge': {'rc': 0, 'output': None}}, 'pass', 'a credential round-trips'),
-    ({'services': {'munge': 'active'}}, 'pass', 'munge is active'),
-    ({'munge_key': dict(KEY, user='mungeuser', key={'mode': 0o100600, 'uid': 103})}, 'pass',
-     '/etc/munge/munge.key is private to mungeuser (mode 0600, directory 0700)'),
+# --- report and failure_message -----------------------------------------------------------------
+
+@pytest.mark.parametrize('inventory, found, expected', [
+    ([], [], []),
+    (['inventory group slurmdbd is empty'], [], ['inventory group slurmdbd is empty']),
+    # natural order: gpu-2 before gpu-10
+    ([], [('gpu-10', 'slurm', 'm'), ('gpu-2', 'slurm', 'm'), ('gpu-1', 'slurm', 'm')], ['gpu-[1-2,10]: m (role gpucluster.bringup.slurm)']),
+    # names a hostlist cannot hold: listed with commas
+    ([], [('node b', 'mig', 'm'), ('node a', 'mig', 'm'), ('c', 'mig', 'm')], ['c, node a, node b: m (role gpucluster.bringup.mig)']),
+    # the same message of two roles: two lines, in order of first appearance
+    ([], [('b', 'slurm', 'm'), ('a', 'enroot', 'm'), ('a', 'slurm', 'm')],
+     ['a,b: m (role gpucluster.bringup.slurm)', 'a: m (role gpucluster.bringup.enroot)']),
 ])
-def test_node_records_munge(observed, status, reason):
-    got = by_check(vc.node_records('gpu-01', observed, {}, stage='recheck'))['munge']
-    assert got == rec('recheck', 'gpu-01', 'munge', status, reason)
+def test_report(inventory, found, expected):
+    assert pf.report(inventory, found) == expected
 
 
-@pytest.mark.parametrize('services, status, reason', [
-    ({'slurmd': 'inactive'}, 'fail', 'slurmd is inactive'),
-    ({'slurmd': ''}, 'fail', 'slurmd is not running'),
-    ({'slurmd': None}, 'fail', 'slurmd is not running'),
-    ({'slurmd': 'active'}, 'pass', 'slurmd is active'),
-    ({'munge': 'active'}, 'skip', 'not checked: slurmd state unknown'),
+@pytest.mark.parametrize('lines, expected', [
+    (['one'], 'the inventory has 1 problem, nothing was changed:\none'),
+    (['one', 'two'], 'the inventory has 2 problems, nothing was changed:\none\ntwo'),
+    ([], 'the inventory has 0 problems, nothing was changed:\n'),
 ])
-def test_node_records_slurmd(services, status, reason):
-    got = by_check(vc.node_records('gpu-01', {'services': services}, {}, stage='recheck'))['slurmd']
-    assert got == rec('recheck', 'gpu-01', 'slurmd', status, reason)
+def test_failure_message(lines, expected):
+    assert pf.failure_message(lines) == expected
 
 
-@pytest.mark.parametrize('observed, expect, status, reason, extra', [
-    ({'scontrol': ''}, {}, 'fail', 'Slurm does not know a node called gpu-01 (scontrol show node lists: none)', {}),
-    ({'scontrol': 'NodeName=gpu-01 State=IDLE+DRAIN Reason=x [root@now]\n'}, {}, 'fail', 'node is IDLE+DRAIN (reason: "x" set by root)',
-     {'held': 'admin'}),
-    ({'scontrol': '', 'scontrol_error': LONG}, {'node_name': 'sn-01'}, 'fail', 'scontrol show node sn-01 failed: ' + 'x' * 297 + '...', {}),
+@pytest.mark.parametrize('strategy, bad', [
+    ('linear', False),
+    ('ansible.builtin.linear', False),
+    ('debug', False),
+    ('mitogen_linear', False),
+    ('my_site_strategy', False),
+    ('', False),
+    (None, False),
+    ('free', True),
+    ('ansible.builtin.free', True),
+    ('host_pinned', True),
+    ('ansible.builtin.host_pinned', True),
+    ('mitogen_free', True),
+    ('mitogen_host_pinned', True),
+    ('freely', False),
 ])
-def test_node_records_node_state(observed, expect, status, reason, extra):
-    got = by_check(vc.node_records('gpu-01', observed, expect, stage='recheck'))['node_state']
-    assert got == rec('recheck', 'gpu-01', 'node_state', status, reason, **extra)
+def test_strategy_problem(strategy, bad):
+    problem = pf.strategy_problem(strategy)
+    if not bad:
+        assert problem is None
+        return
+    assert problem.startswith("the play's strategy is %r" % strategy)
+    assert 'linear, or mitogen_linear' in problem
+    assert 'any_errors_fatal' in problem
 
 
-def test_node_records_gres_conf_not_computed():
-    observed = {'gres_conf': {'path': GRES, 'error': LONG}}
-    assert by_check(vc.node_records('gpu-01', observed, {}, stage='recheck'))['gres_conf'] == rec(
-        'recheck', 'gpu-01', 'gres_conf', 'fail', 'slurm_gres_facts could not compute the GRES to compare %s with: %s...' % (GRES, 'x' * 297))
+# --- the task's own options (argument_problems) -------------------------------------------------------------------
+
+ROLE_NAMES = [name for name, groups in pf.SITE_ROLES]
+GROUP_WORDS = "expected an inventory group name (letters, digits, '_', '-', '.'; e.g. slurm_compute)"
 
 
-ENROOT_CONF = '/etc/enroot/enroot.conf'
-VERSION_45 = '3.5.0 built 2026-01-01 on host build-farm-0042'   # 46 characters, clipped to 40
-
-
-@pytest.mark.parametrize('enroot, wanted, status, reason', [
-    (None, True, 'fail', 'enroot is not installed (no enroot command in PATH)'),
-    ({'rc': None, 'conf_path': ENROOT_CONF}, True, 'fail', 'enroot is not installed (no enroot command in PATH)'),
-    ({'rc': 2, 'output': None, 'conf_path': ENROOT_CONF}, True, 'fail', 'enroot version failed (rc 2): '),
-    ({'rc': 2, 'output': LONG, 'conf_path': ENROOT_CONF}, True, 'fail', 'enroot version failed (rc 2): ' + 'x' * 297 + '...'),
-    ({'rc': 0, 'output': VERSION_45, 'conf_present': False, 'conf_path': ENROOT_CONF}, True, 'fail',
-     'enroot %s... is installed but %s is missing' % (VERSION_45[:37], ENROOT_CONF)),
-    ({'rc': 0, 'output': 'v' * 40, 'conf_present': False, 'conf_path': ENROOT_CONF}, True, 'fail',
-     'enroot %s is installed but %s is missing' % ('v' * 40, ENROOT_CONF)),
-    ({'rc': 0, 'output': 'v' * 41, 'conf_present': True, 'conf_path': ENROOT_CONF}, True, 'pass',
-     'enroot %s... installed, %s present' % ('v' * 37, ENROOT_CONF)),
-    ({'rc': 0, 'output': VERSION_45, 'conf_present': True, 'conf_path': ENROOT_CONF}, True, 'pass',
-     'enroot %s... installed, %s present' % (VERSION_45[:37], ENROOT_CONF)),
-    ({'rc': 0, 'output': None, 'conf_present': True, 'conf_path': ENROOT_CONF}, True, 'pass', 'enroot  installed, %s present' % ENROOT_CONF),
-    ({'rc': 1}, False, 'skip', 'not checked: enroot not expected (validate_node.enroot is false)'),
+@pytest.mark.parametrize('args, expected', [
+    ({}, []),
+    ({'roles': [], 'controller_group': 'slurm_controller', 'compute_group': 'slurm-compute', 'gpu_group': 'gpu.nodes'}, []),
+    ({'roles': [{'name': 'slurm', 'groups': 'slurm_controller,slurm_compute'}], 'hosts': 'ctl', 'inventory': 'no'}, []),
+    # a null option is left to its default
+    ({'roles': None, 'hosts': None, 'inventory': None, 'controller_group': None}, []),
+    ('roles', ["the preflight takes a dictionary of options (compute_group, controller_group, gpu_group, hosts, inventory, roles); "
+               "got 'roles'"]),
+    ({'role': 1, 'host': 2}, ["unknown options 'host', 'role'; valid options: compute_group, controller_group, gpu_group, hosts, "
+                              'inventory, roles']),
+    ({'controller_group': 'slurm controller'}, ["controller_group is 'slurm controller'; " + GROUP_WORDS]),
+    ({'gpu_group': 5}, ['gpu_group is 5; ' + GROUP_WORDS]),
+    ({'inventory': 'perhaps'}, ["inventory is 'perhaps'; expected a boolean (true/false)"]),
+    ({'roles': {'name': 'slurm'}}, ["roles is {'name': 'slurm'}; expected a list of {name, groups} "
+                                    '(e.g. [{name: slurm, groups: [slurm_controller, slurm_compute]}])']),
+    ({'roles': [{'name': 'slurm', 'groups': [], 'x': 1, 'y': 2}]},
+     ["roles[0] has the unknown keys 'x', 'y'; valid keys: groups, name",
+      'roles[0].groups is []; expected one or more inventory groups whose hosts run role slurm (e.g. [slurm_compute]; [all] for every host)']),
+    ({'roles': [{'name': 7, 'groups': {'a': 1}}]},
+     ['roles[0].name is 7; valid values: ' + ', '.join(ROLE_NAMES),
+      "roles[0].groups is {'a': 1}; expected a list of inventory group names whose hosts run the role"]),
+    ({'roles': [{'name': 'mig', 'groups': ['gpu_nodes']}, {'name': 'mig', 'groups': ['all']}, {'name': 'mig', 'groups': ['x']}]},
+     ["roles[1].name is 'mig', given twice (also roles[0]); give each role once, with every group it runs on",
+      "roles[2].name is 'mig', given twice (also roles[0]); give each role once, with every group it runs on"]),
+    ({'roles': [None]}, ['roles[0] is null; expected a dictionary {name, groups}']),
+    ({'hosts': []}, ['hosts is []; expected one or more inventory hosts (leave hosts unset for the hosts of the play)']),
+    ({'hosts': {'ctl': 1}}, ["hosts is {'ctl': 1}; expected a list of inventory hosts (leave hosts unset for the hosts of the play)"]),
+    ({'hosts': ['ctl', 'localhost', 3]},
+     ["hosts[1] is 'localhost', which is not a host of the inventory; expected hosts of the inventory (ctl,gpu-[01-02])",
+      'hosts[2] is 3, which is not a host of the inventory; expected hosts of the inventory (ctl,gpu-[01-02])']),
 ])
-def test_node_records_enroot(enroot, wanted, status, reason):
-    got = by_check(vc.node_records('gpu-01', {'enroot': enroot}, {'enroot': wanted}, stage='recheck'))['enroot']
-    assert got == rec('recheck', 'gpu-01', 'enroot', status, reason)
+def test_argument_problems(args, expected):
+    assert pf.argument_problems(args, ROLE_NAMES, GROUPS) == expected
 
 
-@pytest.mark.parametrize('pyxis, wanted, status, reason', [
-    (None, True, 'fail', 'srun is not installed on this node, cannot tell whether pyxis loads'),
-    ({'rc': None}, True, 'fail', 'srun is not installed on this node, cannot tell whether pyxis loads'),
-    ({'rc': 0, 'output': '  --container-image=IMAGE'}, True, 'pass', 'pyxis is loaded: srun --help lists --container-image'),
-    ({'rc': 0, 'output': None}, True, 'fail', 'pyxis is not loaded: srun --help does not list --container-image'),
-    ({'rc': 1, 'output': 'e' * 250}, True, 'fail',
-     'pyxis is not loaded: srun --help does not list --container-image (srun said: %s...)' % ('e' * 197)),
-    ({'rc': 1, 'output': 'e' * 200}, True, 'fail',
-     'pyxis is not loaded: srun --help does not list --container-image (srun said: %s)' % ('e' * 200)),
-    ({'rc': 0, 'output': ''}, False, 'skip', 'not checked: pyxis not expected (validate_node.pyxis is false)'),
+def test_argument_problems_with_an_empty_or_a_large_inventory():
+    assert pf.argument_problems({'hosts': ['a']}, ROLE_NAMES, {}) == [
+        "hosts[0] is 'a', which is not a host of the inventory; expected hosts, and the inventory has none"]
+    many = {'all': ['n%03d' % i for i in range(0, 400, 2)]}
+    found = pf.argument_problems({'hosts': ['x']}, ROLE_NAMES, many)
+    assert len(found) == 1 and found[0].endswith('...)') and len(found[0]) < 220, found
+
+
+def test_options_failure_message():
+    assert pf.options_failure_message(['a']) == 'the preflight task has 1 bad option, nothing was checked or changed:\na'
+    assert pf.options_failure_message(['a', 'b']) == 'the preflight task has 2 bad options, nothing was checked or changed:\na\nb'
+
+
+# --- numbers in range, partition nodes, the fabric file -------------------------------------------------------------
+
+@pytest.mark.parametrize('role, host, changes, expected', [
+    # boundaries: the least value passes, one below does not; a port's most passes, one above does not
+    ('slurm', 'gpu-02', dict(slurm_large_system_min_nodes=1, slurm_memory_reserve_mb=0, slurm_restart_batch_size='1'), []),
+    ('slurm', 'gpu-02', dict(slurm_large_system_min_nodes=0),
+     ['slurm_large_system_min_nodes is 0; expected a whole number, 1 or more (the compute host count from which the large-cluster '
+      'settings apply)']),
+    ('slurmdbd', 'ctl', dict(slurmdbd_port=65535, slurmdbd_conf={'StoragePort': 1}), []),
+    ('slurmdbd', 'ctl', dict(slurmdbd_port=65536, slurmdbd_conf={'StoragePort': '-1'}),
+     ['slurmdbd_port is 65536; expected a TCP port, a whole number from 1 to 65535',
+      "slurmdbd_conf.StoragePort is '-1'; expected a TCP port, a whole number from 1 to 65535"]),
+    ('slurm_healthcheck', 'gpu-02', dict(slurm_healthcheck_settings=dict(periodic_budget=0.01, ib_rate_gbps=None),
+                                         slurm_healthcheck_interval=0), []),
+    ('slurm_healthcheck', 'gpu-02', dict(slurm_healthcheck_settings=dict(periodic_budget='-1.5', ib_rate_gbps=0)),
+     ['slurm_healthcheck_settings.ib_rate_gbps is 0; expected a number of Gb/s above 0',
+      "slurm_healthcheck_settings.periodic_budget is '-1.5'; expected a number of seconds above 0"]),
+    ('slurm_healthcheck', 'gpu-02', dict(slurm_healthcheck_settings=dict(xid_drain='48,0')),
+     ["slurm_healthcheck_settings.xid_drain[1] is '0'; expected a whole number, 1 or more (Xid numbers)"]),
+    ('mig', 'gpu-02', dict(mig_slurm_wait={'drain_timeout': 0, 'register_timeout': 0}),
+     ['mig_slurm_wait.register_timeout is 0; expected a whole number, 1 or more (seconds to wait for the node to register)']),
+    ('enroot', 'gpu-02', dict(enroot_conf={'ENROOT_MAX_PROCESSORS': 0, 'ENROOT_CONNECT_TIMEOUT': -1}),
+     ['enroot_conf.ENROOT_CONNECT_TIMEOUT is -1; expected a whole number, 0 or more (seconds)']),
+    # a value of the wrong type is named by the argument spec only, not ranged too
+    ('slurm', 'gpu-02', dict(slurm_hooks_settings={'timeout': 'soon'}), ["slurm_hooks_settings.timeout is 'soon'; expected a whole number"]),
+    # partition nodes as the slurm role expands them
+    ('slurm', 'gpu-02', dict(slurm_partitions=[{'name': 'a', 'nodes': 'gpu-[01-'}]),
+     ['slurm_partitions[0].nodes is \'gpu-[01-\' (partition a): hostlist "gpu-[01-" has a "[" without a matching "]"; '
+      'expected ALL, a hostlist (gpu-[01-04]) or a list of node names']),
+    ('slurm', 'gpu-02', dict(slurm_partitions=[{'name': 'a', 'nodes': 'gpu_[01-02]'}]),
+     ["slurm_partitions[0].nodes is 'gpu_[01-02]' (partition a): node name 'gpu_01' is not one Slurm accepts: a host name of letters, "
+      'digits and "-" (not first or last in a label), labels joined with ".", no "_", spaces, brackets, commas, "=" or "#" (e.g. "gpu-01")']),
+    ('slurm', 'gpu-02', dict(slurm_partitions=[{'name': 'a', 'nodes': ' All '}]),
+     ["slurm_partitions[0].nodes is ' All ' (partition a); expected ALL (upper case: Slurm reads any other spelling as a node name), "
+      'a hostlist (gpu-[01-04]) or a list of node names']),
+    ('slurm', 'gpu-02', dict(slurm_partitions=[{'name': 'a', 'nodes': ['gpu-01', 5, 'gpu-02']}]),
+     ['slurm_partitions[0].nodes[1] is 5 (partition a); expected a node name (letters, digits, "-" and "."; no brackets: a list holds '
+      'the names themselves, a hostlist such as gpu-[01-04] is given as the whole value of nodes)']),
+    ('slurm', 'gpu-02', dict(slurm_partitions=[{'name': 'a', 'nodes': 'ctl,gpu-[01-02]'}, {'name': 'b', 'nodes': ['gpu-01', 'ctl']}]), []),
+    # the fabric command when the fabric is read on a host
+    ('slurm', 'gpu-02', dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_host='gpu-01', ibnetdiscover_command=[''])),
+     ["slurm_topology_settings.ibnetdiscover_command is ['']; expected the command (argv) to run on gpu-01, a non-empty list of non-empty words "
+      'such as [ibnetdiscover]']),
+    # block sizes: a size below 1 is named before the growth rules
+    ('slurm', 'gpu-02', dict(slurm_topology='block', slurm_topology_settings=dict(block_sizes=[18, 0])),
+     ['slurm_topology_settings.block_sizes[1] is 0; expected a whole number, 1 or more (nodes in a block; the planning base block size first, '
+      'e.g. [18, 36, 72])']),
+    ('slurm', 'gpu-02', dict(slurm_topology='none', slurm_topology_settings=dict(block_sizes=[-1])), []),
+    ('slurm', 'gpu-02', dict(slurm_cluster_name=''),
+     ["slurm_cluster_name is ''; expected the name of the cluster (slurm.conf ClusterName, the cluster's name in the accounting "
+      'database), e.g. gpucluster']),
 ])
-def test_node_records_pyxis(pyxis, wanted, status, reason):
-    got = by_check(vc.node_records('gpu-01', {'pyxis': pyxis}, {'pyxis': wanted}, stage='recheck'))['pyxis']
-    assert got == rec('recheck', 'gpu-01', 'pyxis', status, reason)
-
-
-def test_node_records_lists_every_unknown_expectation():
-    with pytest.raises(ValueError) as err:
-        vc.node_records('gpu-01', {}, {'gpus': 8, 'models': ['H100']})
-    assert str(err.value) == ('unknown node check expectation(s) gpus, models; '
-                              'valid: gpu_count, gpu_models, enroot, pyxis, container_gpu, gres_conf_path, node_name')
-
-
-# ---------------------------------------------------------------- job records
-
-@pytest.mark.parametrize('result, status, reason', [
-    ({'rc': 0, 'stdout': 'gpu-01.cluster.example\n'}, 'pass', 'srun -w gpu-01 ran on gpu-01.cluster.example'),
-    ({'rc': 0, 'stdout': 'srun: job 5 queued\n  gpu-01  \n'}, 'pass', 'srun -w gpu-01 ran on gpu-01'),
-    ({'rc': 0, 'stdout': 'gpu-01 extra\n'}, 'fail', 'srun -w gpu-01 ran on "gpu-01 extra"'),
-    ({'rc': 0, 'stdout': ''}, 'fail', 'srun -w gpu-01 ran on "nowhere (no output)"'),
-    ({'rc': 0}, 'fail', 'srun -w gpu-01 ran on "nowhere (no output)"'),
-    ({'rc': 0, 'timed_out': True, 'timeout': 30, 'stdout': 'gpu-01\n'}, 'fail', 'srun -w gpu-01 timed out after 30s'),
-    ({'rc': 1}, 'fail', 'srun -w gpu-01 failed (rc 1): no output'),
-    ({'rc': 1, 'stderr': '', 'stdout': 'hello\nsrun: error: Unable to allocate resources\n'}, 'fail',
-     'srun -w gpu-01 failed (rc 1): srun: error: Unable to allocate resources'),
-    ({'rc': 2, 'stdout': 'step 1\nstep 2\nstep 3\n'}, 'fail', 'srun -w gpu-01 failed (rc 2): step 3'),
-    ({'rc': 1, 'stderr': 'ERROR: ' + 'e' * 260}, 'fail', 'srun -w gpu-01 failed (rc 1): ERROR: %s...' % ('e' * 230)),
-])
-def test_srun_record_whole(result, status, reason):
-    assert vc.srun_record('gpu-01', result) == rec('slurm', 'gpu-01', 'srun', status, reason)
-
-
-def test_srun_record_stage():
-    assert vc.srun_record('gpu-01', {'rc': 0, 'stdout': 'gpu-01'}, stage='recheck') == rec('recheck', 'gpu-01', 'srun', 'pass',
-                                                                                           'srun -w gpu-01 ran on gpu-01')
-
-
-@pytest.mark.parametrize('result, gpus, expected', [
-    ({}, 0, rec('slurm', 'gpu-01', 'gres_job', 'skip', 'not checked: no GPUs configured for gpu-01')),
-    ({'rc': 0, 'timed_out': True, 'timeout': 60, 'stdout': 'CUDA_VISIBLE_DEVICES=0,1\n'}, 2,
-     rec('slurm', 'gpu-01', 'gres_job', 'fail', 'srun --gres=gpu:2 -w gpu-01 timed out after 60s')),
-    ({'rc': 1, 'stderr': 'srun: error: Invalid generic resource (gres) specification'}, 2,
-     rec('slurm', 'gpu-01', 'gres_job', 'fail', 'srun --gres=gpu:2 -w gpu-01 failed (rc 1): srun: error: Invalid generic resource (gres) specification')),
-    ({'rc': 0, 'stdout': 'CUDA_VISIBLE_DEVICES=0\n'}, 2,
-     rec('slurm', 'gpu-01', 'gres_job', 'fail', 'a --gres=gpu:2 job sees CUDA_VISIBLE_DEVICES=0 (1 device(s)), expected 2', value=1, threshold=2)),
-    ({'rc': 0, 'stdout': 'CUDA_VISIBLE_DEVICES=0,1\n'}, 2,
-     rec('slurm', 'gpu-01', 'gres_job', 'pass', 'a --gres=gpu:2 job sees 2 device(s): CUDA_VISIBLE_DEVICES=0,1', value=2)),
-])
-def test_gres_job_record_whole(result, gpus, expected):
-    assert vc.gres_job_record('gpu-01', result, gpus) == expected
-
-
-def test_gres_job_record_stage():
-    assert vc.gres_job_record('gpu-01', {}, None, stage='recheck')['stage'] == 'recheck'
-
-
-@pytest.mark.parametrize('result, image, expected', [
-    ({}, '', rec('slurm', 'gpu-01', 'container_job', 'skip', 'not checked: no container image given (validate_jobs.container_image)')),
-    ({'rc': 0}, 'alpine.sqsh', rec('slurm', 'gpu-01', 'container_job', 'pass', 'a pyxis job ran in alpine.sqsh on gpu-01')),
-    ({'rc': 0, 'timed_out': True, 'timeout': 120}, 'alpine.sqsh',
-     rec('slurm', 'gpu-01', 'container_job', 'fail', 'srun --container-image=alpine.sqsh -w gpu-01 timed out after 120s')),
-])
-def test_container_record_whole(result, image, expected):
-    assert vc.container_record('gpu-01', result, image) == expected
-
-
-@pytest.mark.parametrize('text, expected', [
-    (None, {}),
-    ('', {}),
-    (' 3: SLURM_STEP_GPUS= 0,1 \nlower=1\nno equals sign\nCUDA_VISIBLE_DEVICES=GPU-1=a\n',
-     {'SLURM_STEP_GPUS': '0,1', 'CUDA_VISIBLE_DEVICES': 'GPU-1=a'}),
-])
-def test_parse_gres_probe(text, expected):
-    assert vc.parse_gres_probe(text) == expected
-
-
-# ---------------------------------------------------------------- MPI
-
-@pytest.mark.parametrize('text, types', [
-    (None, []),
-    ('srun: MPI plugin types are: none,pmi2, pmix\n', ['none', 'pmi2', 'pmix']),
-    ('MPI plugin types are:pmix,pmi2\n', ['pmix', 'pmi2']),
-    ('MPI plugin types are...\n\tnoneX\n\tpmix_v\n\tPMIX\n', []),
-])
-def test_parse_mpi_list_more(text, types):
-    assert vc.parse_mpi_list(text) == types
-
-
-def test_choose_mpi_plugin_nothing_offered():
-    with pytest.raises(ValueError) as err:
-        vc.choose_mpi_plugin([], 'pmix')
-    assert str(err.value) == "srun offers no MPI plugin 'pmix'; it offers: none"
-
-
-@pytest.mark.parametrize('text', [None, '', 'all ranks started'])
-def test_mpi_hint_none(text):
-    assert vc.mpi_hint(text) == ''
-
-
-HELLO = 'mpi_hello rank 0 of 2 on gpu-01\nmpi_hello rank 1 of 2 on gpu-02\n'
-
-
-@pytest.mark.parametrize('result, required, status, reason', [
-    (None, [], 'skip', 'srun --mpi=pmix: not run'),
-    (None, ['srun_pmi'], 'fail', 'srun --mpi=pmix: not run'),
-    ({'skipped': True}, [], 'skip', 'srun --mpi=pmix: not run'),
-    ({'rc': 0, 'timed_out': True, 'timeout': 90, 'stdout': HELLO}, ['srun_pmi'], 'fail', 'srun --mpi=pmix timed out after 90s'),
-    ({'rc': 1, 'stderr': '', 'stdout': 'orte_ess_init failed\n'}, ['srun_pmi'], 'fail',
-     'srun --mpi=pmix failed (rc 1): orte_ess_init failed -- the MPI library found no PMI server: srun launched it without PMI support '
-     '(use srun --mpi=pmix or pmi2)'),
-    ({'rc': 0, 'stdout': 'mpi_hello rank 0 of 2 on gpu-01\nmpi_hello rank 1 of 3 on gpu-02\n'}, ['srun_pmi'], 'fail',
-     'srun --mpi=pmix: 2 of 2 ranks reported (world size 2,3)'),
-    ({'rc': 0, 'stdout': ''}, ['srun_pmi'], 'fail', 'srun --mpi=pmix: 0 of 2 ranks reported (world size unknown)'),
-])
-def test_mpi_record_more(result, required, status, reason):
-    assert vc.mpi_record('srun_pmi', 'srun --mpi=pmix', result, 2, ['gpu-01', 'gpu-02'], required) == rec(
-        'mpi', 'srun_pmi', 'launch', status, reason, hosts=['gpu-01', 'gpu-02'])
-
-
-@pytest.mark.parametrize('env, expected', [
-    ('LS_COLORS=rs=0:di=01;34\n0: NCCL_DEBUG=trace\n', ['job sets NCCL_DEBUG=trace, which NCCL_DEBUG=TRACE logs every call and slows collectives']),
-    ({'NCCL_NET': 'socket', 'OMPI_MCA_pml': 'ob1', 'OMPI_MCA_btl': 'self,tcp'}, [
-        'job sets OMPI_MCA_pml=ob1, which keeps Open MPI off UCX (seed 002: srun + pyxis with OMPI_MCA_pml=^ucx ran all_reduce at half '
-        'the mpirun bandwidth)',
-        'job sets OMPI_MCA_btl=self,tcp, which limits Open MPI to TCP',
-        'job sets NCCL_NET=socket, which forces NCCL onto TCP sockets']),
-])
-def test_slow_env_warnings_more(env, expected):
-    assert vc.slow_env_warnings(env, 'job') == expected
-
-
-# ---------------------------------------------------------------- drain reasons
-
-@pytest.mark.parametrize('records, expected', [
-    # a failure of a run on several hosts names no single node, even when its "node" is one of them
-    ([{'stage': 'nccl', 'node': 'gpu-01', 'check': 'busbw', 'status': 'fail', 'reason': 'low', 'hosts': ['gpu-01', 'gpu-02']}], {}),
-    ([{'stage': 'mpi', 'node': 'srun_pmi', 'check': 'launch', 'status': 'fail', 'reason': 'x', 'hosts': ['gpu-02']}],
-     {'gpu-02': 'validate: mpi/launch: x'}),
-    ([{'stage': 'node', 'node': 'gpu-01', 'check': 'reachable', 'status': 'fail'}], {'gpu-01': 'validate: node/reachable:'}),
-    ([{'stage': 'node', 'node': 'gpu-01', 'check': 'c', 'status': 'fail', 'reason': 'r' * 182}], {'gpu-01': 'validate: node/c: ' + 'r' * 182}),
-    ([{'stage': 'node', 'node': 'gpu-01', 'check': 'c', 'status': 'fail', 'reason': 'r' * 183}],
-     {'gpu-01': 'validate: node/c: ' + 'r' * 179 + '...'}),
-])
-def test_drain_reasons_more(records, expected):
-    assert vc.drain_reasons(records, ['gpu-01', 'gpu-02']) == expected
-
-
-# ---------------------------------------------------------------- job plans
-
-def test_export():
-    assert vc._export(None) == '--export=ALL'
-    assert vc._export({'B': 2, 'A': 'x'}) == '--export=ALL,A=x,B=2'
-    with pytest.raises(ValueError) as err:
-        vc._export({'A-B': 1})
-    assert str(err.value) == "environment variable name 'A-B' is not valid (letters, digits and _)"
-
-
-def test_slurm_jobs_whole_plan():
-    plan = {'nodes': [{'name': 'gpu-01', 'gpus': 2}, {'name': 'gpu-02', 'gpus': 0, 'usable': False}], 'srun': '/usr/bin/srun',
-            'time_limit': '0:05:00', 'timeout': 90, 'pyxis': True, 'container_image': 'alpine.sqsh', 'env': {'A': '1'}, 'partition': 'p'}
-    base = ['/usr/bin/srun', '--nodes=1', '--ntasks=1', '--nodelist=gpu-01', '--time=0:05:00', '--export=ALL,A=1', '--partition=p']
-    skipped = 'not run: gpu-02 cannot take jobs (see its node_state check)'
-    assert vc.slurm_jobs(plan) == [
-        {'name': 'gpu-01', 'kind': 'srun', 'round': 0, 'timeout': 90, 'argv': base + ['--job-name=validate-srun', 'hostname']},
-        {'name': 'gpu-01/gres', 'kind': 'gres', 'round': 1, 'timeout': 90, 'gpus': 2,
-         'argv': base + ['--job-name=validate-gres', '--gres=gpu:2', 'sh', '-c', vc.GRES_PROBE]},
-        {'name': 'gpu-01/container', 'kind': 'container', 'round': 2, 'timeout': 90, 'image': 'alpine.sqsh',
-         'argv': base + ['--job-name=validate-container', '--container-image=alpine.sqsh', 'true']},
-        {'name': 'gpu-02', 'kind': 'skip', 'check': 'srun', 'reason': skipped},
-        {'name': 'gpu-02/gres', 'kind': 'skip', 'check': 'gres_job', 'reason': skipped},
-        {'name': 'gpu-02/container', 'kind': 'skip', 'check': 'container_job', 'reason': skipped},
-        {'name': 'job-environment', 'kind': 'env', 'round': 0, 'timeout': 90, 'argv': base + ['--job-name=validate-env', 'env']},
-    ]
-
-
-def test_slurm_jobs_defaults():
-    """No srun, time limit (an empty one included), timeout or pyxis given: srun, 2 minutes, 120 s, no container job."""
-    base = ['srun', '--nodes=1', '--ntasks=1', '--nodelist=n1', '--time=2', '--export=ALL']
-    assert vc.slurm_jobs({'nodes': [{'name': 'n1', 'gpus': '1'}], 'time_limit': '', 'partition': ''}) == [
-        {'name': 'n1', 'kind': 'srun', 'round': 0, 'timeout': 120, 'argv': base + ['--job-name=validate-srun', 'hostname']},
-        {'name': 'n1/gres', 'kind': 'gres', 'round': 1, 'timeout': 120, 'gpus': 1,
-         'argv': base + ['--job-name=validate-gres', '--gres=gpu:1', 'sh', '-c', vc.GRES_PROBE]},
-        {'name': 'n1/container', 'kind': 'skip', 'check': 'container_job', 'reason': 'not checked: pyxis not expected (validate_node.pyxis is false)'},
-        {'name': 'job-environment', 'kind': 'env', 'round': 0, 'timeout': 120, 'argv': base + ['--job-name=validate-env', 'env']},
-    ]
-
-
-@pytest.mark.parametrize('plan, message', [
-    ({'nodes': ['gpu-01']}, "Slurm plan nodes must be a non-empty list of {name, gpus, usable}, got ['gpu-01']"),
-    ({'nodes': [{'gpus': 1}]}, "Slurm plan nodes must be a non-empty list of {name, gpus, usable}, got [{'gpus': 1}]"),
-    ({'nodes': [{'name': 'gpu 01'}]}, "nodes[0].name is 'gpu 01', expected a Slurm node name: " + NAME_TEXT),
-    ({'nodes': [{'name': 'a'}, {'name': 'b', 'gpus': -1}]}, 'nodes[1].gpus is -1, expected a whole number of at least 0'),
-    ({'nodes': [{'name': 'a'}, {'name': 'b', 'usable': 'maybe'}]}, "nodes[1].usable is 'maybe', expected true or false"),
-    ({'nodes': [{'name': 'a'}], 'srun': 5}, 'srun is 5, expected a string'),
-    ({'nodes': [{'name': 'a'}], 'container_image': ['x']}, "container_image is ['x'], expected a string"),
-    ({'nodes': [{'name': 'a'}], 'pyxis': 'maybe'}, "pyxis is 'maybe', expected true or false"),
-    ({'nodes': [{'name': 'a'}], 'partition': 'a,b'}, "partition is 'a,b', expected a Slurm partition name: " + NAME_TEXT + ', or empty'),
-    ({'nodes': [{'name': 'a'}], 'timeout': 0}, 'timeout is 0, expected a whole number of seconds of at least 1'),
-    ({'nodes': [{'name': 'a'}], 'image': 'x', 'ranks': 2},
-     'unknown Slurm plan key(s) image, ranks; valid keys: nodes, srun, partition, time_limit, timeout, pyxis, container_image, env, '
-     'dispatch, dispatch_min_nodes, allocation_wait, salloc'),
-])
-def test_slurm_jobs_bad_plans(plan, message):
-    with pytest.raises(ValueError) as err:
-        vc.slurm_jobs(plan)
-    assert str(err.value) == message
-
-
-def test_slurm_jobs_wants_a_list_of_nodes():
-    """An iterator of nodes is refused, not planned as no jobs once the first check has used it up."""
-    with pytest.raises(ValueError, match=r'^nodes is <list_iterator object at 0x[0-9a-fA-F]+>, expected a list of at least 1 item\(s\)$'):
-        vc.slurm_jobs({'nodes': iter([{'name': 'a'}])})
-
-
-MPI = '/opt/v/mpi_hello'
-
-
-def test_mpi_jobs_whole_plan():
-    plan = {'nodes': ['gpu-01', 'gpu-02'], 'binary': MPI, 'srun': '/usr/bin/srun', 'salloc': '/usr/bin/salloc', 'mpirun': '/opt/ompi/bin/mpirun',
-            'mpirun_args': ['--mca', 'btl', '^openib'], 'partition': 'gpu', 'time_limit': '0:10:00', 'timeout': 300, 'env': {'UCX_TLS': 'rc'},
-            'no_pmi_path': True, 'no_pmi_timeout': 45, 'container_image': '/srv/ompi.sqsh', 'container_mounts': '/opt/v:/opt/v:ro'}
-    alloc = ['--nodes=2', '--nodelist=gpu-01,gpu-02', '--ntasks-per-node=1', '--time=0:10:00', '--partition=gpu']
-    srun = ['/usr/bin/srun'] + alloc + ['--export=ALL,UCX_TLS=rc', '--job-name=validate-mpi']
-    job = {'kind': 'mpi', 'timeout': 300, 'ranks': 2, 'hosts': ['gpu-01', 'gpu-02']}
-    assert vc.mpi_jobs(plan) == [
-        dict(job, name='srun_pmi', path='srun_pmi', label='srun --mpi={mpi}', round=0, argv=srun + ['--mpi={mpi}', MPI]),
-        dict(job, name='srun_plain', path='srun_plain', label='srun --mpi=none (no PMI)', round=1, timeout=45, argv=srun + ['--mpi=none', MPI]),
-        dict(job, name='mpirun', path='mpirun', label='mpirun in a salloc allocation', round=2,
-             env={'UCX_TLS': 'rc', 'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'},
-             argv=['/usr/bin/salloc'] + alloc + ['--job-name=validate-mpi', '/opt/ompi/bin/mpirun', '--mca', 'btl', '^openib', MPI]),
-        dict(job, name='pyxis', path='pyxis', label='srun --mpi={mpi} --container-image', round=3,
-             argv=srun + ['--mpi={mpi}', '--container-image=/srv/ompi.sqsh', '--container-mounts=/opt/v:/opt/v:ro', MPI]),
-    ]
-
-
-def test_mpi_jobs_defaults():
-    """srun, salloc and mpirun by name, 2 minutes, 180 s; the no-PMI path skipped; a binary in / mounts /."""
-    alloc = ['--nodes=1', '--nodelist=a', '--ntasks-per-node=1', '--time=2']
-    job = {'kind': 'mpi', 'timeout': 180, 'ranks': 1, 'hosts': ['a']}
-    assert vc.mpi_jobs({'nodes': ['a'], 'binary': '/mpi_hello', 'container_image': 'ompi.sqsh'}) == [
-        dict(job, name='srun_pmi', path='srun_pmi', label='srun --mpi={mpi}', round=0,
-             argv=['srun'] + alloc + ['--export=ALL', '--job-name=validate-mpi', '--mpi={mpi}', '/mpi_hello']),
-        {'name': 'srun_plain', 'kind': 'skip', 'path': 'srun_plain', 'label': 'srun --mpi=none (no PMI)', 'hosts': ['a'], 'ranks': 1,
-         'reason': 'not run: the srun path without PMI runs only when asked (validate_mpi_settings.no_pmi_path); '
-                   'Open MPI then fails with orte_ess_init failed or hangs until its timeout'},
-        dict(job, name='mpirun', path='mpirun', label='mpirun in a salloc allocation', round=2,
-             env={'OMPI_ALLOW_RUN_AS_ROOT': '1', 'OMPI_ALLOW_RUN_AS_ROOT_CONFIRM': '1'},
-             argv=['salloc'] + alloc + ['--job-name=validate-mpi', 'mpirun', '/mpi_hello']),
-        dict(job, name='pyxis', path='pyxis', label='srun --mpi={mpi} --container-image', round=3,
-             argv=['srun'] + alloc + ['--export=ALL', '--job-name=validate-mpi', '--mpi={mpi}', '--container-image=ompi.sqsh',
-                                      '--container-mounts=/:/', '/mpi_hello']),
-    ]
-
-
-def test_mpi_jobs_without_image_skips_pyxis():
-    assert vc.mpi_jobs({'nodes': ['a', 'b'], 'binary': 'mpi_hello'})[3] == {
-        'name': 'pyxis', 'kind': 'skip', 'path': 'pyxis', 'label': 'srun --mpi={mpi} --container-image', 'hosts': ['a', 'b'], 'ranks': 2,
-        'reason': 'not run: no MPI container image given (validate_mpi_settings.container_image)'}
-
-
-LABELS = {'srun_pmi': 'srun --mpi={mpi}', 'srun_plain': 'srun --mpi=none (no PMI)', 'mpirun': 'mpirun in a salloc allocation',
-          'pyxis': 'srun --mpi={mpi} --container-image'}
-
-
-@pytest.mark.parametrize('plan, reason, hosts, ranks', [
-    ({'nodes': ['a', 'b'], 'binary': ''}, 'no MPI program: binary not given', ['a', 'b'], 2),
-    ({'nodes': ['a', 'b']}, 'no MPI program: binary not given', ['a', 'b'], 2),
-    ({'nodes': [], 'binary': MPI}, 'no MPI program: no node can run it', None, 1),
-    ({'binary': MPI, 'skip_reason': 'no mpicc'}, 'no mpicc', None, 1),
-])
-def test_mpi_jobs_all_skipped(plan, reason, hosts, ranks):
-    assert vc.mpi_jobs(plan) == [{'name': path, 'kind': 'skip', 'path': path, 'label': LABELS[path], 'reason': reason, 'hosts': hosts,
-                                  'ranks': ranks} for path in vc.MPI_PATHS]
-
-
-@pytest.mark.parametrize('change, message', [
-    ({'nodes': ['a', 'b c']}, "nodes[1] is 'b c', expected a Slurm node name: " + NAME_TEXT),
-    ({'srun': 5}, 'srun is 5, expected a string'),
-    ({'salloc': 5}, 'salloc is 5, expected a string'),
-    ({'mpirun': 5}, 'mpirun is 5, expected a string'),
-    ({'binary': 5}, 'binary is 5, expected a string'),
-    ({'container_image': 5}, 'container_image is 5, expected a string'),
-    ({'container_mounts': 5}, 'container_mounts is 5, expected a string'),
-    ({'skip_reason': 5}, 'skip_reason is 5, expected a string'),
-    ({'no_pmi_path': 'maybe'}, "no_pmi_path is 'maybe', expected true or false"),
-    ({'no_pmi_timeout': 0}, 'no_pmi_timeout is 0, expected a whole number of seconds of at least 1'),
-    ({'mpirun_args': '--mca btl ^openib'}, "mpirun_args is '--mca btl ^openib', expected a list"),
-    ({'mpirun_args': ['--mca', 5]}, 'mpirun_args[1] is 5, expected a non-empty string'),
-    ({'time_limit': 'soon'}, "time_limit is 'soon', expected a Slurm time limit: minutes (1 or more), \"MM:SS\", \"HH:MM:SS\", "
-                             "\"D-HH[:MM[:SS]]\" or UNLIMITED"),
-    ({'env': {'1A': 'x'}}, "env key is '1A', expected an environment variable name (letters, digits and \"_\", not starting with a digit)"),
-    ({'ranks': 2, 'hosts': []}, 'unknown MPI plan key(s) hosts, ranks; valid keys: nodes, binary, srun, salloc, mpirun, mpirun_args, '
-                                'partition, time_limit, timeout, container_image, container_mounts, env, skip_reason, no_pmi_path, no_pmi_timeout'),
-])
-def test_mpi_jobs_bad_plans(change, message):
-    with pytest.raises(ValueError) as err:
-        vc.mpi_jobs(dict({'nodes': ['a'], 'binary': MPI}, **change))
-    assert str(err.value) == message
-
-
-def test_plans_take_none_for_unset_strings():
-    jobs = vc.mpi_jobs({'nodes': ['a'], 'binary': MPI, 'srun': None, 'salloc': None, 'mpirun': None, 'container_image': None,
-                        'container_mounts': None, 'skip_reason': None, 'mpirun_args': None, 'no_pmi_path': None})
-    assert [j['kind'] for j in jobs] == ['mpi', 'skip', 'mpi', 'skip']
-
-
-# ---------------------------------------------------------------- input checks
-
-@pytest.mark.parametrize('args, message', [
-    (('n', 'a b'), "n is 'a b', expected a Slurm name: " + NAME_TEXT),
-    (('n', '', 'a Slurm reservation name'), "n is '', expected a Slurm reservation name: " + NAME_TEXT),
-    (('n', 'a b', 'a Slurm partition name', True), "n is 'a b', expected a Slurm partition name: " + NAME_TEXT + ', or empty'),
-])
-def test_slurm_name_messages(args, message):
-    with pytest.raises(ValueError) as err:
-        vc.slurm_name(*args)
-    assert str(err.value) == message
-
-
-def test_slurm_name_may_be_empty():
-    assert vc.slurm_name('partition', '', allow_empty=True) == ''
-
-
-@pytest.mark.parametrize('env, message', [
-    ('A=1', "env is 'A=1', expected a dict"),
-    ({'A': None}, 'env[A] is None, expected a string or number'),
-    ({'A': [1]}, 'env[A] is [1], expected a string or number'),
-])
-def test_check_env_messages(env, message):
-    with pytest.raises(ValueError) as err:
-        vc.check_env('env', env)
-    assert str(err.value) == message
-
-
-def test_check_env_accepts():
-    assert vc.check_env('env', None) == {}
-    assert vc.check_env('env', {'A': 1, 'B_2': 'x', 'C': True}) == {'A': 1, 'B_2': 'x', 'C': True}
-
-
-@pytest.mark.parametrize('result', [
-    {'failed': True, 'actions': 'not a list'},
-    {'actions': None},
-    {'actions': ['GPU 0: enable MIG']},
-    {'actions': [], 'gpus': None},
-])
-def test_check_mig_result_accepts(result):
-    assert vc.check_mig_result('mig_result', result) is result
-
-
-@pytest.mark.parametrize('result, message', [
-    ('changed', "mig_result is 'changed', expected a dict"),
-    ({'actions': 'GPU 0: enable MIG'}, "mig_result.actions is 'GPU 0: enable MIG', expected a list"),
-    ({'actions': [1]}, 'mig_result.actions[0] is 1, expected a non-empty string'),
-    ({'actions': [], 'gpus': ['x']}, "mig_result.gpus[0] is 'x', expected a dict"),
-])
-def test_check_mig_result_refuses(result, message):
-    with pytest.raises(ValueError) as err:
-        vc.check_mig_result('mig_result', result)
-    assert str(err.value) == message
-
-
-# node_check's options as its argument spec fills them
-NODE_PARAMS = {'node_name': None, 'expect': {}, 'mig_result': None, 'services': ['munge', 'slurmd'], 'gres_conf_path': GRES,
-               'enroot_conf_path': ENROOT_CONF, 'munge_key_check': True, 'munge_key_path': '/etc/munge/munge.key', 'munge_user': 'munge',
-               'hook_log_ident': 'slurm-hooks', 'hook_log_lines': 500, 'hook_log_files': ['/var/log/syslog']}
-
-
-@pytest.mark.parametrize('change', [
-    {},
-    {'node_name': 'gpu-01', 'expect': {'gpu_count': 8}, 'mig_result': {'actions': []}, 'services': None, 'hook_log_files': None},
-    {'munge_key_check': False, 'munge_key_path': 'munge.key', 'munge_user': 'Munge'},
-])
-def test_check_node_input_accepts(change):
-    assert vc.check_node_input(dict(NODE_PARAMS, **change)) is None
-
-
-@pytest.mark.parametrize('change, message', [
-    ({'node_name': 'gpu 01'}, "node_name is 'gpu 01', expected a Slurm node name: " + NAME_TEXT),
-    ({'expect': {'gpu_count': -1}}, 'expect.gpu_count is -1, expected a whole number of at least 0'),
-    ({'mig_result': {'actions': 'x'}}, "mig_result.actions is 'x', expected a list"),
-    ({'services': ['slurmd', '-x']},
-     "services[1] is '-x', expected a systemd unit name such as \"slurmd\" or \"slurmd.service\" (letters, digits, \":\", \"_\", \".\", "
-     "\"\\\", \"@\" and \"-\", not starting with \"-\" or \"@\", at most 256 characters)"),
-    ({'gres_conf_path': ''}, "gres_conf_path is '', expected a non-empty string"),
-    ({'munge_key_path': 'munge.key'}, "munge_key_path is 'munge.key', expected an absolute path to a file such as /etc/munge/munge.key"),
-    ({'munge_key_path': '/etc/munge/'}, "munge_key_path is '/etc/munge/', expected an absolute path to a file such as /etc/munge/munge.key"),
-    ({'munge_user': 'Munge'}, "munge_user is 'Munge', expected a user name such as \"munge\""),
-    ({'hook_log_ident': '-x'}, "hook_log_ident is '-x', expected a syslog identifier such as \"slurm-hooks\" (no spaces, not starting with \"-\")"),
-    ({'hook_log_lines': 0}, 'hook_log_lines is 0, expected a whole number between 1 and 1000000'),
-    ({'hook_log_files': ['']}, "hook_log_files[0] is '', expected a non-empty string"),
-])
-def test_check_node_input_refuses(change, message):
-    with pytest.raises(ValueError) as err:
-        vc.check_node_input(dict(NODE_PARAMS, **change))
-    assert str(err.value) == message
-
-
-def test_check_node_input_checks_the_munge_key_unless_told_not_to():
-    """munge_key_check is on when the option is absent."""
-    params = dict(NODE_PARAMS, munge_key_path='munge.key')
-    del params['munge_key_check']
-    with pytest.raises(ValueError, match='^munge_key_path is'):
-        vc.check_node_input(params)
-
-
-def job(**change):
-    item = {'name': 'a', 'kind': 'srun', 'timeout': 60, 'round': 0, 'argv': ['srun', 'hostname']}
-    item.update(change)
-    return item
-
-
-def test_check_jobs_normalises_numbers():
-    assert vc.check_jobs([job(timeout='60', round='1', gpus='2', ranks='3')]) == [
-        {'name': 'a', 'kind': 'srun', 'timeout': 60, 'round': 1, 'gpus': 2, 'ranks': 3, 'argv': ['srun', 'hostname']}]
-    assert vc.check_jobs([job(kind='skip', argv=None)]) == [
-        {'name': 'a', 'kind': 'skip', 'timeout': 60, 'round': 0, 'gpus': None, 'ranks': None, 'argv': None}]
-
-
-@pytest.mark.parametrize('jobs, message', [
-    (['a'], "jobs[0] is 'a', expected a dict"),
-    ([job(), job(name='b', kind='bogus')], "jobs[1] (b).kind is 'bogus', expected one of srun, gres, container, mpi, nccl, env, skip"),
-    ([job(argv='hostname')], "jobs[0] (a).argv is 'hostname', expected a list of at least 1 item(s)"),
-    ([job(argv=[])], 'jobs[0] (a).argv is [], expected the command as a non-empty list (every kind but skip runs one)'),
-    ([job(path='bogus')], "jobs[0] (a).path is 'bogus', expected one of srun_pmi, srun_plain, mpirun, pyxis"),
-    ([job(kind='mpi')], 'jobs[0] (a) (kind mpi) needs a path: srun_pmi, srun_plain, mpirun, pyxis'),
-    ([job(expect={'topology': 'h100-nvlink-8'})],
-     "jobs[0] (a).expect is {'topology': 'h100-nvlink-8'}, but only kind nccl jobs take an expectation (this job is kind srun)"),
-    ([job(kind='nccl', expect={'min_busbw_gbps': -1})],
-     "jobs[0] (a).expect is {'min_busbw_gbps': -1}: min_busbw_gbps is -1, expected a number of GB/s above 0"),
-    ([job(), job(name='b'), job(), job(name='b'), job(name='c')], 'job names must be unique, these repeat: a, b'),
-])
-def test_check_jobs_messages(jobs, message):
-    with pytest.raises(ValueError) as err:
-        vc.check_jobs(jobs)
-    assert str(err.value) == message
-
-
-def test_check_jobs_label():
-    with pytest.raises(ValueError) as err:
-        vc.check_jobs([job(round=-1)], label='plan')
-    assert str(err.value) == 'plan[0] (a).round is -1, expected a whole number of at least 0'
-
-
-JOBS_PARAMS = {'stage': 'slurm', 'mpi_plugin': 'auto', 'srun': 'srun', 'mpi_required_paths': ['srun_pmi']}
-
-
-@pytest.mark.parametrize('change, message', [
-    ({'stage': 'slurm stage'}, "stage is 'slurm stage', expected a stage name such as \"slurm\" (no spaces)"),
-    ({'mpi_plugin': 'PMIx'}, "mpi_plugin is 'PMIx', expected auto or a Slurm MPI plugin type such as pmix, pmix_v4, pmi2 or none"),
-    ({'srun': ''}, "srun is '', expected the srun command or its path"),
-    ({'mpi_required_paths': ['srun']}, "mpi_required_paths[0] is 'srun', expected one of srun_pmi, srun_plain, mpirun, pyxis"),
-])
-def test_check_jobs_input_messages(change, message):
-    assert vc.check_jobs_input(JOBS_PARAMS) is None
-    with pytest.raises(ValueError) as err:
-        vc.check_jobs_input(dict(JOBS_PARAMS, **change))
-    assert str(err.value) == message
-
-
-def test_check_time_limit_message():
-    with pytest.raises(ValueError) as err:
-        vc.check_time_limit('validate_time_limit', '1h')
-    assert str(err.value) == ("validate_time_limit is '1h', expected a Slurm time limit: minutes (1 or more), \"MM:SS\", \"HH:MM:SS\", "
-                              "\"D-HH[:MM[:SS]]\" or UNLIMITED")
-    with pytest.raises(ValueError) as err:
-        vc.check_time_limit('validate_time_limit', 0)
-    assert str(err.value) == 'validate_time_limit is 0, expected a whole number of minutes of at least 1'
+def test_role_input_ranges_and_forms(role, host, changes, expected):
+    assert problems(role, host=host, **changes) == expected
+
+
+def test_the_fabric_file_is_judged_by_the_callers_controller_file():
+    options = _load('slurm', 'meta/argument_specs.yml')['argument_specs']['main']['options']
+    values = dict((k, v) for k, v in _load('slurm', 'defaults/main.yml').items() if not (isinstance(v, str) and '{{' in v))
+    values.update(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_src='/srv/fabric.txt'))
+    asked = []
+
+    def missing(path):
+        asked.append(path)
+        return 'there is no such file'
+    assert pf.role_problems('slurm', 'ctl', options, values, GROUPS, missing) == [
+        "slurm_topology_settings.ibnetdiscover_src is '/srv/fabric.txt'; expected a file on the Ansible controller holding ibnetdiscover's "
+        'output: there is no such file']
+    assert asked == ['/srv/fabric.txt']
+    assert pf.role_problems('slurm', 'ctl', options, values, GROUPS, lambda path: '') == []
+    # without a judge (the pure rules alone), and when the fabric is not read from a file, nothing is asked
+    assert pf.role_problems('slurm', 'ctl', options, values, GROUPS) == []
+    values.update(slurm_topology='none')
+    assert pf.role_problems('slurm', 'ctl', options, values, GROUPS, missing) == [] and asked == ['/srv/fabric.txt']
