@@ -690,7 +690,8 @@ def _ranged_values(options, values, ranges):
         value, spec = values.get(var), options.get(var) or {}
         if key:
             value = value.get(key) if isinstance(value, dict) else None
-            spec = (spec.get('options') or {}).get(key) or {}
+            # the key's spec: given under the dotted name itself, else the dict option's sub-option
+            spec = options.get(name) or (spec.get('options') or {}).get(key) or {}
         if value is not None:
             found.append((name, value, spec))
     return found
