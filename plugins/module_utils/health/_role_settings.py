@@ -49,6 +49,7 @@ LOOP_ROLE_DEFAULTS = {
 # The keys of slurm_healthcheck_loop the loop program reads: in its policy (key -> the policy's key), and at the top of
 # its configuration (the same names).
 LOOP_POLICY_KEYS = {'actions': 'actions', 'reboot_max': 'reboot_max', 'reboot_window': 'reboot_window_s', 'reboot_timeout': 'reboot_timeout_s',
+                    'settle_timeout': 'settle_timeout_s',
                     'promote_after': 'promote_after', 'promote_window': 'promote_window_s', 'deep': 'deep', 'deep_passes': 'deep_passes'}
 LOOP_CONFIG_KEYS = ('deep_time_limit', 'deep_settings', 'metrics_file', 'webhook')
 

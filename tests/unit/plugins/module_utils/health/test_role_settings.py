@@ -98,7 +98,7 @@ def test_loop_defaults_and_the_configuration_file():
     config = FILTERS['healthcheck_loop_config'](merged, {'state_file': '/s.json', 'events_file': '/e.jsonl', 'deep_program': '/hc'},
                                                 {'prefix': 'gpuhc', 'requeue': True})
     assert config['policy'] == {'prefix': 'gpuhc', 'requeue': True, 'actions': {'thermal': 'drain'}, 'reboot_max': 2,
-                                'reboot_window_s': 3600, 'reboot_timeout_s': 1800, 'promote_after': 3, 'promote_window_s': 86400,
+                                'reboot_window_s': 3600, 'reboot_timeout_s': 1800, 'settle_timeout_s': 3600, 'promote_after': 3, 'promote_window_s': 86400,
                                 'deep': True, 'deep_passes': 1}
     assert sorted(config) == ['deep_program', 'deep_settings', 'deep_time_limit', 'events_file', 'metrics_file', 'policy', 'state_file',
                               'webhook']
