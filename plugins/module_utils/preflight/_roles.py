@@ -439,7 +439,8 @@ def _topology_problems(values, groups, controller_file=None):
     sizes = settings.get('block_sizes')
     if topology == 'block' and sizes:
         name = 'slurm_topology_settings.block_sizes'
-        small = _range_problems({name: {'type': 'list'}}, {'slurm_topology_settings': {'block_sizes': sizes}},
+        small = _range_problems({'slurm_topology_settings': {'type': 'dict', 'options': {'block_sizes': {'type': 'list'}}}},
+                                {'slurm_topology_settings': {'block_sizes': sizes}},
                                 {name: ('int', 1, None, 'nodes in a block; the planning base block size first, e.g. [18, 36, 72]')})
         if small:
             return problems + small
@@ -690,8 +691,7 @@ def _ranged_values(options, values, ranges):
         value, spec = values.get(var), options.get(var) or {}
         if key:
             value = value.get(key) if isinstance(value, dict) else None
-            # the key's spec: given under the dotted name itself, else the dict option's sub-option
-            spec = options.get(name) or (spec.get('options') or {}).get(key) or {}
+            spec = (spec.get('options') or {}).get(key) or {}
         if value is not None:
             found.append((name, value, spec))
     return found
