@@ -23,7 +23,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _roles as preflight
 from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _site as site
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import preflight_errors
-from ansible_collections.gpucluster.bringup.plugins.plugin_utils._preflight_checks import controller_file, validator_problems
+from ansible_collections.gpucluster.bringup.plugins.plugin_utils._preflight_checks import controller_file
+from ansible_collections.gpucluster.bringup.plugins.plugin_utils._preflight_spec import role_value_problems, task_option_problems
 from ansible_collections.gpucluster.bringup.plugins.plugin_utils._preflight_template import (
     Skip as _Skip,
     first_line as _first_line,
@@ -35,20 +36,6 @@ from ansible_collections.gpucluster.bringup.plugins.plugin_utils._preflight_temp
 
 # plugins/action/preflight.py -> the collection root
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-ROLE_NAMES = [name for name, groups in preflight.SITE_ROLES]
-
-ARGUMENT_SPEC = dict(
-    controller_group=dict(type='str', default='slurm_controller'),
-    compute_group=dict(type='str', default='slurm_compute'),
-    gpu_group=dict(type='str', default='gpu_nodes'),
-    roles=dict(type='list', elements='dict', options=dict(
-        name=dict(type='str', required=True, choices=ROLE_NAMES),
-        groups=dict(type='list', elements='str', required=True),
-    )),
-    hosts=dict(type='list', elements='str'),
-    inventory=dict(type='bool', default=True),
-)
 
 
 class ActionModule(ActionBase):
@@ -130,11 +117,6 @@ class ActionModule(ActionBase):
                     problems.append('%s cannot be templated: %s' % (name, _first_line(exc)))
         return values, skipped, problems
 
-    def _validator_problems(self, options, values, found, role=None):
-        """Problems ArgumentSpecValidator finds that the plain checks did not already name (validated once a run)."""
-        cache = self.__dict__.setdefault('_preflight_validated', {})
-        return validator_problems(options, values, found, cache, role)
-
     def _controller_file(self, role, path):
         """``''`` when ``path``, a file ``role`` reads on the controller, is a readable file; else why not."""
         try:
@@ -200,12 +182,12 @@ class ActionModule(ActionBase):
         groups = task_vars.get('groups') or {}
         # the task's own options first, in the preflight's words (a role without groups or hosts outside the inventory
         # would otherwise check nothing and pass)
-        bad = preflight.argument_problems(_plain(self._task.args), ROLE_NAMES, _plain(groups))
+        bad, args = task_option_problems(preflight.ARGUMENT_SPEC, _plain(self._task.args))
+        bad = bad or preflight.argument_problems(args, _plain(groups))
         if bad:
             result.update(changed=False, failed=True, problems=bad, skipped_values=[], checked_values=0,
                           msg=preflight.options_failure_message(bad))
             return result
-        dummy, args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)
         hostvars = task_vars.get('hostvars') or {}
         play_hosts = args['hosts'] if args['hosts'] is not None else list(task_vars.get('ansible_play_hosts_all') or [])
         roles = args['roles']
@@ -245,9 +227,8 @@ class ActionModule(ActionBase):
                 checked += len(values)
                 site_values.setdefault(host, {}).update((k, values[k]) for k in site.SITE_VARIABLES.get(role, ()) if k in values)
                 skipped.extend('%s: %s (role %s.%s)' % (host, name, preflight.COLLECTION, role) for name in host_skipped)
-                found.extend(preflight.role_problems(role, host, options, values, groups,
-                                                     functools.partial(self._controller_file, role)))
-                found.extend(self._validator_problems(options, values, found, role))
+                found.extend(role_value_problems(role, host, options, values, groups, functools.partial(self._controller_file, role),
+                                                 self.__dict__.setdefault('_preflight_validated', {})))
                 problems.extend((host, role, message) for message in found)
 
         warnings = []

@@ -25,10 +25,14 @@ description:
     C(any_errors_fatal).
   - For each role of O(roles) and each host of its O(roles[].groups) that is in this run (O(hosts)), takes the host's value of
     every variable of the role's C(meta/argument_specs.yml) (its inventory or extra var, else the role's C(defaults/main.yml)
-    value), templates it, and checks it against the argument spec (type, choices, elements, required, sub-options and unknown
-    keys, with the same conversions as Ansible's role argument validation, then with
-    C(ansible.module_utils.common.arg_spec.ArgumentSpecValidator)), then makes the role's own checks that need no facts (the
-    MIG layout is in the catalogue, the package source names its location, the database password rules, partition names ...).
+    value), templates it, and has Ansible's own C(ansible.module_utils.common.arg_spec.ArgumentSpecValidator) judge it against
+    the argument spec (type and Ansible's conversions, choices, elements, required, sub-options and unknown keys; each answer
+    names the value's path and the value), then makes the role's own checks that need no facts on the values as Ansible
+    converts them (the MIG layout is in the catalogue, the package source names its location, the database password rules,
+    partition names ...).
+  - Three values Ansible's validator accepts are refused, because the role reads the variable as given - a list or a
+    dictionary for a string or a path, a string for a dictionary, and an unquoted YAML boolean where the choices are words
+    (V(off) read as false); a required value set to null is missing.
   - The task's own options are checked first, and a bad one stops it before any role value is looked at - a role without
     groups, a group name that cannot be one, a host of O(hosts) that the inventory does not have (each would check nothing
     and pass), a role given twice.

@@ -2,10 +2,11 @@
 # Copyright (c) gpucluster.bringup contributors
 # GNU General Public License v3.0+ (see LICENSE or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The preflight action's checks that need Ansible or the controller's files (controller side).
+"""The preflight action's checks of the controller's files (controller side).
 
-``validator_problems``: what Ansible's own ArgumentSpecValidator finds in a role's values beyond the plain checks;
 ``controller_file``: whether a file a role reads on the controller is there and readable (the file lookup's way).
+The values themselves are judged by ``_preflight_spec.py`` (Ansible's ArgumentSpecValidator) and
+``module_utils/preflight/_roles.py``.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -13,45 +14,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
-
-from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
-
-from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _roles as preflight
-from ansible_collections.gpucluster.bringup.plugins.plugin_utils._preflight_template import first_line
-
-
-def validator_problems(options, values, found, cache, role=None):
-    """Problems ArgumentSpecValidator finds that the plain checks did not already name.
-
-    The validator's answer depends only on the option and its value: each (role, option, value) is validated once
-    a run (the hosts of a node type share their values; a large inventory made this the preflight's main cost);
-    ``cache`` keeps the answers (a dict the caller holds for the run).
-    """
-    problems = []
-    named = set()
-    for message in found:
-        named.add(message.split(' ', 1)[0].split('[', 1)[0].split('.', 1)[0])
-    for name in sorted(values):
-        if name in named:
-            continue
-        try:
-            key = (role, name, repr(values[name]))
-        # (a value without a repr: not cached)
-        except Exception:  # pylint: disable=broad-except
-            key = None
-        errors = cache.get(key) if key is not None else None
-        if errors is None:
-            result = ArgumentSpecValidator({name: options[name]}).validate({name: values[name]})
-            errors = [str(e) for e in result.error_messages]
-            if key is not None:
-                cache[key] = errors
-        if not errors:
-            continue
-        if preflight.is_secret(name, options[name]):
-            problems.append('%s does not match its argument spec (the value is not shown)' % name)
-        else:
-            problems.extend('%s: %s' % (name, first_line(e)) for e in errors)
-    return problems
 
 
 def controller_file(role, path, search_path, collection_root):

@@ -9,14 +9,14 @@ The action plugin ``gpucluster.bringup.preflight`` reads each role's
 role runs on the host's value of each variable (inventory or extra vars, else
 the role default), templates it, and hands plain data to this module:
 
-* :func:`check_option` checks one value against its argument spec entry
-  (type, choices, elements, required, sub-options, unknown keys) the way
-  Ansible's role argument validation converts values, and says what is wrong
-  in one plain line per problem;
-* :func:`argument_problems` checks the preflight task's own options (the
-  roles and their groups, the hosts of the run, the group names) before any
-  role value is looked at;
-* :func:`role_problems` adds the checks each role makes in its own preflight
+* ``plugin_utils/_preflight_spec.py`` (controller side) has Ansible's own
+  ArgumentSpecValidator judge every value against its argument spec entry
+  (type, choices, elements, required, sub-options, unknown keys) and words
+  each answer; this module gets the values as Ansible converts them;
+* :func:`argument_problems` checks what :data:`ARGUMENT_SPEC` cannot say of the
+  preflight task's own options (group names, a role given twice or without
+  groups, hosts the inventory does not have) before any role value is looked at;
+* :func:`role_problems` makes the checks each role makes in its own preflight
   that need no facts (the MIG layout is in the catalogue, the package source
   has its location, the database password rules, numbers in the range the role
   can use, partition hostlists that parse, the fabric file on the controller ...);
@@ -76,12 +76,6 @@ SITE_ROLES = (
 _SECRET_WORDS = ('pass', 'key', 'secret', 'token', 'credential')
 # names that hold where or who, never the secret itself (munge_key_path, munge_key_src)
 _NOT_SECRET_SUFFIXES = ('_path', '_group', '_dir', '_user', '_src')
-_BOOL_TRUE = frozenset(['y', 'yes', 'on', '1', 'true', 't', '1.0'])
-_BOOL_FALSE = frozenset(['n', 'no', 'off', '0', 'false', 'f', '0.0'])
-_TYPE_WORDS = {
-    'str': 'a string', 'path': 'a path (string)', 'int': 'a whole number', 'float': 'a number', 'bool': 'a boolean (true/false)',
-    'list': 'a list', 'dict': 'a dictionary', 'raw': 'any value',
-}
 _MAX_SHOWN = 80
 _DB_NAME = re.compile(r'^[A-Za-z0-9_]+$')
 _DB_HOST = re.compile(r'^[A-Za-z0-9_.:%-]+$')
@@ -113,170 +107,22 @@ def show(value):
     return text
 
 
-def _kind(value):
-    if isinstance(value, bool):
-        return 'a boolean'
-    if isinstance(value, int):
-        return 'a number'
-    if isinstance(value, float):
-        return 'a number'
-    if isinstance(value, str):
-        return 'a string'
-    if isinstance(value, list):
-        return 'a list'
-    if isinstance(value, dict):
-        return 'a dictionary'
-    if value is None:
-        return 'null'
-    return 'a %s' % type(value).__name__
-
-
-def convert(value, wanted):
-    """``(converted, ok)``: ``value`` as Ansible's argument validation converts it to type ``wanted``."""
-    if wanted in (None, 'raw'):
-        return value, True
-    if wanted in ('str', 'path'):
-        if isinstance(value, str):
-            return value, True
-        if isinstance(value, (bool, int, float)):
-            return str(value), True
-        return value, False
-    if wanted == 'bool':
-        if isinstance(value, bool):
-            return value, True
-        if isinstance(value, (str, int, float)):
-            text = str(value).strip().lower()
-            if text in _BOOL_TRUE:
-                return True, True
-            if text in _BOOL_FALSE:
-                return False, True
-        return value, False
-    if wanted == 'int':
-        if isinstance(value, bool):
-            return int(value), True
-        if isinstance(value, int):
-            return value, True
-        if isinstance(value, float) and value.is_integer():
-            return int(value), True
-        if isinstance(value, str) and re.match(r'^\s*[-+]?[0-9]+\s*$', value):
-            return int(value), True
-        return value, False
-    if wanted == 'float':
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value), True
-        if isinstance(value, str):
-            try:
-                return float(value), True
-            except ValueError:
-                return value, False
-        return value, False
-    if wanted == 'list':
-        if isinstance(value, list):
-            return value, True
-        if isinstance(value, str):
-            return value.split(','), True
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return [value], True
-        return value, False
-    if wanted == 'dict':
-        if isinstance(value, dict):
-            return value, True
-        return value, False
-    return value, True
-
-
-def _choices_text(choices):
-    return ', '.join(str(c) for c in choices)
-
-
-def check_option(path, value, spec, secret=False):
-    """Problems of ``value`` for the option ``spec`` (an argument_specs.yml entry), one plain line each.
-
-    ``path`` names the option in the messages (``slurm_partitions[0].name``);
-    with ``secret`` the value is never shown.
-    """
-    spec = spec or {}
-    secret = secret or is_secret(path.rsplit('.', 1)[-1].split('[', 1)[0], spec)
-    if value is None:
-        return ['%s is required and is not set' % path] if spec.get('required') else []
-    wanted = spec.get('type', 'str')
-    converted, ok = convert(value, wanted)
-    if not ok:
-        if secret:
-            return ['%s is %s; expected %s (the value is not shown)' % (path, _kind(value), _TYPE_WORDS.get(wanted, wanted))]
-        return ['%s is %s; expected %s' % (path, show(value), _TYPE_WORDS.get(wanted, wanted))]
-    problems = []
-    choices = spec.get('choices')
-    if wanted == 'list':
-        elements = spec.get('elements')
-        for index, item in enumerate(converted):
-            item_path = '%s[%d]' % (path, index)
-            if item is None:
-                problems.append('%s is null; expected %s' % (item_path, _TYPE_WORDS.get(elements or 'raw', elements)))
-                continue
-            if elements:
-                item, item_ok = convert(item, elements)
-                if not item_ok:
-                    shown = '%s (the value is not shown)' % _kind(item) if secret else show(item)
-                    problems.append('%s is %s; expected %s' % (item_path, shown, _TYPE_WORDS.get(elements, elements)))
-                    continue
-            if choices and item not in choices:
-                if secret:
-                    problems.append('%s is not one of the valid values: %s (the value is not shown)' % (item_path, _choices_text(choices)))
-                else:
-                    problems.append('%s is %s; valid values: %s' % (item_path, show(item), _choices_text(choices)))
-            if elements == 'dict' and spec.get('options'):
-                problems.extend(_check_suboptions(item_path, item, spec['options'], secret))
-        return problems
-    if choices and converted not in choices:
-        if secret:
-            return ['%s is not one of the valid values: %s (the value is not shown)' % (path, _choices_text(choices))]
-        hint = ''
-        if isinstance(value, bool):
-            words = [c for c in choices if isinstance(c, str) and c.lower() in (_BOOL_TRUE if value else _BOOL_FALSE)]
-            if words:
-                hint = " (quote it: '%s'; YAML reads an unquoted %s as %s)" % (words[0], words[0], show(value))
-        return ['%s is %s; valid values: %s%s' % (path, show(value), _choices_text(choices), hint)]
-    if wanted == 'dict' and spec.get('options'):
-        problems.extend(_check_suboptions(path, converted, spec['options'], secret))
-    return problems
-
-
-def _check_suboptions(path, value, options, secret):
-    problems = []
-    unknown = sorted(str(k) for k in value if k not in options)
-    if unknown:
-        problems.append('%s has the unknown key%s %s; valid keys: %s'
-                        % (path, 's' if len(unknown) > 1 else '', ', '.join(repr(k) for k in unknown), ', '.join(sorted(options))))
-    for key in sorted(options):
-        sub = options[key] or {}
-        if key not in value or value[key] is None:
-            if sub.get('required'):
-                problems.append('%s lacks %s (required)' % (path, key))
-            continue
-        problems.extend(check_option('%s.%s' % (path, key), value[key], sub, secret or is_secret(key, sub)))
-    return problems
-
-
-def check_values(options, values):
-    """Problems of ``values`` (option name to value, templated) against ``options`` (a role entry point's options).
-
-    Options missing from ``values`` (not templated: they need facts) are not checked.
-    """
-    problems = []
-    for name in sorted(options):
-        if name in values:
-            problems.extend(check_option(name, values[name], options[name] or {}))
-    return problems
-
-
 def _hosts_of(groups, name):
     hosts = groups.get(name) if isinstance(groups, dict) else None
     return list(hosts or [])
 
 
 def _flag(value):
-    return convert(value, 'bool') == (True, True)
+    return value is True
+
+
+def _whole_number(value):
+    """The number a key of a free-form dictionary (no spec: slurmdbd_conf) holds, as slurmdbd reads it; None if none."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and re.match(r'^\s*[-+]?[0-9]+\s*$', value):
+        return int(value)
+    return None
 
 
 def _munge(host, values, groups, controller_file=None):
@@ -334,8 +180,8 @@ def _slurmdbd_conf_problems(conf):
         elif lower in ('storageloc', 'storageuser') and (not isinstance(value, str) or not _DB_NAME.match(value)):
             problems.append("%s is %s; use letters, digits and '_'" % (name, show(value)))
         elif lower == 'storageport':
-            number, ok = convert(value, 'int')
-            if not ok or not 1 <= number <= 65535:
+            number = _whole_number(value)
+            if number is None or not 1 <= number <= 65535:
                 problems.append('%s is %s; expected %s' % (name, show(value), _range_text('int', 1, 65535, 'a TCP port')))
     return problems
 
@@ -356,8 +202,8 @@ def _slurmdbd(host, values, groups):
     problems.extend(_slurmdbd_conf_problems(values.get('slurmdbd_conf')))
     accounting = values.get('slurmdbd_accounting')
     for key, value in sorted(accounting.items(), key=lambda item: str(item[0])) if isinstance(accounting, dict) else ():
-        number, ok = convert(value, 'int')
-        if str(key).lower() == 'jobacctgatherfrequency' and value is not None and (not ok or number < 0):
+        number = _whole_number(value)
+        if str(key).lower() == 'jobacctgatherfrequency' and value is not None and (number is None or number < 0):
             problems.append('slurmdbd_accounting.%s is %s; expected %s' % (key, show(value), _range_text('int', 0, None, 'seconds; 0 turns the sampling off')))
     value = values.get('slurmdbd_storage_user_host')
     if isinstance(value, str) and not _DB_HOST.match(value):
@@ -523,11 +369,11 @@ def _slurm(host, values, groups, controller_file=None):
     if values.get('slurm_cluster_name') == '':
         problems.append("slurm_cluster_name is ''; expected the name of the cluster (slurm.conf ClusterName, the cluster's name in "
                         'the accounting database), e.g. gpucluster')
-    if _flag(values.get('slurm_pam_slurm_adopt')) and convert(values.get('slurm_cgroup_enabled'), 'bool') == (False, True):
+    if _flag(values.get('slurm_pam_slurm_adopt')) and values.get('slurm_cgroup_enabled') is False:
         # (the host is not named in the message: the report names the hosts, and groups the same problem of several)
         problems.append('slurm_pam_slurm_adopt needs slurm_cgroup_enabled (proctrack/cgroup and task/cgroup hold the adopted ssh sessions); '
                         'slurm_cgroup_enabled is false here')
-    if values.get('slurm_gres_autodetect') == 'nvml' and convert(values.get('slurm_gres_enabled'), 'bool') == (False, True) \
+    if values.get('slurm_gres_autodetect') == 'nvml' and values.get('slurm_gres_enabled') is False \
             and host in _hosts_of(groups, GPU_GROUP):
         problems.append('slurm_gres_autodetect is nvml but slurm_gres_enabled is false on this GPU node: the Gres= of its slurm.conf line comes from '
                         'the GRES facts, so Slurm would ignore the GPUs AutoDetect finds; set slurm_gres_enabled: true or '
@@ -644,7 +490,7 @@ def _pyxis(host, values, groups):
 
 
 # Numbers in the range a role can use: option -> (type, least, most, what the number is). ``least`` of a float is
-# exclusive (above 0), of an int inclusive. Only values of the right type are ranged (check_values names the others).
+# exclusive (above 0), of an int inclusive. Only values of the right type are ranged (spec_problems names the others).
 _RANGES = {
     'mig_slurm_wait.drain_timeout': ('int', 0, None, 'seconds to wait for the jobs of a drained node'),
     'mig_slurm_wait.drain_poll': ('int', 1, None, 'seconds between job checks'),
@@ -704,16 +550,14 @@ def _range_problems(options, values, ranges=None):
     for name, value, spec in _ranged_values(options, values, ranges):
         kind, least, most, what = ranges[name]
         items = [(name, value)]
-        if spec.get('type') == 'list':
-            found, ok = convert(value, 'list')
-            items = [('%s[%d]' % (name, index), item) for index, item in enumerate(found)] if ok else []
-        for path, raw in items:
-            number, ok = convert(raw, kind)
-            if not ok:
+        if isinstance(value, list):
+            items = [('%s[%d]' % (name, index), item) for index, item in enumerate(value)]
+        for path, number in items:
+            if not isinstance(number, (int, float)) or isinstance(number, bool):
                 continue
             low = number <= least if kind == 'float' else number < least
             if low or (most is not None and number > most):
-                problems.append('%s is %s; expected %s' % (path, show(raw), _range_text(kind, least, most, what)))
+                problems.append('%s is %s; expected %s' % (path, show(number), _range_text(kind, least, most, what)))
     return problems
 
 
@@ -721,19 +565,17 @@ _ROLE_CHECKS = {'munge': _munge, 'mig': _mig, 'slurmdbd': _slurmdbd, 'slurm': _s
 
 
 def role_problems(role, host, options, values, groups, controller_file=None):
-    """Problems of one host's values for ``role``: the argument spec, then the role's own fact-free checks.
+    """Problems of one host's values for ``role``: the role's own fact-free checks, what its argument spec cannot say.
 
     ``options`` are the role's main entry point options, ``values`` the
-    host's templated values (options that could not be templated left out),
+    host's templated values as Ansible's argument validation converts them, those
+    with a problem of their own left out (``plugin_utils/_preflight_spec.spec_problems``
+    judges them first; options that could not be templated are left out too),
     ``groups`` the inventory groups (name to host list). ``controller_file``
     (the action's, optional) says what is wrong with a file the role reads on
     the Ansible controller: ``controller_file(path)`` is ``''`` when it is a
     readable file, else the reason (``there is no such file ...``).
     """
-    problems = check_values(options, values)
-    if problems:
-        # the role checks assume values of the right type
-        return problems
     problems = _range_problems(options, values)
     if node_type.VARIABLE in options:
         # the one node type: what its argument spec cannot say (its model against the catalogue: the site's check,
@@ -767,7 +609,17 @@ def strategy_problem(strategy):
 
 
 # The preflight task's own options (plugins/action/preflight.py takes them; plugins/modules/preflight.py documents them).
-OPTIONS = ('compute_group', 'controller_group', 'gpu_group', 'hosts', 'inventory', 'roles')
+ARGUMENT_SPEC = dict(
+    controller_group=dict(type='str', default=CONTROLLER_GROUP),
+    compute_group=dict(type='str', default=COMPUTE_GROUP),
+    gpu_group=dict(type='str', default=GPU_GROUP),
+    roles=dict(type='list', elements='dict', options=dict(
+        name=dict(type='str', required=True, choices=[name for name, groups in SITE_ROLES]),
+        groups=dict(type='list', elements='str', required=True),
+    )),
+    hosts=dict(type='list', elements='str'),
+    inventory=dict(type='bool', default=True),
+)
 _GROUP_NAME = re.compile(r'^[A-Za-z0-9_][A-Za-z0-9_.-]*$')
 _GROUP_WORDS = "an inventory group name (letters, digits, '_', '-', '.'; e.g. slurm_compute)"
 _UNSET_HOSTS = 'leave hosts unset for the hosts of the play'
@@ -780,51 +632,26 @@ def _group_problem(path, value):
     return '%s is %s; expected %s' % (path, show(value), _GROUP_WORDS)
 
 
-def _roles_problems(roles, role_names):
-    if not isinstance(roles, list):
-        return ['roles is %s; expected a list of {name, groups} (e.g. [{name: slurm, groups: [slurm_controller, slurm_compute]}])'
-                % show(roles)]
+def _roles_problems(roles):
+    """What the spec cannot say of ``roles`` (as Ansible converts it): a role given twice, a role without groups."""
     problems, seen = [], {}
     for index, entry in enumerate(roles):
         path = 'roles[%d]' % index
-        if not isinstance(entry, dict):
-            problems.append('%s is %s; expected a dictionary {name, groups}' % (path, show(entry)))
-            continue
-        unknown = sorted(str(k) for k in entry if k not in ('name', 'groups'))
-        if unknown:
-            problems.append('%s has the unknown key%s %s; valid keys: groups, name'
-                            % (path, 's' if len(unknown) > 1 else '', ', '.join(repr(k) for k in unknown)))
-        name = entry.get('name')
-        if name is None:
-            problems.append('%s lacks name (required)' % path)
-        elif not isinstance(name, str) or name not in role_names:
-            problems.append('%s.name is %s; valid values: %s' % (path, show(name), ', '.join(role_names)))
-        elif name in seen:
+        name = entry['name']
+        if name in seen:
             problems.append('%s.name is %s, given twice (also %s); give each role once, with every group it runs on'
                             % (path, show(name), seen[name]))
         else:
             seen[name] = path
-        role = ' role %s' % name if isinstance(name, str) and name in role_names else ' the role'
-        if entry.get('groups') is None:
-            problems.append('%s lacks groups (required)' % path)
-            continue
-        names, ok = convert(entry['groups'], 'list')
-        if not ok:
-            problems.append('%s.groups is %s; expected a list of inventory group names whose hosts run%s'
-                            % (path, show(entry['groups']), role))
-        elif not names:
-            problems.append('%s.groups is %s; expected one or more inventory groups whose hosts run%s (e.g. [slurm_compute]; '
-                            '[all] for every host)' % (path, show(entry['groups']), role))
-        else:
-            problems.extend(p for p in (_group_problem('%s.groups[%d]' % (path, i), g) for i, g in enumerate(names)) if p)
+        if not entry['groups']:
+            problems.append('%s.groups is %s; expected one or more inventory groups whose hosts run role %s (e.g. [slurm_compute]; '
+                            '[all] for every host)' % (path, show(entry['groups']), name))
+        problems.extend(p for p in (_group_problem('%s.groups[%d]' % (path, i), g) for i, g in enumerate(entry['groups'])) if p)
     return problems
 
 
 def _hosts_problems(hosts, groups):
-    names, ok = convert(hosts, 'list')
-    if not ok:
-        return ['hosts is %s; expected a list of inventory hosts (%s)' % (show(hosts), _UNSET_HOSTS)]
-    if not names:
+    if not hosts:
         return ['hosts is %s; expected one or more inventory hosts (%s)' % (show(hosts), _UNSET_HOSTS)]
     known = set()
     for members in (groups.values() if isinstance(groups, dict) else ()):
@@ -833,35 +660,27 @@ def _hosts_problems(hosts, groups):
     if len(listed) > _MAX_LISTED:
         listed = listed[:_MAX_LISTED - 3] + '...'
     problems = []
-    for index, host in enumerate(names):
-        if not isinstance(host, str) or host not in known:
+    for index, host in enumerate(hosts):
+        if host not in known:
             problems.append('hosts[%d] is %s, which is not a host of the inventory; expected %s'
                             % (index, show(host), 'hosts of the inventory (%s)' % listed if listed else 'hosts, and the inventory has none'))
     return problems
 
 
-def argument_problems(args, role_names, groups):
-    """Problems of the preflight task's own options ``args`` (plain data, as the task gives them), one line each.
+def argument_problems(args, groups):
+    """What the spec (:data:`ARGUMENT_SPEC`) cannot say of the preflight task's own options, one line each.
 
-    ``role_names``: the roles it can check; ``groups``: the inventory groups (name to host list). Checked before any
+    ``args``: the options as Ansible's validator converts them (``plugin_utils/_preflight_spec.task_option_problems``
+    judges types, choices and keys first); ``groups``: the inventory groups (name to host list). Checked before any
     role value: a role without groups, or hosts the inventory does not have, would otherwise check nothing and pass.
     """
-    if not isinstance(args, dict):
-        return ['the preflight takes a dictionary of options (%s); got %s' % (', '.join(OPTIONS), show(args))]
     problems = []
-    unknown = sorted(str(k) for k in args if k not in OPTIONS)
-    if unknown:
-        problems.append('unknown option%s %s; valid options: %s'
-                        % ('s' if len(unknown) > 1 else '', ', '.join(repr(k) for k in unknown), ', '.join(OPTIONS)))
     for name in ('controller_group', 'compute_group', 'gpu_group'):
-        if args.get(name) is not None:
-            problem = _group_problem(name, args[name])
-            if problem:
-                problems.append(problem)
-    if args.get('inventory') is not None:
-        problems.extend(check_option('inventory', args['inventory'], {'type': 'bool'}))
+        problem = _group_problem(name, args[name]) if args.get(name) is not None else None
+        if problem:
+            problems.append(problem)
     if args.get('roles') is not None:
-        problems.extend(_roles_problems(args['roles'], list(role_names)))
+        problems.extend(_roles_problems(args['roles']))
     if args.get('hosts') is not None:
         problems.extend(_hosts_problems(args['hosts'], groups))
     return problems

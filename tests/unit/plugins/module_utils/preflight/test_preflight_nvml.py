@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _roles as pf
+from ansible_collections.gpucluster.bringup.plugins.plugin_utils._preflight_spec import role_value_problems
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', '..'))
 FIXTURES = os.path.join(ROOT, 'tests', 'unit', 'fixtures', 'apt')
@@ -239,7 +240,7 @@ def problems(host='gpu-02', **changes):
     options = _load('slurm', 'meta/argument_specs.yml')['argument_specs']['main']['options']
     values = dict((k, v) for k, v in _load('slurm', 'defaults/main.yml').items() if not (isinstance(v, str) and '{{' in v))
     values.update(changes)
-    return pf.role_problems('slurm', host, options, values, GROUPS)
+    return role_value_problems('slurm', host, options, values, GROUPS)
 
 
 @pytest.mark.parametrize('host, changes, expected', [
