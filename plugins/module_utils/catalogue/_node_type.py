@@ -6,8 +6,8 @@
 
 ``{name: dgx-h100, gpu_model: H100, gpu_count: 8, hcas: [mlx5_0, ...], nvlink_domain: ''}``: the hardware every node
 of the group has.  The health check (its expected GPU count and models), the validation (node_check's ``expect``) and
-the preflight (MIG layouts and a hand-set ``Gres`` against the declared GPUs) read it; none of them has a variable of
-its own for it.
+the preflight (MIG layouts and a hand-set ``Gres`` against the declared GPUs) read it, and the health check its
+``hcas`` (each declared InfiniBand device must have a port on the node); none of them has a variable of its own for it.
 
 * ``gpu_model``: part of a GPU name the catalogue (``catalogue._gpus``) knows, case ignored (``H100``,
   ``A100-SXM4-40GB``, ``L40S``), or a name the inventory adds with ``preflight_gpu_models``; ``''`` only with
@@ -151,16 +151,19 @@ def normalise(value, host=None, extra=()):
 
 
 def expectations(value, host=None, extra=()):
-    """What the checks compare a node with: ``{'gpu_count': int or None, 'gpu_models': [model] or [] or None}``.
+    """What the checks compare a node with: ``{'gpu_count': int or None, 'gpu_models': [model] or [] or None,
+    'hcas': [device] or None}``.
 
-    None (no node type): both None (the health check records what the node has, the validation checks neither);
-    ``gpu_model: ''`` (a node without GPUs): ``gpu_models`` [] (any model).
+    None (no node type): all None (the health check records what the node has, the validation checks neither);
+    ``gpu_model: ''`` (a node without GPUs): ``gpu_models`` [] (any model); no ``hcas`` declared: None (the
+    health check does not look for named InfiniBand devices).
     """
     node_type = normalise(value, host, extra)
     if node_type is None:
-        return {'gpu_count': None, 'gpu_models': None}
+        return {'gpu_count': None, 'gpu_models': None, 'hcas': None}
     model = node_type['gpu_model'].strip()
-    return {'gpu_count': node_type['gpu_count'], 'gpu_models': [model] if model else []}
+    return {'gpu_count': node_type['gpu_count'], 'gpu_models': [model] if model else [],
+            'hcas': [hca.strip() for hca in node_type['hcas']] or None}
 
 
 def gres_count_problem(value, entries, host=None):

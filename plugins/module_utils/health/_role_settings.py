@@ -29,7 +29,7 @@ SETTINGS = 'slurm_healthcheck_settings'
 LOOP = 'slurm_healthcheck_loop'
 
 # The keys of slurm_healthcheck_settings: the program's settings a site may set. The program's other keys are the
-# role's (gpu_count and gpu_models, reason_prefix, the state and events files) or the program's own (dev_root, scontrol, ...).
+# role's (gpu_count, gpu_models and ib_hcas from the node type, reason_prefix, the state and events files) or the program's own (dev_root, scontrol, ...).
 SETTING_KEYS = (
     'node_name', 'mig_layout', 'check_device_files', 'mig_minors_path', 'ecc_uncorrected_max',
     'auto_resume', 'resume_after_passes', 'prolog_budget', 'periodic_budget', 'disabled_checks', 'xid_source', 'xid_drain',

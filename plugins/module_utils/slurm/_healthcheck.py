@@ -97,6 +97,8 @@ DEFAULTS = {
     'ib_sysfs_root': '/sys/class/infiniband',
     # InfiniBand ports the node must have and the rate each must run at; null: not checked
     'ib_ports': None,
+    # InfiniBand devices the node must have (the role's: its node type's hcas, gpucluster_node_type); null: not checked
+    'ib_hcas': None,
     'ib_rate_gbps': None,
     'ib_counter_max': {'link_downed': 10},
     # GPUDirect RDMA where InfiniBand is present (nvidia_peermem loaded, or DMA-BUF): the loaded modules and the
@@ -273,6 +275,10 @@ def _load_fleet_config(config):
         raise ValueError('throttle_reasons %r must be a list of clock event reasons; valid: %s' % (reasons, ', '.join(names)))
     _whole(config['temperature_margin'], 'temperature_margin', 'a whole number of degrees C (0 or more), or null not to check temperature')
     _whole(config['ib_ports'], 'ib_ports', 'a whole number of InfiniBand ports (0 or more), or null not to check them')
+    hcas = config['ib_hcas']
+    if hcas is not None and (not isinstance(hcas, list) or not all(isinstance(h, str) and h.strip() and '/' not in h for h in hcas)):
+        raise ValueError('ib_hcas %r must be a list of InfiniBand device names such as ["mlx5_0", "mlx5_1"], or null not to check them'
+                         % (hcas,))
     rate = config['ib_rate_gbps']
     if rate is not None and (isinstance(rate, bool) or not isinstance(rate, (int, float)) or rate <= 0):
         raise ValueError('ib_rate_gbps %r must be the rate in Gb/sec each InfiniBand port must run at (e.g. 400), or null' % (rate,))
@@ -417,7 +423,8 @@ def _fleet_failures(config, observed):
         found += fleet.pcie_failures(gpus)
         found += fleet.thermal_failures(gpus, config['throttle_reasons'], config['temperature_margin'])
     if 'ib_ports' in observed and not observed.get('ib_error'):
-        found += fleet.ib_failures(observed['ib_ports'], config['ib_ports'], config['ib_rate_gbps'], config['ib_counter_max'])
+        found += fleet.ib_failures(observed['ib_ports'], config['ib_ports'], config['ib_rate_gbps'], config['ib_counter_max'],
+                                   config['ib_hcas'])
     if 'modules' in observed and 'ib_ports' in observed and not observed.get('ib_error'):
         ib = len([p for p in observed['ib_ports'] if p['link_layer'].lower() == 'infiniband'])
         found += baseline_checks.gpudirect_failures(ib, observed['modules'], observed.get('driver_proc'), observed.get('kernel_release'))

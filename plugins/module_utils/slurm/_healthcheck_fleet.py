@@ -260,8 +260,9 @@ def thermal_failures(gpus, drain_reasons, margin):
     return failures
 
 
-def ib_failures(ports, expected_ports, rate_gbps, counter_max):
-    """InfiniBand ports (``ib_port`` results) against the expected count of ports, their state, minimum rate and counters."""
+def ib_failures(ports, expected_ports, rate_gbps, counter_max, hcas=None):
+    """InfiniBand ports (``ib_port`` results) against the expected count of ports, their state, minimum rate and counters,
+    and the devices the node type declares (``hcas``: each must have an InfiniBand port)."""
     ib = [p for p in ports if p['link_layer'].lower() == 'infiniband']
     failures = []
     for port in ib:
@@ -281,6 +282,13 @@ def ib_failures(ports, expected_ports, rate_gbps, counter_max):
                     break
     if expected_ports is not None and len(ib) < expected_ports:
         failures.append(('ib', None, '%d InfiniBand ports, expected %d; check that every HCA is seen (ibstat)' % (len(ib), expected_ports)))
+    seen = set(port['hca'] for port in ib)
+    missing = [hca for hca in hcas or () if hca not in seen]
+    if missing:
+        failures.append(('ib', None, 'InfiniBand device%s %s of the node type (gpucluster_node_type.hcas) %s no port here (the node has: %s); '
+                         'check that every HCA is seen (ibstat), its firmware and its PCIe slot'
+                         % ('s' if len(missing) > 1 else '', ', '.join(missing), 'have' if len(missing) > 1 else 'has',
+                            ', '.join(sorted(seen)) or 'none')))
     return failures
 
 

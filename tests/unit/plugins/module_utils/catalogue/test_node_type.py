@@ -73,10 +73,13 @@ def test_normalise_copies_the_hcas():
 
 
 @pytest.mark.parametrize('value,expected', [
-    pytest.param(H100, {'gpu_count': 8, 'gpu_models': ['H100']}, id='gpu-node'),
-    pytest.param({'gpu_count': 0, 'gpu_model': ''}, {'gpu_count': 0, 'gpu_models': []}, id='cpu-node'),
-    pytest.param({'gpu_count': 4, 'gpu_model': ' L40S '}, {'gpu_count': 4, 'gpu_models': ['L40S']}, id='model-stripped'),
-    pytest.param(None, {'gpu_count': None, 'gpu_models': None}, id='not-declared'),
+    pytest.param(H100, {'gpu_count': 8, 'gpu_models': ['H100'], 'hcas': ['mlx5_0', 'mlx5_1']}, id='gpu-node'),
+    pytest.param({'gpu_count': 0, 'gpu_model': ''}, {'gpu_count': 0, 'gpu_models': [], 'hcas': None}, id='cpu-node'),
+    pytest.param({'gpu_count': 4, 'gpu_model': ' L40S '}, {'gpu_count': 4, 'gpu_models': ['L40S'], 'hcas': None}, id='model-stripped'),
+    # the devices as the argument spec reads them: a comma-separated text is a list
+    pytest.param({'gpu_count': 0, 'gpu_model': '', 'hcas': 'mlx5_0,mlx5_2'}, {'gpu_count': 0, 'gpu_models': [], 'hcas': ['mlx5_0', 'mlx5_2']},
+                 id='hcas-text'),
+    pytest.param(None, {'gpu_count': None, 'gpu_models': None, 'hcas': None}, id='not-declared'),
 ])
 def test_expectations(value, expected):
     assert node_type.expectations(value) == expected

@@ -27,7 +27,7 @@ def _main_options():
 
 def test_the_role_writes_the_keys_it_wrote_before():
     # the settings, with the keys the role fills in itself, are the program's keys less its own internals
-    written = set(rs.healthcheck_settings({})) | {'gpu_count', 'gpu_models', 'reason_prefix', 'state_file', 'events_file'}
+    written = set(rs.healthcheck_settings({})) | {'gpu_count', 'gpu_models', 'ib_hcas', 'reason_prefix', 'state_file', 'events_file'}
     assert written == set(DEFAULTS) - {'dev_root', 'scontrol', 'status_file', 'systemctl', 'fabric_manager_bin'}
 
 

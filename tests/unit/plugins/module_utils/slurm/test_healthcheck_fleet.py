@@ -104,6 +104,24 @@ def test_ib_failures(ports, expected):
     assert [detail.split('; ')[0] for _check, _gpu, detail in found] == expected
 
 
+@pytest.mark.parametrize('ports, hcas, expected', [
+    # every declared device has an InfiniBand port (a device with two ports counts once)
+    ([port('mlx5_0'), port('mlx5_1'), port('mlx5_1')], ['mlx5_0', 'mlx5_1'], []),
+    (None, None, []),
+    ([port('mlx5_0')], [], []),
+    ([port('mlx5_0'), port('mlx5_1')], ['mlx5_0', 'mlx5_3'],
+     ['InfiniBand device mlx5_3 of the node type (gpucluster_node_type.hcas) has no port here (the node has: mlx5_0, mlx5_1)']),
+    # a device whose port is Ethernet (RoCE) is not the InfiniBand device declared
+    ([port('mlx5_0'), port('mlx5_1', layer='Ethernet')], ['mlx5_0', 'mlx5_1', 'mlx5_2'],
+     ['InfiniBand devices mlx5_1, mlx5_2 of the node type (gpucluster_node_type.hcas) have no port here (the node has: mlx5_0)']),
+    ([], ['mlx5_0'], ['InfiniBand device mlx5_0 of the node type (gpucluster_node_type.hcas) has no port here (the node has: none)']),
+])
+def test_ib_failures_of_the_declared_devices(ports, hcas, expected):
+    found = fleet.ib_failures(ports or [], None, None, {}, hcas)
+    assert [detail.split('; ')[0] for _check, _gpu, detail in found] == expected
+    assert all(check == 'ib' and gpu is None for check, gpu, _detail in found)
+
+
 def test_ib_baseline():
     assert fleet.ib_baseline([port('mlx5_0'), port('mlx5_1', rate='200 Gb/sec (4X HDR)'), port('mlx5_2', 'DOWN', 'Polling')]) == (3, 200.0)
     assert fleet.ib_baseline([]) == (0, None)
@@ -181,10 +199,23 @@ def test_persistence_names_the_gpus():
     ({'throttle_reasons': ['too_hot']}, r"throttle_reasons \['too_hot'\] must be a list of clock event reasons; valid: gpu_idle,"),
     ({'ib_rate_gbps': 0}, r'ib_rate_gbps 0 must be the rate in Gb/sec'),
     ({'ib_ports': 1.5}, r'ib_ports 1.5 must be a whole number of InfiniBand ports'),
+    ({'ib_hcas': 'mlx5_0'}, r"ib_hcas 'mlx5_0' must be a list of InfiniBand device names"),
+    ({'ib_hcas': ['mlx5_0', '']}, r"ib_hcas \['mlx5_0', ''\] must be a list of InfiniBand device names"),
+    ({'ib_hcas': ['../mlx5_0']}, r"ib_hcas \['../mlx5_0'\] must be a list"),
 ])
 def test_fleet_config_errors(data, message):
     with pytest.raises(ValueError, match=message):
         hc.load_config(data)
+
+
+def test_the_declared_devices_are_checked_by_the_periodic_tier():
+    config = hc.load_config({'gpu_count': 0, 'munge_key_path': '', 'check_device_files': False, 'ib_hcas': ['mlx5_0', 'mlx5_1']})
+    observed = {'nvml_error': 'NVML Shared Library Not Found', 'ib_ports': [port('mlx5_0')], 'ib_error': None}
+    found = hc.find_failures(config, observed, tier='periodic')
+    assert [(f.check, f.detail.split('; ')[0]) for f in found] == [
+        ('ib', 'InfiniBand device mlx5_1 of the node type (gpucluster_node_type.hcas) has no port here (the node has: mlx5_0)')]
+    config['ib_hcas'] = None
+    assert hc.find_failures(config, observed, tier='periodic') == []
 
 
 def test_tiers_run_their_own_checks():
