@@ -46,9 +46,6 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_minors
 # Model-name substring -> GRES type: the catalogue's (catalogue._gpus), one per GPU family.
 DEFAULT_TYPE_MAP = gres_type_map()
 
-MIG_DEVICE_FILES = ('multiple', 'ci_only')
-SHARING = ('none', 'mps', 'shard')
-AUTODETECT = ('off', 'nvml')
 DEFAULT_MPS_COUNT = 100
 
 UUID_MAP_HEADER = (
@@ -155,70 +152,47 @@ def _gpu_label(gpu):
     return 'GPU %d (%s, /dev/nvidia%d)' % (gpu['index'], gpu['name'], gpu['minor'])
 
 
-def _check_choice(option, value, choices):
-    if value not in choices:
-        raise ValueError('%s "%s" is not one of: %s' % (option, value, ', '.join(choices)))
-
-
 MAX_SHARE_COUNT = 4294967295
 
 
-def _check_count(option, value, what, required=False):
-    if value is None and not required:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_SHARE_COUNT:
+def _check_count(option, value, what):
+    # Ansible's int type lets a boolean through (True is an int): refused here
+    if value is not None and (isinstance(value, bool) or not 1 <= value <= MAX_SHARE_COUNT):
         raise ValueError('%s %r must be a whole number from 1 to %d (%s)' % (option, value, MAX_SHARE_COUNT, what))
 
 
 def _check_path(option, value):
-    if not isinstance(value, str) or not value.startswith('/') or '\0' in value or '\n' in value:
+    if not value.startswith('/') or '\0' in value or '\n' in value:
         raise ValueError('%s %r must be an absolute path (starting with "/")' % (option, value))
 
 
 def check_options(params):
-    """Check every option of slurm_gres_facts before the node is read; raise ``ValueError`` naming the first bad one.
+    """Check what slurm_gres_facts' argument spec cannot say before the node is read; raise ``ValueError`` naming the
+    first bad option.
 
-    ``params`` is the module's parameters (keys as in its argument spec).
+    ``params`` is the module's parameters, already checked by its argument spec (types, choices, ``shard_count``
+    required with ``sharing: shard``): here the ranges, the paths being absolute, the ``type_map`` entries and
+    ``autodetect: nvml`` needing ``slurm_plugin_dirs``.
     """
-    _check_choice('mig_device_files', params.get('mig_device_files'), MIG_DEVICE_FILES)
-    _check_choice('sharing', params.get('sharing'), SHARING)
-    _check_choice('autodetect', params.get('autodetect'), AUTODETECT)
-    _check_count('mps_count', params.get('mps_count'), 'Count= of each Name=mps line, shares of one GPU', required=True)
-    _check_count('shard_count', params.get('shard_count'), 'Count= of each Name=shard line', required=params.get('sharing') == 'shard')
-    type_map = params.get('type_map')
-    if type_map is not None and not isinstance(type_map, dict):
-        raise ValueError('type_map %r must be a mapping of model-name substring to GRES type, e.g. {"A100": "a100"}' % (type_map,))
-    merge_type_map(type_map)
-    _check_path('mig_minors_path', params.get('mig_minors_path'))
-    _check_path('device_root', params.get('device_root'))
-    dirs = params.get('slurm_plugin_dirs')
-    if not isinstance(dirs, list):
-        raise ValueError('slurm_plugin_dirs %r must be a list of absolute directory paths' % (dirs,))
-    for directory in dirs:
+    _check_count('mps_count', params['mps_count'], 'Count= of each Name=mps line, shares of one GPU')
+    _check_count('shard_count', params['shard_count'], 'Count= of each Name=shard line')
+    merge_type_map(params['type_map'])
+    _check_path('mig_minors_path', params['mig_minors_path'])
+    _check_path('device_root', params['device_root'])
+    for directory in params['slurm_plugin_dirs']:
         _check_path('slurm_plugin_dirs entry', directory)
-    if params.get('autodetect') == 'nvml' and not dirs:
+    if params['autodetect'] == 'nvml' and not params['slurm_plugin_dirs']:
         raise ValueError('autodetect nvml needs slurm_plugin_dirs, the directories to look for gpu_nvml.so in; the list is empty')
-    if not isinstance(params.get('cores', True), bool):
-        raise ValueError('cores %r must be true or false' % (params.get('cores'),))
 
 
-def _check_gres_options(mig_device_files, sharing, mps_count, shard_count, autodetect, nvml_plugin, plugin_dirs, type_map):
-    """Raise ValueError for an option build_gres cannot work with."""
-    _check_choice('mig_device_files', mig_device_files, MIG_DEVICE_FILES)
-    _check_choice('sharing', sharing, SHARING)
-    _check_choice('autodetect', autodetect, AUTODETECT)
-    if sharing == 'mps' and (not isinstance(mps_count, int) or mps_count < 1):
-        raise ValueError('mps_count %r must be a positive integer (Count= of each Name=mps line)' % (mps_count,))
-    if sharing == 'shard' and (not isinstance(shard_count, int) or shard_count < 1):
-        raise ValueError('shard_count %r must be a positive integer when sharing is shard (Count= of each Name=shard line)' % (shard_count,))
+def _check_nvml_plugin(autodetect, nvml_plugin, plugin_dirs):
+    """Raise ValueError when autodetect nvml finds no gpu_nvml.so on the node."""
     if autodetect == 'nvml' and not nvml_plugin:
         raise ValueError(
             'autodetect nvml needs the Slurm gpu/nvml plugin (gpu_nvml.so), which is not in any of: %s; install it (Debian: the '
             'package slurm-wlm-nvml-plugin, in the contrib component; Ubuntu: the same package, in multiverse; SchedMD\'s slurm-smd '
             'packages: in slurm-smd when built with nvml.h present; the RHEL family: a Slurm built with NVML) '
             'or use autodetect: off' % ', '.join(plugin_dirs or ['(no directories given)']))
-    if type_map is not None and not isinstance(type_map, dict):
-        raise ValueError('type_map %r must be a mapping of model-name substring to GRES type, e.g. {"A100": "a100"}' % (type_map,))
 
 
 def _whole_gpu_entry(gpu, label, gpu_cores, parent, type_map, autodetect):
@@ -338,7 +312,7 @@ def build_gres(node, type_map=None, mig_device_files='multiple', sharing='none',
     name; slurmd refuses to start when one is missing.
     Returns ``(facts, warnings)``.
     """
-    _check_gres_options(mig_device_files, sharing, mps_count, shard_count, autodetect, nvml_plugin, plugin_dirs, type_map)
+    _check_nvml_plugin(autodetect, nvml_plugin, plugin_dirs)
     type_map = merge_type_map(type_map)
 
     warnings = []

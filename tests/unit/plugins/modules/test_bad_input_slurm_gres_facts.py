@@ -52,6 +52,7 @@ CASES = [
     ('mps_count negative', {'sharing': 'mps', 'mig_device_files': 'ci_only', 'mps_count': -5}, None, ['mps_count -5 ' + COUNT]),
     ('mps_count too large', {'mps_count': 4294967296}, None, ['mps_count 4294967296 ' + COUNT]),
     ('mps_count not a number', {'mps_count': 'many'}, None, ['mps_count', 'many', 'int']),
+    ('mps_count a boolean', {'mps_count': True}, None, ['mps_count True ' + COUNT]),
     ('shard_count zero', {'sharing': 'shard', 'shard_count': 0}, None, ['shard_count 0 ' + COUNT, 'Count= of each Name=shard line']),
     ('shard_count negative without sharing', {'shard_count': -1}, None, ['shard_count -1 ' + COUNT]),
     ('shard without shard_count', {'sharing': 'shard'}, None, ['sharing is shard but all of the following are missing: shard_count']),
