@@ -34,11 +34,10 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._healthch
 from ansible_collections.gpucluster.bringup.plugins.module_utils.health._deep_tier import CHECKS, TIER, load_config, read_report
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import record
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
-    SLURM_NAME_TEXT, InputError, ModuleFailure, is_slurm_name, require_choice, require_int, require_list, require_match, require_str, show,
+    SLURM_NAME_TEXT, InputError, ModuleFailure, is_slurm_name, require_int, require_match, show,
     slurm_name)
 
 STAGE = 'deep'
-INCLUDE_DRAINED = ('ours', 'all', 'none')
 BUSY_STATES = ('ALLOCATED', 'MIXED', 'COMPLETING')
 BUSY_FLAGS = ('COMPLETING',)
 DOWN_STATES = ('DOWN', 'ERROR', 'FAIL', 'FUTURE', 'UNKNOWN')
@@ -272,22 +271,17 @@ def check_deep_input(params):
     """``health_deep``'s options beyond the argument spec; ``InputError`` names the option, the value and what is valid.
 
     Returns the deep tier settings as the node program will read them."""
-    require_list('names', params.get('names') or [], element=lambda item, name: slurm_name(item, name, 'a Slurm node name'))
-    require_choice('include_drained', params.get('include_drained'), INCLUDE_DRAINED)
+    for index, name in enumerate(params['names']):
+        slurm_name('names[%d]' % index, name, 'a Slurm node name')
     slurm_name('reservation', params.get('reservation'), 'a Slurm reservation name')
     require_int('time_limit', params.get('time_limit'), minimum=1, maximum=MAX_TIME_LIMIT, unit='minutes')
     require_int('batch_size', params.get('batch_size'), minimum=0, maximum=MAX_BATCH_SIZE, unit='nodes (0: all at once)')
     require_int('resume_after_passes', params.get('resume_after_passes', 1), minimum=1, maximum=100)
-    require_str('prefix', params.get('prefix'))
     if not _PREFIX.match(params['prefix']):
         raise InputError('prefix is %s, expected letters, digits, "_" and "-", starting with a letter (the health check\'s '
                          'reason_prefix)' % show(params['prefix']))
     _program(params.get('program'))
-    data = params.get('settings')
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise InputError('settings is %s, expected a dict of deep tier settings' % show(data))
+    data = params['settings']
     try:
         settings = load_config(data)
     except (ValueError, TypeError, AttributeError, KeyError) as exc:

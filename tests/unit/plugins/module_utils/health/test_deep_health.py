@@ -199,7 +199,6 @@ def test_a_node_drained_by_something_else_during_the_test_is_left_alone():
 
 @pytest.mark.parametrize('params, message', [
     ({'names': ['gpu 01']}, "names\\[0\\] is 'gpu 01', expected a Slurm node name"),
-    ({'include_drained': 'some'}, "include_drained is 'some'"),
     ({'reservation': 'a,b'}, "reservation is 'a,b'"),
     ({'time_limit': 0}, 'time_limit is 0'),
     ({'batch_size': -1}, 'batch_size is -1'),
