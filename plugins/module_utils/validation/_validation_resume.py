@@ -331,9 +331,9 @@ def check_resume_input(params):
     ``probe_timeout``: 1 to 86400 seconds. ``reservation``: a Slurm reservation name or empty. ``dispatch``,
     ``dispatch_min_nodes``, ``allocation_wait``: how the probes reach Slurm (``_job_dispatch``).
     """
-    require_list('names', params.get('names') or [], element=lambda item, name: slurm_name(item, name, 'a Slurm node name'))
-    checks = require_dict('checks', params.get('checks') or {})
-    for node, result in checks.items():
+    for index, name in enumerate(params.get('names') or []):
+        slurm_name('names[%d]' % index, name, 'a Slurm node name')
+    for node, result in (params.get('checks') or {}).items():
         slurm_name('checks key', node, 'a Slurm node name')
         where = 'checks[%s]' % show(node)
         if not isinstance(result, dict):
@@ -346,8 +346,7 @@ def check_resume_input(params):
     slurm_name('reservation', params.get('reservation') or '', 'a Slurm reservation name (empty: probe without one)', allow_empty=True)
     require_match('prefix', params.get('prefix', 'gpuhc'), r'^[A-Za-z][A-Za-z0-9_-]*\Z',
                   'the health check\'s reason prefix, a word such as "gpuhc" (letters, digits, "-", "_")')
-    started = require_dict('started', params.get('started') or {})
-    for node, text in started.items():
+    for node, text in (params.get('started') or {}).items():
         slurm_name('started key', node, 'a Slurm node name')
         require_str('started[%s]' % show(node), text)
     require_int('wait_timeout', params.get('wait_timeout', 60), minimum=1, maximum=MAX_WAIT_TIMEOUT, unit='seconds')

@@ -368,8 +368,6 @@ def test_resume_input_accepted(params):
     ({'probe_timeout': -1}, 'probe_timeout is -1, expected a whole number of seconds between 1 and 86400'),
     ({'probe_timeout': 1, 'reservation': 'a b'}, "reservation is 'a b', expected a Slurm reservation name (empty: probe without one): letters"),
     ({'probe_timeout': 1, 'names': ['a b']}, "names[0] is 'a b', expected a Slurm node name"),
-    ({'probe_timeout': 1, 'checks': ['gpu-01']}, "checks is ['gpu-01'], expected a dict"),
-    ({'probe_timeout': 1, 'checks': 'gpu-01'}, "checks is 'gpu-01', expected a dict"),
     ({'probe_timeout': 1, 'checks': {'gpu 01': {}}}, "checks key is 'gpu 01', expected a Slurm node name: letters"),
 ])
 def test_resume_input_refused(params, message):
