@@ -165,9 +165,10 @@ options:
     type: str
     default: srun
   mpi_required_paths:
-    description: MPI launch paths (V(srun_pmi), V(srun_plain), V(mpirun), V(pyxis)) whose failure fails the validation; others are reported only.
+    description: MPI launch paths whose failure fails the validation; others are reported only.
     type: list
     elements: str
+    choices: [srun_pmi, srun_plain, mpirun, pyxis]
     default: []
   stage:
     description: Stage name of V(srun), V(gres) and V(container) records.
@@ -391,7 +392,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             jobs=dict(type='list', elements='dict', default=[], options=job_options()),
-            mpi_required_paths=dict(type='list', elements='str', default=[]),
+            mpi_required_paths=dict(type='list', elements='str', choices=['srun_pmi', 'srun_plain', 'mpirun', 'pyxis'], default=[]),
             stage=dict(type='str', default='slurm'),
             nccl=dict(type='dict'),
             slurm=dict(type='dict'),

@@ -862,10 +862,8 @@ def check_jobs(jobs, label='jobs', mpi_paths=MPI_PATHS):
 
 
 def check_jobs_input(params):
-    """``validation_jobs``' top-level options: ``stage``, ``mpi_plugin``, ``srun``, ``mpi_required_paths``."""
+    """``validation_jobs``' top-level options the argument spec cannot check: ``stage``, ``mpi_plugin``, ``srun``."""
     require_word('stage', params.get('stage'), 'a stage name such as "slurm" (no spaces)')
     require_match('mpi_plugin', params.get('mpi_plugin'), r'auto|[a-z][a-z0-9_]*',
                   'auto or a Slurm MPI plugin type such as pmix, pmix_v4, pmi2 or none')
     require_word('srun', params.get('srun'), 'the srun command or its path')
-    require_list('mpi_required_paths', params.get('mpi_required_paths') or [],
-                 element=lambda item, path: require_choice(item, path, MPI_PATHS))

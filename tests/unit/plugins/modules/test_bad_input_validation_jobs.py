@@ -56,7 +56,7 @@ CASES = [
     ({'jobs': [job(), job()]}, ['job names must be unique, these repeat: gpu-01']),
     ({'jobs': [job(name='')]}, ["jobs[0].name is ''", 'a non-empty string']),
     ({'jobs': [job(kind='bogus')]}, ['kind', 'bogus']),
-    ({'jobs': [job()], 'mpi_required_paths': ['srun-pmi']}, ["mpi_required_paths[0] is 'srun-pmi'", 'one of srun_pmi, srun_plain, mpirun, pyxis']),
+    ({'jobs': [job()], 'mpi_required_paths': ['srun-pmi']}, ['value of mpi_required_paths must be one or more of: srun_pmi, srun_plain, mpirun, pyxis', 'no match for: srun-pmi']),
     ({'jobs': [job()], 'mpi_plugin': 'pmix; reboot'}, ["mpi_plugin is 'pmix; reboot'", 'auto or a Slurm MPI plugin type']),
     ({'jobs': [job()], 'stage': 'two words'}, ["stage is 'two words'", 'a stage name']),
     ({'jobs': [job()], 'srun': ''}, ["srun is ''", 'the srun command']),

@@ -1318,7 +1318,6 @@ JOBS_PARAMS = {'stage': 'slurm', 'mpi_plugin': 'auto', 'srun': 'srun', 'mpi_requ
     ({'stage': 'slurm stage'}, "stage is 'slurm stage', expected a stage name such as \"slurm\" (no spaces)"),
     ({'mpi_plugin': 'PMIx'}, "mpi_plugin is 'PMIx', expected auto or a Slurm MPI plugin type such as pmix, pmix_v4, pmi2 or none"),
     ({'srun': ''}, "srun is '', expected the srun command or its path"),
-    ({'mpi_required_paths': ['srun']}, "mpi_required_paths[0] is 'srun', expected one of srun_pmi, srun_plain, mpirun, pyxis"),
 ])
 def test_check_jobs_input_messages(change, message):
     assert vc.check_jobs_input(JOBS_PARAMS) is None
