@@ -87,6 +87,7 @@ options:
         variable that provides it; so the report is V(fail) and RV(message) says so. No node is drained for it.
     type: list
     elements: str
+    choices: [node, slurm, mpi, nccl, container, deep]
     default: []
   drain_nodes:
     description: Nodes a drain reason may be returned for (the Slurm compute nodes).
@@ -170,7 +171,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._val
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_report import (
     REPORT_FILES, build_report, check_report_input, failure_message, parse_time, render_html, render_json, render_junit, render_markdown)
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_require import (
-    check_require, require_records, required_message)
+    require_records, required_message)
 
 
 TIMES = ('generated', 'started')
@@ -239,7 +240,7 @@ def main():
             warnings=dict(type='list', elements='str', default=[]),
             expected_nodes=dict(type='list', elements='str', default=[]),
             drain_nodes=dict(type='list', elements='str', default=[]),
-            require=dict(type='list', elements='str', default=[]),
+            require=dict(type='list', elements='str', choices=['node', 'slurm', 'mpi', 'nccl', 'container', 'deep'], default=[]),
             dest=dict(type='path', required=True),
             title=dict(type='str', default='Cluster validation'),
             threshold_gbps=dict(type='float'),
@@ -252,7 +253,6 @@ def main():
     params = module.params
     try:
         check_report_input(params)
-        require = check_require(params['require'])
         dest = check_writable_dest('dest', params['dest'], directory=True)
         for name in REPORT_FILES:
             path = os.path.join(dest, name)
@@ -262,7 +262,7 @@ def main():
     except InputError as exc:
         module.fail_json(msg=str(exc))
     records = list(params['records']) + missing_node_records(params['records'], params['expected_nodes'])
-    records += require_records(records, require)
+    records += require_records(records, params['require'])
     provenance = {'generated': utc_now(), 'started': params['started'] or None,
                   'collection_version': params['collection_version'], 'nodes': params['versions']}
     args = (records, params['series'], params['warnings'], params['title'], params['threshold_gbps'])

@@ -36,7 +36,7 @@ import xml.etree.ElementTree as ET
 from html import escape
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
-    InputError, require_dict, require_list, require_number, require_str, require_word, show)
+    InputError, require_dict, require_number, require_word, show)
 
 STATUSES = ("pass", "fail", "skip")
 REPORT_FILES = ("report.html", "report.json", "report.junit.xml", "report.md")
@@ -792,14 +792,13 @@ def check_report_input(params):
     """``validation_report``'s options beyond the argument spec (``dest`` is checked by ``_validate_input.check_writable_dest``).
 
     ``expected_nodes`` and ``drain_nodes`` hold non-empty names without spaces; ``threshold_gbps`` is above 0;
-    ``title`` is a string; ``started`` is unset or a time such as ``2025-01-31T08:00:00Z``; each of ``versions`` is a
-    dict with a ``node`` and only the keys of ``VERSION_KEYS``. Raises ``InputError`` naming the option, the value and
-    what is valid.
+    ``started`` is unset or a time such as ``2025-01-31T08:00:00Z``; each of ``versions`` is a dict with a ``node``
+    and only the keys of ``VERSION_KEYS``. Raises ``InputError`` naming the option, the value and what is valid.
     """
     for key in ("expected_nodes", "drain_nodes"):
-        require_list(key, params.get(key) or [], element=lambda item, name: require_word(item, name, "a node name (no spaces)"))
+        for index, node in enumerate(params.get(key) or []):
+            require_word("%s[%d]" % (key, index), node, "a node name (no spaces)")
     require_number("threshold_gbps", params.get("threshold_gbps"), above=0, allow_none=True)
-    require_str("title", params.get("title"), allow_empty=True)
     started = params.get("started")
     if started not in (None, "") and parse_time(started) is None:
         raise InputError("started is %s, expected a time such as 2025-01-31T08:00:00Z (UTC ISO 8601)" % show(started))

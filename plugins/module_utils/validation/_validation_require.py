@@ -16,7 +16,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress
-from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import require_choice, require_list
 
 # name -> (stage of its records, the checks that count (None: every check of the stage), record check, what provides it)
 REQUIREMENTS = {
@@ -32,20 +31,9 @@ REQUIREMENTS = {
                   'set validate_jobs.container_image to an image the nodes can import (such as docker://ubuntu:22.04), with validate_node.pyxis: true'),
     'deep': ('deep', None, 'required', 'set validate_deep: true and install the deep tier\'s tools (validate_deep_settings.checks)'),
 }
-CHOICES = ('node', 'slurm', 'mpi', 'nccl', 'container', 'deep')
 NODE = 'cluster'
 # skip reasons named in a requirement's failure, at the most (the others counted)
 REASONS_MAX = 3
-
-
-def check_require(value, name='require'):
-    """``value`` as a list of requirement names (each of ``CHOICES``, no repeats kept); raises ``InputError``."""
-    items = require_list(name, value if value is not None else [], element=lambda item, entry: require_choice(item, entry, CHOICES))
-    out = []
-    for item in items:
-        if item not in out:
-            out.append(item)
-    return out
 
 
 def _matching(records, stage, checks):
@@ -75,9 +63,10 @@ def why_not_run(records):
 
 
 def require_records(records, require):
-    """One ``fail`` record per name of ``require`` whose stage (or check) did not run in ``records``; ``[]`` when all ran."""
+    """One ``fail`` record per name of ``require`` (names of ``REQUIREMENTS``, as the module's argument spec lets through;
+    a repeated name counts once) whose stage (or check) did not run in ``records``; ``[]`` when all ran."""
     out = []
-    for name in check_require(require):
+    for name in sorted(set(require), key=require.index):
         stage, checks, check, provides = REQUIREMENTS[name]
         found = _matching(records, stage, checks)
         if any(rec.get('status') in ('pass', 'fail') for rec in found):

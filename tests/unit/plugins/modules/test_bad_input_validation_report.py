@@ -38,6 +38,8 @@ CASES = [
     ({'dest': '{tmp}/out', 'expected_nodes': ['']}, ["expected_nodes[0] is ''", 'a node name']),
     ({'dest': '{tmp}/out', 'expected_nodes': ['gpu 01']}, ["expected_nodes[0] is 'gpu 01'", 'no spaces']),
     ({'dest': '{tmp}/out', 'drain_nodes': ['gpu-01', '']}, ["drain_nodes[1] is ''", 'a node name']),
+    ({'dest': '{tmp}/out', 'require': ['node', 'ncl']}, ['value of require must be one or more of: node, slurm, mpi, nccl, container, deep',
+                                                      'no match for: ncl']),
     ({'dest': '{tmp}/out', 'records': [{'stage': 'node'}]}, ['cannot build the validation report', 'result 0: node is None', 'a non-empty string']),
     ({'dest': '{tmp}/out', 'records': [rec(status='maybe')]}, ["result 0: status 'maybe' is not one of pass, fail, skip"]),
     ({'dest': '{tmp}/out', 'records': [rec(value=float('inf'))]}, ['result 0: value is inf', 'a finite number']),
