@@ -744,15 +744,17 @@ def check_node_input(params):
     check_expect('expect', params.get('expect') or {})
     if params.get('mig_result') is not None:
         check_mig_result('mig_result', params['mig_result'])
-    require_list('services', params.get('services') or [], element=require_unit)
-    for key in ('gres_conf_path', 'enroot_conf_path'):
+    for index, unit in enumerate(params.get('services') or []):
+        require_unit('services[%d]' % index, unit)
+    for key in ('gres_conf_path', 'enroot_conf_path'):  # a path: not empty
         require_str(key, params.get(key))
     if params.get('munge_key_check', True):
         require_match('munge_key_path', params.get('munge_key_path'), r'/.*[^/]', 'an absolute path to a file such as /etc/munge/munge.key')
         require_match('munge_user', params.get('munge_user'), USER_NAME, 'a user name such as "munge"')
     require_word('hook_log_ident', params.get('hook_log_ident'), 'a syslog identifier such as "slurm-hooks" (no spaces, not starting with "-")')
     require_int('hook_log_lines', params.get('hook_log_lines'), minimum=1, maximum=1000000)
-    require_list('hook_log_files', params.get('hook_log_files') or [], element=require_str)
+    for index, path in enumerate(params.get('hook_log_files') or []):
+        require_str('hook_log_files[%d]' % index, path)
 
 
 # Plan keys that become a command word (argv[0], or the program srun/salloc start), with what each is.

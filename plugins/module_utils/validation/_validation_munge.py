@@ -18,7 +18,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import (
-    InputError, require_dict, require_list, require_str, require_word, show)
+    InputError, require_dict, require_str, require_word, show)
 
 STAGE = 'node'
 CHECK = 'munge_cross'
@@ -49,7 +49,7 @@ def check_munge_input(params):
     one word. Raises ``InputError`` naming the option, its value and what is valid."""
     require_word('node', params.get('node'), 'the Slurm node name of this host (no spaces)')
     require_word('unmunge', params.get('unmunge'), 'the unmunge command or its path (one word, not starting with "-")')
-    items = require_list('credentials', params.get('credentials'), allow_none=True) or []
+    items = params.get('credentials') or []
     for index, item in enumerate(items):
         name = 'credentials[%d]' % index
         require_dict(name, item, allowed=CREDENTIAL_KEYS, required=('node',))
