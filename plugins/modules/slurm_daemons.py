@@ -147,9 +147,7 @@ def check_daemons(daemons):
 
 
 def check_reconfigured(names):
-    """The names of ``reconfigured`` without ``.service``; raises ``InputError`` on the first bad one."""
-    if not isinstance(names, list):
-        raise InputError('reconfigured is %s, expected a list of systemd unit names such as "slurmctld"' % show(names))
+    """The names of ``reconfigured`` (a list: the argument spec's) without ``.service``; raises ``InputError`` on the first bad one."""
     return [require_unit('reconfigured[%d]' % index, name, 'slurmctld') for index, name in enumerate(names)]
 
 
