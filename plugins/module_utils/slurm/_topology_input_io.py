@@ -218,7 +218,6 @@ def _compile_regex(regex):
 
 
 def _check_fabric(fabric):
-    require_dict('fabric', fabric)
     for name, info in fabric.items():
         if not is_node_name(name):
             raise InputError('fabric has the key %s, expected Slurm node names as keys (%s)' % (show(name), NODE_NAME_RULE))
