@@ -229,7 +229,7 @@ def run_module(module):
     default_state = params['state']
 
     def with_state(items):
-        return [dict(item, state=item.get('state', default_state)) if isinstance(item, dict) else item for item in items or []]
+        return [dict(item, state=item.get('state', default_state)) for item in items]
 
     try:
         desired = acct.desired_state(params['cluster'], with_state(params['qos']), with_state(params['accounts']),

@@ -693,14 +693,11 @@ def _state_of(spec, what):
 
 
 def _items(value, what):
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise ValueError('%s must be a list, got %r' % (what, value))
-    for item in value:
-        if not isinstance(item, dict) or 'name' not in item:
+    """The entries of ``qos``, ``accounts`` or ``users``: a list of dicts (slurm_assoc's argument spec), each with a name."""
+    for item in value or []:
+        if 'name' not in item:
             raise ValueError('each item of %s must be a dictionary with a name, got %r' % (what, item))
-    return value
+    return value or []
 
 
 def desired_state(cluster, qos=None, accounts=None, users=None):

@@ -330,8 +330,6 @@ def test_desired_state_normalises():
 
 @pytest.mark.parametrize('spec,message', [
     ({'cluster': 'my cluster'}, r"cluster name 'my cluster' is not valid"),
-    ({'qos': {'name': 'x'}}, r"qos must be a list, got \{'name': 'x'\}"),
-    ({'qos': ['gpu8']}, r"each item of qos must be a dictionary with a name, got 'gpu8'"),
     ({'qos': [{'name': 'a'}, {'name': 'a'}]}, r'QOS a is listed twice'),
     ({'qos': [{'name': 'A'}]}, r"QOS name 'A' has upper-case letters: Slurm keeps names in lower case, so write 'a'"),
     ({'qos': [{'name': 'a', 'state': 'gone'}]}, r"QOS a: state 'gone' must be present or absent"),
@@ -831,14 +829,11 @@ def test_inventory_value_error_messages(kind, name, value, message):
     ({'qos': [{'name': 'a', 5: 1}]}, 'QOS a: setting name 5 is not a string'),
     ({'qos': [{'name': 'a', 'MaxTRES': 'cpu=1', 'MaxTRESPerJob': 'cpu=2'}]},
      "QOS a: setting MaxTRESPerJob is given twice (as 'MaxTRESPerJob' and another spelling)"),
-    ({'accounts': {'name': 'a'}}, "accounts must be a list, got {'name': 'a'}"),
-    ({'accounts': ['a']}, "each item of accounts must be a dictionary with a name, got 'a'"),
     ({'accounts': [{'name': 'a'}, {'name': 'a'}]}, 'account a is listed twice'),
     ({'accounts': [{'name': 'a', 'state': 'gone'}]}, "account a: state 'gone' must be present or absent"),
     ({'accounts': [{'name': 'a', 'parent': 'a'}]}, 'account a has itself as parent'),
     ({'accounts': [{'name': 'a', 'parent': 'b'}, {'name': 'b', 'parent': 'c'}, {'name': 'c', 'parent': 'a'}]},
      'accounts a -> b -> c -> a form a parent loop'),
-    ({'users': 'alice'}, "users must be a list, got 'alice'"),
     ({'users': [{'accounts': ['a']}]}, "each item of users must be a dictionary with a name, got {'accounts': ['a']}"),
     ({'users': [{'name': 'u', 'accounts': ['a']}, {'name': 'u', 'accounts': ['a']}]}, 'user u is listed twice'),
     ({'users': [{'name': 'u', 'state': 'gone', 'accounts': ['a']}]}, "user u: state 'gone' must be present or absent"),
