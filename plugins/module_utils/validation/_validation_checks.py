@@ -728,8 +728,8 @@ def check_time_limit(name, value):
 
 
 def check_mig_result(name, result):
-    """The registered result of ``nvidia_mig`` in check mode: ``actions`` a list of strings, ``gpus`` a list of dicts."""
-    require_dict(name, result)
+    """The registered result of ``nvidia_mig`` in check mode (a dict: node_check's argument spec): ``actions`` a list of
+    strings, ``gpus`` a list of dicts."""
     if result.get('failed') or 'actions' not in result:
         return result
     require_list(name + '.actions', result['actions'], allow_none=True, element=require_str)

@@ -44,6 +44,7 @@ CASES = [
     ({'hook_log_ident': '-t'}, ["hook_log_ident is '-t'", 'not starting with "-"']),
     ({'hook_log_ident': ''}, ["hook_log_ident is ''", 'a syslog identifier']),
     ({'hook_log_files': ['']}, ["hook_log_files[0] is ''", 'a non-empty string']),
+    ({'mig_result': ['GPU 0: create 1g.10gb']}, ["argument 'mig_result' is of type list", 'convert to dict']),
     ({'mig_result': {'actions': 'GPU 0: create 1g.10gb'}}, ["mig_result.actions is 'GPU 0: create 1g.10gb'", 'expected a list']),
     ({'mig_result': {'actions': [1]}}, ['mig_result.actions[0] is 1', 'a non-empty string']),
     ({'mig_result': {'actions': [], 'gpus': 'x'}}, ["mig_result.gpus is 'x'", 'expected a list']),

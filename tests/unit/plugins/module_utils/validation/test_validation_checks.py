@@ -1218,7 +1218,6 @@ def test_check_mig_result_accepts(result):
 
 
 @pytest.mark.parametrize('result, message', [
-    ('changed', "mig_result is 'changed', expected a dict"),
     ({'actions': 'GPU 0: enable MIG'}, "mig_result.actions is 'GPU 0: enable MIG', expected a list"),
     ({'actions': [1]}, 'mig_result.actions[0] is 1, expected a non-empty string'),
     ({'actions': [], 'gpus': ['x']}, "mig_result.gpus[0] is 'x', expected a dict"),
