@@ -40,9 +40,9 @@ def test_nccl_absent_and_required_fails_naming_the_stage_and_the_variable(tmp_pa
 
 
 @pytest.mark.parametrize('require, fragments', [
-    (['ncl'], ["require[0] is 'ncl'", 'one of node, slurm, mpi, nccl, container, deep']),
-    (['nccl', 'fabric'], ["require[1] is 'fabric'", 'one of node, slurm, mpi, nccl, container, deep']),
-    ([''], ["require[0] is ''", 'one of node']),
+    (['ncl'], ['value of require must be one or more of: node, slurm, mpi, nccl, container, deep', 'no match for: ncl']),
+    (['nccl', 'fabric'], ['value of require must be one or more of: node, slurm, mpi, nccl, container, deep', 'no match for: fabric']),
+    ([''], ['value of require must be one or more of: node', 'no match for: ']),
 ])
 def test_bad_require_writes_nothing(require, fragments, monkeypatch, tmp_path):
     calls = forbid_commands(monkeypatch)
