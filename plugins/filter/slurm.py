@@ -126,8 +126,14 @@ def slurm_gres_conf_lines(nodes, node_names=False):
     return conf.gres_conf_file_lines(nodes, node_names=bool(node_names))
 
 
-def slurm_version_behaviour(text):
-    """What the Slurm release ``text`` (``slurmctld -V``, ``sinfo --version`` or a package version) does where releases differ."""
+def slurm_version_behaviour(text, read=True):
+    """What the Slurm release ``text`` (``slurmctld -V``, ``sinfo --version`` or a package version) does where releases differ.
+
+    ``read`` false (the command that prints the version failed: check mode before Slurm is installed): the oldest
+    release's rules with an empty version, whatever ``text`` is.
+    """
+    if not read:
+        return slurm_version.unread_behaviour()
     return slurm_version.behaviour(slurm_version.parse_version(text))
 
 

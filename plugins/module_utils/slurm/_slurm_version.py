@@ -287,6 +287,17 @@ def behaviour(version):
     }
 
 
+def unread_behaviour():
+    """What the role assumes when the controller's Slurm cannot be read (check mode before Slurm is installed).
+
+    The oldest release's rules (:data:`OLDEST`, 22.05), which restart more and take the fewest settings, with an empty
+    ``version`` and ``release`` (nothing was read).
+    """
+    found = behaviour(OLDEST + (0,))
+    found.update(version='', release='')
+    return found
+
+
 # The behaviour table of docs/slurm-versions.md (checked by a unit test): one row per release
 BEHAVIOUR_HEADER = ('release', 'topology file the role writes', '--gres=gpu:N with --gpus-per-node', 'HealthCheckNodeState values',
                     'cgroup v1 node', 'configless sends TaskProlog/TaskEpilog')

@@ -70,6 +70,16 @@ def test_version_behaviour_filter(text, release, restarts):
     assert (found['release'], found['reconfigure_restarts']) == (release, restarts)
 
 
+@pytest.mark.parametrize('text', ['', 'slurmctld: command not found', 'slurm 24.11.5'])
+def test_version_behaviour_filter_when_nothing_was_read_is_the_oldest_release_unnamed(text):
+    # (what roles/slurm/tasks/version.yml used to write out: the 22.05 rules, no version; the text is not read)
+    found = FILTERS['slurm_version_behaviour'](text, False)
+    assert {key: found[key] for key in ('version', 'release', 'reconfigure_restarts', 'upgrade_window', 'topology_block')} == {
+        'version': '', 'release': '', 'reconfigure_restarts': False, 'upgrade_window': 2, 'topology_block': False}
+    assert found['topology_file'] == 'topology.conf'
+    assert dict(found, version='22.05.0', release='22.05') == FILTERS['slurm_version_behaviour']('slurm 22.05.0')
+
+
 def test_version_filters_name_bad_input():
     with pytest.raises(AnsibleFilterError, match="'slurm' is not a Slurm version"):
         FILTERS['slurm_version_behaviour']('slurm')
