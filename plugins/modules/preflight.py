@@ -169,7 +169,7 @@ problems:
   returned: always
   type: list
   elements: str
-  sample: ["gpu-02: mig_layout is 'all-balancd', not a layout of mig_layouts or mig_layouts_custom; valid layouts: ..."]
+  sample: ["gpu-02: mig_layout is 'all-balancd', not a shipped layout or one of mig_layouts_custom; valid layouts: ..."]
 skipped_values:
   description: The variables left for the roles because they cannot be templated before the facts are gathered.
   returned: always

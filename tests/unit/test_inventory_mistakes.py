@@ -146,10 +146,10 @@ CASES = [
      ["dgx-01: %s[1].gpu is 1, already selected by %s[0]; select each GPU once" % (MIG_GPUS, MIG_GPUS),
       "selects none of GPUs 0 of the 8 the node has"]),
     ("mig", "layout-on-l40s", {L40S: {"mig_layout": "all-1g.10gb"}},
-     ["l40s-[01-02]: mig_layouts['all-1g.10gb'][0] (mig_layout 'all-1g.10gb') asks for MIG on GPU 0, but gpucluster_node_type.gpu_model says the "
-      "node's GPUs are 'L40S' (NVIDIA L40S), which have no MIG", MIG_ROLE]),
+     ["l40s-[01-02]: gpucluster.bringup.mig_layouts['all-1g.10gb'][0] (mig_layout 'all-1g.10gb') asks for MIG on GPU 0, "
+      "but gpucluster_node_type.gpu_model says the node's GPUs are 'L40S' (NVIDIA L40S), which have no MIG", MIG_ROLE]),
     ("mig", "layout-name-typo", {DGX01: {"mig_layout": "dgx-half-1gb"}},
-     ["dgx-01: mig_layout is 'dgx-half-1gb', not a layout of mig_layouts or mig_layouts_custom; valid layouts:"]),
+     ["dgx-01: mig_layout is 'dgx-half-1gb', not a shipped layout or one of mig_layouts_custom; valid layouts:"]),
     ("mig", "a100-profile-on-h100", half(profile="1g.5gb"),
      ["dgx-01: %s[0]" % MIG_GPUS, "instances[0] profile '1g.5gb' is not a MIG profile of this GPU; valid: 1g.10gb"]),
     ("mig", "h200-profile-on-h100", half(profile="1g.18gb"),
@@ -173,7 +173,7 @@ CASES = [
     ("mig", "4g-twice", half({"gpu": "0", "instances": [{"profile": "4g.40gb", "count": 2}]}),
      ["dgx-01: %s[0]" % MIG_GPUS, "too many 4g.40gb instances: 2 wanted, this GPU allows at most 1"]),
     ("mig", "balanced-on-l40s", {L40S: {"mig_layout": "all-balanced"}},
-     ["l40s-[01-02]: mig_layout 'all-balanced' (mig_layouts['all-balanced']) selects none of GPUs 0, 1, 2, 3 of the 4 the node has"]),
+     ["l40s-[01-02]: mig_layout 'all-balanced' (gpucluster.bringup.mig_layouts['all-balanced']) selects none of GPUs 0, 1, 2, 3 of the 4 the node has"]),
     ("mig", "bad-gpu-selector", half({"gpu": "GPU0", "instances": [{"profile": "1g.10gb", "count": 7}]}),
      ["dgx-01: %s[0] (mig_layout 'dgx-half-1g'): %s[0].gpu is 'GPU0', expected a GPU index (0, 1, ...), a GPU UUID (GPU-...) or \"all\""
       % (MIG_GPUS, MIG_GPUS)]),

@@ -22,6 +22,7 @@ from simcluster import ANSIBLE_PLAYBOOK, PREFIX, ROOT, inventories, node, playbo
 
 # the collection's one node parser and the slurm_node module's view of a node (the checkout as a collection: conftest.py)
 sys.path.insert(0, str(ROOT / ".build" / "collections"))
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._mig_layouts import LAYOUTS  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._nodes import gres_set, parse_node  # noqa: E402
 from ansible_collections.gpucluster.bringup.plugins.modules.slurm_node import view  # noqa: E402
 from test_validate import load, records  # the validation report's reader
@@ -230,7 +231,7 @@ def test_mig_layout_alone_moves_the_layout_the_health_check_and_the_validation(t
     assert other[(A100, "mig_layout")]["status"] == "pass", other[(A100, "mig_layout")]
     # a name that is no layout stops the validation at its preflight (the collection's one), naming the valid ones
     rc, output = run_playbook(ROOT / "playbooks" / "validate.yml", ["-e", "@%s" % VARS, "-e", "mig_layout=molecule-gpu3-3x"])
-    assert rc != 0 and "mig_layout is 'molecule-gpu3-3x', not a layout of mig_layouts or mig_layouts_custom; valid layouts: " in output, output
+    assert rc != 0 and "mig_layout is 'molecule-gpu3-3x', not a shipped layout or one of mig_layouts_custom; valid layouts: " in output, output
     assert "TASK [gpucluster.bringup.validate : Compute the GPU GRES" not in output
 
 
@@ -318,14 +319,13 @@ def test_a_change_whose_slurmctld_dies_reports_the_cause_first_and_the_node_says
 
 
 def test_an_unknown_layout_name_fails_in_preflight_listing_the_valid_ones():
-    defaults = yaml.safe_load((ROOT / "roles" / "mig" / "defaults" / "main.yml").read_text())["mig_layouts"]
     custom = yaml.safe_load(VARS.read_text())["mig_layouts_custom"]
     before = layout(H100)
     rc, output = playbook("--limit", H100, "-e", "mig_layout=all-balancd")
     assert rc != 0
-    assert ("%s: mig_layout is 'all-balancd', not a layout of mig_layouts or mig_layouts_custom; valid layouts: %s "
+    assert ("%s: mig_layout is 'all-balancd', not a shipped layout or one of mig_layouts_custom; valid layouts: %s "
             '(or "" to leave MIG alone) (role gpucluster.bringup.mig)'
-            % (H100, ", ".join(sorted(set(defaults) | set(custom))))) in " ".join(output.split()), output
+            % (H100, ", ".join(sorted(set(LAYOUTS) | set(custom))))) in " ".join(output.split()), output
     assert layout(H100) == before
 
 

@@ -42,6 +42,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils import _distrib
 from ansible_collections.gpucluster.bringup.plugins.module_utils._gpu_baseline import reset_blocker_failures
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, natural_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _node_type as node_type
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _mig_layouts as mig_layouts
 from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _site as site
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan as mig_plan
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as sv
@@ -273,7 +274,7 @@ def _slurm_problems(readings, wants, add, lines, warn, today):
 # --------------------------------------------------------------------------------------------- MIG
 
 def _entry_path(want):
-    return '%s[%r]' % (want.get('mig_layout_var') or 'mig_layouts', want.get('mig_layout'))
+    return '%s[%r]' % (want.get('mig_layout_var') or mig_layouts.SHIPPED, want.get('mig_layout'))
 
 
 def _mig_catalogue_problems(host, smi_gpus, want, add, warnings):
@@ -285,8 +286,9 @@ def _mig_catalogue_problems(host, smi_gpus, want, add, warnings):
         warnings.append('%s: %s not checked against the node\'s GPUs: several models (%s); the mig role checks it after the '
                         'nvml stage' % (host, label, ', '.join(names)))
         return
-    var = want.get('mig_layout_var') or 'mig_layouts'
-    values = {'mig_layout': want.get('mig_layout'), var: {want.get('mig_layout'): want.get('mig_gpus')},
+    # (a shipped layout's entries are the table's: _site reads them there)
+    custom = {want.get('mig_layout'): want.get('mig_gpus')} if want.get('mig_layout_var') == mig_layouts.CUSTOM else {}
+    values = {'mig_layout': want.get('mig_layout'), mig_layouts.CUSTOM: custom,
               'mig_require_all_gpus': want.get('mig_require_all_gpus', True),
               node_type.VARIABLE: {'gpu_model': names[0], 'gpu_count': len(smi_gpus)}}
     if site.resolve_model(names[0])['kind'] not in ('mig', 'no-mig'):

@@ -43,6 +43,7 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils import _distributions as distributions
 from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _node_type as node_type
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _mig_layouts as mig_layouts
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot as _enroot_settings
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_conf
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand, natural_key
@@ -145,15 +146,13 @@ def _mig(host, values, groups):
     layout = values.get('mig_layout')
     if not isinstance(layout, str) or not layout:
         return []
-    if 'mig_layouts' not in values or 'mig_layouts_custom' not in values:
-        return []
-    catalogue = {}
-    for part in (values['mig_layouts'], values['mig_layouts_custom']):
-        if isinstance(part, dict):
-            catalogue.update(part)
+    custom = values.get(mig_layouts.CUSTOM)
+    if not isinstance(custom, dict):
+        return []  # not templated (the action leaves it out), or not a dictionary (the argument spec names it)
+    catalogue = mig_layouts.layouts(custom)
     if layout not in catalogue:
-        return ['mig_layout is %s, not a layout of mig_layouts or mig_layouts_custom; valid layouts: %s (or "" to leave MIG alone)'
-                % (show(layout), ', '.join(sorted(str(k) for k in catalogue)) or 'none')]
+        return ['mig_layout is %s, not a shipped layout or one of %s; valid layouts: %s (or "" to leave MIG alone)'
+                % (show(layout), mig_layouts.CUSTOM, ', '.join(sorted(str(k) for k in catalogue)))]
     gpus = catalogue[layout]
     if not isinstance(gpus, list) or not gpus:
         return ['layout %s is %s; a layout is a non-empty list of GPU entries ({gpu, model, mig, instances}, the gpus option of '

@@ -34,6 +34,7 @@ import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand, natural_key
 from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _gpus as catalogue
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _mig_layouts as mig_layouts
 from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _node_type as node_type
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig import _mig_plan as mig_plan
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _sacctmgr as sacctmgr
@@ -44,7 +45,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_ho
 # The variables each role contributes to these checks (the action templates them per host, the role's default
 # when the inventory does not set them).
 SITE_VARIABLES = {
-    'mig': ('mig_layout', 'mig_layouts', 'mig_layouts_custom', 'mig_require_all_gpus'),
+    'mig': ('mig_layout', mig_layouts.CUSTOM, 'mig_require_all_gpus'),
     'slurm': ('slurm_partitions', 'slurm_node_params', 'slurm_node_name', 'slurm_gres_enabled', 'slurm_gres_type_map',
               'slurm_task_prolog_uuids', 'slurm_gres_autodetect', 'slurm_gres_sharing', 'slurm_hooks_shipped', 'slurm_conf_overrides'),
     'validate': (node_type.VARIABLE, 'validate_jobs'),
@@ -168,13 +169,11 @@ def _layout_of(values):
     layout = values.get('mig_layout')
     if not isinstance(layout, str) or not layout:
         return None
-    custom, builtin = values.get('mig_layouts_custom'), values.get('mig_layouts')
-    if isinstance(custom, dict) and layout in custom:
-        entries, where = custom[layout], 'mig_layouts_custom'
-    elif isinstance(builtin, dict) and layout in builtin:
-        entries, where = builtin[layout], 'mig_layouts'
-    else:
-        return None  # not in the catalogue: _roles._mig names it
+    custom = values.get(mig_layouts.CUSTOM)
+    catalogue = mig_layouts.layouts(custom if isinstance(custom, dict) else None)
+    if layout not in catalogue:
+        return None  # _roles._mig names it
+    entries, where = catalogue[layout], mig_layouts.source(layout, custom)
     if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
         return None  # _roles._mig names it
     return layout, where, entries

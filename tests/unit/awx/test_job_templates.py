@@ -9,6 +9,7 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _mig_layouts as mig_layouts
 from ansible_collections.gpucluster.bringup.tests.unit.awx.awx_survey import check_defaults, validate_spec
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..'))
@@ -82,7 +83,7 @@ def test_every_survey_file_is_used_and_every_used_one_exists():
 
 
 def test_mig_layout_choices_are_the_mig_roles_layouts():
-    layouts = list(load('roles/mig/defaults/main.yml')['mig_layouts'])
+    layouts = list(mig_layouts.LAYOUTS)
     question = next(s for s in survey('mig_change.json')['spec'] if s['variable'] == 'mig_layout')
     assert question['type'] == 'multiplechoice' and question['required'] is True
     assert question['choices'] == layouts

@@ -124,7 +124,7 @@ ROLE_CASES = [
         id="partition-unknown-key"),
     pytest.param(
         cluster(host_vars={"gpu-01": {"mig_layout": "all-balancd"}}),
-        ["gpu-01: mig_layout is 'all-balancd', not a layout of mig_layouts or mig_layouts_custom; valid layouts: all-1g, "
+        ["gpu-01: mig_layout is 'all-balancd', not a shipped layout or one of mig_layouts_custom; valid layouts: all-1g, "
          "all-1g.10gb, all-1g.18gb, all-1g.5gb, all-2g, all-2g.10gb, all-2g.20gb, all-3g, all-3g.20gb, all-3g.40gb, all-4g, all-7g, "
          "all-7g.40gb, all-7g.80gb, all-balanced, all-disabled, all-enabled (or \"\" to leave MIG alone) (role gpucluster.bringup.mig)"],
         id="mig-layout-typo"),

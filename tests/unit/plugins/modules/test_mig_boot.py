@@ -27,20 +27,17 @@ import sys
 import pytest
 import yaml
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._mig_layouts import LAYOUTS
 from ansible_collections.gpucluster.bringup.tests.unit.nodelib import install_library
 from ansible_collections.gpucluster.bringup.tests.unit.simnode import annotated, calls, node, sim, state  # noqa: F401  pylint: disable=unused-import
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PROGRAM = os.path.join(ROOT, 'roles', 'mig', 'files', 'gpucluster_mig_boot.py')
-DEFAULTS = os.path.join(ROOT, 'roles', 'mig', 'defaults', 'main.yml')
 
 _loader = importlib.machinery.SourceFileLoader('gpucluster_mig_boot', PROGRAM)
 _spec = importlib.util.spec_from_loader('gpucluster_mig_boot', _loader)
 boot = importlib.util.module_from_spec(_spec)
 _loader.exec_module(boot)
-
-with open(DEFAULTS) as _handle:
-    LAYOUTS = yaml.safe_load(_handle)['mig_layouts']
 
 
 def write_layout(tmp_path, name, gpus=None):

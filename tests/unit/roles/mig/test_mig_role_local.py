@@ -134,7 +134,7 @@ def test_a_process_that_blocks_a_pending_reset_is_named(node, tmp_path):
 
 @pytest.mark.parametrize('extra, groups, message', [
     ({'mig_layout': 'all-balancd'}, None,
-     "gpu-01: mig_layout is 'all-balancd', not a layout of mig_layouts or mig_layouts_custom; valid layouts: all-1g, all-1g.10gb, "
+     "gpu-01: mig_layout is 'all-balancd', not a shipped layout or one of mig_layouts_custom; valid layouts: all-1g, all-1g.10gb, "
      'all-1g.18gb, all-1g.5gb, all-2g, all-2g.10gb, all-2g.20gb, all-3g, all-3g.20gb, all-3g.40gb, all-4g, all-7g, all-7g.40gb, all-7g.80gb, '
      'all-balanced, all-disabled, all-enabled, h100-only, site (or "" to leave MIG alone) (role gpucluster.bringup.mig)'),
     ({'mig_layout': 'site'}, None,

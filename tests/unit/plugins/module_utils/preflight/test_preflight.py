@@ -10,6 +10,7 @@ import os
 import pytest
 import yaml
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._mig_layouts import LAYOUTS
 from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _roles as pf
 from ansible_collections.gpucluster.bringup.plugins.plugin_utils._preflight_spec import role_value_problems, spec_problems
 
@@ -105,10 +106,9 @@ BAD = [
                   'that holds the Slurm package files'], id='slurm-local-without-dir'),
     pytest.param('slurm', dict(slurm_hooks_extra=[{'src': 'x', 'phase': 'prolog', 'name': 'check'}]),
                  ["slurm_hooks_extra[0].name is 'check'; expected NN-class-name (e.g. 60-all-site-check)"], id='hook-name-form'),
-    pytest.param('mig', dict(mig_layout='all-balancd', mig_layouts={'all-balanced': [{'gpu': 'all'}], 'all-disabled': [{'mig': False}]},
-                             mig_layouts_custom={'site': [{'gpu': 0}]}),
-                 ["mig_layout is 'all-balancd', not a layout of mig_layouts or mig_layouts_custom; valid layouts: all-balanced, "
-                  'all-disabled, site (or "" to leave MIG alone)'], id='mig-layout-not-in-catalogue'),
+    pytest.param('mig', dict(mig_layout='all-balancd', mig_layouts_custom={'site': [{'gpu': 0}]}),
+                 ["mig_layout is 'all-balancd', not a shipped layout or one of mig_layouts_custom; valid layouts: %s, site "
+                  '(or "" to leave MIG alone)' % ', '.join(sorted(LAYOUTS))], id='mig-layout-not-in-catalogue'),
     pytest.param('mig', dict(mig_layout='site', mig_layouts_custom={'site': []}),
                  ["layout 'site' is []; a layout is a non-empty list of GPU entries ({gpu, model, mig, instances}, the gpus option of "
                   'gpucluster.bringup.nvidia_mig)'], id='mig-layout-empty'),
@@ -351,18 +351,21 @@ def test_show(value, expected):
     # munge
     ('munge', 'gpu-02', None, dict(munge_key_b64=''), []),
     # mig: the catalogue, its entries, the controller for the Slurm integration
-    ('mig', 'gpu-02', None, dict(mig_layout='x', mig_layouts={}, mig_layouts_custom={}),
-     ['mig_layout is \'x\', not a layout of mig_layouts or mig_layouts_custom; valid layouts: none (or "" to leave MIG alone)']),
-    ('mig', 'gpu-02', None, dict(mig_layout='site', mig_layouts={}, mig_layouts_custom={'site': [{'gpu': 0}, 'all-1g', 3]}),
+    ('mig', 'gpu-02', None, dict(mig_layout='x', mig_layouts_custom={}),
+     ['mig_layout is \'x\', not a shipped layout or one of mig_layouts_custom; valid layouts: %s (or "" to leave MIG alone)'
+      % ', '.join(sorted(LAYOUTS))]),
+    # a shipped layout is one, the site's too
+    ('mig', 'gpu-02', None, dict(mig_layout='all-3g.40gb', mig_layouts_custom={}), []),
+    ('mig', 'gpu-02', None, dict(mig_layout='site', mig_layouts_custom={'site': [{'gpu': 0}, 'all-1g', 3]}),
      ["layout 'site' entry 1 is 'all-1g'; expected a dictionary {gpu, model, mig, instances}",
       "layout 'site' entry 2 is 3; expected a dictionary {gpu, model, mig, instances}"]),
-    ('mig', 'gpu-02', None, dict(mig_layout='site', mig_layouts={'site': None}, mig_layouts_custom={}),
+    ('mig', 'gpu-02', None, dict(mig_layout='site', mig_layouts_custom={'site': None}),
      ["layout 'site' is null; a layout is a non-empty list of GPU entries ({gpu, model, mig, instances}, the gpus option of "
       'gpucluster.bringup.nvidia_mig)']),
-    ('mig', 'gpu-02', None, dict(mig_layout='site', mig_layouts={'site': [{'gpu': 0}]}, mig_layouts_custom={}), []),
-    ('mig', 'ctl', dict(GROUPS, slurm_controller=[]), dict(mig_layout='site', mig_layouts={'site': [{'gpu': 0}]}), []),
+    ('mig', 'gpu-02', None, dict(mig_layout='site', mig_layouts_custom={'site': [{'gpu': 0}]}), []),
+    ('mig', 'ctl', dict(GROUPS, slurm_controller=[]), dict(mig_layout='site', mig_layouts_custom={'site': [{'gpu': 0}]}), []),
     ('mig', 'gpu-02', dict(GROUPS, slurm_controller=[]),
-     dict(mig_layout='site', mig_layouts={'site': [{'gpu': 0}]}, mig_slurm_integration='no'), []),
+     dict(mig_layout='site', mig_layouts_custom={'site': [{'gpu': 0}]}, mig_slurm_integration='no'), []),
     # slurmdbd: the group, the password length (8 is enough), the names, the entries of qos/accounts/users
     ('slurmdbd', 'ctl', dict(GROUPS, slurmdbd=[]), {},
      ['inventory group slurmdbd must hold exactly one host (where slurmdbd runs), it holds 0']),
@@ -437,10 +440,10 @@ def test_role_rules(role, host, groups, changes, expected):
     ('munge', {}, None, ['inventory group slurm_controller has no hosts; its first host holds the munge key']),
     ('slurmdbd', {}, [],
      ['inventory group slurmdbd must hold exactly one host (where slurmdbd runs), it holds 0']),
-    # the MIG rule needs both catalogues (the action leaves out what it cannot template)
-    ('mig', {'mig_layout': 'x', 'mig_layouts': {}}, GROUPS, []),
-    ('mig', {'mig_layout': 'x', 'mig_layouts_custom': {}}, GROUPS, []),
-    ('mig', {'mig_layout': 'x', 'mig_layouts': ['x'], 'mig_layouts_custom': {'x': [{'gpu': 0}]}}, GROUPS, []),
+    # the MIG rule needs the site's layouts as a dictionary (the action leaves out what it cannot template)
+    ('mig', {'mig_layout': 'x'}, GROUPS, []),
+    ('mig', {'mig_layout': 'x', 'mig_layouts_custom': ['x']}, GROUPS, []),
+    ('mig', {'mig_layout': 'x', 'mig_layouts_custom': {'x': [{'gpu': 0}]}}, GROUPS, []),
     # entries that are not dictionaries are skipped, the following ones still checked
     ('slurm', {'slurm_partitions': ['batch', {'name': 'DEFAULT', 'nodes': 'ALL'}]}, GROUPS,
      ['slurm_partitions[1].name is \'DEFAULT\'; use letters, digits, ".", "_", "-" (and not DEFAULT)']),

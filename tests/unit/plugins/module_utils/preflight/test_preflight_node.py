@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import pytest
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._mig_layouts import LAYOUTS, SHIPPED
 from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _node as pn
 
 H100 = 'NVIDIA H100 80GB HBM3'
@@ -267,9 +268,24 @@ def test_failure_message_counts_and_lists_lines():
 
 
 def test_the_layout_entries_are_named_by_the_inventory_variable():
-    readings, wants = _mig([{'gpu': 9, 'instances': [{'profile': '3g.40gb'}]}], var='mig_layouts', require=False)
+    readings, wants = _mig([{'gpu': 9, 'instances': [{'profile': '3g.40gb'}]}], var=SHIPPED, require=False)
     lines, _w = pn.node_problems(readings, wants)
-    assert "mig_layouts['dgx-1g'][0]" in lines[0] and 'gpus[0]' not in lines[0]
+    assert "gpucluster.bringup.mig_layouts['dgx-1g'][0]" in lines[0] and 'gpus[0]' not in lines[0]
+
+
+@pytest.mark.parametrize('layout, gpus, expected', [
+    # a shipped layout on a fresh node (nvidia-smi, the catalogue's profiles): its entries are the table's
+    ('all-1g.5gb', [H100] * 8, ["gpu-01: gpucluster.bringup.mig_layouts['all-1g.5gb'][0] (mig_layout 'all-1g.5gb'):", '1g.5gb']),
+    ('all-1g.10gb', [H100] * 8, []),
+    # (a shape passes over GPUs without MIG: they are left uncovered)
+    ('all-balanced', [L40S] * 4, ["gpu-01: mig_layout 'all-balanced' (gpucluster.bringup.mig_layouts['all-balanced']) selects none of GPUs 0, 1, 2, 3"]),
+])
+def test_a_shipped_layout_on_a_fresh_node_is_checked_by_the_catalogue(layout, gpus, expected):
+    node_want = want(layout=layout, entries=LAYOUTS[layout], var=SHIPPED)
+    readings, wants = site(n=1, node_reading=lambda: _fresh(gpus), node_want=lambda host: node_want)
+    lines, _w = pn.node_problems(readings, wants)
+    assert len(lines) == (1 if expected else 0), lines
+    assert all(part in ' '.join(lines) for part in expected), lines
 
 
 def test_the_readings_are_not_changed():

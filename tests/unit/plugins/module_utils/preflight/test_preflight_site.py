@@ -13,7 +13,7 @@ def values():
     return {
         'ctl': {'slurm_partitions': PARTS, 'slurmdbd_qos': [{'name': 'gpu', 'MaxJobsPerUser': 4}],
                 'slurmdbd_accounts': [{'name': 'research', 'QOS': ['normal', 'gpu']}], 'slurmdbd_users': [{'name': 'alice', 'accounts': ['research']}]},
-        'dgx-01': {'gpucluster_node_type': {'name': 'dgx-h100', 'gpu_model': 'H100', 'gpu_count': 8}, 'mig_layout': 'half', 'mig_layouts': {},
+        'dgx-01': {'gpucluster_node_type': {'name': 'dgx-h100', 'gpu_model': 'H100', 'gpu_count': 8}, 'mig_layout': 'half',
                    'mig_layouts_custom': {'half': LAYOUT}, 'mig_require_all_gpus': True,
                    'slurm_node_params': {'Gres': 'gpu:1g.10gb:28,gpu:h100:4'}},
         'l40s-01': {'gpucluster_node_type': {'gpu_model': 'l40s', 'gpu_count': 4, 'hcas': ['mlx5_0']}},
@@ -123,8 +123,8 @@ def test_a_task_prolog_with_containers_is_a_warning(dgx, ctl_overrides, reason):
         assert 'every container job of the cluster fails' in warnings[0] and 'slurm_conf_overrides: {TaskProlog: null}' in warnings[0]
 
 
-UNCOVERED = ("mig_layout 'shaped' (mig_layouts['shaped']) selects none of GPUs 0, 1, 2, 3 of the 4 the node has (gpucluster_node_type.gpu_count 4); "
-             'expected an entry for each GPU ({gpu: "0", mig: false} leaves one whole) or mig_require_all_gpus: false')
+UNCOVERED = ("mig_layout 'all-7g' (gpucluster.bringup.mig_layouts['all-7g']) selects none of GPUs 0, 1, 2, 3 of the 4 the node has "
+             '(gpucluster_node_type.gpu_count 4); expected an entry for each GPU ({gpu: "0", mig: false} leaves one whole) or mig_require_all_gpus: false')
 
 
 @pytest.mark.parametrize('model, shape, require_all, result', [
@@ -136,9 +136,14 @@ UNCOVERED = ("mig_layout 'shaped' (mig_layouts['shaped']) selects none of GPUs 0
     ('L40S', '7g', True, ([('gpu-01', 'mig', UNCOVERED)], None)),
 ])
 def test_a_shape_layout_against_the_declared_gpus(model, shape, require_all, result):
-    values = {'gpucluster_node_type': {'gpu_model': model, 'gpu_count': 4}, 'mig_layout': 'shaped', 'mig_require_all_gpus': require_all,
-              'mig_layouts': {'shaped': [{'gpu': 'all', 'shape': shape}]}, 'mig_layouts_custom': {}}
+    # a shipped layout (all-<shape>), and the same shape as a site's layout
+    values = {'gpucluster_node_type': {'gpu_model': model, 'gpu_count': 4}, 'mig_layout': 'all-' + shape, 'mig_require_all_gpus': require_all,
+              'mig_layouts_custom': {}}
     assert site.mig_layout_problems('gpu-01', values, ()) == result
+    values.update(mig_layout='shaped', mig_layouts_custom={'shaped': [{'gpu': 'all', 'shape': shape}]})
+    custom = ([(host, role, message.replace("'all-7g' (gpucluster.bringup.mig_layouts['all-7g'])", "'shaped' (mig_layouts_custom['shaped'])"))
+               for host, role, message in result[0]], result[1])
+    assert site.mig_layout_problems('gpu-01', values, ()) == custom
 
 
 @pytest.mark.parametrize('node_type, messages', [
