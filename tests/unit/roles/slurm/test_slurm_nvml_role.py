@@ -27,9 +27,11 @@ import subprocess
 import sys
 
 import pytest
+import yaml
 
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _distro_packages as distro_packages
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._gres import autodetect_comments
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import gres_conf_file_lines
 from ansible_collections.gpucluster.bringup.tests.unit.aptindex import apt_config
@@ -40,11 +42,23 @@ PLAYBOOK_BIN = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 GROUPS = {'slurm_controller': ['ctl'], 'slurm_compute': ['gpu-01', 'cpu-01'], 'gpu_nodes': ['gpu-01']}
 
 
+# vars/<family>.yml: the package lists, each one call of the collection's filter slurm_distribution_packages (the
+# table of plugins/module_utils/slurm/_distro_packages.py), which the in-process Templar here does not know: the call's
+# arguments are read from the file and the table answers
+_PACKAGES_CALL = re.compile(r"^\{\{ '(?P<family>\w+)' \| gpucluster\.bringup\.slurm_distribution_packages\('(?P<part>\w+)'\) \}\}$")
+
+
+def _distro_table(name, value):
+    match = _PACKAGES_CALL.match(str(value).strip()) if name.startswith('_slurm_packages_') else None
+    return distro_packages.packages(match.group('family'), match.group('part')) if match else value
+
+
 def role_vars(family='Debian', **extra):
     loader = DataLoader()
     found = {}
     for name in ('defaults/main.yml', 'vars/main.yml', 'vars/%s.yml' % family):
-        found.update(loader.load_from_file(os.path.join(ROLE, name), cache='none', trusted_as_template=True))
+        data = loader.load_from_file(os.path.join(ROLE, name), cache='none', trusted_as_template=True)
+        found.update((key, _distro_table(key, value)) for key, value in data.items())
     found.update(groups=GROUPS, ansible_facts={'architecture': 'x86_64', 'os_family': family})
     found.update(extra)
     return loader, found
@@ -56,6 +70,19 @@ def template(text, family='Debian', **extra):
 
 
 # --- variables ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('family', ['Debian', 'RedHat'])
+def test_the_package_lists_are_the_one_tables(family):
+    # (one copy of each list: the slurm role's vars file names the table's row, the node preflight reads the same table)
+    with open(os.path.join(ROLE, 'vars', '%s.yml' % family)) as handle:
+        data = yaml.safe_load(handle)
+    lists = sorted(name for name in data if name.startswith('_slurm_packages_'))
+    assert lists == ['_slurm_packages_compute', '_slurm_packages_controller', '_slurm_packages_login', '_slurm_packages_mps',
+                     '_slurm_packages_nvml', '_slurm_packages_sackd']
+    for name in lists:
+        match = _PACKAGES_CALL.match(data[name].strip())
+        assert match and (match.group('family'), match.group('part')) == (family, name[len('_slurm_packages_'):]), data[name]
 
 @pytest.mark.parametrize('family, host, extra, packages, dirs', [
     ('Debian', 'gpu-01', {'slurm_gres_autodetect': 'nvml'}, ['slurmd', 'slurm-client', 'libpmix-dev', 'slurm-wlm-nvml-plugin'],
