@@ -84,6 +84,7 @@ def test_the_package_lists_are_the_one_tables(family):
         match = _PACKAGES_CALL.match(data[name].strip())
         assert match and (match.group('family'), match.group('part')) == (family, name[len('_slurm_packages_'):]), data[name]
 
+
 @pytest.mark.parametrize('family, host, extra, packages, dirs', [
     ('Debian', 'gpu-01', {'slurm_gres_autodetect': 'nvml'}, ['slurmd', 'slurm-client', 'libpmix-dev', 'slurm-wlm-nvml-plugin'],
      ['/usr/lib/x86_64-linux-gnu/slurm-wlm']),
