@@ -270,6 +270,9 @@ def busbw_platform(nvml_name, gpus):
 # layouts per model: all-balanced = 1 x 3g, 1 x 2g, 2 x the smallest 1g on a 7-slice GPU (A100, H100, H200, B200,
 # GB200, ...), 1 x 2g, 2 x 1g on a 4-slice one (A30, RTX PRO 6000); all-<N>g = as many of the N-slice profile as fit.
 SHAPES = ('1g', '2g', '3g', '4g', '7g', 'balanced')
+# The profiles NVIDIA's mig-parted names a layout after (all-1g.10gb ...; its default config): the collection ships
+# the same names (catalogue/_mig_layouts.py), each valid on the models that have that profile.
+MIG_PARTED_PROFILES = ('1g.5gb', '1g.10gb', '1g.18gb', '2g.10gb', '2g.20gb', '3g.20gb', '3g.40gb', '7g.40gb', '7g.80gb')
 
 
 def _plain(profiles, slices):

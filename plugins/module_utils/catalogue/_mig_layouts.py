@@ -23,14 +23,16 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _gpus
+
 # The inventory variable with a site's layouts (the same name replaces a shipped layout)
 CUSTOM = 'mig_layouts_custom'
 # How a message names the shipped layouts (the filter that gives them): gpucluster.bringup.mig_layouts['all-1g'][0]
 SHIPPED = 'gpucluster.bringup.mig_layouts'
 # The shapes of _gpus.SHAPES as layouts: all-<shape>, in the order the AWX survey lists them
 _SHAPE_LAYOUTS = ('balanced', '1g', '2g', '3g', '4g', '7g')
-# mig-parted's profile-named layouts: all-<profile>
-_PROFILE_LAYOUTS = ('1g.5gb', '1g.10gb', '1g.18gb', '2g.10gb', '2g.20gb', '3g.20gb', '3g.40gb', '7g.40gb', '7g.80gb')
+# mig-parted's profile-named layouts: all-<profile> (the profile names are the catalogue's)
+_PROFILE_LAYOUTS = _gpus.MIG_PARTED_PROFILES
 
 LAYOUTS = dict(
     [('all-disabled', [{'gpu': 'all', 'mig': False}]),

@@ -19,8 +19,8 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _roles as pf
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot
+from ansible_collections.gpucluster.bringup.plugins.plugin_utils._preflight_spec import role_value_problems
 from ansible_collections.gpucluster.bringup.tests.unit import enroot_role
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
@@ -39,7 +39,7 @@ def problems(role, **values):
     with open(os.path.join(ROOT, 'roles', role, 'defaults', 'main.yml')) as handle:
         found = dict((k, v) for k, v in yaml.safe_load(handle).items() if not (isinstance(v, str) and '{{' in v))
     found.update(values)
-    return pf.role_problems(role, 'gpu-01', options, found, {'all': ['gpu-01']})
+    return role_value_problems(role, 'gpu-01', options, found, {'all': ['gpu-01']})
 
 
 @pytest.mark.parametrize('role', ['enroot', 'pyxis'])
