@@ -3,8 +3,9 @@
 #
 #   bash benchmarks/mutation.sh                     # every _*.py of plugins/module_utils/ and its subfolders
 #   bash benchmarks/mutation.sh --file _hostlist.py --file mig/_mig_minors.py   # a name or a path under it
+#   bash benchmarks/mutation.sh --sample 400 --seed 43   # 400 mutants drawn at random from all of them (or of --file's)
 #   bash benchmarks/mutation.sh --jobs 2            # mutants run 2 at a time (default 1)
-#   bash benchmarks/mutation.sh --report            # print the last results again (also of a run stopped early)
+#   bash benchmarks/mutation.sh --report            # print the last run's results again (also of a run stopped early)
 #
 # On a shared machine run it as `nice -n 19 bash benchmarks/mutation.sh ...`.
 #
@@ -18,11 +19,15 @@
 # mutmut runs the tests once to record which tests call each function, then each
 # mutant against only those tests (stopping at the first failure).
 #
-# Each file's result goes to .build/mutation/results/<file>.json (kept until that file is
-# run again, so partial runs add up); the table is printed and written to
-# .build/mutation/report.txt, the diff of every mutant not killed and not listed in
-# benchmarks/mutation-equivalent.txt to .build/mutation/survivors.txt, mutmut's own
-# output to .build/mutation/mutmut.log.
+# Whole files: each file's result goes to .build/mutation/results/<file>.json (kept until
+# that file is run again, so partial runs add up).  A sample (--sample N [--seed S], seed 0
+# by default): mutmut makes every mutant of the files, N of them are drawn uniformly at
+# random (the same tree and seed draw the same mutants; the names drawn are in
+# .build/mutation/work/sample.json), only those run, and the report gives the raw score with
+# its 95 % confidence interval (Wilson) and each file's counts; results in
+# .build/mutation/sample-results/.  Either way the table is printed and written to
+# .build/mutation/report.txt, the diff of every mutant not killed to
+# .build/mutation/survivors.txt, mutmut's own output to .build/mutation/mutmut.log.
 set -euo pipefail
 
 MUTMUT_VERSION=3.8.1
@@ -36,14 +41,16 @@ RESULTS=$OUT/results
 COLL_REL=ansible_collections/gpucluster/bringup
 COLL=$WORK/$COLL_REL
 UTILS=plugins/module_utils
-EQUIVALENT=$ROOT/benchmarks/mutation-equivalent.txt
+SAMPLE_RESULTS=$OUT/sample-results
 HELPER=$ROOT/benchmarks/mutation_report.py
 
-usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 die() { echo "mutation.sh: $*" >&2; exit 2; }
 
 jobs=1
 report_only=0
+sample=0
+seed=
 files=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -63,11 +70,20 @@ while [ $# -gt 0 ]; do
             [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--jobs needs a positive whole number, got '${2:-}'"
             jobs=$2
             shift 2 ;;
+        --sample)
+            [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || die "--sample needs a positive whole number of mutants, got '${2:-}'"
+            sample=$2
+            shift 2 ;;
+        --seed)
+            [[ ${2:-} =~ ^[0-9]+$ ]] || die "--seed needs a whole number, got '${2:-}'"
+            seed=$2
+            shift 2 ;;
         --report) report_only=1; shift ;;
         -h|--help) usage; exit 0 ;;
-        *) die "unknown argument '$1' (valid: --file NAME, --jobs N, --report, --help)" ;;
+        *) die "unknown argument '$1' (valid: --file NAME, --sample N, --seed S, --jobs N, --report, --help)" ;;
     esac
 done
+[ -z "$seed" ] || [ "$sample" -gt 0 ] || die "--seed draws a sample: give --sample N too"
 if [ ${#files[@]} -eq 0 ]; then
     mapfile -t files < <(cd "$UTILS" && find . -name '_*.py' ! -name '__init__.py' -printf '%P\n' | sort)
 fi
@@ -89,10 +105,27 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "${requirements[*]}" ]; then
 fi
 PY=$VENV/bin/python
 
+# The results of the run in the work tree: a sample's (the work tree has sample.json) or whole files'.
+# With the run's seconds as argument, first a line of how long it took.
+collect_and_report() {
+    local results=$RESULTS drawn_file=() mutants=0
+    if [ -f "$WORK/sample.json" ]; then
+        results=$SAMPLE_RESULTS drawn_file=("$WORK/sample.json")
+        rm -rf "$results"
+        mkdir -p "$results"
+    fi
+    [ ! -d "$WORK/mutants" ] || mutants=$("$PY" "$HELPER" collect "$WORK" "$results")
+    if [ $# -gt 0 ]; then
+        [ "$sample" -eq 0 ] || mutants=$sample
+        echo "ran ${files[*]}: $mutants mutants in ${1}s ($(awk -v t="$1" -v n="$mutants" 'BEGIN { printf "%.2f", n ? t / n : 0 }')s per mutant, making them and recording the tests included)"
+        echo
+    fi
+    "$PY" "$HELPER" report "$results" "$OUT" "${drawn_file[@]}"
+}
+
 if [ "$report_only" -eq 1 ]; then
-    # an interrupted run leaves its results in the work tree: take them (mutants not run show as unchecked)
-    [ ! -d "$WORK/mutants" ] || "$PY" "$HELPER" collect "$WORK" "$RESULTS" >/dev/null
-    "$PY" "$HELPER" report "$RESULTS" "$EQUIVALENT" "$OUT"
+    # an interrupted run leaves its results in the work tree: take them (mutants not run show as not run)
+    collect_and_report
     exit
 fi
 
@@ -172,16 +205,22 @@ mkdir -p "$shim"
 site=$("$PY" -c 'import os, mutmut; print(os.path.dirname(os.path.dirname(mutmut.__file__)))')
 ln -s "$site/mutmut" "$site/mutmut-$MUTMUT_VERSION.dist-info" "$shim/"
 
-echo "mutmut $MUTMUT_VERSION: ${#files[@]} file(s), ${#tests[@]} test file(s), $jobs job(s); log: ${OUT#"$ROOT"/}/mutmut.log"
 start=$(date +%s)
+drawn=()
+if [ "$sample" -gt 0 ]; then
+    # mutmut's generation step alone (no test runs); `mutmut run` keeps the mutated files it finds newer than their sources
+    seed=${seed:-0}
+    echo "making every mutant of ${#files[@]} file(s) to draw $sample of them (seed $seed)"
+    mapfile -t drawn < <(cd "$WORK" && PYTHONHASHSEED=0 "$PY" "$HELPER" sample . "$sample" "$seed" "$jobs" 2> "$OUT/sample.log")
+    [ ${#drawn[@]} -eq "$sample" ] || { tail -n 20 "$OUT/sample.log" >&2; die "drew ${#drawn[@]} mutants, not $sample (${OUT#"$ROOT"/}/sample.log)"; }
+fi
+
+echo "mutmut $MUTMUT_VERSION: ${#files[@]} file(s), ${#tests[@]} test file(s), $jobs job(s)$([ "$sample" -eq 0 ] || echo ", $sample mutants drawn"); log: ${OUT#"$ROOT"/}/mutmut.log"
 rc=0
-(cd "$WORK" && PYTHONHASHSEED=0 PATH="$VENV/bin:$PATH" PYTHONPATH="$shim${PYTHONPATH:+:$PYTHONPATH}" "$VENV/bin/mutmut" run --max-children "$jobs") > "$OUT/mutmut.log" 2>&1 || rc=$?
+(cd "$WORK" && PYTHONHASHSEED=0 PATH="$VENV/bin:$PATH" PYTHONPATH="$shim${PYTHONPATH:+:$PYTHONPATH}" "$VENV/bin/mutmut" run --max-children "$jobs" "${drawn[@]}") > "$OUT/mutmut.log" 2>&1 || rc=$?
 elapsed=$(($(date +%s) - start))
 if [ "$rc" -ne 0 ]; then
     tail -c 3000 "$OUT/mutmut.log" | tr '\r' '\n' | tail -n 30 >&2
     die "mutmut failed (exit $rc) after ${elapsed}s; whole output in ${OUT#"$ROOT"/}/mutmut.log"
 fi
-mutants=$("$PY" "$HELPER" collect "$WORK" "$RESULTS")
-echo "ran ${files[*]}: $mutants mutants in ${elapsed}s ($(awk -v t="$elapsed" -v n="$mutants" 'BEGIN { printf "%.2f", n ? t / n : 0 }')s per mutant, test recording included)"
-echo
-"$PY" "$HELPER" report "$RESULTS" "$EQUIVALENT" "$OUT"
+collect_and_report "$elapsed"
