@@ -311,6 +311,9 @@ def report_lines(results_by_name, drawn=None):
     if drawn is not None:
         lines.append('sample: %d of the %d mutants of %d files, drawn with seed %s; %d run' % (
             len(drawn['drawn']), drawn['mutants'], len(population), drawn['seed'], checked))
+        if totals['unchecked']:
+            lines.append('NOT a uniform sample: the run stopped with %d of the mutants drawn not run, and mutmut runs the'
+                         ' mutants with the fastest tests first' % totals['unchecked'])
         if checked:
             low, high = wilson_interval(caught, checked)
             lines.append('raw score %s %% (%d of %d), 95 %% confidence interval %.1f-%.1f %% (Wilson score interval)' % (

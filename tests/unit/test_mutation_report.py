@@ -83,6 +83,7 @@ def test_report_of_a_sample_counts_the_drawn_mutants_only():
     assert lines[2].split() == ["_x.py", "6", "4", "1", "1", "1", "0", "66.7", "(not", "run:", "1)"]
     assert lines[3].split()[:8] == ["TOTAL", "9", "4", "1", "1", "1", "0", "66.7"]
     assert "sample: 4 of the 9 mutants of 2 files, drawn with seed 43; 3 run" in lines
+    assert [line for line in lines if line.startswith("NOT a uniform sample: the run stopped with 1 of the mutants")]
     assert "raw score 66.7 % (2 of 3), 95 % confidence interval 20.8-93.9 % (Wilson score interval)" in lines
     assert survivors == [("_x.x_f__mutmut_3", "survived", "--- the diff of 3")]
 
@@ -92,7 +93,7 @@ def test_report_of_whole_files_has_the_raw_score_and_no_interval():
     assert lines[0].split() == ["file", "mutants", "killed", "survived", "timeout", "no-tests", "score%"]
     assert lines[2].split() == ["_x.py", "6", "1", "2", "1", "1", "33.3"]
     assert "1 mutants with another outcome (interrupted, segfault, ...) count as not killed" in lines
-    assert not [line for line in lines if "interval" in line or "equiv" in line]
+    assert not [line for line in lines if "interval" in line or "equiv" in line or "uniform" in line]
     assert [(short, status) for short, status, _diff in survivors] == [
         ("_x.x_f__mutmut_2", "survived"), ("_x.x_f__mutmut_3", "survived"), ("_x.x_f__mutmut_5", "no tests"),
         ("_x.x_f__mutmut_6", "exit code 2")]
