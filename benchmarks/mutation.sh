@@ -141,6 +141,14 @@ else
 fi
 find "$COLL" -name __pycache__ -prune -exec rm -rf {} +
 
+# The NVML tests load the real nvidia-ml-py over the simulated library (conftest.py); the staged copy has no .build/,
+# so they take the checkout's files (bash scripts/test.sh deps fetches them) and build the library in the copy.
+pynvml=$(find "$ROOT/.build/nvml-ref" -path '*/nvidia-ml-py-*/pynvml.py' 2>/dev/null | sort | head -n 1)
+if [ -z "$pynvml" ] || [ ! -f "$ROOT/.build/nvml-header/include/nvml.h" ]; then
+    die "the NVML tests need .build/nvml-ref and .build/nvml-header: run 'bash scripts/test.sh deps' first"
+fi
+export NVMLSIM_REAL_PYNVML=$pynvml NVMLSIM_NVML_INCLUDE=$ROOT/.build/nvml-header/include
+
 mapfile -t tests < <(cd "$COLL" && "$PY" "$HELPER" select . "${files[@]/#/$UTILS/}")
 [ ${#tests[@]} -gt 0 ] || die "no test file names ${files[*]}"
 
