@@ -28,7 +28,7 @@ __metaclass__ = type
 
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible.module_utils.common.validation import check_type_dict, check_type_str
-from ansible.module_utils.errors import RequiredError, UnsupportedError
+from ansible.module_utils.errors import UnsupportedError
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight import _roles as preflight
 from ansible_collections.gpucluster.bringup.plugins.module_utils.preflight._roles import is_secret, show
@@ -169,30 +169,20 @@ def _walk_list(path, spec, value, secret, problems):
     return BAD if bad else converted
 
 
-def _missing_keys(errors):
-    """The keys Ansible's RequiredError names (``missing required arguments: a, b``)."""
-    for error in errors:
-        if isinstance(error, RequiredError):
-            for name in str(error).split(':', 1)[-1].split(' found in ', 1)[0].split(','):
-                yield name.strip()
-
-
 def _walk_options(path, options, value, secret, problems):
-    """A dictionary with sub-options: Ansible's unknown and missing keys, then each key's own walk."""
-    presence = dict((key, {'type': 'raw', 'required': bool((sub or {}).get('required'))}) for key, sub in options.items())
-    errors = ArgumentSpecValidator(presence).validate(dict(value)).errors.errors
+    """A dictionary with sub-options: Ansible's unknown keys, the required keys missing or null, then each key's own walk."""
+    errors = ArgumentSpecValidator(dict((key, {'type': 'raw'}) for key in options)).validate(dict(value)).errors.errors
     before = len(problems)
     if any(isinstance(e, UnsupportedError) for e in errors):
         unknown = sorted(str(k) for k in value if k not in options)
         problems.append('%s has the unknown key%s %s; valid keys: %s'
                         % (path, 's' if len(unknown) > 1 else '', ', '.join(repr(k) for k in unknown), ', '.join(sorted(options))))
-    # Ansible's missing keys; a required key set to null is missing too (Ansible's copy would hold '')
-    missing = set(_missing_keys(errors)) | set(k for k in options if (options[k] or {}).get('required') and k in value and value[k] is None)
     converted = {}
     for key in sorted(options):
         sub = options[key] or {}
         if value.get(key) is None:
-            if key in missing:
+            # (a required key set to null is missing too: Ansible's copy would hold '')
+            if sub.get('required'):
                 problems.append('%s lacks %s (required)' % (path, key))
             elif key in value:
                 converted[key] = None

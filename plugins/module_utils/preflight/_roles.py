@@ -47,6 +47,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue impor
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot as _enroot_settings
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_conf
 from ansible_collections.gpucluster.bringup.plugins.module_utils._hostlist import compress, expand, natural_key
+from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError, require_int
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import validate_node_name
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_munge import (munge_key_errors, munge_key_file_errors,
                                                                                             munge_key_path_errors, munge_key_source_errors)
@@ -119,11 +120,10 @@ def _flag(value):
 
 def _whole_number(value):
     """The number a key of a free-form dictionary (no spec: slurmdbd_conf) holds, as slurmdbd reads it; None if none."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and re.match(r'^\s*[-+]?[0-9]+\s*$', value):
-        return int(value)
-    return None
+    try:
+        return require_int('value', value)
+    except InputError:
+        return None
 
 
 def _munge(host, values, groups, controller_file=None):
