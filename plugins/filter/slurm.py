@@ -290,13 +290,15 @@ def slurm_running_config(show, conf_file, host, conf_path):
     return conf.running_config_from_results(show, conf_file, host, conf_path)
 
 
-def slurm_local_package_files(files, parts, debian_not_here=()):
+def slurm_local_package_files(files, parts, family='Debian'):
     """The package files of ``files`` a host needing ``parts`` installs: ``{flavour, files, problem}``; a directory the
-    role cannot install from (both flavours, several releases, 21.08, a missing slurm-smd package) is ``problem``."""
-    if not isinstance(files, (list, tuple)) or not isinstance(parts, (list, tuple)):
-        raise AnsibleFilterError('slurm_local_package_files needs a list of package files and a list of parts, got %r and %r' % (files, parts))
+    role cannot install from (both flavours, several releases, 21.08, a missing slurm-smd package) is ``problem``.
+    ``family``: the host's OS family, whose archive names the daemons it does not run (``_distro_packages.py``)."""
+    if not isinstance(files, (list, tuple)) or not isinstance(parts, (list, tuple)) or not isinstance(family, str):
+        raise AnsibleFilterError('slurm_local_package_files needs a list of package files, a list of parts and an OS family '
+                                 '(Debian, RedHat), got %r, %r and %r' % (files, parts, family))
     try:
-        return slurm_packages.host_files(list(files), list(parts), list(debian_not_here or []))
+        return slurm_packages.host_files(list(files), list(parts), family)
     except ValueError as exc:
         return {'flavour': None, 'files': [], 'problem': str(exc)}
 

@@ -34,6 +34,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _distro_packages as distro
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as sv
 
 FLAVOURS = ('debian', 'smd')
@@ -63,6 +64,8 @@ _DEBIAN_OTHERS = re.compile(r'^(slurm-wlm(-.+)?|libslurm[0-9]+(t64)?|libslurm-pe
 _DAEMON_PARTS = ('slurmctld', 'slurmd', 'slurmdbd', 'sackd')
 # SchedMD's packages that are no part of a node the roles set up: a REST daemon, the GUI, the compatibility wrappers
 _SMD_LEFT_OUT = ('slurm-smd-slurmrestd', 'slurm-smd-sview', 'slurm-smd-torque', 'slurm-smd-openlava')
+# The part of an OS family's archive (_distro_packages.PARTS) each host part is, for the archive-named files of a directory
+_DISTRO_PART = {'slurmctld': 'controller', 'slurmd': 'compute', 'slurmdbd': 'slurmdbd', 'sackd': 'sackd', 'nvml': 'nvml', 'client': 'login'}
 # name_version_arch.deb (Debian policy)
 _DEB_FILE = re.compile(r'^(?P<name>[a-z0-9][a-z0-9.+-]*)_(?P<version>[0-9][A-Za-z0-9.+~:-]*)_(?P<arch>[a-z0-9-]+)\.deb$')
 _OPTION = 'slurm_local_package_dir'
@@ -183,19 +186,29 @@ def missing(directory, parts, option=_OPTION):
                'build every package of debian/control' if flavour == 'smd' else 'the same Slurm version'))
 
 
-def host_files(entries, parts, debian_not_here=(), option=_OPTION):
+def not_here(family, parts):
+    """The archive packages of the OS family ``family`` that a host needing ``parts`` must not install from a package
+    directory named like the archive's: those of the daemons (and the NVML plugin) it does not run, less those of the parts
+    it does (``slurm-client`` is a controller's package and a login node's).  A part the table does not know is ignored."""
+    mine, theirs = set(), set()
+    for part, distro_part in _DISTRO_PART.items():
+        (mine if part in parts else theirs).update(distro.packages(family, distro_part))
+    return sorted(theirs - mine)
+
+
+def host_files(entries, parts, family='Debian', option=_OPTION):
     """``{flavour, files, problem}``: the files of ``entries`` (paths) a host needing ``parts`` installs.
 
-    Debian's flavour, or a directory without Slurm packages of the Debian family (RPMs), is the slurm role's rule as it
-    was: every file except those of the packages ``debian_not_here`` (the other roles' daemon packages, named by the
-    role's vars). SchedMD's flavour: every file except the daemons the host does not run (their packages start a
-    service when installed), the REST daemon, the GUI and the compatibility wrappers, and ``problem`` is
-    :func:`missing`'s message (Debian's flavour: ``''``, as before). Raises :class:`InputError` as :func:`read_directory`.
+    Debian's flavour, or a directory without Slurm packages of the Debian family (RPMs): every file except the packages
+    :func:`not_here` names for the OS family ``family`` (the daemons this host does not run). SchedMD's flavour: every
+    file except the daemons the host does not run (their packages start a service when installed), the REST daemon, the
+    GUI and the compatibility wrappers, and ``problem`` is :func:`missing`'s message (Debian's flavour: ``''``).
+    Raises :class:`InputError` as :func:`read_directory`.
     """
     paths = [str(path) for path in entries or []]
     directory = read_directory(paths, option)
     if directory['flavour'] != 'smd':
-        drop = set(debian_not_here)
+        drop = not_here(family, parts)
         # as the role's regex did: the package name, then _ or - and a digit (name_version_arch.deb, name-version.arch.rpm)
         pattern = re.compile(r'/(%s)[_-][0-9][^/]*$' % '|'.join(re.escape(name) for name in sorted(drop))) if drop else None
         files = [path for path in paths if pattern is None or not pattern.search(path)]

@@ -132,9 +132,8 @@ def host_files(groups, dpkg_text, files, option=OPTION):
     in the same step); the same choice as the slurm role's local install for the host's parts."""
     installed = installed_packages(dpkg_text)
     parts = host_parts(groups, installed)
-    debian_daemons = [packages.PACKAGES['debian'][part] for part in ('slurmctld', 'slurmd', 'slurmdbd', 'sackd') if part not in parts]
     try:
-        chosen = packages.host_files(list(files or []), parts, debian_daemons, option)
+        chosen = packages.host_files(list(files or []), parts, 'Debian', option)
     except ValueError as exc:
         return {'files': [], 'problem': str(exc)}
     return {'files': chosen['files'], 'problem': chosen['problem']}

@@ -38,14 +38,17 @@ def test_upgrade_filters_take_lists_and_say_so():
 
 def test_local_package_files_filter_returns_the_problem_as_text():
     mixed = ['/d/slurmd_24.11.5-4_amd64.deb', '/d/slurm-smd_26.05.3-1_amd64.deb']
-    found = FILTERS['slurm_local_package_files'](mixed, ['slurmd', 'client'], ['slurmctld'])
+    found = FILTERS['slurm_local_package_files'](mixed, ['slurmd', 'client'], 'Debian')
     assert found['files'] == [] and found['flavour'] is None
     assert found['problem'].startswith("slurm_local_package_dir holds both Debian's Slurm packages (slurmd_24.11.5-4_amd64.deb)")
     smd = ['/d/slurm-smd_26.05.3-1_amd64.deb', '/d/slurm-smd-client_26.05.3-1_amd64.deb', '/d/slurm-smd-slurmd_26.05.3-1_amd64.deb',
            '/d/slurm-smd-slurmctld_26.05.3-1_amd64.deb']
     assert FILTERS['slurm_local_package_files'](smd, ['slurmd', 'client']) == {'flavour': 'smd', 'files': smd[:3], 'problem': ''}
-    with pytest.raises(AnsibleFilterError, match='slurm_local_package_files needs a list of package files and a list of parts'):
+    with pytest.raises(AnsibleFilterError, match='slurm_local_package_files needs a list of package files, a list of parts and an OS family'):
         FILTERS['slurm_local_package_files']('/d', ['slurmd'])
+    # the old third argument, a list of package names: the OS family now names them
+    with pytest.raises(AnsibleFilterError, match=r"an OS family \(Debian, RedHat\), got .*\['slurmctld'\]"):
+        FILTERS['slurm_local_package_files'](smd, ['slurmd', 'client'], ['slurmctld'])
 
 
 def test_conf_settings_filter_uses_the_slurm_conf_parser_with_lower_case_keys():

@@ -154,7 +154,7 @@ def _names(files):
                            'slurm-smd-sview', 'slurm-smd-torque']),
 ])
 def test_host_files_smd(parts, left_out):
-    found = sp.host_files(smd_dir(), parts, ['slurmctld', 'slurmd', 'sackd', 'slurm-wlm-nvml-plugin'])
+    found = sp.host_files(smd_dir(), parts, 'Debian')
     assert found['flavour'] == 'smd' and found['problem'] == ''
     assert sorted(set(_names(smd_dir())) - set(_names(found['files']))) == left_out
 
@@ -175,25 +175,57 @@ def old_choice(files, not_here):
     return templar.template(trust_as_template(OLD))
 
 
-@pytest.mark.parametrize('files, not_here', [
-    (DEBIAN_DIR, ['slurmctld', 'sackd', 'slurm-wlm-nvml-plugin']),     # a compute node without nvml
-    (DEBIAN_DIR, ['slurmd', 'sackd', 'slurm-wlm-nvml-plugin']),        # the controller
-    (DEBIAN_DIR, ['slurmctld', 'slurmd', 'slurm-wlm-nvml-plugin']),    # a login node with configless
-    (DEBIAN_DIR, []),
-    (DEBIAN_DIR + ['/srv/debs/slurmd-dbg_24.11.5-4+deb13u1_amd64.deb', '/srv/debs/notes.txt'], ['slurmd']),
-    (RPMS, ['slurm-slurmctld', 'slurm-sackd']),
-    (RPMS, ['slurm-slurmd']),
-    ([], ['slurmd']),
+@pytest.mark.parametrize('family, parts, not_here', [
+    ('Debian', ['slurmd', 'client'], ['sackd', 'slurm-wlm-nvml-plugin', 'slurmctld', 'slurmdbd']),    # a compute node without nvml
+    ('Debian', ['slurmd', 'client', 'nvml'], ['sackd', 'slurmctld', 'slurmdbd']),                      # a GPU node with nvml
+    ('Debian', ['slurmctld', 'client'], ['sackd', 'slurm-wlm-nvml-plugin', 'slurmd', 'slurmdbd']),     # the controller
+    ('Debian', ['sackd', 'client'], ['slurm-wlm-nvml-plugin', 'slurmctld', 'slurmd', 'slurmdbd']),     # a login node with configless
+    ('Debian', ['client'], ['sackd', 'slurm-wlm-nvml-plugin', 'slurmctld', 'slurmd', 'slurmdbd']),     # a login node
+    # the slurmdbd role: what vars/Debian.yml listed by hand before
+    ('Debian', ['slurmdbd', 'client'], ['sackd', 'slurm-wlm-nvml-plugin', 'slurmctld', 'slurmd']),
+    ('Debian', ['slurmctld', 'slurmd', 'slurmdbd', 'sackd', 'client', 'nvml'], []),
+    # RedHat: slurm (libslurm and the commands) is every host's, pmix too
+    ('RedHat', ['slurmd', 'client'], ['slurm-sackd', 'slurm-slurmctld', 'slurm-slurmdbd']),
+    ('RedHat', ['slurmctld', 'client'], ['slurm-sackd', 'slurm-slurmd', 'slurm-slurmdbd']),
+    ('Gentoo', ['slurmd', 'client'], []),
 ])
-def test_debian_and_rpm_directories_choose_what_the_role_chose(files, not_here):
-    found = sp.host_files(files, ['slurmd', 'client'], not_here)
+def test_not_here_is_the_archive_packages_of_the_daemons_a_host_does_not_run(family, parts, not_here):
+    assert sp.not_here(family, parts) == not_here
+
+
+@pytest.mark.parametrize('files, family, parts', [
+    (DEBIAN_DIR, 'Debian', ['slurmd', 'client']),
+    (DEBIAN_DIR, 'Debian', ['slurmctld', 'client']),
+    (DEBIAN_DIR, 'Debian', ['sackd', 'client']),
+    (DEBIAN_DIR + ['/srv/debs/slurmdbd_%s_amd64.deb' % DEB13], 'Debian', ['slurmdbd', 'client']),
+    (DEBIAN_DIR, 'Debian', ['slurmctld', 'slurmd', 'slurmdbd', 'sackd', 'client', 'nvml']),
+    (DEBIAN_DIR + ['/srv/debs/slurmd-dbg_24.11.5-4+deb13u1_amd64.deb', '/srv/debs/notes.txt'], 'Debian', ['slurmctld', 'client']),
+    (RPMS, 'RedHat', ['slurmd', 'client']),
+    (RPMS, 'RedHat', ['slurmctld', 'client']),
+    ([], 'Debian', ['slurmd', 'client']),
+])
+def test_debian_and_rpm_directories_choose_what_the_role_chose(files, family, parts):
+    """The role's regex before this module, over the packages the host does not run."""
+    found = sp.host_files(files, parts, family)
     assert found['problem'] == ''
-    assert found['files'] == old_choice(files, not_here)
+    assert found['files'] == old_choice(files, sp.not_here(family, parts))
+
+
+@pytest.mark.parametrize('parts, left_out', [
+    (['slurmd', 'client'], ['sackd', 'slurm-wlm-nvml-plugin', 'slurmctld', 'slurmdbd']),
+    (['slurmd', 'client', 'nvml'], ['sackd', 'slurmctld', 'slurmdbd']),
+    (['slurmdbd', 'client'], ['sackd', 'slurm-wlm-nvml-plugin', 'slurmctld', 'slurmd']),
+])
+def test_a_debian_directory_leaves_out_the_daemons_the_host_does_not_run(parts, left_out):
+    directory = DEBIAN_DIR + ['/srv/debs/slurmdbd_%s_amd64.deb' % DEB13]
+    found = sp.host_files(directory, parts, 'Debian')
+    assert found['flavour'] == 'debian' and found['problem'] == ''
+    assert sorted(set(_names(directory)) - set(_names(found['files']))) == left_out
 
 
 def test_host_files_smd_installs_slurm_smd_first():
     """install.yml installs the files one by one (apt deb=): slurm-smd, which every other package depends on, first,
     though slurm-smd-client_* sorts before it by name."""
-    files = sp.host_files(smd_dir(), ['slurmd', 'client'], [])['files']
+    files = sp.host_files(smd_dir(), ['slurmd', 'client'], 'Debian')['files']
     assert files[0].endswith('/slurm-smd_26.05.3-1_amd64.deb')
     assert sorted(files[1:]) == files[1:]
