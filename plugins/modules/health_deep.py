@@ -120,6 +120,13 @@ drained:
   returned: always
   type: list
   elements: str
+no_verdict:
+  description: >-
+    Tested nodes whose job printed no report (it could not start, timed out or crashed): each is put back as it was, and
+    the validate role's deep playbook fails naming them, since they were not tested.
+  returned: always
+  type: list
+  elements: str
 resumed:
   description: Nodes the deep tier had drained that pass every check now and stay in service.
   returned: always
@@ -164,7 +171,7 @@ class DeepManager(object):
     def _run(self):
         nodes, extras = self.show_nodes()
         candidates, skipped = select(nodes, extras, self.params['names'], self.params['include_drained'], self.params['prefix'])
-        result = dict(changed=False, nodes=[], skipped=skipped, drained=[], resumed=[], records=skipped_records(skipped))
+        result = dict(changed=False, nodes=[], skipped=skipped, drained=[], resumed=[], no_verdict=[], records=skipped_records(skipped))
         if self.check_mode or not candidates:
             result['nodes'] = [{'name': c['name'], 'action': 'test', 'reason': c['reason'] or None,
                                 'message': 'would be tested (check mode)' if self.check_mode else '', 'records': [], 'report': None}
@@ -179,6 +186,8 @@ class DeepManager(object):
                     result['drained'].append(outcome['name'])
                 elif outcome['action'] == 'resume':
                     result['resumed'].append(outcome['name'])
+                if not outcome.get('verdict', True):
+                    result['no_verdict'].append(outcome['name'])
                 if outcome['action'] in ('drain', 'resume') or outcome.get('resumed_for_test'):
                     result['changed'] = True
         return result

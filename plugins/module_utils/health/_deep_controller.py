@@ -173,13 +173,15 @@ def _job_text(job):
 def settle(candidate, job, node_after, prefix='gpuhc', resume_after=1):
     """What becomes of a tested node: ``{name, action, reason, message, records, report}``.
 
+    ``verdict`` is False where the job printed no report (it failed to start, timed out or crashed): the node was not
+    tested, whatever ``action`` puts it back as it was.
     ``action``: ``drain`` (with ``reason``), ``restore`` (drain again with the reason it had), ``resume`` (leave it
     resumed: the deep tier had drained it and every check passed in ``resume_after`` deep runs in a row, the count the
     node program keeps), ``none`` (an idle node that passes, or a node that something else drained during the test:
     its reason stays).
     """
     name = candidate['name']
-    out = {'name': name, 'action': 'none', 'reason': None, 'message': '', 'records': [], 'report': None}
+    out = {'name': name, 'action': 'none', 'reason': None, 'message': '', 'records': [], 'report': None, 'verdict': True}
     before = candidate['reason'] if candidate['drained'] else None
     if node_after is not None and drained(node_after) and node_after['reason'] != before:
         out['message'] = 'drained while it was tested ("%s"); left as it is' % node_after['reason']
@@ -189,10 +191,11 @@ def settle(candidate, job, node_after, prefix='gpuhc', resume_after=1):
         rc = job.get('rc')
         why = 'did not finish within %ss' % job.get('timeout') if job.get('timed_out') else 'failed (rc %s): %s' % (rc, _job_text(job))
         out['records'].append(record(STAGE, name, 'deep_job', 'fail', 'the deep tier job %s; %s' % (why, exc)))
+        out['verdict'] = False
         if not out['message']:
             out['action'] = 'restore' if before is not None else 'none'
             out['reason'] = before
-            out['message'] = 'the job gave no verdict; %s' % ('its drain is put back' if before is not None else 'left in service')
+            out['message'] = 'the job gave no verdict (it %s); %s' % (why, 'its drain is put back' if before is not None else 'left in service')
         return out
     out['report'] = report
     for item in report['results']:

@@ -194,3 +194,29 @@ def test_with_two_passes_asked_the_first_passing_run_puts_the_deep_drain_back():
     slurm.jobs['gpu-02'] = dict(one, stdout=hd.report_line(data) + '\n')
     result = run(slurm, resume_after_passes=2)
     assert result['resumed'] == ['gpu-02'] and slurm.nodes['gpu-02'] == ['IDLE', '']
+
+
+@pytest.mark.parametrize('job, before, message', [
+    ({'rc': 1, 'stdout': '', 'stderr': 'srun: error: Unable to allocate resources: Requested node configuration is not available',
+      'timed_out': False, 'timeout': 3780}, None,
+     'the job gave no verdict (it failed (rc 1): srun: error: Unable to allocate resources: Requested node configuration is not available); '
+     'left in service'),
+    ({'rc': 124, 'stdout': '', 'stderr': '', 'timed_out': True, 'timeout': 3780}, 'gpuhc:deep:dcgm: x',
+     'the job gave no verdict (it did not finish within 3780s); its drain is put back'),
+])
+def test_a_job_without_a_report_is_named_no_verdict_and_put_back(job, before, message):
+    """A node whose job printed no report was not tested: ``no_verdict`` names it (the playbook fails on it)."""
+    slurm = FakeSlurm({'gpu-01': ['IDLE+DRAIN' if before else 'IDLE', before or ''], 'gpu-02': ['IDLE', '']},
+                      {'gpu-01': job, 'gpu-02': report('gpu-02', *PASS)})
+    result = run(slurm)
+    assert result['no_verdict'] == ['gpu-01']
+    assert slurm.nodes['gpu-01'] == ['IDLE+DRAIN' if before else 'IDLE', before or ''] and not slurm.reservations
+    outcome = dict((n['name'], n) for n in result['nodes'])
+    assert outcome['gpu-01']['message'] == message and outcome['gpu-01']['verdict'] is False
+    assert outcome['gpu-02']['verdict'] is True and result['drained'] == [] and result['resumed'] == []
+
+
+def test_every_node_with_a_report_has_a_verdict():
+    slurm = FakeSlurm({'gpu-01': ['IDLE', ''], 'gpu-02': ['IDLE+DRAIN', 'gpuhc:deep:dcgm: x']},
+                      {'gpu-01': report('gpu-01', *SLOW), 'gpu-02': report('gpu-02', *PASS)})
+    assert run(slurm)['no_verdict'] == []
