@@ -19,6 +19,7 @@ __metaclass__ = type
 
 import ast
 import fnmatch
+import functools
 import pathlib
 import re
 import shlex
@@ -54,6 +55,7 @@ def _words(line):
         return line.split()
 
 
+@functools.lru_cache(maxsize=None)
 def _pytest_files():
     """pytest.ini's python_files (pytest's default when it sets none)."""
     ini = (ROOT / "pytest.ini").read_text()
@@ -61,6 +63,7 @@ def _pytest_files():
     return found.group(1).split() if found else ["test_*.py", "*_test.py"]
 
 
+@functools.lru_cache(maxsize=None)
 def _molecule_selection():
     """(environment variable, default, marker, also-in-core marker) of the default scenario's split into core and
     acceptance tests: a test carrying the marker is an acceptance test; one that also carries the second runs in
@@ -121,6 +124,8 @@ def _has_marker(node, marker):
     return any(isinstance(n, ast.Attribute) and n.attr == marker for n in ast.walk(node))
 
 
+# (the files do not change while the tests run; the negative test below checks every row three times over)
+@functools.lru_cache(maxsize=None)
 def named_tests(path, name, marker, also=None):
     """[(test name, carries marker, carries also)] of a test file, or of the one test or class ``name`` in it."""
     tree = ast.parse((ROOT / path).read_text())
