@@ -120,8 +120,13 @@ install_simulator() {
         log "$container: keeping the simulated $preset GPUs"
     else
         log "$container: creating simulated GPUs: $preset"
-        in_node nvmlsim create --preset "$preset" --force >/dev/null \
-            || die "$container: 'nvmlsim create --preset $preset' failed"
+        # --all-cpus: every GPU local to the container's own CPUs. slurm.conf declares more cores than the
+        # container has (SlurmdParameters=config_overrides); Slurm's NVML plugin (slurm_gres_autodetect: nvml) maps
+        # each GPU's CPU affinity onto the container, and a GPU local only to CPUs it lacks (the preset's second
+        # NUMA node) would get no core: Slurm could then never give it to a job, and slurmctld keeps that binding
+        # after AutoDetect is switched off again (gres.conf without Cores= replaces no binding).
+        in_node nvmlsim create --preset "$preset" --force --all-cpus >/dev/null \
+            || die "$container: 'nvmlsim create --preset $preset --all-cpus' failed"
     fi
     in_node systemctl enable --quiet nvmlsim-boot.service
     in_node systemctl restart nvmlsim-boot.service \

@@ -81,3 +81,32 @@ def test_create_without_fit_cpus_keeps_the_preset_lists(tmp_path, monkeypatch):
     cli.run(["create", "--preset", "h100-80gb-x8"])
     state = json.loads(cli.run(["show", "--json"]))
     assert state["gpus"][0]["cpus"] == presets.PRESETS["h100-80gb-x8"].cpus[0]
+
+
+def test_all_cpus_makes_every_gpu_local_to_every_cpu_and_keeps_the_numa_nodes():
+    state = _state("h100-80gb-x8")
+    numa = [gpu["numa_node"] for gpu in state["gpus"]]
+    assert cli.all_cpus(state, allowed=[1, 0]) == "0-1"
+    assert [gpu["cpus"] for gpu in state["gpus"]] == ["0-1"] * 8
+    assert [gpu["numa_node"] for gpu in state["gpus"]] == numa
+    with pytest.raises(cli.UsageError, match="--all-cpus: no CPUs"):
+        cli.all_cpus(_state("l40s-x4"), allowed=[])
+
+
+def test_create_all_cpus_uses_the_cpus_this_process_may_run_on(tmp_path, monkeypatch):
+    monkeypatch.setenv("NVMLSIM_STATE", str(tmp_path / "state.json"))
+    monkeypatch.setenv("NVMLSIM_ROOT", str(tmp_path / "root"))
+    message = cli.run(["create", "--preset", "h100-80gb-x8", "--all-cpus"])
+    allowed = os.sched_getaffinity(0)
+    assert "every GPU local to this machine's CPUs" in message
+    state = json.loads(cli.run(["show", "--json"]))
+    assert all(set(node.parse_cpulist(gpu["cpus"])) == allowed for gpu in state["gpus"]), state["gpus"]
+
+
+def test_fit_cpus_and_all_cpus_are_one_choice(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("NVMLSIM_STATE", str(tmp_path / "state.json"))
+    monkeypatch.setenv("NVMLSIM_ROOT", str(tmp_path / "root"))
+    with pytest.raises(SystemExit):
+        cli.run(["create", "--preset", "h100-80gb-x8", "--all-cpus", "--fit-cpus"])
+    assert "not allowed with argument" in capsys.readouterr().err
+    assert not (tmp_path / "state.json").exists()

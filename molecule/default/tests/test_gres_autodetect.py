@@ -65,6 +65,14 @@ def _gres(name):
     return re.search(r"^\s*Gres=(\S+)", sh(CONTROLLER, "scontrol show node %s" % name).stdout, re.M).group(1)
 
 
+def _every_gpu_job(name, gres):
+    """A job holding every GPU GRES of the node runs: what a core binding without a core (a GPU Slurm can never
+    give) would refuse with "Requested node configuration is not available"."""
+    total = sum(int(re.match(r"\d+", item.split(":")[2]).group()) for item in gres.split(","))
+    job = sh(CONTROLLER, "timeout 60 srun -w %s --gres=gpu:%d printenv CUDA_VISIBLE_DEVICES" % (name, total), check=False)
+    assert job.rc == 0 and job.stdout.strip(), (name, gres, job.stdout, job.stderr)
+
+
 def test_nvml_on_debian_13_slurm_detects_every_gpu_itself_and_off_puts_the_facts_back(tmp_path):
     assert _release().startswith("24.11."), _release()
     gres = dict((name, _gres(name)) for name in GPU_NODES)
@@ -97,6 +105,9 @@ def test_nvml_on_debian_13_slurm_detects_every_gpu_itself_and_off_puts_the_facts
                 # (a MIG job sees "0" here: Slurm 24.11 exports the index within the job, where the 22.05
                 # oracle recorded the MIG UUID; docs/slurm-gres-autodetect.md)
                 assert re.match(r"^(\d+(,\d+)*|MIG-[0-9a-f-]+)$", job.stdout.strip()), job.stdout
+        # the core bindings the plugin made from NVML's CPU affinity leave every GPU usable at once
+        for name in GPU_NODES:
+            _every_gpu_job(name, gres[name])
         rc, output = run_playbook(PLAYBOOK, ["-e", "slurm_gres_autodetect=nvml"], log=tmp_path / "nvml-again.log")
         assert rc == 0, output[-6000:]
         assert_no_change(output, [CONTROLLER] + COMPUTE)
@@ -107,3 +118,6 @@ def test_nvml_on_debian_13_slurm_detects_every_gpu_itself_and_off_puts_the_facts
         assert re.search(r"^Name=gpu ", sh(name, "cat /etc/slurm/gres.conf").stdout, re.M)
     wait_idle(GPU_NODES)
     assert dict((name, _gres(name)) for name in GPU_NODES) == gres
+    # slurmctld keeps the core bindings NVML gave while a gres.conf line states none (Slurm's gres.c): still usable
+    for name in GPU_NODES:
+        _every_gpu_job(name, gres[name])

@@ -1,6 +1,6 @@
 """``nvmlsim``: create and drive a simulated GPU node.
 
-    nvmlsim create --preset NAME [--mig-minors PATH] [--ib-root PATH] [--auto-reset] [--force] [--fit-cpus]
+    nvmlsim create --preset NAME [--mig-minors PATH] [--ib-root PATH] [--auto-reset] [--force] [--fit-cpus | --all-cpus]
     nvmlsim presets
     nvmlsim show [--json]
     nvmlsim process add --gpu N --pid P --name NAME [--used-mib M] [--gi ID --ci ID]
@@ -152,10 +152,17 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument("--auto-reset", action="store_true",
                         help="nvmlDeviceSetMigMode resets an idle GPU at once (bare-metal behaviour)")
     create.add_argument("--force", action="store_true", help="replace an existing node")
-    create.add_argument("--fit-cpus", action="store_true",
-                        help="spread the preset's NUMA nodes over the CPUs this process may run on "
-                        "(sched_getaffinity), whole cores (with their hyperthreads) per NUMA node, so "
-                        "that tools which map the GPUs' CPU affinity onto this machine (slurmd) find those CPUs")
+    cpus = create.add_mutually_exclusive_group()
+    cpus.add_argument("--fit-cpus", action="store_true",
+                      help="spread the preset's NUMA nodes over the CPUs this process may run on "
+                      "(sched_getaffinity), whole cores (with their hyperthreads) per NUMA node, so "
+                      "that tools which map the GPUs' CPU affinity onto this machine (slurmd) find those CPUs")
+    cpus.add_argument("--all-cpus", action="store_true",
+                      help="make every GPU local to every CPU this process may run on (sched_getaffinity): "
+                      "for a node whose slurm.conf declares more cores than the machine has, where slurmd's "
+                      "NVML plugin maps each GPU's affinity onto this machine (a GPU local to no CPU here "
+                      "gets no core, and Slurm never gives it to a job; one local to part of them gets "
+                      "cores that do not fill the declared socket, which slurmctld refuses)")
 
     sub.add_parser("presets", help="list presets")
 
@@ -362,9 +369,11 @@ def _create(args) -> str:
             raise UsageError("a simulated node already exists at %s; use --force to replace it" % path)
         state = presets.build(args.preset, mig_minors, auto_reset=args.auto_reset)
         state["ib_root"] = os.path.abspath(args.ib_root) if args.ib_root else ib.default_root()
-        fitted = fit_cpus(state) if args.fit_cpus else None
+        fitted = fit_cpus(state) if args.fit_cpus else {"every": all_cpus(state)} if args.all_cpus else None
         _log_boot(state, only_first=True)
         store.save(state, path)
+    if fitted and args.all_cpus:
+        return "created %s at %s; every GPU local to this machine's CPUs %s" % (args.preset, path, fitted["every"])
     if fitted:
         return "created %s at %s; CPUs fitted to this machine: %s" % (
             args.preset, path, ", ".join("NUMA %d: %s" % item for item in sorted(fitted.items())))
@@ -421,6 +430,18 @@ def fit_cpus(state: dict, allowed=None, core_of=None) -> dict:
     for gpu in state["gpus"]:
         gpu["cpus"] = shares[gpu["numa_node"]]
     return shares
+
+
+def all_cpus(state: dict, allowed=None) -> str:
+    """Make every GPU of ``state`` local to all the CPUs in ``allowed`` (default ``os.sched_getaffinity(0)``);
+    returns that cpulist.  The preset's NUMA nodes stay as they are (``numa_node``)."""
+    allowed = sorted(os.sched_getaffinity(0) if allowed is None else allowed)
+    if not allowed:
+        raise UsageError("--all-cpus: no CPUs to make the GPUs local to")
+    every = _cpulist(allowed)
+    for gpu in state["gpus"]:
+        gpu["cpus"] = every
+    return every
 
 
 def _process(args) -> str:
