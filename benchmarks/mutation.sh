@@ -212,6 +212,11 @@ rm -rf "$shim"
 mkdir -p "$shim"
 site=$("$PY" -c 'import os, mutmut; print(os.path.dirname(os.path.dirname(mutmut.__file__)))')
 ln -s "$site/mutmut" "$site/mutmut-$MUTMUT_VERSION.dist-info" "$shim/"
+# mutmut reads its setup.cfg from the working directory: a test's own ansible-playbook (cwd: the test's temporary
+# directory) that imports the mutated collection would fail in mutmut's first, recording pass ("Could not figure out
+# where the code to mutate is") and stop the run. In such a process mutmut reads the work tree's setup.cfg instead.
+cp "$ROOT/benchmarks/mutation_sitecustomize.py" "$shim/sitecustomize.py"
+export GPUCLUSTER_MUTMUT_DIR=$WORK
 
 start=$(date +%s)
 drawn=()
