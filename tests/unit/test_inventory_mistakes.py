@@ -3,7 +3,9 @@
 Each case is a small overlay of the shipped example inventory of a mixed site (inventory/examples/mixed-site: a head
 node with slurmctld and slurmdbd, 4 DGX H100, 2 L40S nodes, MIG 1g.10gb x 7 on four GPUs of dgx-01, two partitions,
 two accounts, a QoS): a copy in tmp_path, the overlay merged into one of its files (a host_vars or group_vars file, or
-hosts.yml), then the real playbooks/site.yml run by ansible-playbook without tags. Every host is unreachable on
+hosts.yml), then the real playbooks/site.yml run by ansible-playbook without tags (the first case of each kind), or
+playbooks/preflight.yml, the play site.yml imports first (the others: a second less per case; that site.yml runs it
+first, untagged, is checked below). Every host is unreachable on
 purpose (127.0.0.1, port 1, from the extra vars): had the preflight passed, the facts play would have tried the nodes
 and said so. Each case asserts that the run failed in the preflight, that its message names the host, the variable and
 the value (the fragments of the case), and that no node was contacted.
@@ -358,6 +360,23 @@ for _kind, _id, _overlay, _fragments in CASES:
     KIND_COUNTS[_kind] = KIND_COUNTS.get(_kind, 0) + 1
 
 
+# the first case of each kind runs the whole site.yml; the others the preflight play it imports first
+THROUGH_SITE = set()
+for _kind, _id, _overlay, _fragments in CASES:
+    if not any(kind == _kind for kind, _name in THROUGH_SITE):
+        THROUGH_SITE.add((_kind, _id))
+
+
+def test_site_yml_runs_the_preflight_first_whatever_the_tags():
+    """What lets most cases run preflight.yml alone: site.yml imports it before any play that reaches a node."""
+    plays = yaml.safe_load(SITE.read_text())
+    assert plays[0].get("ansible.builtin.import_playbook") == "preflight.yml", plays[0]
+    assert all("ansible.builtin.import_playbook" in play or play.get("hosts") for play in plays)
+    preflight = yaml.safe_load(PREFLIGHT.read_text())
+    assert preflight[0]["hosts"] == "localhost:all" and preflight[0]["gather_facts"] is False
+    assert "always" in preflight[0].get("tags", []), preflight[0].get("tags")
+
+
 def test_there_are_at_least_60_mistakes():
     assert len(CASES) >= 60, KIND_COUNTS
     assert len(set(case[1] for case in CASES)) == len(CASES)
@@ -382,7 +401,7 @@ def test_a_node_in_no_partition_is_a_warning_not_a_failure(tmp_path):
 @pytest.mark.parametrize("kind, name, overlay, fragments", [pytest.param(*case, id="%s-%s" % case[:2]) for case in CASES])
 def test_the_mistake_is_stopped_by_the_preflight(tmp_path, kind, name, overlay, fragments):
     inventory = make_inventory(tmp_path, overlay)
-    rc, output = run(tmp_path, inventory)
+    rc, output = run(tmp_path, inventory, SITE if (kind, name) in THROUGH_SITE else PREFLIGHT)
     assert rc != 0, output[-4000:]
     assert TASK in output, output[-4000:]
     assert "the inventory has " in output and "nothing was changed" in output, output[-4000:]
