@@ -53,6 +53,8 @@ CONTROLLER = GROUPS["slurm_controller"][0]
 COMPUTE = GROUPS["slurm_compute"]
 GPU_NODES = GROUPS["gpu_nodes"]
 NODES = sorted(set(sum(GROUPS.values(), [])))
+# the hosts of playbooks/slurm_cluster.yml (slurm_controller:slurm_compute:slurm_login): its PLAY RECAP lists these
+SLURM_PLAY_HOSTS = sorted(set(GROUPS["slurm_controller"] + GROUPS["slurm_compute"] + GROUPS.get("slurm_login", [])))
 SIMULATED_VARS = yaml.safe_load((ROOT / "inventory" / "simulated" / "group_vars" / "all" / "simulated.yml").read_text())
 
 

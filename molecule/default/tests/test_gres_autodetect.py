@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from simcluster import COMPUTE, CONTROLLER, GPU_NODES, NODES, assert_no_change, recap, run_playbook, sh, wait_idle
+from simcluster import CONTROLLER, GPU_NODES, NODES, SLURM_PLAY_HOSTS, assert_no_change, recap, run_playbook, sh, wait_idle
 
 pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
 
@@ -110,7 +110,7 @@ def test_nvml_on_debian_13_slurm_detects_every_gpu_itself_and_off_puts_the_facts
             _every_gpu_job(name, gres[name])
         rc, output = run_playbook(PLAYBOOK, ["-e", "slurm_gres_autodetect=nvml"], log=tmp_path / "nvml-again.log")
         assert rc == 0, output[-6000:]
-        assert_no_change(output, [CONTROLLER] + COMPUTE)
+        assert_no_change(output, SLURM_PLAY_HOSTS)
     finally:
         rc, output = run_playbook(PLAYBOOK, log=tmp_path / "off.log")
         assert rc == 0, output[-6000:]
