@@ -29,8 +29,14 @@ def node_type_gres_problem(entries, value, host=None):
         raise AnsibleFilterError(str(exc))
 
 
+def node_type_nvlink_domain(detected, value):
+    """The node's NVLink domain for the block topology: NVML's (``detected``) with the node type's declared name."""
+    return _node_type.block_domain(value, detected)
+
+
 class FilterModule(object):
     """gpucluster.bringup filters of the node type."""
 
     def filters(self):
-        return {'node_type_expectations': node_type_expectations, 'node_type_gres_problem': node_type_gres_problem}
+        return {'node_type_expectations': node_type_expectations, 'node_type_gres_problem': node_type_gres_problem,
+                'node_type_nvlink_domain': node_type_nvlink_domain}

@@ -6,15 +6,17 @@
 
 ``{name: dgx-h100, gpu_model: H100, gpu_count: 8, hcas: [mlx5_0, ...], nvlink_domain: ''}``: the hardware every node
 of the group has.  The health check (its expected GPU count and models), the validation (node_check's ``expect``) and
-the preflight (MIG layouts and a hand-set ``Gres`` against the declared GPUs) read it, and the health check its
-``hcas`` (each declared InfiniBand device must have a port on the node); none of them has a variable of its own for it.
+the preflight (MIG layouts and a hand-set ``Gres`` against the declared GPUs) read it, the health check its
+``hcas`` (each declared InfiniBand device must have a port on the node) and the slurm role's block topology its
+``nvlink_domain`` (the block's name, checked against NVML's); none of them has a variable of its own for it.
 
 * ``gpu_model``: part of a GPU name the catalogue (``catalogue._gpus``) knows, case ignored (``H100``,
   ``A100-SXM4-40GB``, ``L40S``), or a name the inventory adds with ``preflight_gpu_models``; ``''`` only with
   ``gpu_count: 0``;
 * ``gpu_count``: the GPUs NVML must see, a whole number, 0 or more (required; ``'8'`` is 8, as the argument spec reads it);
-* ``hcas``: the InfiniBand devices (``mlx5_0``; ``'mlx5_0,mlx5_1'`` is two), default ``[]``; ``nvlink_domain``: default ``''``; ``name``: a label
-  for reports, default ``''``.
+* ``hcas``: the InfiniBand devices (``mlx5_0``; ``'mlx5_0,mlx5_1'`` is two), default ``[]``; ``nvlink_domain``: the
+  multi-node NVLink domain (an NVL72 rack: one group, one node type, per rack), the name of its Slurm block with
+  ``slurm_topology: block``, default ``''`` (none declared); ``name``: a label for reports, default ``''``.
 
 :func:`problems` lists every mistake (one line each, naming ``gpucluster_node_type.<key>``, the value and what is
 valid), :func:`normalise` returns the dict with its defaults or raises :class:`NodeTypeError` with the first mistake,
@@ -148,6 +150,16 @@ def normalise(value, host=None, extra=()):
     result['hcas'] = list(_hcas(result['hcas']))
     result['gpu_count'] = _count(result['gpu_count'])
     return result
+
+
+def block_domain(value, detected):
+    """A node's NVLink domain for the block topology (``_topology.block_topology``): ``detected`` (what NVML reports,
+    ``{cluster_uuid, clique_id}`` or None) with ``declared``, the node type's ``nvlink_domain``, where it declares one.
+    The node type was checked by the preflight; a value that is no node type declares nothing here."""
+    name = value.get('nvlink_domain') if isinstance(value, dict) else None
+    if not isinstance(name, str) or not name:
+        return detected
+    return dict(detected or {}, declared=name)
 
 
 def expectations(value, host=None, extra=()):

@@ -940,6 +940,12 @@ def block_topology(nodes, block_sizes=None):
         {'lines': ['BlockName=block1 Nodes=gb[01-18]', 'BlockName=block2 Nodes=gb[19-36]', 'BlockSizes=18,36'],
          'warnings': ['nodes without an NVLink fabric domain ...: gb37; they are in no block']}
 
+    A node's value may also carry ``declared``: the NVLink domain its node type declares (``gpucluster_node_type``
+    ``nvlink_domain``, e.g. ``rack-a07``; ``''`` for none).  The nodes declaring one name are one block of that name,
+    placed by the declaration also where NVML reports no domain (a warning says so).  Declaration and NVML must agree:
+    the nodes of one declared name in one NVML domain, and an NVML domain holding the nodes of one declared name only
+    (``ValueError`` naming both otherwise).  The other blocks keep their ``blockN`` names.
+
     ``block_sizes`` (a list or ``"18,36"``) becomes ``BlockSizes=`` after the blocks.  As topology.conf(5) and
     Slurm's block plugin (block_record.c) require: the first value is the planning base block size, each next
     one larger than the one before and the base times a power of two (at most 2**15), and every block must hold
@@ -950,49 +956,104 @@ def block_topology(nodes, block_sizes=None):
     if not isinstance(nodes, dict) or not nodes:
         raise ValueError('nodes must map Slurm node names to {"cluster_uuid": ..., "clique_id": ...}; got %r' % (nodes,))
     _node_name_list(list(nodes), what='nodes')
-    domains = {}
-    lost = []
+    detected, declared = _node_domains(nodes)
+    blocks, warnings = _declared_blocks(detected, declared)
+    lost = [name for name in nodes if detected.get(name) is None and not declared.get(name)]
+    if lost:
+        warnings.insert(0, 'nodes without an NVLink fabric domain (no cluster UUID from nvmlDeviceGetGpuFabricInfo): '
+                           '%s; they are in no block' % _hostlist(lost))
+    if not blocks:
+        raise ValueError('no node has an NVLink fabric domain (%s); topology/block needs at least one block'
+                         % _hostlist(lost))
+    blocks = sorted(blocks, key=lambda block: _natural_key(block[1][0]))
+    names, index = [], 0
+    taken = set(name for name, _members in blocks if name)
+    for name, _members in blocks:
+        if not name:
+            index += 1
+            while 'block%d' % index in taken:
+                index += 1
+            name = 'block%d' % index
+        names.append(name)
+    sizes = parse_block_sizes(block_sizes) if block_sizes is not None else None
+    base = sizes[0] if sizes else len(blocks[0][1])
+    small = ['%s (%d nodes: %s)' % (name, len(members), _hostlist(members))
+             for name, (_declared, members) in zip(names, blocks) if len(members) < base]
+    if small:
+        if sizes:
+            smallest = min(len(members) for _name, members in blocks)
+            raise ValueError('%s hold fewer nodes than the planning base block size %d of block_sizes; Slurm refuses '
+                             'such blocks: use a base of at most %d' % (', '.join(small), base, smallest))
+        raise ValueError('%s hold fewer nodes than %s (%d); without BlockSizes Slurm takes the first block\'s '
+                         'node count as the planning base and refuses smaller blocks: pass block_sizes with a base '
+                         'of at most %d' % (', '.join(small), names[0], base, min(len(members) for _name, members in blocks)))
+    lines = ['BlockName=%s Nodes=%s' % (name, compress(members)) for name, (_declared, members) in zip(names, blocks)]
+    if sizes:
+        lines.append('BlockSizes=%s' % ','.join(str(size) for size in sizes))
+    return {'lines': lines, 'warnings': warnings}
+
+
+def _node_domains(nodes):
+    """``({node: (uuid, clique) or None}, {node: declared name or ''})`` of block_topology's ``nodes``."""
+    detected, declared = {}, {}
     for name, info in nodes.items():
+        detected[name], declared[name] = None, ''
         if info is None:
-            lost.append(name)
             continue
         if not isinstance(info, dict):
             raise ValueError('node %s: %r is not {"cluster_uuid": ..., "clique_id": ...}' % (name, info))
+        wanted = info.get('declared') or ''
+        if not isinstance(wanted, str) or (wanted and (_UNSAFE.search(wanted) or wanted != wanted.strip())):
+            raise ValueError('node %s: the declared NVLink domain (gpucluster_node_type.nvlink_domain) is %r; expected a block '
+                             'name of letters, digits, ".", "_" or "-", such as rack-a07, or "" for none' % (name, wanted))
+        declared[name] = wanted
         uuid = info.get('cluster_uuid')
         if uuid is not None and not isinstance(uuid, str):
             raise ValueError('node %s: cluster_uuid %r is not a string' % (name, uuid))
         if _no_domain(uuid):
-            lost.append(name)
             continue
         clique = info.get('clique_id')
         if not is_clique_id(clique):
             raise ValueError('node %s: clique_id %r is not a whole number from 0 to %d (nvmlGpuFabricInfo cliqueId)'
                              % (name, clique, _MAX_CLIQUE))
-        domains.setdefault((uuid.strip().lower(), clique), []).append(name)
+        detected[name] = (uuid.strip().lower(), clique)
+    return detected, declared
+
+
+def _declared_blocks(detected, declared):
+    """``([(declared name or '', [members])], warnings)``: the nodes grouped by declared name, else by NVML domain;
+    ``ValueError`` where the two disagree."""
+    by_name, by_domain = {}, {}
+    for node in detected:
+        if declared[node]:
+            by_name.setdefault(declared[node], []).append(node)
+        if detected[node] is not None:
+            by_domain.setdefault(detected[node], []).append(node)
+    problems = []
+    for name, members in sorted(by_name.items()):
+        domains = sorted(set(detected[node] for node in members if detected[node] is not None))
+        if len(domains) > 1:
+            problems.append('the nodes declaring the NVLink domain %s are in %d NVLink domains by NVML: %s' % (
+                name, len(domains), '; '.join('%s: %s' % (_hostlist([n for n in members if detected[n] == domain]),
+                                                         _domain_text(domain)) for domain in domains)))
+    for domain, members in sorted(by_domain.items(), key=lambda item: _natural_key(item[1][0])):
+        names = sorted(set(declared[node] for node in members))
+        if len(names) > 1:
+            problems.append('NVML puts %s in one NVLink domain (%s), but their node types declare %s' % (
+                _hostlist(members), _domain_text(domain), ', '.join(
+                    '%s for %s' % ('"%s"' % name if name else 'none', _hostlist([n for n in members if declared[n] == name]))
+                    for name in names)))
+    if problems:
+        raise ValueError('the declared NVLink domains (gpucluster_node_type.nvlink_domain) and the ones NVML reports differ: '
+                         '%s' % '; '.join(problems))
     warnings = []
-    if lost:
-        warnings.append('nodes without an NVLink fabric domain (no cluster UUID from nvmlDeviceGetGpuFabricInfo): '
-                        '%s; they are in no block' % _hostlist(lost))
-    if not domains:
-        raise ValueError('no node has an NVLink fabric domain (%s); topology/block needs at least one block'
-                         % _hostlist(lost))
-    blocks = sorted((_sorted(members) for members in domains.values()), key=lambda members: _natural_key(members[0]))
-    sizes = parse_block_sizes(block_sizes) if block_sizes is not None else None
-    base = sizes[0] if sizes else len(blocks[0])
-    small = ['block%d (%d nodes: %s)' % (index, len(members), _hostlist(members))
-             for index, members in enumerate(blocks, 1) if len(members) < base]
-    if small:
-        if sizes:
-            smallest = min(len(b) for b in blocks)
-            raise ValueError('%s hold fewer nodes than the planning base block size %d of block_sizes; Slurm refuses '
-                             'such blocks: use a base of at most %d' % (', '.join(small), base, smallest))
-        raise ValueError('%s hold fewer nodes than block1 (%d); without BlockSizes Slurm takes the first block\'s '
-                         'node count as the planning base and refuses smaller blocks: pass block_sizes with a base '
-                         'of at most %d' % (', '.join(small), base, min(len(b) for b in blocks)))
-    lines = ['BlockName=block%d Nodes=%s' % (index, compress(members)) for index, members in enumerate(blocks, 1)]
-    if sizes:
-        lines.append('BlockSizes=%s' % ','.join(str(size) for size in sizes))
-    return {'lines': lines, 'warnings': warnings}
+    unseen = [node for name in by_name for node in by_name[name] if detected[node] is None]
+    if unseen:
+        warnings.append('nodes whose node type declares an NVLink domain that NVML does not report (fabric state not '
+                        'COMPLETED or no cluster UUID): %s; placed in the declared block' % _hostlist(unseen))
+    blocks = [(name, _sorted(members)) for name, members in by_name.items()]
+    blocks += [('', _sorted(members)) for members in by_domain.values() if not declared[members[0]]]
+    return blocks, warnings
 
 
 # --- topology.yaml (Slurm 25.05 and later) ----------------------------------------------------------------------------

@@ -63,6 +63,20 @@ def test_block_topology(tmp_path):
     assert outcome.result['lines'] == ['BlockName=block1 Nodes=gb[01-04]', 'BlockName=block2 Nodes=gb[05-08]', 'BlockSizes=4']
 
 
+def test_block_topology_names_the_declared_domains_and_refuses_what_nvml_contradicts(tmp_path):
+    dest = tmp_path / 'topology.conf'
+    fabric = dict(('gb%02d' % i, {'cluster_uuid': '6d1e3f2a-0000-4000-8000-%012d' % (1 if i <= 4 else 2), 'clique_id': 0,
+                                  'declared': 'rack-a07' if i <= 4 else 'rack-a08'}) for i in range(1, 9))
+    outcome = run_module(slurm_topology.main, {'plugin': 'block', 'nodes': sorted(fabric), 'fabric': fabric, 'dest': str(dest)})
+    assert not outcome.failed, outcome.result
+    assert outcome.result['lines'] == ['BlockName=rack-a07 Nodes=gb[01-04]', 'BlockName=rack-a08 Nodes=gb[05-08]']
+    written = dest.read_text()
+    fabric['gb05']['declared'] = 'rack-a07'
+    outcome = run_module(slurm_topology.main, {'plugin': 'block', 'nodes': sorted(fabric), 'fabric': fabric, 'dest': str(dest)})
+    assert outcome.failed and 'the nodes declaring the NVLink domain rack-a07 are in 2 NVLink domains by NVML' in outcome.result['msg']
+    assert dest.read_text() == written
+
+
 @pytest.mark.parametrize('args, fragments', [
     ({}, ['give one of ibnetdiscover (the text) or ibnetdiscover_path (a file), not neither']),
     ({'ibnetdiscover': 'x', 'ibnetdiscover_path': FAT}, ['not both']),

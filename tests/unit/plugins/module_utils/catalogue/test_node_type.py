@@ -104,3 +104,26 @@ def _entries(indices, mig=()):
 def test_gres_count_problem(value, entries, expected):
     found = node_type.gres_count_problem(value, entries, 'gpu-01')
     assert found.startswith(expected) and bool(found) == bool(expected), found
+
+
+DOMAIN = {'cluster_uuid': '8e1f2a3b-0000-4c1d-9a7e-000000000a01', 'clique_id': 0}
+
+
+@pytest.mark.parametrize('value, detected, expected', [
+    ({'gpu_model': 'GB200', 'gpu_count': 4, 'nvlink_domain': 'rack-a07'}, DOMAIN, dict(DOMAIN, declared='rack-a07')),
+    # declared where NVML reports none: the declaration alone
+    ({'gpu_model': 'GB200', 'gpu_count': 4, 'nvlink_domain': 'rack-a07'}, None, {'declared': 'rack-a07'}),
+    ({'gpu_model': 'H100', 'gpu_count': 8, 'nvlink_domain': ''}, DOMAIN, DOMAIN),
+    ({'gpu_model': 'H100', 'gpu_count': 8}, None, None),
+    (None, DOMAIN, DOMAIN),
+    (None, None, None),
+    ('not a node type', DOMAIN, DOMAIN),
+])
+def test_block_domain(value, detected, expected):
+    assert node_type.block_domain(value, detected) == expected
+
+
+def test_block_domain_leaves_the_detected_domain_as_it_was():
+    detected = dict(DOMAIN)
+    node_type.block_domain({'gpu_count': 4, 'nvlink_domain': 'rack-a07'}, detected)
+    assert detected == DOMAIN

@@ -736,6 +736,53 @@ def test_block_topology_refuses(nodes, sizes, message):
         block_topology(nodes, sizes)
 
 
+def declared(nodes, name):
+    """``nodes`` with the node type's declared NVLink domain ``name`` (gpucluster_node_type.nvlink_domain)."""
+    return dict((node, dict(info or {}, declared=name)) for node, info in nodes.items())
+
+
+@pytest.mark.parametrize('nodes, sizes, lines, warnings', [
+    # the declared names name the blocks; NVML agrees
+    (dict(declared(rack(gb(1, 18), UUID_A, 0), 'rack-a07'), **declared(rack(gb(19, 36), UUID_B, 0), 'rack-a08')), [18, 36],
+     ['BlockName=rack-a07 Nodes=gb[01-18]', 'BlockName=rack-a08 Nodes=gb[19-36]', 'BlockSizes=18,36'], []),
+    # one rack declared, one not: blockN for the other, numbered past no declared name
+    (dict(declared(rack(gb(1, 4), UUID_A, 0), 'block1'), **rack(gb(5, 8), UUID_B, 0)), None,
+     ['BlockName=block1 Nodes=gb[01-04]', 'BlockName=block2 Nodes=gb[05-08]'], []),
+    (dict(rack(gb(1, 4), UUID_A, 0), **declared(rack(gb(5, 8), UUID_B, 0), 'block1')), None,
+     ['BlockName=block2 Nodes=gb[01-04]', 'BlockName=block1 Nodes=gb[05-08]'], []),
+    # declared where NVML reports no domain (fabric manager not up): placed by the declaration, said
+    (dict(declared(rack(gb(1, 2), UUID_A, 0), 'nvl-1'), **declared({'gb03': None, 'gb04': {'cluster_uuid': None}}, 'nvl-1')), None,
+     ['BlockName=nvl-1 Nodes=gb[01-04]'],
+     ['nodes whose node type declares an NVLink domain that NVML does not report (fabric state not COMPLETED or no cluster '
+      'UUID): gb[03-04]; placed in the declared block']),
+    # "" declares nothing
+    (declared(rack(gb(1, 4), UUID_A, 0), ''), None, ['BlockName=block1 Nodes=gb[01-04]'], []),
+])
+def test_block_topology_with_declared_domains(nodes, sizes, lines, warnings):
+    assert block_topology(nodes, sizes) == {'lines': lines, 'warnings': warnings}
+
+
+@pytest.mark.parametrize('nodes, message', [
+    # one declared name over two NVML domains
+    (declared(dict(rack(gb(1, 9), UUID_A, 0), **rack(gb(10, 18), UUID_B, 0)), 'rack-a07'),
+     r"^the declared NVLink domains \(gpucluster_node_type.nvlink_domain\) and the ones NVML reports differ: the nodes "
+     r"declaring the NVLink domain rack-a07 are in 2 NVLink domains by NVML: gb\[01-09\]: cluster UUID "
+     r"8e1f2a3b-0000-4c1d-9a7e-000000000a01 clique 0; gb\[10-18\]: cluster UUID 8e1f2a3b-0000-4c1d-9a7e-000000000b02 clique 0$"),
+    # one NVML domain under two declared names, and under a name and none
+    (dict(declared(rack(gb(1, 9), UUID_A, 0), 'rack-a07'), **declared(rack(gb(10, 18), UUID_A, 0), 'rack-a08')),
+     r'NVML puts gb\[01-18\] in one NVLink domain \(cluster UUID 8e1f2a3b-0000-4c1d-9a7e-000000000a01 clique 0\), but their '
+     r'node types declare "rack-a07" for gb\[01-09\], "rack-a08" for gb\[10-18\]$'),
+    (dict(declared(rack(gb(1, 9), UUID_A, 0), 'rack-a07'), **rack(gb(10, 18), UUID_A, 0)),
+     r'node types declare none for gb\[10-18\], "rack-a07" for gb\[01-09\]$'),
+    (declared(rack(gb(1, 2), UUID_A, 0), 'rack a07'), r"^node gb01: the declared NVLink domain \(gpucluster_node_type.nvlink_domain\) "
+                                                      r"is 'rack a07'; expected a block name of letters"),
+    (declared(rack(gb(1, 2), UUID_A, 0), 7), r"^node gb01: the declared NVLink domain .* is 7;"),
+])
+def test_block_topology_refuses_declared_domains_nvml_contradicts(nodes, message):
+    with pytest.raises(ValueError, match=message):
+        block_topology(nodes)
+
+
 # --- node_nvlink_domain --------------------------------------------------------------------------------------------------
 
 UUID_A_LOW = UUID_A
