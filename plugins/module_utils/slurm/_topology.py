@@ -1033,9 +1033,9 @@ def _declared_blocks(detected, declared):
     for name, members in sorted(by_name.items()):
         domains = sorted(set(detected[node] for node in members if detected[node] is not None))
         if len(domains) > 1:
-            problems.append('the nodes declaring the NVLink domain %s are in %d NVLink domains by NVML: %s' % (
-                name, len(domains), '; '.join('%s: %s' % (_hostlist([n for n in members if detected[n] == domain]),
-                                                         _domain_text(domain)) for domain in domains)))
+            where = ['%s: %s' % (_hostlist([n for n in members if detected[n] == domain]), _domain_text(domain)) for domain in domains]
+            problems.append('the nodes declaring the NVLink domain %s are in %d NVLink domains by NVML: %s'
+                            % (name, len(domains), '; '.join(where)))
     for domain, members in sorted(by_domain.items(), key=lambda item: _natural_key(item[1][0])):
         names = sorted(set(declared[node] for node in members))
         if len(names) > 1:
