@@ -367,8 +367,10 @@ def deep_ib_pairs(settings, pairs, rate):
             client_run = _run(client_argv, settings['ib_timeout'])
             if "Couldn't connect to" not in (client_run[1] or '') + (client_run[2] or '') or server.poll() is not None:
                 break
+        # the server ends soon after a client that finished its test; after a client that failed or timed out it may
+        # wait for a connection that never comes (a port down on the client's side): a second, not ten
         try:
-            out, err = server.communicate(timeout=10 if client_run[0] is not None else 1)
+            out, err = server.communicate(timeout=10 if client_run[0] == 0 else 1)
             server_run = (server.returncode, out, err)
         except subprocess.TimeoutExpired:
             server.kill()
