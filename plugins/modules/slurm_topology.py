@@ -117,7 +117,7 @@ options:
       - For O(plugin=block), per Slurm node its C(cluster_uuid) (a string) and C(clique_id) (0 to 4294967295), or null
         for a node in no NVLink domain.
       - A node's entry may also carry C(declared), the NVLink domain its node type declares (C(gpucluster_node_type)
-        C(nvlink_domain), filter C(gpucluster.bringup.node_type_nvlink_domain)): the nodes declaring one name are one
+        C(nvlink_domain), filter C(gpucluster.bringup.node_type_nvlink_domain)); the nodes declaring one name are one
         block of that name, also where NVML reports no domain; a declaration NVML contradicts (one name over two NVML
         domains, one NVML domain under two names) fails, naming the nodes and both.
     type: dict
