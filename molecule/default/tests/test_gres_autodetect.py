@@ -62,7 +62,10 @@ def check_nvml_on_debian_12_stops_before_any_change_naming_the_pin(tmp_path):
 
 
 def _gres(name):
-    return re.search(r"^\s*Gres=(\S+)", sh(CONTROLLER, "scontrol show node %s" % name).stdout, re.M).group(1)
+    """The node's GRES as slurmctld shows them, without the socket binding: "(S:0)" comes with the cores NVML's
+    affinity gave (AutoDetect=nvml), and slurmctld keeps it after the switch back (docs/slurm-gres-autodetect.md)."""
+    shown = re.search(r"^\s*Gres=(\S+)", sh(CONTROLLER, "scontrol show node %s" % name).stdout, re.M).group(1)
+    return re.sub(r"\(S:[^)]*\)", "", shown)
 
 
 def _every_gpu_job(name, gres):
