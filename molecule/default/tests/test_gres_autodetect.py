@@ -62,10 +62,11 @@ def check_nvml_on_debian_12_stops_before_any_change_naming_the_pin(tmp_path):
 
 
 def _gres(name):
-    """The node's GRES as slurmctld shows them, without the socket binding: "(S:0)" comes with the cores NVML's
-    affinity gave (AutoDetect=nvml), and slurmctld keeps it after the switch back (docs/slurm-gres-autodetect.md)."""
+    """The node's GRES as slurmctld shows them, in name order and without the socket binding: "(S:0)" comes with the
+    cores NVML's affinity gave (AutoDetect=nvml), and slurmctld keeps it after the switch back
+    (docs/slurm-gres-autodetect.md); the plugin registers the whole GPUs before the MIG instances."""
     shown = re.search(r"^\s*Gres=(\S+)", sh(CONTROLLER, "scontrol show node %s" % name).stdout, re.M).group(1)
-    return re.sub(r"\(S:[^)]*\)", "", shown)
+    return ",".join(sorted(re.sub(r"\(S:[^)]*\)", "", shown).split(",")))
 
 
 def _every_gpu_job(name, gres):
