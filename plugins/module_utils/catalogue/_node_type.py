@@ -134,6 +134,11 @@ def problems(value, extra=(), path=VARIABLE):
     for key in ('name', 'nvlink_domain'):
         if not isinstance(value.get(key, ''), str):
             found.append('%s.%s is %s; expected a string' % (path, key, _show(value[key])))
+    domain = value.get('nvlink_domain', '')
+    # the name of a Slurm block (BlockName=): checked here, before any node changes, not first by slurm_topology
+    if isinstance(domain, str) and domain and not re.match(r'[A-Za-z0-9._-]+\Z', domain):
+        found.append('%s.nvlink_domain is %s; expected a block name of letters, digits, ".", "_" or "-", such as rack-a07, '
+                     'or "" for none' % (path, _show(domain)))
     return found
 
 

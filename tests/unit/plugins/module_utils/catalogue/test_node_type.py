@@ -127,3 +127,10 @@ def test_block_domain_leaves_the_detected_domain_as_it_was():
     detected = dict(DOMAIN)
     node_type.block_domain({'gpu_count': 4, 'nvlink_domain': 'rack-a07'}, detected)
     assert detected == DOMAIN
+
+
+@pytest.mark.parametrize('domain', ['rack a07', 'rack=7', ' rack-a07', 'rack,a07'])
+def test_a_declared_nvlink_domain_must_be_a_block_name(domain):
+    found = node_type.problems({'gpu_model': 'GB200', 'gpu_count': 4, 'nvlink_domain': domain})
+    assert found == ['gpucluster_node_type.nvlink_domain is %r; expected a block name of letters, digits, ".", "_" or "-", '
+                     'such as rack-a07, or "" for none' % domain], found
