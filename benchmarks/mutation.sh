@@ -143,7 +143,8 @@ find "$COLL" -name __pycache__ -prune -exec rm -rf {} +
 
 # The NVML tests load the real nvidia-ml-py over the simulated library (conftest.py); the staged copy has no .build/,
 # so they take the checkout's files (bash scripts/test.sh deps fetches them) and build the library in the copy.
-pynvml=$(find "$ROOT/.build/nvml-ref" -path '*/nvidia-ml-py-*/pynvml.py' 2>/dev/null | sort | head -n 1)
+# (|| true: without .build/nvml-ref find fails, and set -e would end the script here without the message below)
+pynvml=$(find "$ROOT/.build/nvml-ref" -path '*/nvidia-ml-py-*/pynvml.py' 2>/dev/null | sort | head -n 1) || true
 if [ -z "$pynvml" ] || [ ! -f "$ROOT/.build/nvml-header/include/nvml.h" ]; then
     die "the NVML tests need .build/nvml-ref and .build/nvml-header: run 'bash scripts/test.sh deps' first"
 fi

@@ -15,7 +15,10 @@
 # dependencies (enroot's doc/installation.md, plus the Debian packaging tools
 # `make deb` runs) are installed from Debian's mirror when missing. The result
 # is cached in .build/enroot/build-<key>, key = sha256 of the tarball and of this
-# script: a second run builds nothing. Without the mirror's tarball, NVIDIA's
+# script: a second run builds nothing. A copy is kept in the machine's build cache
+# (GPUCLUSTER_BUILD_CACHE, default ~/.cache/gpucluster-bringup; empty: none), so a
+# fresh clone on the same machine copies it instead of building again (about a
+# minute of 2 cores; CI runs on a fresh clone). Without the mirror's tarball, NVIDIA's
 # published .deb files are downloaded from the GitHub release instead
 # (.build/enroot/release-<version>-<arch>). .build/enroot/debs links to the one in use.
 set -euo pipefail
@@ -99,6 +102,38 @@ download() {  # dest
     check_debs "$dest"
 }
 
+# The machine's build cache: the same key built by another clone of this repository.
+cache=${GPUCLUSTER_BUILD_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/gpucluster-bringup}
+cache=${cache:+$cache/enroot}
+
+from_cache() {  # dir: copied from the cache when it holds a whole build, checked as a fresh one is
+    local src=$cache/$1 tmp
+    [ -n "$cache" ] && has_debs "$src" && [ -f "$src/BUILD-INFO" ] || return 1
+    tmp=$(mktemp -d "$base/tmp.XXXXXX")
+    # (check_debs dies on a bad file: in a subshell, a bad copy is built again instead)
+    if ! cp -a "$src/." "$tmp/" || ! (check_debs "$tmp") 2>/dev/null; then
+        rm -rf "$tmp"
+        return 1
+    fi
+    chmod 0755 "$tmp"
+    rm -rf "${base:?}/$1"
+    mv "$tmp" "$base/$1"
+    log "enroot $ENROOT_VERSION packages copied from the build cache $src"
+}
+
+to_cache() {  # dir: a copy for the next clone on this machine (a cache that cannot be written is left alone)
+    local tmp
+    [ -n "$cache" ] && mkdir -p "$cache" 2>/dev/null || return 0
+    tmp=$(mktemp -d "$cache/tmp.XXXXXX" 2>/dev/null) || return 0
+    if cp -a "$base/$1/." "$tmp/" 2>/dev/null; then
+        rm -rf "${cache:?}/$1"
+        mv "$tmp" "$cache/$1" 2>/dev/null || rm -rf "$tmp"
+    else
+        rm -rf "$tmp"
+    fi
+    return 0
+}
+
 mkdir -p "$base"
 # one build at a time (cluster.sh and molecule's prepare may both ask)
 exec 8>"$base/.lock"
@@ -109,7 +144,7 @@ if [ -n "$tarball" ]; then
     key=$({ sha256sum <"$tarball"; sha256sum <"${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)
     dir=build-$key
     if ! has_debs "$base/$dir" || [ ! -f "$base/$dir/BUILD-INFO" ]; then
-        build "$tarball" "$base/$dir"
+        from_cache "$dir" || { build "$tarball" "$base/$dir"; to_cache "$dir"; }
     fi
     # earlier builds (another tarball or script) are not used any more
     find "$base" -mindepth 1 -maxdepth 1 -name 'build-*' ! -name "$dir" -exec rm -rf {} +
