@@ -342,12 +342,14 @@ FAIL = {'status': 1, 'passes': 0, 'results': [{'check': 'dcgm', 'status': 'fail'
 
 
 def test_a_passing_deep_run_returns_the_node():
-    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79')
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79', seen=['periodic:xid: Xid 79'])
     result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reboot_tag(), comment='gpuloop:quarantine:x: 1'), PASS, POLICY, T0 + 400)
     assert result.actions == [['scontrol', 'update', 'nodename=gpu-01', 'state=resume'],
                               ['scontrol', 'update', 'nodename=gpu-01', 'comment=']]
     assert events(result) == ['deep_passed', 'returned'] and result.record['state'] == 'ok'
     assert result.record['reboots'] == [T0]  # the window still counts it
+    # back in service, the record forgets the episode: its condition, reason and what the checks saw
+    assert (result.record['condition'], result.record['reason'], result.record['seen']) == (None, None, [])
 
 
 def test_a_failing_deep_run_after_the_reboot_sends_the_node_to_service():
@@ -363,7 +365,13 @@ def test_a_deep_run_without_a_verdict_leaves_the_node_back_for_the_next_pass(rep
     rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79')
     result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reboot_tag()), report, POLICY, T0 + 400)
     assert result.record['state'] == 'back' and result.actions == [] and events(result) == ['deep_failed']
+    why = 'no verdict' if report is None else 'the deep tier could not judge everything'
+    assert result.events == [{'time': T0 + 400, 'node': 'gpu-01', 'event': 'deep_failed', 'from': 'back', 'to': 'back',
+                              'condition': 'xid-79', 'verdict': 'none', 'why': why}]
     assert result.record['deep_runs'] == 1
+    # each run counts: the next pass's run is the second
+    again = loop.settle_deep(result.record, node('IDLE', ['DRAIN'], reboot_tag()), report, POLICY, T0 + 800)
+    assert again.record['deep_runs'] == 2
 
 
 def test_a_pass_cut_short_during_the_deep_run_runs_it_again_and_never_returns_the_node_without_it():
@@ -382,6 +390,8 @@ def test_k_deep_passes_are_needed_before_the_return():
     rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79')
     first = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reboot_tag()), PASS, policy, T0 + 400)
     assert first.record['state'] == 'back' and first.actions == []
+    assert first.events == [{'time': T0 + 400, 'node': 'gpu-01', 'event': 'deep_passed', 'from': 'back', 'to': 'back',
+                             'condition': 'xid-79', 'passes': 1, 'needed': 2}]
     second = loop.settle_deep(first.record, node('IDLE', ['DRAIN'], reboot_tag()), dict(PASS, passes=2), policy, T0 + 800)
     assert second.record['state'] == 'ok' and second.actions[0][3] == 'state=resume'
 

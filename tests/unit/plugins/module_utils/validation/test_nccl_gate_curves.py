@@ -10,6 +10,8 @@ __metaclass__ = type
 
 import os
 
+import re
+
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_nccl as vn
@@ -126,6 +128,14 @@ def test_curve_minimum_interpolates_in_log_size(size, want):
 
 def test_curve_minimum_of_one_point():
     assert [curve_minimum([(GIB, 50.0)], size) for size in (GIB // 2, GIB, 64 * GIB)] == [None, 50.0, 50.0]
+    # past the last point its figure to 0.01 GB/s, not to the whole GB/s
+    assert curve_minimum([(MIB, 10.0), (GIB, 50.125)], 64 * GIB) == 50.12
+
+
+@pytest.mark.parametrize("gpus", [True, 0, -8, "8"])
+def test_a_gpu_count_that_is_no_whole_number_of_at_least_one_is_refused(gpus):
+    with pytest.raises(ValueError, match=r"^gpus is %s, expected an integer of at least 1$" % re.escape(repr(gpus))):
+        threshold_for({"gpus": gpus})
 
 
 @pytest.mark.parametrize("value,want", [
