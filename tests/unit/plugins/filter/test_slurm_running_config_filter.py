@@ -66,6 +66,9 @@ def test_healthy_registered_results_pass():
      'slurmctld on ctl: scontrol show config printed no "Key = value" line (no output): nothing was read of what slurmctld runs'),
     ({'rc': 0, 'stdout': SHOW}, {'failed': True, 'msg': 'file not found: /etc/slurm/slurm.conf'},
      'slurmctld on ctl: /etc/slurm/slurm.conf could not be read to compare with what slurmctld runs: file not found: /etc/slurm/slurm.conf'),
+    # a read marked failed is not trusted, whatever content it carries
+    ({'rc': 0, 'stdout': SHOW}, {'failed': True, 'msg': 'permission denied', 'content': 'U2x1cm1Vc2VyPXNsdXJtCg==', 'encoding': 'base64'},
+     'slurmctld on ctl: /etc/slurm/slurm.conf could not be read to compare with what slurmctld runs: permission denied'),
     ({'rc': 0, 'stdout': SHOW}, {'content': '%%% not base64', 'encoding': 'base64'},
      'slurmctld on ctl: /etc/slurm/slurm.conf could not be read to compare with what slurmctld runs: its content is not base64'),
     ({'rc': 0, 'stdout': SHOW}, {'skipped': True},

@@ -259,3 +259,15 @@ def test_a_node_of_the_closed_loop_is_left_to_it(include):
     nodes = parse_scontrol_nodes(line('gpu-07', 'IDLE+DRAIN', reason='gpuloop:reboot:xid-79: GPU 3 had Xid 79') + '\n')
     candidates, skipped = dh.select(nodes, dh.node_extras(nodes), [], include)
     assert candidates == [] and 'closed loop' in skipped['gpu-07']
+
+
+@pytest.mark.parametrize('ports, recorded, want', [
+    ([{'rate_gbps': 400}, {'rate_gbps': 200}], None, 400),  # the fastest active port: a port trained down keeps the bar
+    ([{'rate_gbps': 400}], 200, 200.0),  # the node's recorded InfiniBand rate wins
+    ([{'rate_gbps': 100, 'link_layer': 'Ethernet'}, {'rate_gbps': 200}], None, 200),  # Ethernet ports do not count
+    ([{'rate_gbps': 100, 'link_layer': 'Ethernet'}], None, None),  # no InfiniBand port: no rate to reach
+    ([{'rate_gbps': None}, {}], None, None),  # ports without a rate
+    ([], None, None),
+])
+def test_the_rate_a_pair_should_reach(ports, recorded, want):
+    assert hd.expected_ib_rate(ports, recorded) == want

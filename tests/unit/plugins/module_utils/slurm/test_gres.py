@@ -571,6 +571,11 @@ def test_parse_gres_name_lines():
                           'cores': '0-15', 'links': None, 'flags': None, 'unique_id': None}
     assert records[2]['files'] == ['/dev/nvidia2', '/dev/nvidia-caps/nvidia-cap336', '/dev/nvidia-caps/nvidia-cap337']
     assert records[15]['cores'] == '16-31'
+    # the key=value form with every field slurmd may print (a MIG instance's UniqueId, Links, Flags)
+    line = ('slurmd: Gres Name=gpu Type=1g.10gb Count=1 Index=337 ID=7696487 File=/dev/nvidia2 Cores=16-31 CoreCnt=64 '
+            'Links=-1,0 Flags=HAS_FILE,HAS_TYPE,ENV_NVML UniqueId=MIG-2-08\n')
+    (record,) = parse_slurmd_gres(line)['records']
+    assert (record['links'], record['flags'], record['unique_id']) == ('-1,0', 'HAS_FILE,HAS_TYPE,ENV_NVML', 'MIG-2-08')
 
 
 def test_parse_seed_style_record():

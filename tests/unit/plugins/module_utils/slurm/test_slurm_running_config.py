@@ -244,6 +244,7 @@ def test_forms(key, file_value, shown, equal):
     ('TreeWidth', '0', '50', 'Slurm replaces 0 by its default'),
     ('HealthCheckInterval', '"300"', '300 sec', 'empty or quoted in the file'),
     ('ReturnToService', '', '2', 'empty or quoted in the file'),
+    ('Epilog', '/etc/slurm/epilog.d/*,/usr/local/sbin/epilog', '/etc/slurm/epilog.d/*', 'several values'),  # a path list
 ])
 def test_a_key_that_cannot_be_read_for_certain_is_skipped_and_named(key, file_value, shown, why):
     show = SHOW if shown is None else set_show(SHOW, key, shown)
