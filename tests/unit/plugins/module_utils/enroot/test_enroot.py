@@ -498,6 +498,7 @@ def test_temp_prefix(name, host, pid, expected):
     ('.a.sqsh.enroot-import.node02.42.x1y2', None),   # another node's import: never judged here
     ('.b.sqsh.enroot-import.node01.42.x1y2', None),   # another image
     ('.a.sqsh.enroot-import.node01.abc.x1y2', None),
+    ('.a.sqsh.enroot-import.node01.42.x1.y2', 42),   # a random part with a dot of its own: the pid is the first part
     ('a.sqsh', None),
 ])
 def test_temp_owner_pid(entry, expected):

@@ -369,3 +369,10 @@ def test_an_empty_munge_key_path_does_not_check_it():
 def test_load_config_munge_errors(data, message):
     with pytest.raises(ValueError, match=message):
         hc.load_config(data)
+
+
+def test_a_failure_as_the_status_file_records_it():
+    """The health check program writes each failure with these keys into its status file (and its JSON output)."""
+    failure = hc.Failure('xid', 3, 'Xid 79 (GPU has fallen off the bus)')
+    assert failure.as_dict() == {'check': 'xid', 'gpu': 3, 'detail': 'Xid 79 (GPU has fallen off the bus)'}
+    assert failure.text() == 'xid: Xid 79 (GPU has fallen off the bus)'

@@ -572,6 +572,7 @@ def test_plan_jobs_pairs_on_mixed_untyped_nodes_go_without_exclusive():
                                              'dispatch, dispatch_min_nodes, allocation_wait, salloc, scancel, pairs_groups, json, tests_version'),
     ({'binary': 'x', 'nodes': [{'name': 'gpu-01', 'gpus': 'eight'}]}, "node gpu-01: gpus is 'eight', expected a whole number"),
     ({'binary': 'x', 'nodes': [{'name': 'gpu-01', 'gpus': [8]}]}, 'node gpu-01: gpus is [8], expected a whole number'),
+    ({'binary': 'x', 'nodes': [{'name': 'gpu-01', 'gpus': 8}], 'srun_extra': '--exclusive'}, "srun_extra is '--exclusive', expected a list"),
 ])
 def test_plan_jobs_error_messages(plan, message):
     with pytest.raises(ValueError) as err:
