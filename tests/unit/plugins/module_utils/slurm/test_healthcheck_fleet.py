@@ -80,6 +80,10 @@ def test_version_key_errors():
     ({'state': '1: DOWN', 'phys_state': '2: Polling', 'rate': '10 Gb/sec (4X SDR)', 'link_layer': 'Ethernet'},
      {'hca': 'mlx5_0', 'port': 1, 'state': 'DOWN', 'phys_state': 'Polling', 'rate': '10 Gb/sec (4X SDR)', 'rate_gbps': 10.0,
       'link_layer': 'Ethernet', 'counters': {}}),
+    # no link_layer file (older drivers): InfiniBand, as the kernel's default
+    ({'state': '4: ACTIVE', 'phys_state': '5: LinkUp', 'rate': '200 Gb/sec (4X HDR)'},
+     {'hca': 'mlx5_0', 'port': 1, 'state': 'ACTIVE', 'phys_state': 'LinkUp', 'rate': '200 Gb/sec (4X HDR)', 'rate_gbps': 200.0,
+      'link_layer': 'InfiniBand', 'counters': {}}),
 ])
 def test_ib_port(files, expected):
     assert fleet.ib_port('mlx5_0', '1', files) == expected

@@ -87,6 +87,13 @@ def test_drain_reasons_leave_an_admins_node_alone():
     assert vc.drain_reasons(records, ['gpu-01', 'gpu-02', 'gpu-03']) == {'gpu-01': "validate: node/gres_conf: gres.conf 'x' differs"}
 
 
+def test_drain_reasons_are_cut_to_the_limit():
+    records = [{'stage': 'node', 'node': 'gpu-01', 'check': 'gres_conf', 'status': 'fail', 'reason': 'x' * 500}]
+    reason = vc.drain_reasons(records, ['gpu-01'], limit=60)['gpu-01']
+    assert len(reason) <= 60 and reason.startswith('validate: node/gres_conf: xxx'), reason
+    assert len(vc.drain_reasons(records, ['gpu-01'])['gpu-01']) > 60  # the default limit is Slurm's, far above
+
+
 def test_drain_reasons_leave_a_closed_loop_node_alone():
     drained = line('gpu-02', state='IDLE+DRAIN', reason=' Reason=gpuloop:service:xid-79: 3 reboots in 86400s')
     held = vc.node_state_record('node', 'gpu-02', vc.parse_scontrol_nodes(drained))
