@@ -143,7 +143,8 @@ def test_slurmd_start(state, flags, reason, admin_drains, start):
     got = vr.slurmd_start(node(state, flags, reason), admin_drains)
     assert got['start'] is start
     if not start and vr.node_owner(node(state, flags, reason)) == 'admin' and (state == 'DOWN' or 'NOT_RESPONDING' in flags):
-        assert got['why'].startswith("slurmd not started on gpu-02: an admin's ")
+        assert got['why'] == ("slurmd not started on gpu-02: an admin's %s (validate_resume_admin_drains overrides)"
+                              % ('down' if state == 'DOWN' else 'drain'))
 
 
 def test_problem_nodes_say_who_and_name_the_node():
