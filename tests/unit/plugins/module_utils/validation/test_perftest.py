@@ -157,7 +157,7 @@ def test_an_unknown_unit_raises():
 def test_the_json_report_needs_its_units(units, gbps):
     result = parse_json(fixture("24.07_out_json_report_gbits.json"), units)
     assert result["test"] == "RDMA_Write BW Test"
-    assert (result["device"], result["link"], result["mtu"]) == ("mlx5_1", "IB", 4096)
+    assert (result["device"], result["link"], result["mtu"], result["units"]) == ("mlx5_1", "IB", 4096, units)
     assert result["rows"] == [{"bytes": 65536, "iterations": 5000, "bw_peak": 390.76, "bw_avg": 388.12, "msg_rate": 0.74028}]
     assert result["bw_avg_gbps"] == gbps
     with pytest.raises(ValueError, match="does not say its units"):
