@@ -534,6 +534,13 @@ def test_node_name_map_names_hosts_and_switches():
                      'that jobs may span them']}
 
 
+def test_the_joining_switch_takes_a_name_no_switch_of_the_fabric_has():
+    names = dict(parse_node_name_map(fixture('manpage_node_name_map.txt')), **{'0008f10400410015': 'fabric'})
+    result = tree_topology(parsed(MAN), 'ib[1-4]', node_name_map=names)
+    assert result['lines'] == ['SwitchName=ISR9024_edge Nodes=ib[1-2]', 'SwitchName=fabric Nodes=ib[3-4]',
+                               'SwitchName=fabric2 Switches=ISR9024_edge,fabric']
+
+
 def test_node_name_map_then_name_map():
     """The map names the default-description CA on 01-06 port 2; name_map (by host name) applies to what it gives."""
     names = parse_node_name_map('0xe09d730300858f4c "b06-p1-dgx-06-c04 HCA-1"\n0x2c5eab0300c25f80 "spine-5"\n')
