@@ -109,6 +109,8 @@ def test_check_options_bad_input(changes, fragments):
         sb.check_options(opts(**changes))
     for fragment in fragments:
         assert fragment in str(info.value)
+    # the message begins with the variable at fault (an admin reads the first words)
+    assert str(info.value).startswith('slurm_packages_build_'), str(info.value)
     # and the filter gives the same message as its problem, no plan
     result = filters.slurm_build_plan(opts(**changes), 'Debian trixie', 'amd64', '', [])
     assert result['problem'] == str(info.value)

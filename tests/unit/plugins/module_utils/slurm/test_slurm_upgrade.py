@@ -66,7 +66,8 @@ def test_plan_upgrades_the_login_nodes_last_and_names_them():
 @pytest.mark.parametrize('login, fragment', [
     (('', F05), 'login-01 (group slurm_login) has no slurm-client installed: bring the cluster up with site.yml first'),
     ((T11, ''), 'login-01: the package manager offers no slurm-client to install'),
-    (('26.11.1-1', F05), 'login-01: slurm-client 26.11.1 is newer than the 26.05.5 the package manager offers: Slurm is never downgraded'),
+    (('26.11.1-1', F05), 'login-01: slurm-client 26.11.1 is newer than the 26.05.5 the package manager offers: Slurm is never downgraded '
+                         '(restore the backup taken before the upgrade instead)'),
 ])
 def test_plan_refuses_a_login_node_it_cannot_upgrade(login, fragment):
     plan = upgrade_plan(dict(_cluster(), **{'login-01': _host(['slurm_login'], *login)}))
