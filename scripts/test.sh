@@ -124,8 +124,10 @@ stage_unit() {
     export GPUCLUSTER_REQUIRE_IBSIM=1
     # the HTML report is opened in Debian's chromium here, or the browser test fails
     export GPUCLUSTER_REQUIRE_BROWSER=1
-    # on GPUCLUSTER_TEST_WORKERS processes (pytest-xdist; 2 = this project's CI machines): 253 s instead of 465 s
-    "$VENV/bin/pytest" -q -p no:cacheprovider -n "${GPUCLUSTER_TEST_WORKERS:-2}" --junitxml="$junit" tests/unit nvml_sim/tests \
+    # on GPUCLUSTER_TEST_WORKERS processes (pytest-xdist), one more than the 2 cores of this project's CI machines: a
+    # third of the tests' wall time is waiting (sleeps, time-outs, subprocesses), which a third worker fills (2026-12-06,
+    # 2 cores, back to back on one clone: 692 s with 3 workers, 743 s with 2)
+    "$VENV/bin/pytest" -q -p no:cacheprovider -n "${GPUCLUSTER_TEST_WORKERS:-3}" --junitxml="$junit" tests/unit nvml_sim/tests \
         tests/oracle/test_compare.py tests/oracle/test_fit_cpus.py tests/browser
     rc=$?
     # pytest exits 5 when it collected nothing: that is a failure here.
