@@ -352,7 +352,7 @@ for stage in "${STAGES[@]}"; do
     fi
 done
 
-# Book one stage's result: its counts, its report line (NOTE: after the time).
+# Book one stage's result: its counts and its report line (with NOTE after the time).
 record_stage() {  # stage rc secs failed_before [note]
     local stage=$1 rc=$2 secs=$3 failed_before=$4 note=${5:-} status
     case "$stage" in
@@ -369,7 +369,7 @@ record_stage() {  # stage rc secs failed_before [note]
 # The gate stages (no cluster, no timing of their own to keep) run beside the
 # molecule stage when both are asked for: one after another in the background at
 # nice 19 (idle I/O class), on the CPU the scenario leaves idle while its jobs, daemons and sleeps
-# run (about 4 minutes less for the whole command on 2 cores). Each one's output
+# run (their own time, about 4 minutes on 2 cores, comes off the total as far as it finds idle CPU). Each one's output
 # goes to .build/test/beside/<stage>.log and is printed after the molecule
 # stage, with its own time. GPUCLUSTER_TEST_BESIDE=0: all in order, one at a time.
 BESIDE_STAGES=(sanity lint yamllint shellcheck package)
@@ -380,11 +380,10 @@ if [ "${GPUCLUSTER_TEST_BESIDE:-1}" != 0 ] && [[ " ${STAGES[*]} " == *" molecule
     done
 fi
 BESIDE_PID=
-BESIDE_STARTED=0
 
 start_beside() {
     local dir="$OUTDIR/beside"
-    BESIDE_STARTED=1
+    [ ${#BESIDE[@]} -gt 0 ] || return 0
     rm -rf "$dir" && mkdir -p "$dir"
     echo "=== stages ${BESIDE[*]}: beside the molecule stage (nice 19; output after it, in $dir)"
     (
@@ -414,10 +413,9 @@ finish_beside() {
 
 link_collection
 for stage in "${STAGES[@]}"; do
-    if [[ " ${BESIDE[*]} " == *" $stage "* ]]; then
-        [ "$BESIDE_STARTED" = 1 ] || start_beside
-        continue
-    fi
+    # (a gate stage beside molecule runs from start_beside)
+    [[ " ${BESIDE[*]} " != *" $stage "* ]] || continue
+    [ "$stage" != molecule ] || start_beside
     echo "=== stage $stage"
     start=$(date +%s)
     failed_before=$FAILED
