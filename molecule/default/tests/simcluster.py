@@ -77,6 +77,13 @@ def ctl(command, check=True):
     return result
 
 
+def shown_gres(name):
+    """The node's Gres= as slurmctld shows it, without the socket binding "(S:0)" it adds where the GPUs' cores fill
+    a socket (NVML's affinity under AutoDetect=nvml, or gres.conf's Cores=: docs/slurm-gres-autodetect.md)."""
+    shown = re.search(r"^\s*Gres=(\S+)", ctl("scontrol show node %s" % name).stdout, re.M).group(1)
+    return re.sub(r"\(S:[^)]*\)", "", shown)
+
+
 def slurm_release():
     """(major, minor) of the controller's Slurm, as sinfo --version prints it there ("slurm-wlm 24.11.5")."""
     major, minor = ctl("sinfo --version").stdout.split()[-1].split(".")[:2]

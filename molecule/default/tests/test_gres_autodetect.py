@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from simcluster import CONTROLLER, GPU_NODES, NODES, SLURM_PLAY_HOSTS, assert_no_change, recap, run_playbook, sh, wait_idle
+from simcluster import CONTROLLER, GPU_NODES, NODES, SLURM_PLAY_HOSTS, assert_no_change, recap, run_playbook, sh, shown_gres, wait_idle
 
 pytestmark = pytest.mark.acceptance  # the `acceptance` stage (conftest.py), not CI's molecule stage
 
@@ -62,11 +62,9 @@ def check_nvml_on_debian_12_stops_before_any_change_naming_the_pin(tmp_path):
 
 
 def _gres(name):
-    """The node's GRES as slurmctld shows them, in name order and without the socket binding: "(S:0)" comes with the
-    cores NVML's affinity gave (AutoDetect=nvml), and slurmctld keeps it after the switch back
-    (docs/slurm-gres-autodetect.md); the plugin registers the whole GPUs before the MIG instances."""
-    shown = re.search(r"^\s*Gres=(\S+)", sh(CONTROLLER, "scontrol show node %s" % name).stdout, re.M).group(1)
-    return ",".join(sorted(re.sub(r"\(S:[^)]*\)", "", shown).split(",")))
+    """The node's GRES as slurmctld shows them, in name order (the plugin registers the whole GPUs before the MIG
+    instances) and without the socket binding, which slurmctld keeps after the switch back."""
+    return ",".join(sorted(shown_gres(name).split(",")))
 
 
 def _every_gpu_job(name, gres, step=True):

@@ -21,15 +21,13 @@ import re
 import pytest
 import yaml
 
-from simcluster import COMPUTE, GPU_NODES, NODES, SITE, assert_no_change, ctl, overlap, run_jobs_together, run_playbook, sh, start_times, wait_idle
+from simcluster import COMPUTE, GPU_NODES, NODES, SITE, assert_no_change, ctl, overlap, run_jobs_together, run_playbook, sh, shown_gres, start_times, wait_idle
 
 # the `acceptance` stage (conftest.py), not CI's molecule stage; after every other test, before test_mig_changes (conftest.py)
 pytestmark = [pytest.mark.acceptance, pytest.mark.cluster_order(1)]
 
 MPS_NODE = GPU_NODES[-1]  # the A100 node: 8 GPUs, none in MIG mode
 MPS_DIR = "/run/gpucluster-mps"
-# the socket binding slurmctld may show after a GRES ("(S:0)": the GPUs' cores, gres.conf's Cores=, fill socket 0)
-SOCKETS = r"(\(S:[^)]*\))?"
 # what a job prints: its MPS variables, then what its own daemon answers
 PROBE = ("printenv CUDA_VISIBLE_DEVICES CUDA_MPS_ACTIVE_THREAD_PERCENTAGE CUDA_MPS_PIPE_DIRECTORY "
          "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT; echo get_server_list | nvidia-cuda-mps-control; echo answer=$?")
@@ -48,7 +46,7 @@ def mps_layer(tmp_path_factory):
     rc, output = run_playbook(SITE, ["--tags", "slurm"])
     assert rc == 0, output[-6000:]
     wait_idle(COMPUTE)
-    assert re.search(r"^\s*Gres=gpu:a100:8%s$" % SOCKETS, ctl("scontrol show node %s" % MPS_NODE).stdout, re.M)
+    assert shown_gres(MPS_NODE) == "gpu:a100:8"
     assert "Name=mps" not in sh(MPS_NODE, "cat /etc/slurm/gres.conf").stdout
 
 
@@ -73,8 +71,8 @@ def parse(output):
 
 
 def test_the_node_group_switched_to_mps_declares_mps_and_a_second_run_changes_nothing(mps_layer):
-    show = ctl("scontrol show node %s" % MPS_NODE).stdout
-    assert re.search(r"^\s*Gres=gpu:a100:8%s,mps(:a100)?:800%s$" % (SOCKETS, SOCKETS), show, re.M), show
+    shown = shown_gres(MPS_NODE)
+    assert re.match(r"^gpu:a100:8,mps(:a100)?:800$", shown), shown
     gres = sh(MPS_NODE, "cat /etc/slurm/gres.conf").stdout
     assert "Name=mps Count=100 File=/dev/nvidia0" in gres, gres
     assert sh(MPS_NODE, "dpkg-query -W -f '${Status}' nvidia-cuda-mps").stdout == "install ok installed"
