@@ -13,8 +13,10 @@
 * Where a server must misbehave on purpose, the server is a STAND-IN (tests/unit/standins/stand_in_registry.py): a proxy in
   front of the real registry that stops in the middle of a blob (interrupted, timed-out and SIGKILLed imports), a
   token server that never answers. The enroot talking to them is the real one.
-* The module runs as its own process (``python -m ...enroot_import ARGS.json``), so signals, timeouts and the atomic
-  rename are exercised for real.
+* The module runs as Ansible runs it: main() over the task's arguments. A test that signals it (interrupted and
+  SIGKILLed imports) or runs it as another user starts it as its own process (``python -m ...enroot_import ARGS.json``);
+  the others run it in the test's process with the environment the test gives it, so that a mutation run sees which
+  tests reach its code. Timeouts and the atomic rename are real in both.
 
 Needs the Debian packages docker-registry, skopeo, squashfs-tools, curl, jq, parallel, zstd and openssl
 (scripts/test.sh deps installs them); a missing one fails the tests (it is not skipped).
@@ -24,9 +26,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import contextlib
 import glob
 import hashlib
 import importlib.util
+import io
 import json
 import os
 import re
@@ -39,7 +43,9 @@ import tempfile
 import time
 
 import pytest
+from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.gpucluster.bringup.plugins.modules import enroot_import
 from ansible_collections.gpucluster.bringup.tests.unit import enroot_role
 from ansible_collections.gpucluster.bringup.tests.unit import realenroot
 from ansible_collections.gpucluster.bringup.tests.unit.standins import stand_in_registry
@@ -162,12 +168,38 @@ def start_module(tmp_path, env, check=False, diff=True, user=None, **args):
 
 
 def run_module(tmp_path, env, check=False, user=None, **args):
+    """The module's result. As root it runs in this process (main() as Ansible's module runner calls it, with env as
+    the whole environment and / as the working directory), so that a mutation run sees which tests reach its code;
+    another user's run, and every run a test signals (start_module), is a process of its own."""
+    if user is None:
+        return run_in_process(env, dict(args, _ansible_check_mode=check, _ansible_diff=True))
     proc = start_module(tmp_path, env, check=check, user=user, **args)
     out, err = proc.communicate(timeout=180)
     try:
         return json.loads(out)
     except ValueError:
         raise AssertionError('module printed no JSON (rc %s): %s %s' % (proc.returncode, out, err))
+
+
+def run_in_process(env, payload):
+    saved, cwd, printed = dict(os.environ), os.getcwd(), io.StringIO()
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir('/')
+    try:
+        with patch_module_args(payload), contextlib.redirect_stdout(printed):
+            try:
+                enroot_import.main()
+            except SystemExit:
+                pass
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        os.chdir(cwd)
+    try:
+        return json.loads(printed.getvalue())
+    except ValueError:
+        raise AssertionError('module printed no JSON: %r' % printed.getvalue())
 
 
 def enroot_calls(env):
