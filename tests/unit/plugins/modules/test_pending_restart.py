@@ -253,3 +253,17 @@ def test_the_validation_records_one_failure_per_pending_daemon_or_one_pass():
         ('gpu-01', 'fail', 'munge on gpu-01 has not applied y'), ('gpu-01', 'fail', 'slurmd on gpu-01 has not applied x')]
     assert slurm_conf_restarts({'restart_slurmctld': False, 'restart_slurmd': False, 'reconfigure': True, 'reasons': ['MaxJobCount changed']},
                                True, False) == [{'daemon': 'slurmctld', 'action': 'reconfigure', 'reason': 'MaxJobCount changed'}]
+
+
+@pytest.mark.parametrize('value, shown', [
+    ('pending', "'pending'"),
+    ('/var/lib/x\x00', "'/var/lib/x\\x00'"),
+    ('/var/lib/../etc', "'/var/lib/../etc'"),
+    (7, '7'),
+])
+def test_a_bad_pending_dir_is_one_sentence_naming_it_and_a_valid_one(value, shown):
+    with pytest.raises(pending.InputError) as err:
+        pending.check_dir(value)
+    assert str(err.value) == ('pending_dir is %s, expected an absolute path without control characters or ".." such as '
+                              '"/var/lib/gpucluster/pending"' % shown)
+    assert pending.check_dir('/var/lib/gpucluster/pending') == '/var/lib/gpucluster/pending'

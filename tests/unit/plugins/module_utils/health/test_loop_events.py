@@ -110,6 +110,20 @@ def test_no_node_gives_a_valid_file_too():
     assert samples == dict((('gpucluster_loop_events_total', (('event', e),)), 0) for e in loop.EVENTS)
 
 
+def test_each_metric_says_what_it_counts():
+    """The HELP lines an admin reads in Prometheus or Grafana, one per metric, in the file's order."""
+    helps = [line for line in ev.metrics({}, {}, T0, POLICY).splitlines() if line.startswith('# HELP ')]
+    assert helps == [
+        "# HELP gpucluster_loop_node_state The node's state in the closed loop (1 for the state it is in).",
+        '# HELP gpucluster_loop_state_seconds_total Seconds the node spent in each state since the loop first saw it.',
+        '# HELP gpucluster_loop_reboots_in_window Reboots the loop asked for within the reboot window (more than the limit: service).',
+        '# HELP gpucluster_loop_quarantine_hits Comment-mode hits within the promotion window, per node and condition.',
+        '# HELP gpucluster_loop_conditions_total Conditions the loop detected, by condition and the action taken.',
+        '# HELP gpucluster_loop_events_total Transitions of the loop, by event.',
+        '# HELP gpucluster_loop_last_pass_timestamp_seconds When the loop last finished a pass (seconds since the epoch).',
+    ]
+
+
 def test_the_parser_of_this_test_refuses_what_the_collector_refuses():
     for bad in ('x{a="1"} 1\n', '# HELP x y\n# TYPE x counter\nx{a="1} 1\n', '# HELP x y\n# TYPE x gauge\nx 1\nx 2\n', 'x 1'):
         with pytest.raises(AssertionError):

@@ -168,6 +168,20 @@ def test_malformed_input_is_a_value_error(text, message):
     assert message in str(err.value)
 
 
+@pytest.mark.parametrize("text, message", [
+    ('{"DCGM GPU Diagnostic": {"test_categories": {}}}', "DCGM GPU Diagnostic: test_categories is dict, expected a list"),
+    ('{"DCGM GPU Diagnostic": {"test_categories": [{"category": "X", "tests": {}}]}}',
+     "DCGM GPU Diagnostic, category 'X': tests is dict, expected a list"),
+    ('{"DCGM GPU Diagnostic": {"test_categories": [{"category": "X", "tests": [{"name": "T", "results": 3}]}]}}',
+     "DCGM GPU Diagnostic, category 'X', test 'T': results is int, expected a list"),
+])
+def test_a_misshapen_report_is_named_from_its_top_to_the_bad_part(text, message):
+    """The whole message: where in dcgmi's JSON the wrong shape is, what it is and what was expected."""
+    with pytest.raises(ValueError) as err:
+        parse_diag(text)
+    assert str(err.value) == message
+
+
 def test_parser_refuses_bytes():
     with pytest.raises(ValueError, match="dcgmi output must be text, got bytes"):
         parse_diag(fixture("dcgm3_r1_pass.json").encode())

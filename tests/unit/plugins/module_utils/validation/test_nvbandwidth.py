@@ -641,7 +641,7 @@ def _gpus(state_path):
     ([], "pass", "nvbandwidth: host_to_device_memcpy_ce, device_to_host_memcpy_ce, device_to_device_memcpy_read_ce within bounds"),
     ([("pcie", "--gpu", "2", "--gen", "4")], "fail", "GPU 2 host_to_device_memcpy_ce 25."),
     ([("nvlink", "--gpu", "6", "--link", str(link), "--state", "down") for link in range(10)], "fail",
-     "GPU 6 device_to_device_memcpy_read_ce"),
+     "nvbandwidth: GPU 6 device_to_device_memcpy_read_ce 169.9 GB/s, below 281.7 (80% of the node median)"),
     ([("xid", "--gpu", "1", "--code", "79")], "fail", "nvbandwidth failed (rc 1): [CUDA_ERROR_UNKNOWN] unknown error"),
 ])
 def test_deep_tier_judges_the_standins_output(node, faults, status, reason):
