@@ -116,3 +116,27 @@ def test_only_root_switches_to_another_user(tmp_path):
     with pytest.raises(InputError, match=r"^user is '%s', but this module runs as uid 4242 and cannot switch to that user" % other):
         check_params(args, euid=4242)
     assert check_params(dict(args, user=USER), euid=os.getuid())['user'] == USER
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason='needs root: the file is root\'s and the other user is nobody')
+@pytest.mark.parametrize('mode, user, runs', [
+    (0o700, 'root', True),    # root may run a file with any execute bit
+    (0o610, 'root', True),
+    (0o601, 'root', True),
+    (0o644, 'root', False),   # and none without one
+    (0o750, 'nobody', False),  # another user, not in root's group: the "other" bit decides
+    (0o701, 'nobody', True),
+    (0o710, 'nobody', False),
+])
+def test_the_program_must_be_executable_by_the_user_that_runs_it(tmp_path, mode, user, runs):
+    path = tmp_path / 'slurmdbd'
+    path.write_text('#!/bin/sh\nexit 0\n')
+    path.chmod(mode)
+    args = {'executable': str(path), 'user': user, 'timeout': 60, 'output_lines': 60}
+    if runs:
+        assert check_params(args, euid=0)['executable'] == str(path)
+        return
+    with pytest.raises(InputError) as err:
+        check_params(args, euid=0)
+    assert str(err.value) == ("executable is '%s', which is not executable: user '%s' may not execute it; expected the absolute "
+                              "path of the slurmdbd program (an executable regular file)" % (path, user))

@@ -139,6 +139,16 @@ def test_curve_selection(platform, gpus, nodes, rails, nic, algorithm, want, fig
     assert (curve['id'] if curve else None, curve['points'][-1][1] if curve else None) == (want, figure)
 
 
+def test_a_nic_limited_curve_says_how_its_gate_is_made():
+    """What the validation report prints as the gate's source: rails x (80 % of the per-NIC figure), then where the
+    per-NIC figure comes from."""
+    curve = bb.curve_for('h100-nvswitch', 8, 2, 4, 'ndr-400', 'ring')
+    assert (curve['id'], curve['points'][-1], curve['floor'], curve['reported']) == (
+        'h100-nvswitch/ib-ndr-400x4/ring', (8 * 1024 ** 3, 150.4), 150.4, 188)
+    assert curve['source'].startswith('4 x (80 % of 47 GB/s) at 8 GiB: 4 x 47 GB/s per 400G NDR NIC (AddyLaddy, '), curve['source']
+    assert curve['source'].endswith('; smaller sizes by the size rule (H = 64 MiB)'), curve['source']
+
+
 def test_network_curves_stretch_their_sizes_past_two_nodes():
     two = bb.curve_for('h100-nvswitch', 8, 2, 8, 'ndr-400', 'ring')
     eight = bb.curve_for('h100-nvswitch', 8, 8, 8, 'ndr-400', 'ring')
