@@ -12,7 +12,7 @@
 #   scripts/test.sh unit lint       # only these stages
 #   scripts/test.sh deps upgrade    # the Slurm upgrade tests (not in CI: about 36 minutes)
 #   scripts/test.sh deps bookworm   # the Debian 12 / Slurm 22.05 scenario (not in CI: about 5 minutes)
-#   scripts/test.sh deps acceptance # the default scenario's long acceptance tests (not in CI: about 45 minutes)
+#   scripts/test.sh deps acceptance # the default scenario's long acceptance tests (not in CI: about 70 minutes)
 #   scripts/test.sh deps nccl-build # nccl-tests compiled for real through the validate role (not in CI: README)
 #   scripts/test.sh deps smd        # SchedMD's slurm-smd 26.05.3 packages built, the cluster and the NVML oracle on them (not in CI)
 #   bash benchmarks/scale.sh        # the scale benchmark, 2 to 1,024 emulated nodes (not in CI: docs/scale.md)
