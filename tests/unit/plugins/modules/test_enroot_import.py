@@ -26,11 +26,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import contextlib
 import glob
 import hashlib
 import importlib.util
-import io
 import json
 import os
 import re
@@ -43,11 +41,11 @@ import tempfile
 import time
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpucluster.bringup.plugins.modules import enroot_import
 from ansible_collections.gpucluster.bringup.tests.unit import enroot_role
 from ansible_collections.gpucluster.bringup.tests.unit import realenroot
+from ansible_collections.gpucluster.bringup.tests.unit.plugins.modules import modrun
 from ansible_collections.gpucluster.bringup.tests.unit.standins import stand_in_registry
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..', '..', '..'))
@@ -182,24 +180,16 @@ def run_module(tmp_path, env, check=False, user=None, **args):
 
 
 def run_in_process(env, payload):
-    saved, cwd, printed = dict(os.environ), os.getcwd(), io.StringIO()
+    saved, cwd = dict(os.environ), os.getcwd()
     os.environ.clear()
     os.environ.update(env)
     os.chdir('/')
     try:
-        with patch_module_args(payload), contextlib.redirect_stdout(printed):
-            try:
-                enroot_import.main()
-            except SystemExit:
-                pass
+        return modrun.run_module(enroot_import.main, payload).result
     finally:
         os.environ.clear()
         os.environ.update(saved)
         os.chdir(cwd)
-    try:
-        return json.loads(printed.getvalue())
-    except ValueError:
-        raise AssertionError('module printed no JSON: %r' % printed.getvalue())
 
 
 def enroot_calls(env):

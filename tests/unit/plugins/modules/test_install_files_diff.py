@@ -49,25 +49,24 @@ def test_each_change_is_shown_as_the_node_has_it_and_as_it_will_be(tmp_path):
     contents = dict((f['dest'], base64.b64encode(data).decode()) for f, data in zip(files[1:5], (new_conf, b'Name=gpu\n', key, blob)))
     outcome = run_module(install_files.main, {'files': files, 'contents': contents, 'want_diff': True}, check_mode=True)
     assert not outcome.failed, outcome.result
-    head = dict
     conf, gres, munge, blob_path, link = (node + '/etc/' + name for name in ('slurm.conf', 'gres.conf', 'munge.key', 'blob', 'current'))
     assert outcome.result['diff'] == [
-        head(before_header=node + '/etc', after_header=node + '/etc',
+        dict(before_header=node + '/etc', after_header=node + '/etc',
              before={'path': node + '/etc', 'state': 'directory', 'mode': '0700'},
              after={'path': node + '/etc', 'state': 'directory', 'mode': '0755'}),
-        head(before_header=conf, after_header=conf, before={'path': conf, 'state': 'file', 'mode': '0600'},
+        dict(before_header=conf, after_header=conf, before={'path': conf, 'state': 'file', 'mode': '0600'},
              after={'path': conf, 'state': 'file', 'mode': '0644'}),
-        head(before_header=conf, after_header=conf, before='ClusterName=old\n', after='ClusterName=new\n'),
-        head(before_header=gres, after_header=gres, before={'path': gres, 'state': 'absent', 'mode': None},
+        dict(before_header=conf, after_header=conf, before='ClusterName=old\n', after='ClusterName=new\n'),
+        dict(before_header=gres, after_header=gres, before={'path': gres, 'state': 'absent', 'mode': None},
              after={'path': gres, 'state': 'file', 'mode': '0644'}),
-        head(before_header=gres, after_header=gres, before='', after='Name=gpu\n'),
-        head(before_header=munge, after_header=munge, before={'path': munge, 'state': 'file'}, after={'path': munge, 'state': 'file'}),
-        head(before_header=munge, after_header=munge, before='the content is secret', after='the content is secret (changed)\n'),
-        head(before_header=blob_path, after_header=blob_path, before={'path': blob_path, 'state': 'absent', 'mode': None},
+        dict(before_header=gres, after_header=gres, before='', after='Name=gpu\n'),
+        dict(before_header=munge, after_header=munge, before={'path': munge, 'state': 'file'}, after={'path': munge, 'state': 'file'}),
+        dict(before_header=munge, after_header=munge, before='the content is secret', after='the content is secret (changed)\n'),
+        dict(before_header=blob_path, after_header=blob_path, before={'path': blob_path, 'state': 'absent', 'mode': None},
              after={'path': blob_path, 'state': 'file', 'mode': '0644'}),
-        head(before_header=blob_path, after_header=blob_path, before='binary or large content',
+        dict(before_header=blob_path, after_header=blob_path, before='binary or large content',
              after='binary or large content (changed)\n'),
-        head(before_header=link, after_header=link, before={'path': link, 'state': 'link', 'target': 'slurm.conf'},
+        dict(before_header=link, after_header=link, before={'path': link, 'state': 'link', 'target': 'slurm.conf'},
              after={'path': link, 'state': 'link', 'target': 'gres.conf'}),
     ]
     # check mode: the node is as it was
