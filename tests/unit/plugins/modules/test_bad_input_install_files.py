@@ -150,6 +150,9 @@ CASES = [
     ('not-root-owner', case(lambda n: [fentry(n + '/x', owner='root')]),
      ["files[2] ({n}/x): owner is 'root', but only root may give a path to another user and this process runs as uid 4242; "
       'expected to run as root (become: true)'], 'not-root'),
+    ('dest-cannot-be-read', case(lambda n: [fentry(n + '/locked/hidden')]),
+     ["files[2] ({n}/locked/hidden): dest is '{n}/locked/hidden', but it cannot be read: Permission denied; "
+      'expected a path this process can look at'], 'no-lstat'),
     ('contents-not-base64', lambda n: dict(args_for(good(n)), contents={n + '/made/first.conf': 'not base64!'}),
      ["contents[{n}/made/first.conf] is 'not base64!', expected base64 text"], None),
     ('contents-wrong-bytes', lambda n: dict(args_for(good(n)), contents={n + '/made/first.conf': base64.b64encode(b'other').decode()}),
@@ -201,6 +204,14 @@ def arrange(fault, n, monkeypatch):
                 return False
             return real_access(path, mode, **kwargs)
         monkeypatch.setattr(os, 'access', access)
+    elif fault == 'no-lstat':
+        real_lstat = os.lstat
+
+        def lstat(path, *args, **kwargs):
+            if os.path.abspath(path) == os.path.join(locked, 'hidden'):
+                raise OSError(errno.EACCES, os.strerror(errno.EACCES), path)
+            return real_lstat(path, *args, **kwargs)
+        monkeypatch.setattr(os, 'lstat', lstat)
     elif fault == 'not-root':
         monkeypatch.setattr(os, 'geteuid', lambda: 4242)
     elif fault == 'read-only':

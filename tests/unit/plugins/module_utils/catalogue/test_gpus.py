@@ -80,6 +80,28 @@ def test_the_new_models_tables():
     assert rtx.mig and rtx.profiles is None and rtx.busbw == 'rtx-pro-6000-pcie'
 
 
+# The entries are built when the catalogue is imported; the two builders are called here again, so that a fault in them
+# shows in a test and not only as a wrong table (a new entry is written with them).
+@pytest.mark.parametrize('args, kwargs, expected', [
+    (('k', ['A', 'B']), {}, catalogue.Gpu('k', ('A', 'B'), False, None, None, None, None, (), None, '')),
+    (('k', ['A']), {'mig': True}, catalogue.Gpu('k', ('A',), True, None, None, None, None, (), None, '')),
+    (('k', ['A']), {'profiles': ('p',), 'gres': ('G', 'g'), 'driver_min': '1.2', 'fabric': 'pcie', 'gpus_per_node': [4, 8],
+                    'busbw': 'x', 'source': 'S'},
+     catalogue.Gpu('k', ('A',), True, ('p',), ('G', 'g'), '1.2', 'pcie', (4, 8), 'x', 'S')),
+])
+def test_an_entry_is_built_from_its_fields(args, kwargs, expected):
+    built = catalogue._gpu(*args, **kwargs)  # pylint: disable=protected-access
+    assert built == expected and isinstance(built.names, tuple) and isinstance(built.gpus_per_node, tuple)
+
+
+def test_an_eight_slice_table_is_built_from_seven_names():
+    table = catalogue._eight_slices('a b c d e f g')  # pylint: disable=protected-access
+    assert table == (
+        catalogue.Profile('a', 19, 1, 1, 7, (0, 1, 2, 3, 4, 5, 6)), catalogue.Profile('b', 20, 1, 1, 1, (0, 1, 2, 3, 4, 5, 6)),
+        catalogue.Profile('c', 15, 1, 2, 4, (0, 2, 4, 6)), catalogue.Profile('d', 14, 2, 2, 3, (0, 2, 4)),
+        catalogue.Profile('e', 9, 3, 4, 2, (0, 4)), catalogue.Profile('f', 5, 4, 4, 1, (0,)), catalogue.Profile('g', 0, 7, 8, 1, (0,)))
+
+
 # ------------------------------------------------------------------ lookups
 
 @pytest.mark.parametrize('name, key', [

@@ -53,6 +53,14 @@ def test_timeout_stops_the_whole_group(tmp_path):
     assert not alive(_read_pid(pidfile))
 
 
+def test_timeout_keeps_what_the_command_wrote_to_stderr():
+    # what enroot printed before it was stopped is the user's only clue (a registry that hangs after "Fetching image")
+    argv = ['sh', '-c', 'echo "[INFO] Fetching image manifest list" >&2; exec sleep 30']
+    with pytest.raises(_enroot_run.TimedOut) as err:
+        _enroot_run.run_stoppable(argv, dict(os.environ), timeout=1)
+    assert err.value.stderr == '[INFO] Fetching image manifest list\n'
+
+
 @pytest.mark.parametrize('signum', list(_enroot_run.STOP_SIGNALS))
 def test_stop_signal_stops_the_group_and_restores_handlers(tmp_path, signum):
     pidfile = str(tmp_path / 'child.pid')
