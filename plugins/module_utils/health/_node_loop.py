@@ -38,6 +38,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import re
 import time
 
@@ -278,7 +279,8 @@ def _update(policy, node, *settings):
 def derive(record, node, policy, now):
     """``record`` made to agree with what Slurm shows (the loop's own tag is the truth): after a crash, a lost state
     file or a change by hand.  Returns the record (a copy)."""
-    record = dict(record) if record else new_record(now)
+    # a copy down to its lists: the caller keeps the record it gave when Slurm refuses the actions
+    record = copy.deepcopy(record) if record else new_record(now)
     record.setdefault('time_in', {})
     tag = parse_loop_reason(node['reason'], policy['tag']) if is_drained(node) or is_down(node) else None
     if tag:
@@ -561,7 +563,7 @@ def settle_deep(record, node, report, policy, now, resumed=False, reset=None):
     job never got to it).  Pass (``passes`` at least ``deep_passes``): resumed (``resumed``: it was already, into the
     deep tier's reservation); fail: service, or after a GPU reset a reboot; a failed reset: a reboot; no verdict: stays
     (run again next pass)."""
-    result = Result(dict(record))
+    result = Result(copy.deepcopy(record))
     record = result.record
     if record['state'] not in ('back', 'reset-asked'):
         raise ValueError('%s is %s, the deep tier settles only a node that is back or waits for its GPU reset' % (node['name'], record['state']))

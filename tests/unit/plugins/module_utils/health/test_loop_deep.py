@@ -217,3 +217,133 @@ def test_with_reset_refuses_a_job_that_does_not_run_the_deep_program():
     job = loop_deep.plan([node('gpu-01')], 'gpucluster-loop-deep', PROGRAM, SETTINGS, 30)[0][0]
     with pytest.raises(ValueError, match='does not run /other --tier'):
         loop_deep.with_reset(job, '/other', ['0'])
+
+
+# ------------------------------------------------------------------ exact plans, messages and readings
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'dispatch': 'batched'}, "deep_dispatch is 'batched', expected one of auto, per_node, allocation"),
+    ({'min_nodes': 0}, 'deep_dispatch_min_nodes is 0, expected a whole number of at least 1'),
+    ({'wait': 0}, 'deep_allocation_wait is 0, expected a whole number of seconds between 1 and 3600'),
+    ({'wait': 3601}, 'deep_allocation_wait is 3601, expected a whole number of seconds between 1 and 3600'),
+])
+def test_each_bad_dispatch_setting_has_its_message(kwargs, message):
+    with pytest.raises(InputError) as info:
+        plan([node('a'), node('b')], **kwargs)
+    assert str(info.value) == message
+
+
+def test_the_dispatch_settings_at_their_bounds():
+    assert loop_deep.dispatch_settings('allocation', 1, 1) == ('allocation', 1, 1)
+    assert loop_deep.dispatch_settings('per_node', '7', 3600) == ('per_node', 7, 3600)
+
+
+@pytest.mark.parametrize('count, min_nodes, grouped', [(3, None, False), (4, None, True), (2, 2, True), (1, 1, False)])
+def test_auto_dispatch_groups_from_min_nodes_on(count, min_nodes, grouped):
+    kwargs = {} if min_nodes is None else {'min_nodes': min_nodes}
+    _jobs, planned = plan([node('n%d' % i) for i in range(count)], **kwargs)
+    assert bool(planned) is grouped
+
+
+def test_a_plan_in_full_an_allocation_and_its_steps():
+    jobs, planned = plan([node('gpu-01', 4, None), node('gpu-02', 4, '')], dispatch='allocation', wait=10)
+    assert planned == [{
+        'name': 'gpu:4 on 2 nodes', 'nodes': ['gpu-01', 'gpu-02'], 'timeout': 70,
+        'argv': ['salloc', '--no-shell', '--immediate=10', '--no-kill', '--reservation=gpucluster-loop-deep', '--nodes=2',
+                 '--nodelist=gpu-[01-02]', '--exclusive', '--gres=gpu:4', '--time=30', '--job-name=gpucluster-loop-deep'],
+        'release': ['scancel'], 'idle': ['sinfo', '-h', '-N', '-t', 'idle', '-o', '%N', '-n', 'gpu-[01-02]']}]
+    own = loop_deep.deep_jobs.srun_argv(node('gpu-01', 4, None), 'gpucluster-loop-deep', PROGRAM, SETTINGS, 30)
+    assert jobs[0] == {'name': 'gpu-01', 'own_argv': own, 'allocation': 'gpu:4 on 2 nodes',
+                       'argv': ['srun', '--jobid={jobid}'] + [a for a in own[1:] if a != '--exclusive']}
+    assert set(jobs[1]) == {'name', 'argv', 'own_argv', 'allocation'}
+
+
+def test_a_job_of_its_own_in_full():
+    jobs, planned = plan([node('gpu-01')], srun='/opt/slurm/bin/srun')
+    own = loop_deep.deep_jobs.srun_argv(node('gpu-01'), 'gpucluster-loop-deep', PROGRAM, SETTINGS, 30, srun='/opt/slurm/bin/srun')
+    assert planned == [] and jobs == [{'name': 'gpu-01', 'argv': own, 'own_argv': own, 'allocation': None}]
+    assert own[0] == '/opt/slurm/bin/srun'
+
+
+@pytest.mark.parametrize('srun, command, path', [
+    ('srun', 'salloc', 'salloc'), ('/usr/bin/srun', 'scancel', '/usr/bin/scancel'), ('/a/b/c/srun', 'sinfo', '/a/b/c/sinfo'), ('/srun', 'x', '/x'),
+])
+def test_the_slurm_commands_beside_srun(srun, command, path):
+    assert loop_deep.sibling_command(srun, command) == path
+
+
+@pytest.mark.parametrize('candidate, kind', [
+    ({'gpus': 8, 'partition': 'gpu'}, ('gpu', 8)), ({'gpus': '4'}, ('', 4)), ({'gpus': 2, 'partition': None}, ('', 2)),
+])
+def test_node_type(candidate, kind):
+    assert loop_deep.node_type(candidate) == kind
+
+
+@pytest.mark.parametrize('text, job', [
+    ('salloc: Granted job allocation 77', '77'), ('Granted job allocation x', None), ('', None), (None, None),
+    ('Granted job allocation 8 and Granted job allocation 9', '8'),
+])
+def test_granted_job(text, job):
+    assert loop_deep.granted_job(text) == job
+
+
+@pytest.mark.parametrize('rc, text, why', [
+    (1, '  first \n\n  last line  \n  \n', 'last line'), (1, None, 'salloc exited 1 with no message'), (None, ' \n ', 'salloc exited None with no message'),
+])
+def test_refusal(rc, text, why):
+    assert loop_deep.refusal(rc, text) == why
+
+
+def test_use_allocation_without_a_name_keeps_the_allocation_and_fills_in_the_job_id():
+    jobs, planned = plan([node('a'), node('b')], dispatch='allocation')
+    loop_deep.use_allocation(jobs, 91)
+    assert [j['allocation'] for j in jobs] == [planned[0]['name']] * 2
+    assert all('--jobid=91' in j['argv'] and '{jobid}' not in ' '.join(j['argv']) for j in jobs)
+    assert [j['dispatch'] for j in jobs] == ['step of job 91'] * 2
+    assert loop_deep.members(jobs, planned[0]) == jobs and loop_deep.members(jobs, {'name': 'other'}) == []
+
+
+def test_with_reset_puts_the_reset_before_the_deep_tier_in_both_command_lines():
+    jobs, _planned = plan([node('a'), node('b')], dispatch='allocation')
+    job = loop_deep.with_reset(jobs[0], PROGRAM, [2, '3'], nvidia_smi='/usr/bin/nvidia-smi', mig_unit='mig.service')
+    assert job is jobs[0] and job['reset'] == [2, '3']
+    for key in ('argv', 'own_argv'):
+        at = job[key].index(PROGRAM)
+        assert job[key][at - 7:at] == ['/bin/sh', '-c', loop_deep.RESET_SCRIPT, 'gpucluster-gpu-reset', '2,3', 'mig.service', '/usr/bin/nvidia-smi']
+        assert job[key][at:at + 2] == [PROGRAM, '--tier']
+    assert job['argv'][:2] == ['srun', '--jobid={jobid}'] and job['own_argv'][0] == 'srun'
+    plain = loop_deep.with_reset(plan([node('c')])[0][0], PROGRAM, [])
+    at = plain['argv'].index('/bin/sh')
+    assert plain['argv'][at + 3:at + 7] == ['gpucluster-gpu-reset', '', 'gpucluster-mig.service', 'nvidia-smi']
+
+
+def test_with_reset_names_the_job_it_refuses():
+    job = plan([node('gpu-01')])[0][0]
+    with pytest.raises(ValueError) as info:
+        loop_deep.with_reset(job, PROGRAM + '-x', [])
+    assert str(info.value) == 'the deep run of gpu-01 does not run %s-x --tier' % PROGRAM
+    job['argv'] = job['argv'][:-6] + [PROGRAM]  # the program last, no --tier after it
+    with pytest.raises(ValueError):
+        loop_deep.with_reset(job, PROGRAM, [])
+
+
+@pytest.mark.parametrize('text, said', [
+    ('GPUCLUSTER-GPU-RESET done rc=0 gpus=0,1 mig=restarted: \n', {'ok': True, 'rc': 0, 'gpus': ['0', '1'], 'mig': 'restarted', 'text': ''}),
+    ('  GPUCLUSTER-GPU-RESET failed rc=-9 gpus= mig=none:killed  ', {'ok': False, 'rc': -9, 'gpus': [], 'mig': 'none', 'text': 'killed'}),
+    ('GPUCLUSTER-GPU-RESET done rc=0 gpus=1 mig=none: a\nGPUCLUSTER-GPU-RESET failed rc=3 gpus=2 mig=u.service: b  \nafter\n',
+     {'ok': False, 'rc': 3, 'gpus': ['2'], 'mig': 'u.service', 'text': 'b'}),
+    ('GPUCLUSTER-GPU-RESET maybe rc=0 gpus=1 mig=none: a', None),
+    ('GPUCLUSTER-GPU-RESET done rc=x gpus=1 mig=none: a', None),
+    (None, None),
+])
+def test_read_reset(text, said):
+    assert loop_deep.read_reset(text) == said
+
+
+def test_a_narrowed_allocation_asks_for_the_idle_nodes_only_and_keeps_the_rest():
+    _jobs, planned = plan([node('gpu-01'), node('gpu-02'), node('gpu-03')], dispatch='allocation')
+    narrow = loop_deep.narrowed(planned[0], ['gpu-01', 'gpu-03'])
+    assert narrow == dict(planned[0], nodes=['gpu-01', 'gpu-03'], name='gpu:8 in gpu on 3 nodes (2 idle)', argv=[
+        'salloc', '--no-shell', '--immediate=60', '--no-kill', '--reservation=gpucluster-loop-deep', '--nodes=2', '--nodelist=gpu-[01,03]',
+        '--exclusive', '--gres=gpu:8', '--time=30', '--job-name=gpucluster-loop-deep', '--partition=gpu'])
+    assert planned[0]['nodes'] == ['gpu-01', 'gpu-02', 'gpu-03'] and '--nodelist=gpu-[01-03]' in planned[0]['argv']

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 import json
 import re
+import time
 
 import pytest
 
@@ -161,3 +162,127 @@ def test_a_gpu_reset_shows_as_event_lines_history_and_metrics():
     assert samples[('gpucluster_loop_events_total', (('event', 'reset_failed'),))] == 0
     assert samples[('gpucluster_loop_state_seconds_total', (('node', 'gpu-01'), ('state', 'reset-asked')))] == 160
     assert samples[('gpucluster_loop_reboots_in_window', (('node', 'gpu-01'),))] == 0
+
+
+# ------------------------------------------------------------------ exact renderings
+
+def test_the_whole_metrics_file_of_one_node():
+    now = T0 + 0.5
+    rec = loop.new_record(T0 - 30)
+    rec.update(state='back', time_in={'ok': 12.3, 'reboot-asked': 100}, reboots=[now - 10, now - 86400],
+               hits={'thermal': [now - 5, now - 86400], 'ib-errors': []})
+    counts = {'conditions': {'xid-79 reboot': 2, 'thermal comment': 1}, 'events': {'detected': 3, 'back': 1}}
+    states = ''.join('gpucluster_loop_node_state{node="n\\\\1\\n",state="%s"} %d\n' % (s, s == 'back') for s in loop.STATES)
+    seconds = {'ok': '12.3', 'reboot-asked': '100', 'back': '30.5'}
+    spent = ''.join('gpucluster_loop_state_seconds_total{node="n\\\\1\\n",state="%s"} %s\n' % (s, seconds.get(s, '0')) for s in loop.STATES)
+    events = ''.join('gpucluster_loop_events_total{event="%s"} %d\n' % (e, {'detected': 3, 'back': 1}.get(e, 0)) for e in loop.EVENTS)
+    assert ev.metrics({'n\\1\n': rec}, counts, now, POLICY) == (
+        "# HELP gpucluster_loop_node_state The node's state in the closed loop (1 for the state it is in).\n"
+        '# TYPE gpucluster_loop_node_state gauge\n' + states
+        + '# HELP gpucluster_loop_state_seconds_total Seconds the node spent in each state since the loop first saw it.\n'
+        '# TYPE gpucluster_loop_state_seconds_total counter\n' + spent
+        + '# HELP gpucluster_loop_reboots_in_window Reboots the loop asked for within the reboot window (more than the limit: service).\n'
+        '# TYPE gpucluster_loop_reboots_in_window gauge\n'
+        'gpucluster_loop_reboots_in_window{node="n\\\\1\\n"} 1\n'
+        '# HELP gpucluster_loop_quarantine_hits Comment-mode hits within the promotion window, per node and condition.\n'
+        '# TYPE gpucluster_loop_quarantine_hits gauge\n'
+        'gpucluster_loop_quarantine_hits{node="n\\\\1\\n",condition="ib-errors"} 0\n'
+        'gpucluster_loop_quarantine_hits{node="n\\\\1\\n",condition="thermal"} 1\n'
+        '# HELP gpucluster_loop_conditions_total Conditions the loop detected, by condition and the action taken.\n'
+        '# TYPE gpucluster_loop_conditions_total counter\n'
+        'gpucluster_loop_conditions_total{condition="thermal",action="comment"} 1\n'
+        'gpucluster_loop_conditions_total{condition="xid-79",action="reboot"} 2\n'
+        '# HELP gpucluster_loop_events_total Transitions of the loop, by event.\n'
+        '# TYPE gpucluster_loop_events_total counter\n' + events
+        + '# HELP gpucluster_loop_last_pass_timestamp_seconds When the loop last finished a pass (seconds since the epoch).\n'
+        '# TYPE gpucluster_loop_last_pass_timestamp_seconds gauge\n'
+        'gpucluster_loop_last_pass_timestamp_seconds 1796486400.5\n')
+
+
+@pytest.mark.parametrize('policy, reboots, hits', [
+    ({'reboot_window_s': 100, 'promote_window_s': 50}, 1, 1),
+    ({'reboot_window_s': 101, 'promote_window_s': 51}, 2, 2),
+])
+def test_the_windows_of_the_metrics_are_the_policys(policy, reboots, hits):
+    rec = dict(loop.new_record(T0), reboots=[T0 - 100, T0 - 1], hits={'thermal': [T0 - 50, T0]})
+    samples, _types = parse_textfile(ev.metrics({'n': rec}, None, T0, loop.load_policy(policy)))
+    assert samples[('gpucluster_loop_reboots_in_window', (('node', 'n'),))] == reboots
+    assert samples[('gpucluster_loop_quarantine_hits', (('node', 'n'), ('condition', 'thermal')))] == hits
+
+
+def test_a_node_that_came_back_in_time_counts_no_negative_seconds_and_rounds_to_a_tenth():
+    rec = dict(loop.new_record(T0 + 10), time_in={'ok': 1.26, 'quarantine': 2.0})
+    samples, _types = parse_textfile(ev.metrics({'n': rec}, {}, T0, POLICY))
+    assert samples[('gpucluster_loop_state_seconds_total', (('node', 'n'), ('state', 'ok')))] == 1.3
+    assert samples[('gpucluster_loop_state_seconds_total', (('node', 'n'), ('state', 'quarantine')))] == 2
+    text = ev.metrics({'n': dict(rec, time_in={'ok': 1.2345})}, {}, T0 + 0.0004, POLICY)
+    assert 'gpucluster_loop_state_seconds_total{node="n",state="ok"} 1.2\n' in text
+    assert text.endswith('gpucluster_loop_last_pass_timestamp_seconds 1796486400.0\n')  # a fraction below a thousandth
+    assert ev.metrics({}, {}, T0 + 0.1234, POLICY).endswith('gpucluster_loop_last_pass_timestamp_seconds 1796486400.123\n')
+
+
+def test_an_event_line_is_compact_sorted_json_with_its_time_shown_and_its_source():
+    event = {'time': T0, 'node': 'gpu-01', 'event': 'back', 'from': 'reboot-asked', 'to': 'back', 'condition': 'xid-79'}
+    assert ev.event_line(event) == ('{"at":"%s","condition":"xid-79","event":"back","from":"reboot-asked","node":"gpu-01",'
+                                    '"source":"gpucluster-node-loop","time":%d,"to":"back"}' % (ev.iso(T0), T0))
+    assert 'at' not in event and 'source' not in event  # the event itself is left as it was
+
+
+def test_an_unknown_event_is_refused_naming_the_events():
+    with pytest.raises(ValueError) as info:
+        ev.event_line({'time': T0, 'event': 'exploded'})
+    assert str(info.value) == "event 'exploded' is not one of %s" % ', '.join(loop.EVENTS)
+    with pytest.raises(ValueError, match="^event None is not one of detected, "):
+        ev.event_line({'time': T0})
+
+
+def test_iso_is_local_time_with_its_offset():
+    text = ev.iso(T0)
+    assert re.match(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}$', text), text
+    assert text == time.strftime('%Y-%m-%dT%H:%M:%S', time.localtime(T0)) + time.strftime('%z', time.localtime(T0))
+
+
+def test_count_adds_the_events_and_the_detected_conditions_to_a_copy():
+    counts = {'conditions': {'xid-79 reboot': 1}, 'events': {'detected': 1}}
+    events = [{'event': 'detected', 'condition': 'xid-79', 'action': 'reboot'}, {'event': 'reboot_asked', 'condition': 'xid-79'},
+              {'event': 'detected', 'condition': 'thermal', 'action': 'comment'}, {'event': 'detected'}]
+    assert ev.count(counts, events) == {'conditions': {'xid-79 reboot': 2, 'thermal comment': 1, 'None None': 1},
+                                        'events': {'detected': 4, 'reboot_asked': 1}}
+    assert counts == {'conditions': {'xid-79 reboot': 1}, 'events': {'detected': 1}}
+    assert ev.count(None, []) == {'conditions': {}, 'events': {}}
+    assert ev.count({'conditions': None, 'events': None}, [{'event': 'back'}]) == {'conditions': {}, 'events': {'back': 1}}
+
+
+def test_the_webhook_body_is_the_events_with_their_time_shown():
+    event = {'time': T0, 'node': 'gpu-01', 'event': 'back'}
+    body = ev.webhook_body([event])
+    assert isinstance(body, bytes)
+    assert json.loads(body.decode('utf-8')) == {'source': 'gpucluster-node-loop', 'events': [dict(event, at=ev.iso(T0))]}
+    assert body == json.dumps({'source': 'gpucluster-node-loop', 'events': [dict(event, at=ev.iso(T0))]}, sort_keys=True).encode('utf-8')
+    assert ev.webhook_body([]) == b'{"events": [], "source": "gpucluster-node-loop"}'
+
+
+def test_the_history_skips_what_is_not_an_event_of_the_node():
+    mine = ev.event_line({'time': T0, 'node': 'gpu-01', 'event': 'back'})
+    lines = ['[1, 2]', '"text"', '{"node": "gpu-01", "source": "other"}', '', 'x{', mine,
+             ev.event_line({'time': T0, 'node': 'gpu-010', 'event': 'back'})]
+    assert ev.history(lines, 'gpu-01') == [json.loads(mine)]
+    assert ev.history([], 'gpu-01') == []
+
+
+@pytest.mark.parametrize('event, line', [
+    ({'at': 'A', 'event': 'detected', 'from': 'ok', 'to': 'ok', 'condition': 'xid-79', 'action': 'reboot', 'reason': 'R'},
+     'A detected ok -> ok xid-79 (reboot): R'),
+    ({'at': 'A', 'event': 'back', 'from': 'reboot-asked', 'to': 'back', 'condition': 'xid-79'}, 'A back reboot-asked -> back xid-79'),
+    ({'at': 'A', 'event': 'returned', 'from': 'quarantine', 'to': 'ok', 'condition': None, 'action': '', 'reason': ''},
+     'A returned quarantine -> ok -'),
+    ({'event': 'service'}, 'None service None -> None -'),
+])
+def test_history_text_lines(event, line):
+    assert ev.history_text([event]) == [line]
+
+
+def test_sources_say_where_each_conditions_action_comes_from():
+    sources = ev.sources()
+    assert sources == dict(ev.conditions.SOURCES) and sources is not ev.conditions.SOURCES
+    assert set(sources) == set(POLICY['actions'])

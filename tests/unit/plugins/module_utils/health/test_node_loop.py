@@ -6,6 +6,8 @@
 
 from __future__ import absolute_import, division, print_function
 
+import time
+
 import pytest
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
@@ -573,3 +575,546 @@ def test_bad_loop_settings_are_named(data, fragments):
         loop.load_policy(data)
     for fragment in fragments:
         assert fragment in str(info.value), str(info.value)
+
+
+# ------------------------------------------------------------------ each transition in full: its events, actions and record
+
+def test_a_drain_condition_detected_shows_the_condition_its_action_and_the_health_checks_reason():
+    result = loop.step(record(), node('IDLE', ['DRAIN'], PERSIST), POLICY, T0)
+    assert result.events == [
+        {'time': T0, 'node': 'gpu-01', 'event': 'detected', 'from': 'ok', 'to': 'ok', 'condition': 'persistence', 'action': 'drain',
+         'reason': PERSIST},
+        {'time': T0, 'node': 'gpu-01', 'event': 'drained', 'from': 'ok', 'to': 'drained', 'condition': 'persistence', 'action': 'drain',
+         'reason': PERSIST},
+    ]
+    assert result.actions == [] and (result.deep, result.reset) == (False, None)
+    assert result.record == dict(loop.new_record(T0 - 100), state='drained', since=T0, condition='persistence', owner='health', reason=PERSIST,
+                                 seen=['periodic:persistence: GPU 4 (00000000:87:00.0) persistence mode is off'], time_in={'ok': 100})
+
+
+def test_a_reboot_asked_shows_the_loops_reason_and_the_jobs_requeued():
+    result = loop.step(record(), node('MIXED', ['DRAIN'], XID79, jobs=[17, 18]), POLICY, T0)
+    reason = 'gpuloop:reboot:xid-79: ' + XID79.split(': ', 1)[1]
+    assert result.events[1] == {'time': T0, 'node': 'gpu-01', 'event': 'reboot_asked', 'from': 'ok', 'to': 'reboot-asked', 'condition': 'xid-79',
+                                'reason': reason, 'jobs': [17, 18]}
+    assert result.record == dict(loop.new_record(T0 - 100), state='reboot-asked', since=T0, condition='xid-79', reason=reason, asked_at=T0,
+                                 reboots=[T0], via='reboot', seen=['periodic:xid: ' + XID79.split(': ', 1)[1]], time_in={'ok': 100})
+
+
+def test_a_reset_asked_on_an_idle_node_shows_the_gpus_and_runs_the_reset_at_once():
+    result = loop.step(record(deep_runs=3), node('IDLE', ['DRAIN'], XID48), POLICY, T0)
+    assert result.events == [
+        {'time': T0, 'node': 'gpu-01', 'event': 'detected', 'from': 'ok', 'to': 'ok', 'condition': 'xid-48', 'action': 'reset-gpu', 'reason': XID48},
+        {'time': T0, 'node': 'gpu-01', 'event': 'reset_asked', 'from': 'ok', 'to': 'reset-asked', 'condition': 'xid-48', 'reason': reset_tag(),
+         'gpus': ['2'], 'jobs': []},
+    ]
+    assert result.actions == [['scontrol', 'update', 'nodename=gpu-01', 'state=drain', 'reason=' + reset_tag()]]
+    assert (result.deep, result.reset) == (True, ['2'])
+    assert result.record == dict(loop.new_record(T0 - 100), state='reset-asked', since=T0, condition='xid-48', reason=reset_tag(), asked_at=T0,
+                                 gpus=['2'], via='reset', seen=['prolog:xid: ' + XID48.split(': ', 1)[1]], time_in={'ok': 100})
+
+
+def test_a_service_condition_shows_what_was_seen_in_the_event_and_the_comment():
+    policy = loop.load_policy({'actions': {'persistence': 'service'}})
+    result = loop.step(record(seen=['earlier: x']), node('IDLE', ['DRAIN'], PERSIST), policy, T0)
+    reason = 'gpuloop:service:persistence: ' + PERSIST.split(': ', 1)[1]
+    seen = ['earlier: x', 'periodic:persistence: ' + PERSIST.split(': ', 1)[1], PERSIST.split(': ', 1)[1]]
+    assert result.events[1] == {'time': T0, 'node': 'gpu-01', 'event': 'service', 'from': 'ok', 'to': 'service', 'condition': 'persistence',
+                                'reason': reason, 'seen': seen}
+    assert result.actions == [['scontrol', 'update', 'nodename=gpu-01', 'state=drain', 'reason=' + reason],
+                              ['scontrol', 'update', 'nodename=gpu-01', 'comment=gpuloop:service: ' + '; '.join(seen)]]
+    assert result.record['reason'] == reason and result.record['seen'] == seen
+
+
+def test_the_service_comment_is_cut_at_400_characters():
+    policy = loop.load_policy({'actions': {'persistence': 'service'}})
+    result = loop.step(record(seen=['x' * 390]), node('IDLE', ['DRAIN'], PERSIST), policy, T0)
+    assert result.actions[1][3] == ('comment=gpuloop:service: ' + 'x' * 390)[:len('comment=') + 400]
+
+
+def test_back_from_the_reboot_shows_the_boot_time_and_without_the_deep_tier_returns_at_once():
+    rec = record('reboot-asked', asked_at=T0, reboots=[T0], condition='xid-79', via='reboot', reason=reboot_tag(), since=T0)
+    back = loop.step(rec, node('IDLE', ['DRAIN'], reboot_tag(), boot=T0 + 100), POLICY, T0 + 200)
+    event = {'time': T0 + 200, 'node': 'gpu-01', 'event': 'back', 'from': 'reboot-asked', 'to': 'back', 'condition': 'xid-79', 'boot_time': T0 + 100}
+    assert back.events == [event] and back.actions == [] and (back.deep, back.reset) == (True, None)
+    assert back.record['time_in'] == {'reboot-asked': 200} and back.record['since'] == T0 + 200
+    rec = record('reboot-asked', asked_at=T0, reboots=[T0], condition='xid-79', via='reboot', reason=reboot_tag(), since=T0)
+    off = loop.step(rec, node('IDLE', ['DRAIN'], reboot_tag(), boot=T0 + 100, comment='gpuloop:service: x'), loop.load_policy({'deep': False}), T0 + 200)
+    assert off.events == [event, {'time': T0 + 200, 'node': 'gpu-01', 'event': 'returned', 'from': 'back', 'to': 'returned', 'condition': 'xid-79',
+                                  'why': 'the deep tier is off'}]
+    assert off.actions == [['scontrol', 'update', 'nodename=gpu-01', 'state=resume'], ['scontrol', 'update', 'nodename=gpu-01', 'comment=']]
+    assert not off.deep
+    assert off.record == dict(rec, state='ok', since=T0 + 200, condition=None, reason=None, seen=[], owner=None, via=None,
+                              time_in={'reboot-asked': 200, 'back': 0, 'returned': 0})
+
+
+@pytest.mark.parametrize('comment, cleared', [('gpuloop:quarantine:x: 1', True), ('gpuloopy: x', False), ('gpuhc-hit:x@1: y', False), ('', False)])
+def test_the_return_clears_only_a_comment_of_the_loop(comment, cleared):
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79')
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reboot_tag(), comment=comment), PASS, POLICY, T0 + 400)
+    assert result.actions[1:] == ([['scontrol', 'update', 'nodename=gpu-01', 'comment=']] if cleared else [])
+
+
+def test_a_passing_deep_run_shows_its_passes_and_why_the_node_returned():
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79', since=T0 + 100)
+    del rec['deep_runs']  # a record of an older loop: the count starts at 0
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reboot_tag()), dict(PASS, passes=3), POLICY, T0 + 400)
+    assert result.events == [
+        {'time': T0 + 400, 'node': 'gpu-01', 'event': 'deep_passed', 'from': 'back', 'to': 'deep-passed', 'condition': 'xid-79', 'passes': 3},
+        {'time': T0 + 400, 'node': 'gpu-01', 'event': 'returned', 'from': 'deep-passed', 'to': 'returned', 'condition': 'xid-79',
+         'why': 'the deep tier passed'},
+    ]
+    assert result.record['deep_runs'] == 1 and result.record['deep_started'] is False
+    assert result.record['time_in'] == {'back': 300, 'deep-passed': 0, 'returned': 0}
+
+
+def test_a_report_without_passes_is_no_pass():
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79')
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reboot_tag()), {'status': 0, 'results': []}, POLICY, T0 + 400)
+    assert result.events[0]['passes'] == 0 and result.events[0]['needed'] == 1 and result.record['state'] == 'back'
+
+
+def test_a_failing_deep_run_shows_the_failed_checks():
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79', seen=['periodic:xid: Xid 79'])
+    results = [{'check': 'dcgm', 'status': 'fail'}, {'check': 'nccl', 'status': 'pass'}, {'check': 'ib-bw', 'status': 'fail'}]
+    report = {'status': 1, 'passes': 0, 'reason': None, 'results': results}
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reboot_tag()), report, POLICY, T0 + 400)
+    why = 'the deep tier failed after the reboot: dcgm, ib-bw'
+    assert result.events == [
+        {'time': T0 + 400, 'node': 'gpu-01', 'event': 'deep_failed', 'from': 'back', 'to': 'service', 'condition': 'xid-79', 'verdict': 'fail',
+         'checks': ['dcgm', 'ib-bw']},
+        {'time': T0 + 400, 'node': 'gpu-01', 'event': 'service', 'from': 'back', 'to': 'service', 'condition': 'xid-79',
+         'reason': 'gpuloop:service:xid-79: ' + why, 'seen': ['periodic:xid: Xid 79', why]},
+    ]
+
+
+def test_a_reset_that_gave_no_verdict_leaves_the_node_waiting():
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag())
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reset_tag()), PASS, POLICY, T0 + 60, resumed=True)
+    assert result.events == [{'time': T0 + 60, 'node': 'gpu-01', 'event': 'deep_failed', 'from': 'reset-asked', 'to': 'reset-asked',
+                              'condition': 'xid-48', 'verdict': 'none', 'why': 'the GPU reset gave no verdict'}]
+    assert result.record['state'] == 'reset-asked' and result.record['deep_runs'] == 1 and result.actions == []
+
+
+@pytest.mark.parametrize('reset, why', [
+    (RESET_LOST, 'the GPU reset failed (rc=15): ' + RESET_LOST['text']),
+    ({'ok': False, 'rc': 3, 'gpus': [], 'mig': 'gpucluster-mig.service', 'text': ''}, 'the GPU reset failed (rc=3): no message'),
+    ({}, 'the GPU reset failed (rc=None): no message'),
+])
+def test_a_failed_reset_shows_the_gpus_its_exit_status_and_why(reset, why):
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag(), since=T0)
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reset_tag()), None, POLICY, T0 + 60, resumed=True, reset=reset)
+    reason = 'gpuloop:reboot:xid-48: ' + why
+    assert result.events == [
+        {'time': T0 + 60, 'node': 'gpu-01', 'event': 'reset_failed', 'from': 'reset-asked', 'to': 'reboot-asked', 'condition': 'xid-48',
+         'gpus': reset.get('gpus'), 'rc': reset.get('rc'), 'why': why},
+        {'time': T0 + 60, 'node': 'gpu-01', 'event': 'reboot_asked', 'from': 'reset-asked', 'to': 'reboot-asked', 'condition': 'xid-48',
+         'reason': reason, 'jobs': []},
+    ]
+    assert result.record['seen'] == [why] and result.record['time_in'] == {'reset-asked': 60} and result.record['deep_runs'] == 0
+
+
+def test_a_reset_done_shows_the_gpus_and_the_mig_unit_and_counts_in_the_reset_window():
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag(), since=T0,
+                 resets=[T0 - 86399, T0 - 86398])
+    reset = dict(RESET_OK, mig='restarted')
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reset_tag()), PASS, POLICY, T0 + 1, resumed=True, reset=reset)
+    assert result.events[0] == {'time': T0 + 1, 'node': 'gpu-01', 'event': 'reset_done', 'from': 'reset-asked', 'to': 'back', 'condition': 'xid-48',
+                                'gpus': ['2'], 'mig': 'restarted'}
+    # the window is the reboot window: a reset 86400 s ago has left it, one 86399 s ago still counts
+    assert result.record['resets'] == [T0 - 86398, T0 + 1]
+    del rec['resets']
+    assert loop.settle_deep(rec, node('IDLE', ['DRAIN'], reset_tag()), PASS, POLICY, T0 + 1, resumed=True, reset=reset).record['resets'] == [T0 + 1]
+
+
+def test_a_comment_hit_quarantines_then_promotes_with_every_field_of_its_events():
+    policy = loop.load_policy({'promote_after': 2, 'promote_window_s': 3600})
+    detail = 'GPU 0 clocks are held down by hw_slowdown'
+    first = loop.step(record(), node(comment=hit(T0)), policy, T0 + 5)
+    assert first.events == [
+        {'time': T0 + 5, 'node': 'gpu-01', 'event': 'detected', 'from': 'ok', 'to': 'ok', 'condition': 'thermal', 'action': 'comment', 'detail': detail},
+        {'time': T0 + 5, 'node': 'gpu-01', 'event': 'quarantined', 'from': 'ok', 'to': 'quarantine', 'condition': 'thermal', 'hits': 1},
+    ]
+    assert first.record['seen'] == ['thermal: ' + detail] and first.record['hits'] == {'thermal': [T0]}
+    second = loop.step(first.record, node(comment=hit(T0 + 60)), policy, T0 + 65)
+    reason = 'gpuloop:drain:thermal: 2 hits within 3600s, the last: ' + detail
+    assert second.events[1] == {'time': T0 + 65, 'node': 'gpu-01', 'event': 'promoted', 'from': 'quarantine', 'to': 'drained', 'condition': 'thermal',
+                                'reason': reason, 'hits': 2}
+    assert second.actions == [['scontrol', 'update', 'nodename=gpu-01', 'state=drain', 'reason=' + reason],
+                              ['scontrol', 'update', 'nodename=gpu-01', 'comment=gpuloop:quarantine:thermal: 2 of 2 hits in 3600s']]
+    assert (second.record['owner'], second.record['reason'], second.record['state']) == ('loop', reason, 'drained')
+
+
+def test_a_site_action_for_a_comment_condition_shows_in_its_event():
+    policy = loop.load_policy({'actions': {'thermal': 'none'}})
+    result = loop.step(record(), node(comment=hit(T0)), policy, T0)
+    assert result.events[0]['action'] == 'none'
+
+
+def test_the_quarantine_ends_when_its_window_is_over():
+    policy = loop.load_policy({'promote_after': 2, 'promote_window_s': 3600})
+    first = loop.step(record(), node(comment=hit(T0)), policy, T0 + 5)
+    comment = 'gpuloop:quarantine:thermal: 1 of 2 hits in 3600s'
+    inside = loop.step(first.record, node(comment=comment), policy, T0 + 3599)
+    assert inside.record['state'] == 'quarantine' and inside.events == [] and inside.record['hits'] == {'thermal': [T0]}
+    over = loop.step(first.record, node(comment=comment), policy, T0 + 3600)
+    assert over.events == [{'time': T0 + 3600, 'node': 'gpu-01', 'event': 'returned', 'from': 'quarantine', 'to': 'ok', 'condition': 'thermal',
+                            'by': 'quarantine window over'}]
+    assert over.actions == [['scontrol', 'update', 'nodename=gpu-01', 'comment=']]
+    assert (over.record['condition'], over.record['hits'], over.record['time_in']) == (None, {}, {'ok': 105, 'quarantine': 3595})
+    # a comment someone else wrote meanwhile stays
+    assert loop.step(first.record, node(comment='ticket 12'), policy, T0 + 3600).actions == []
+
+
+@pytest.mark.parametrize('state, by', [('drained', 'the health check'), ('service', 'hand')])
+def test_a_node_returned_shows_who_returned_it(state, by):
+    rec = record(state, condition='persistence', reason=PERSIST, owner='health' if state == 'drained' else None, reboots=[T0 - 10], hits={'x': [T0]})
+    result = loop.step(rec, node('IDLE'), POLICY, T0)
+    assert result.events == [{'time': T0, 'node': 'gpu-01', 'event': 'returned', 'from': state, 'to': 'ok', 'condition': 'persistence', 'by': by}]
+    assert result.record['condition'] is None and result.record['owner'] is None
+    # after a repair the reboots count afresh, a drain of the health check keeps them
+    assert result.record['reboots'] == ([T0 - 10] if state == 'drained' else [])
+
+
+def test_a_node_not_back_in_time_goes_to_service_saying_so():
+    rec = record('reboot-asked', asked_at=T0, reboots=[T0], condition='xid-79', via='reboot', reason=reboot_tag(), since=T0)
+    rebooting = node('DOWN', ['DRAIN', 'REBOOT_ISSUED'], reboot_tag())
+    assert loop.step(dict(rec, time_in={}), rebooting, POLICY, T0 + 1800).events == []
+    result = loop.step(dict(rec, time_in={}), rebooting, POLICY, T0 + 1801)
+    why = 'not back 1800s after the reboot was asked'
+    assert result.events == [{'time': T0 + 1801, 'node': 'gpu-01', 'event': 'service', 'from': 'reboot-asked', 'to': 'service', 'condition': 'xid-79',
+                              'reason': 'gpuloop:service:xid-79: ' + why, 'seen': [why]}]
+    assert result.actions == [['scontrol', 'update', 'nodename=gpu-01', 'state=drain', 'reason=gpuloop:service:xid-79: ' + why],
+                              ['scontrol', 'update', 'nodename=gpu-01', 'comment=gpuloop:service: ' + why]]
+
+
+@pytest.mark.parametrize('reason, now, service', [
+    ('reboot timed out', T0 + 1801, True),
+    ('reboot timed out', T0 + 1800, False),
+    ('Not responding', T0 + 1801, False),
+])
+def test_slurm_giving_up_on_a_reboot_is_service_only_after_the_reboot_timeout(reason, now, service):
+    rec = record('reboot-asked', asked_at=T0, reboots=[T0], condition='xid-79', via='reboot', reason=reboot_tag(), since=T0)
+    result = loop.step(rec, node('DOWN', [], reason), POLICY, now)
+    assert result.record['state'] == ('service' if service else 'reboot-asked')
+    if service:
+        assert result.events[0]['reason'] == 'gpuloop:service:xid-79: the node did not come back from its reboot'
+
+
+def test_step_and_settle_deep_leave_the_record_they_are_given_as_it_was():
+    """The program keeps the record it passed in when Slurm refused the actions (it tries again next pass)."""
+    policy = loop.load_policy({'promote_after': 3})
+    rec = record('quarantine', hits={'thermal': [T0 - 60]}, time_in={'ok': 5})
+    before = repr(rec)
+    loop.step(rec, node(comment=hit(T0)), policy, T0)
+    assert repr(rec) == before
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79', time_in={'reboot-asked': 5}, resets=[T0 - 5])
+    before = repr(rec)
+    loop.settle_deep(rec, node('IDLE', ['DRAIN'], reboot_tag()), PASS, POLICY, T0 + 400)
+    assert repr(rec) == before
+
+
+# ------------------------------------------------------------------ every setting's message, both sides of its bounds
+
+POLICY_KEYS = ('actions, deep, deep_passes, prefix, promote_after, promote_window_s, reboot_max, reboot_timeout_s, reboot_window_s, requeue, '
+               'scontrol, settle_timeout_s, tag')
+COMMAND = 'expected a command name or path (no spaces, not starting with "-")'
+
+
+@pytest.mark.parametrize('data, message', [
+    ('x', "the loop settings are 'x', expected a mapping"),
+    ({'zz': 1, 'aa': 2}, 'the loop settings have unknown key(s) aa, zz; valid keys: ' + POLICY_KEYS),
+    ({'scontrol': '-x'}, "scontrol is '-x', " + COMMAND),
+    ({'scontrol': 'a b'}, "scontrol is 'a b', " + COMMAND),
+    ({'prefix': '1a'}, 'prefix is \'1a\', expected a word such as "gpuloop" (letters, digits, "-", "_", starting with a letter)'),
+    ({'tag': 'gpu:loop'}, 'tag is \'gpu:loop\', expected a word such as "gpuloop" (letters, digits, "-", "_", starting with a letter)'),
+    ({'tag': 'gpuhc'}, "tag is 'gpuhc', expected a word other than the health check prefix 'gpuhc'"),
+    ({'prefix': 'gpuloop'}, "tag is 'gpuloop', expected a word other than the health check prefix 'gpuloop'"),
+    ({'reboot_max': -1}, 'reboot_max is -1, expected a whole number of at least 0'),
+    ({'reboot_window_s': 0}, 'reboot_window_s is 0, expected a whole number of at least 1'),
+    ({'reboot_timeout_s': 59}, 'reboot_timeout_s is 59, expected a whole number of at least 60'),
+    ({'settle_timeout_s': 59}, 'settle_timeout_s is 59, expected a whole number of at least 60'),
+    ({'promote_after': 0}, 'promote_after is 0, expected a whole number of at least 1'),
+    ({'promote_window_s': 0}, 'promote_window_s is 0, expected a whole number of at least 1'),
+    ({'deep_passes': 0}, 'deep_passes is 0, expected a whole number of at least 1'),
+    ({'requeue': 'x'}, "requeue is 'x', expected true or false"),
+    ({'deep': 2}, 'deep is 2, expected true or false'),
+    ({'actions': {'thermal': 'x'}}, 'actions["thermal"] is \'x\', expected one of none, comment, drain, reset-gpu, reboot, service'),
+])
+def test_each_bad_loop_setting_has_its_message(data, message):
+    with pytest.raises(InputError) as info:
+        loop.load_policy(data)
+    assert str(info.value) == message
+
+
+def test_the_actions_overrides_are_named_as_the_caller_calls_them():
+    with pytest.raises(InputError) as info:
+        loop.load_policy({'actions': {'thermal': 'x'}}, 'slurm_healthcheck_loop_actions')
+    assert str(info.value).startswith('slurm_healthcheck_loop_actions["thermal"] is ')
+
+
+def test_the_lowest_loop_settings_are_accepted_and_the_defaults_filled_in():
+    lowest = {'reboot_max': 0, 'reboot_window_s': 1, 'reboot_timeout_s': 60, 'settle_timeout_s': 60, 'promote_after': 1, 'promote_window_s': 1,
+              'deep_passes': 1, 'requeue': False, 'deep': False, 'scontrol': '/usr/bin/scontrol', 'prefix': 'hc', 'tag': 'L-1_x'}
+    assert loop.load_policy(lowest) == dict(lowest, actions=POLICY['actions'])
+    assert POLICY == dict(loop.POLICY_DEFAULTS, actions=POLICY['actions'])
+    assert POLICY['actions']['xid-79'] == 'reboot'
+
+
+SETTINGS_KEYS = ('deep_allocation_wait, deep_dispatch, deep_dispatch_min_nodes, deep_program, deep_reservation, deep_settings, deep_time_limit, '
+                 'events_file, metrics_file, policy, squeue, srun, state_file, webhook')
+
+
+@pytest.mark.parametrize('data, message', [
+    ('x', "the loop configuration is 'x', expected a JSON object"),
+    ({'zz': 1}, 'the loop configuration has unknown key(s) zz; valid keys: ' + SETTINGS_KEYS),
+    ({'policy': []}, 'the loop settings are [], expected a mapping'),
+    ({'state_file': 'rel'}, "state_file is 'rel', expected an absolute path of a file"),
+    ({'events_file': '/x/'}, "events_file is '/x/', expected an absolute path of a file"),
+    ({'deep_program': ''}, "deep_program is '', expected an absolute path of a file"),
+    ({'metrics_file': '/x.txt'}, 'metrics_file is \'/x.txt\', expected an absolute path ending in .prom, or ""'),
+    ({'webhook': 'ftp://x'}, 'webhook is \'ftp://x\', expected an http:// or https:// URL, or ""'),
+    ({'squeue': '-x'}, "squeue is '-x', " + COMMAND),
+    ({'srun': 'a b'}, "srun is 'a b', " + COMMAND),
+    ({'deep_reservation': '-x'}, "deep_reservation is '-x', expected a Slurm reservation name"),
+    ({'deep_reservation': 'a' * 65}, "deep_reservation is '%s', expected a Slurm reservation name" % ('a' * 65)),
+    ({'deep_time_limit': 0}, 'deep_time_limit is 0, expected a whole number between 1 and 1440'),
+    ({'deep_time_limit': 1441}, 'deep_time_limit is 1441, expected a whole number between 1 and 1440'),
+    ({'deep_dispatch': 'x'}, "deep_dispatch is 'x', expected one of auto, per_node, allocation"),
+    ({'deep_dispatch_min_nodes': 0}, 'deep_dispatch_min_nodes is 0, expected a whole number of at least 1'),
+    ({'deep_allocation_wait': 0}, 'deep_allocation_wait is 0, expected a whole number of seconds between 1 and 3600'),
+    ({'deep_allocation_wait': 3601}, 'deep_allocation_wait is 3601, expected a whole number of seconds between 1 and 3600'),
+    ({'deep_settings': []}, 'deep_settings is [], expected a mapping of deep tier settings'),
+    ({'policy': {'actions': {'thermal': 'x'}}}, 'actions["thermal"] is \'x\', expected one of none, comment, drain, reset-gpu, reboot, service'),
+])
+def test_each_bad_program_setting_has_its_message(data, message):
+    with pytest.raises(InputError) as info:
+        loop.load_settings(data)
+    assert str(info.value) == message
+
+
+def test_the_program_settings_at_their_bounds_are_accepted():
+    data = {'metrics_file': '', 'webhook': 'https://hooks.example/x', 'deep_reservation': 'a' * 64, 'deep_time_limit': 1440,
+            'deep_dispatch': 'per_node', 'deep_dispatch_min_nodes': 1, 'deep_allocation_wait': 3600, 'deep_settings': {'dcgm_level': 1},
+            'state_file': '/s', 'squeue': '/opt/slurm/bin/squeue', 'policy': {'tag': 'loop'}}
+    settings = loop.load_settings(data)
+    assert settings == dict(loop.SETTINGS_DEFAULTS, **dict(data, policy=loop.load_policy({'tag': 'loop'})))
+    assert loop.load_settings({'deep_time_limit': 1, 'deep_allocation_wait': 1})['deep_allocation_wait'] == 1
+    with pytest.raises(InputError, match=r'^bad\["thermal"\] is'):
+        loop.load_settings({'policy': {'actions': {'thermal': 'x'}}}, 'bad')
+
+
+# ------------------------------------------------------------------ small readers and writers
+
+def test_a_new_record_knows_nothing_yet():
+    assert loop.new_record(T0) == {'state': 'ok', 'since': T0, 'condition': None, 'reason': None, 'asked_at': None, 'reboots': [], 'hits': {},
+                                   'seen': [], 'deep_runs': 0, 'time_in': {}, 'via': None, 'gpus': [], 'resets': []}
+
+
+@pytest.mark.parametrize('text, jobs', [
+    ('17 gpu-[01-02]\n18 gpu-02\n', {'gpu-01': ['17'], 'gpu-02': ['17', '18']}),
+    ('17_3 gpu-01\n', {'gpu-01': ['17_3']}),
+    ('JOBID NODELIST\n17 gpu-01 extra\n\n17\nab gpu-01\n', {}),
+    ('', {}), (None, {}),
+])
+def test_running_jobs_per_node(text, jobs):
+    assert loop.running_jobs(text, lambda names: {'gpu-[01-02]': ['gpu-01', 'gpu-02']}.get(names, [names])) == jobs
+
+
+@pytest.mark.parametrize('detail, comment', [
+    ('hot', 'gpuhc-hit:thermal@12: hot'),
+    (None, 'gpuhc-hit:thermal@12: '),
+    ('a "b"\nc', "gpuhc-hit:thermal@12: a 'b' c"),
+    ('x' * 178, 'gpuhc-hit:thermal@12: ' + 'x' * 178),  # 200 characters: kept
+    ('x' * 179, 'gpuhc-hit:thermal@12: ' + 'x' * 175 + '...'),  # 201: cut to 200
+])
+def test_the_hit_comment_is_one_line_of_at_most_200_characters(detail, comment):
+    assert loop.hit_comment('gpuhc', 'thermal', 12.9, detail) == comment
+
+
+@pytest.mark.parametrize('comment, prefix, parsed', [
+    ('gpuhc-hit:thermal@12: hot', 'gpuhc', ('thermal', 12, 'hot')),
+    ('gpuhc-hit:ib-errors@12:hot', 'gpuhc', ('ib-errors', 12, 'hot')),
+    ('hc.x-hit:thermal@12: hot', 'hc.x', ('thermal', 12, 'hot')),
+    ('hcax-hit:thermal@12: hot', 'hc.x', None),  # the prefix is text, not a pattern
+    ('gpuhc-hit:Thermal@12: hot', 'gpuhc', None),
+    ('gpuhc-hit:thermal@x: hot', 'gpuhc', None),
+    ('x gpuhc-hit:thermal@12: hot', 'gpuhc', None),
+    (None, 'gpuhc', None),
+])
+def test_parse_hit(comment, prefix, parsed):
+    assert loop.parse_hit(comment, prefix) == parsed
+
+
+def test_parse_hit_reads_the_default_prefix():
+    assert loop.parse_hit('gpuhc-hit:thermal@12: hot') == ('thermal', 12, 'hot')
+
+
+@pytest.mark.parametrize('detail, gpus', [
+    ('GPU 10 and GPU 2 and GPU 10 again', ['2', '10']),
+    ('GPU 3 at PCI 0000:3b:00.0', ['3']),  # an index wins over a bus id
+    ('PCI 3B:00.0 and PCI 0000:3b:00.0 and PCI 3b:00.0', ['3b:00.0', '0000:3b:00.0']),
+    ('PCI 0000:3b:00.8', []),
+    ('GPU3 and xGPU 4', []),
+    (None, []),
+])
+def test_the_gpus_a_detail_names_each_once(detail, gpus):
+    assert loop.reset_gpus(detail) == gpus
+
+
+def test_slurm_time_is_local_time():
+    epoch = loop.slurm_time('2026-12-05T16:00:00')
+    assert isinstance(epoch, int) and time.localtime(epoch)[:6] == (2026, 12, 5, 16, 0, 0)
+    assert loop.slurm_time('2026-12-05T16:10:09') - epoch == 609
+
+
+@pytest.mark.parametrize('text', ['Unknown', 'None', None, '', '2026-12-05 16:00:00', '2026-12-05T16:00:00Z', 'x2026-12-05T16:00:00'])
+def test_slurm_time_of_no_time_is_none(text):
+    assert loop.slurm_time(text) is None
+
+
+def test_a_loop_reason_of_an_unknown_step_is_refused_naming_the_steps():
+    with pytest.raises(ValueError) as info:
+        loop.loop_reason('gpuloop', 'nap', 'x', 'y')
+    assert str(info.value) == "step 'nap' is not one of %s" % ', '.join(loop.STEPS)
+
+
+@pytest.mark.parametrize('reason, tag, parsed', [
+    ('gpuloop:reset:xid-48: GPU 2', 'gpuloop', {'step': 'reset', 'condition': 'xid-48', 'detail': 'GPU 2'}),
+    ('L:drain:thermal: x', 'L', {'step': 'drain', 'condition': 'thermal', 'detail': 'x'}),
+    ('gpuloop:drain:thermal: x', 'L', None),
+    ('gpuhc:periodic:xid: x', 'gpuloop', None),
+])
+def test_parse_loop_reason(reason, tag, parsed):
+    assert loop.parse_loop_reason(reason, tag) == parsed
+
+
+@pytest.mark.parametrize('reason, prefix, parsed', [
+    (XID79, 'gpuhc', {'tier': 'periodic', 'check': 'xid', 'detail': XID79.split(': ', 1)[1]}),
+    ('hc:deep:dcgm: GPU 1', 'hc', {'tier': 'deep', 'check': 'dcgm', 'detail': 'GPU 1'}),
+    (XID79, 'hc', None),
+    (reboot_tag(), 'gpuhc', None),
+    (ADMIN, 'gpuhc', None),
+])
+def test_health_tag(reason, prefix, parsed):
+    assert loop.health_tag(reason, prefix) == parsed
+
+
+@pytest.mark.parametrize('slurm, who', [
+    (node('IDLE'), None),
+    (node('IDLE', [], XID79), None),  # a reason left from before the resume is history
+    (node('IDLE', ['DRAIN'], XID79), 'health'),
+    (node('DRAINED', [], XID79), 'health'),
+    (node('DRAINING', [], ADMIN), 'other'),
+    (node('DRAIN', [], ADMIN), 'other'),
+    (node('IDLE', ['DRAIN'], reboot_tag()), 'loop'),
+    (node('DOWN', [], reboot_tag()), 'loop'),
+    (node('DOWN', [], ADMIN), 'other'),
+    (node('IDLE', ['NOT_RESPONDING'], ADMIN), None),  # not responding, nobody drained it
+    (node('IDLE', ['NOT_RESPONDING'], XID79), 'health'),
+])
+def test_who_owns_a_node(slurm, who):
+    assert loop.owner(slurm, POLICY) == who
+
+
+@pytest.mark.parametrize('slurm, busy', [
+    (node('ALLOCATED'), True), (node('MIXED'), True), (node('COMPLETING'), True), (node('IDLE', ['COMPLETING']), True),
+    (node('IDLE'), False), (node('DRAINED'), False),
+])
+def test_is_busy(slurm, busy):
+    assert loop.is_busy(slurm) is busy
+
+
+@pytest.mark.parametrize('flags, state, answer', [
+    (['REBOOT_REQUESTED'], 'IDLE', True), (['REBOOT_ISSUED'], 'IDLE', True), (['POWERING_UP'], 'IDLE', True), (['NOT_RESPONDING'], 'IDLE', True),
+    ([], 'DOWN', True), (['DRAIN'], 'IDLE', False), ([], 'IDLE', False),
+])
+def test_rebooting(flags, state, answer):
+    assert loop.rebooting(node(state, flags)) is answer
+
+
+# ------------------------------------------------------------------ what is derived, and the node as the deep tier left it
+
+def test_a_check_no_condition_knows_is_its_own_condition_and_drains():
+    reason = 'gpuhc:periodic:fan-speed: fan 2 at 0 rpm'
+    result = loop.step(record(), node('IDLE', ['DRAIN'], reason), POLICY, T0)
+    assert [(e['event'], e['condition'], e.get('action')) for e in result.events] == [('detected', 'fan-speed', 'drain'), ('drained', 'fan-speed', 'drain')]
+
+
+@pytest.mark.parametrize('reason_time, asked_at', [(T0 - 300, T0 - 300), (None, T0)])
+def test_a_lost_record_takes_the_time_of_the_drain_else_now(reason_time, asked_at):
+    result = loop.step(None, node('IDLE', ['DRAIN'], reboot_tag(), reason_time=reason_time), POLICY, T0)
+    assert (result.record['state'], result.record['asked_at'], result.record['via']) == ('reboot-asked', asked_at, 'reboot')
+    assert (result.record['condition'], result.record['reason'], result.record['since']) == ('xid-79', reboot_tag(), T0)
+
+
+def test_a_lost_record_of_a_service_or_drain_tag_asks_nothing_and_resets_no_gpu():
+    for step, state in (('service', 'service'), ('drain', 'drained')):
+        reason = loop.loop_reason('gpuloop', step, 'ecc', 'GPU 1 (00000000:2A:00.0) had ECC errors')
+        rec = loop.step(None, node('IDLE', ['DRAIN'], reason, reason_time=T0 - 5), POLICY, T0).record
+        assert (rec['state'], rec['asked_at'], rec['via'], rec['gpus']) == (state, None, None, [])
+
+
+def test_a_record_back_from_its_reboot_keeps_its_state_under_the_reboot_tag():
+    rec = record('back', asked_at=T0 - 500, since=T0 - 100, condition='xid-79', reason=reboot_tag(), via='reboot')
+    result = loop.step(rec, node('IDLE', ['DRAIN'], reboot_tag(), reason_time=T0 - 500, boot=T0 - 200), POLICY, T0)
+    assert (result.record['state'], result.record['since'], result.deep) == ('back', T0 - 100, True)
+
+
+@pytest.mark.parametrize('state', ['deep-passed', 'returned'])
+def test_a_pass_cut_short_in_a_passing_state_leaves_the_node_ok(state):
+    result = loop.step(record(state), node('IDLE'), POLICY, T0)
+    assert (result.record['state'], result.record['since'], result.events, result.actions) == ('ok', T0, [], [])
+
+
+@pytest.mark.parametrize('resumed, actions', [
+    # resumed into the reservation: drained again before the reboot, its job there is gone
+    (True, ['update', 'reboot']),
+    # still drained (the deep tier ran inside its drain): the reboot alone; the jobs Slurm lists are requeued
+    (False, ['requeue', 'reboot']),
+])
+def test_a_failed_reset_asks_the_reboot_of_the_node_as_the_deep_tier_left_it(resumed, actions):
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag())
+    result = loop.settle_deep(rec, node('IDLE', ['DRAIN'], reset_tag(), jobs=[5]), None, POLICY, T0 + 60, resumed=resumed, reset=RESET_LOST)
+    assert [a[1] for a in result.actions] == actions
+    assert result.events[1]['jobs'] == ([] if resumed else [5])
+
+
+@pytest.mark.parametrize('state, flags', [('IDLE', ['DRAIN']), ('DRAINED', []), ('DRAINING', []), ('MIXED', [])])
+def test_a_failing_deep_run_after_a_reset_reboots_the_node_as_the_reservation_left_it(state, flags):
+    rec = record('back', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag())
+    result = loop.settle_deep(rec, node(state, flags, reset_tag(), jobs=[9]), FAIL, POLICY, T0 + 60, resumed=True)
+    # the view of a node resumed into the reservation: not drained, no job of its own (nothing to requeue), drained before the reboot
+    assert [a[1] for a in result.actions] == ['update', 'reboot'] and result.actions[0][3] == 'state=drain'
+    assert result.record['state'] == 'reboot-asked' and result.events[-1]['jobs'] == []
+
+
+def test_a_reset_asked_without_requeue_leaves_the_jobs_running():
+    result = loop.step(record(), node('MIXED', ['DRAIN'], XID48, jobs=[17]), loop.load_policy({'requeue': False}), T0)
+    assert result.actions == [['scontrol', 'update', 'nodename=gpu-01', 'state=drain', 'reason=' + reset_tag()]]
+    assert result.events[1]['jobs'] == [17] and not result.deep
+
+
+@pytest.mark.parametrize('state, jobs, why', [
+    ('MIXED', [17], 'the GPU reset not done 3601s after it was asked (the node never became idle)'),
+    ('IDLE', [], 'the GPU reset not done 3601s after it was asked (no verdict from its job)'),
+])
+def test_a_reset_not_done_in_time_says_why_in_the_reboot_reason(state, jobs, why):
+    rec = record('reset-asked', asked_at=T0, condition='xid-48', gpus=['2'], via='reset', reason=reset_tag(), since=T0)
+    result = loop.step(rec, node(state, ['DRAIN'], reset_tag(), jobs=jobs), loop.load_policy({'requeue': False}), T0 + 3601)
+    assert result.actions == [['scontrol', 'reboot', 'ASAP', 'reason=gpuloop:reboot:xid-48: ' + why, 'gpu-01']]
+    assert result.record['seen'] == [why]
+
+
+def test_a_node_rebooting_past_the_settle_time_is_waited_for():
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79', via='reboot', reason=reboot_tag(), since=T0)
+    result = loop.step(rec, node('DOWN', ['DRAIN', 'REBOOT_ISSUED'], reboot_tag(), boot=T0 + 90), POLICY, T0 + 4000)
+    assert (result.record['state'], result.actions, result.deep) == ('back', [], False)
+
+
+def test_the_service_of_a_node_back_without_a_verdict_says_how_long_it_waited():
+    rec = record('back', asked_at=T0, reboots=[T0], condition='xid-79', via='reboot', reason=reboot_tag(), since=T0)
+    result = loop.step(rec, node('IDLE', ['DRAIN'], reboot_tag(), boot=T0 + 90), POLICY, T0 + 3601)
+    assert result.events == [{'time': T0 + 3601, 'node': 'gpu-01', 'event': 'service', 'from': 'back', 'to': 'service', 'condition': 'xid-79',
+                              'reason': 'gpuloop:service:xid-79: no deep-tier verdict 3601s after the node came back',
+                              'seen': ['no deep-tier verdict 3601s after the node came back']}]
