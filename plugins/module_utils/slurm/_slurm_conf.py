@@ -919,8 +919,9 @@ def _running_conf_settings(text):
         if not sep or not key or lower in _RUNNING_LINE_KEYS:
             continue  # Include, a garbled line, a node or partition line: not a setting
         if lower in settings or lower in odd:
-            settings.pop(lower, None)
-            odd[lower] = (odd.get(lower) or (key, ''))[0], 'set more than once in the file'
+            # named as the file first spells it
+            first = settings.pop(lower, None) or odd[lower]
+            odd[lower] = first[0], 'set more than once in the file'
             continue
         keys.append(lower)
         if len(tokens) > 1 or line.endswith('\\'):

@@ -719,3 +719,128 @@ def test_check_options_errors(change, message):
 def test_check_options_accepts_the_defaults():
     assert check_options(GOOD_OPTIONS) is None
     assert check_options(dict(GOOD_OPTIONS, sharing='shard', shard_count=8, type_map={'RTX 6000 Ada': 'rtx6000ada'})) is None
+
+
+@pytest.mark.parametrize('line, record', [
+    # the bracket form with every field (null) or empty: None, as if not printed
+    ('GRES[gpu] Type:(null) Count:2 Cores(-1):(null)  Links:(null) Flags: File:(null)',
+     {'name': 'gpu', 'type': None, 'count': 2, 'file': None, 'files': [], 'cores': None, 'links': None, 'flags': None, 'unique_id': None}),
+    ('    GRES[shard] Type:a100 Count:8 Cores(64):0-15  Links:-1 Flags:HAS_FILE File:/dev/nvidia[0-1] UniqueId:GPU-1',
+     {'name': 'shard', 'type': 'a100', 'count': 8, 'file': '/dev/nvidia[0-1]', 'files': ['/dev/nvidia0', '/dev/nvidia1'], 'cores': '0-15',
+      'links': '-1', 'flags': 'HAS_FILE', 'unique_id': 'GPU-1'}),
+    # the key=value form: (null) and missing fields alike
+    ('slurmd: Gres Name=gpu Type=a100 Count=2 File=/dev/nvidia[0-1] Cores=(null) Links=(null) Flags= UniqueId=GPU-1',
+     {'name': 'gpu', 'type': 'a100', 'count': 2, 'file': '/dev/nvidia[0-1]', 'files': ['/dev/nvidia0', '/dev/nvidia1'], 'cores': None,
+      'links': None, 'flags': None, 'unique_id': 'GPU-1'}),
+    ('Gres Name=mps Count=100', {'name': 'mps', 'type': None, 'count': 100, 'file': None, 'files': [], 'cores': None, 'links': None,
+                                 'flags': None, 'unique_id': None}),
+    ('slurmd: Gres Name=gpu Type=(null) Count=1 File=(null) UniqueId=(null)',
+     {'name': 'gpu', 'type': None, 'count': 1, 'file': None, 'files': [], 'cores': None, 'links': None, 'flags': None, 'unique_id': None}),
+])
+def test_parse_one_record_whole(line, record):
+    assert parse_slurmd_gres(line + '\n') == {'records': [record], 'errors': [], 'warnings': []}
+
+
+def test_parse_sorts_the_other_lines():
+    text = ('slurmd: fatal: Invalid GRES\nslurmd: ERROR: upper case\nslurmd: Warning: low memory\nslurmd: debug: nothing\n'
+            'slurmd: Gres Name=gpu Type=a100\n')
+    assert parse_slurmd_gres(text) == {'records': [], 'errors': ['slurmd: fatal: Invalid GRES', 'slurmd: ERROR: upper case',
+                                                                 'slurmd: Gres Name=gpu Type=a100'],
+                                       'warnings': ['slurmd: Warning: low memory']}
+
+
+def test_compare_names_what_differs_in_slurms_words():
+    entries = [{'name': 'gpu', 'type': 'a100', 'files': ['/dev/nvidia0'], 'cores': None, 'count': 1},
+               {'name': 'mps', 'type': None, 'files': ['/dev/nvidia0'], 'cores': '0-3', 'count': 100},
+               {'name': 'gpu', 'type': None, 'files': ['/dev/nvidia1'], 'cores': '0-3', 'count': 2}]
+    slurmd = ('slurmd: Gres Name=gpu Type=a100 Count=0 File=/dev/nvidia0\n'
+              'slurmd: Gres Name=gpu Type=a100 Count=2 File=/dev/nvidia[3-5] Cores=0-1\n'
+              'slurmd: Gres Name=gpu Type=a100 Count=2 File=/dev/nvidia[6-7]\n'
+              'slurmd: Gres Name=shard Count=4 File=/dev/nvidia0 Cores=0-3\n'
+              'slurmd: Gres Name=gpu Type=h100 Count=3\n')
+    assert compare_gres(entries, slurmd) == {
+        'equal': False, 'order_equal': False,
+        'missing': ['gpu:a100 files=/dev/nvidia0', 'mps files=/dev/nvidia0 count=100', 'gpu files=/dev/nvidia1 cores=0-3 count=2'],
+        # a record of as many files as its count is one GPU per file; a zero count (a MIG shadow) is no device
+        'unexpected': ['gpu:a100 files=/dev/nvidia3,/dev/nvidia4,/dev/nvidia5 cores=0-1 count=2', 'gpu:a100 files=/dev/nvidia6',
+                       'gpu:a100 files=/dev/nvidia7', 'shard files=/dev/nvidia0 count=4', 'gpu:h100 files= count=3'],
+        'errors': []}
+
+
+def test_compare_equal_with_a_parsed_result():
+    entries = [{'name': 'gpu', 'type': 'a100', 'files': ['/dev/nvidia0'], 'cores': '0-15', 'count': 1},
+               {'name': 'gpu', 'type': 'a100', 'files': ['/dev/nvidia1'], 'cores': '0-15', 'count': 1}]
+    parsed = parse_slurmd_gres('slurmd: Gres Name=gpu Type=a100 Count=2 File=/dev/nvidia[0-1] Cores=0-15\n')
+    assert compare_gres(entries, parsed) == {'equal': True, 'order_equal': True, 'missing': [], 'unexpected': [], 'errors': []}
+    swapped = [entries[1], entries[0]]
+    assert compare_gres(swapped, parsed)['order_equal'] is False and compare_gres(swapped, parsed)['missing'] == []
+
+
+@pytest.mark.parametrize('change, message', [
+    ({'mps_count': 0}, 'mps_count 0 must be a whole number from 1 to 4294967295 (Count= of each Name=mps line, shares of one GPU)'),
+    ({'mps_count': 4294967296}, 'mps_count 4294967296 must be a whole number from 1 to 4294967295 (Count= of each Name=mps line, shares of '
+                                'one GPU)'),
+    ({'shard_count': False}, 'shard_count False must be a whole number from 1 to 4294967295 (Count= of each Name=shard line)'),
+    ({'mig_minors_path': '/proc/x\0y'}, 'mig_minors_path \'/proc/x\\x00y\' must be an absolute path (starting with "/")'),
+    ({'device_root': '/dev\n'}, 'device_root \'/dev\\n\' must be an absolute path (starting with "/")'),
+    ({'slurm_plugin_dirs': ['/usr/lib64/slurm', 'slurm']}, 'slurm_plugin_dirs entry \'slurm\' must be an absolute path (starting with "/")'),
+    ({'slurm_plugin_dirs': [], 'autodetect': 'nvml'},
+     'autodetect nvml needs slurm_plugin_dirs, the directories to look for gpu_nvml.so in; the list is empty'),
+])
+def test_check_options_messages(change, message):
+    with pytest.raises(ValueError) as err:
+        check_options(dict(GOOD_OPTIONS, **change))
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize('change', [
+    {'mps_count': 1}, {'mps_count': 4294967295}, {'mps_count': None}, {'shard_count': 1}, {'slurm_plugin_dirs': []},
+])
+def test_check_options_accepts_the_limits(change):
+    assert check_options(dict(GOOD_OPTIONS, **change)) is None
+
+
+def test_autodetect_nvml_without_plugin_directories():
+    with pytest.raises(ValueError) as err:
+        build_gres({'gpus': []}, autodetect='nvml')
+    assert str(err.value).startswith('autodetect nvml needs the Slurm gpu/nvml plugin (gpu_nvml.so), which is not in any of: '
+                                     '(no directories given); install it ')
+
+
+@pytest.mark.parametrize('slices, memory_mb', [(0, 9728), (1, 0), (-1, 9728)])
+def test_mig_profile_name_refuses_nothing(slices, memory_mb):
+    with pytest.raises(ValueError) as err:
+        mig_profile_name(slices, memory_mb)
+    assert str(err.value) == 'MIG device reports %d slices and %d MB of memory; both must be positive' % (slices, memory_mb)
+
+
+def test_cpu_list_from_mask_of_other_word_sizes():
+    assert cpu_list_from_mask([0b101, '3'], word_bits=32) == [0, 2, 32, 33]
+    assert cpu_list_from_mask([]) == []
+
+
+def test_gpu_type_of_keys_of_equal_length_takes_the_last():
+    assert gpu_type('NVIDIA ABCD', {'AB': 'first', 'CD': 'last'}) == 'last'
+    assert gpu_type('NVIDIA ABCD', {'ABC': 'longer', 'CD': 'last'}) == 'longer'
+
+
+def test_autodetect_comments_whole():
+    facts, _warnings = build_gres(seed_003_node(), autodetect='nvml', nvml_plugin='/usr/lib64/slurm/gpu_nvml.so', cores=False)
+    assert facts['gres_conf_comments'][:6] == [
+        'AutoDetect=nvml (slurm_gres_autodetect): slurmd finds the GPUs itself when it starts, through',
+        '/usr/lib64/slurm/gpu_nvml.so; slurm.conf declares Gres=gpu:a100:2,gpu:1g.10gb:14.',
+        'What NVML shows now (type, device files, cores); when this list changes the role restarts slurmd,',
+        'which then detects them again:',
+        '  a100 /dev/nvidia0',
+        '  a100 /dev/nvidia1']
+
+
+@pytest.mark.parametrize('cpus, topology, message', [
+    ([0], {}, 'cannot map the CPUs of GPU to cores: no CPU topology was read; set cores: false to leave Cores= out'),
+    ([0, 5], {0: (0, 0), 1: (0, 1), 3: (0, 2)}, 'GPU is local to CPU 5, which the CPU topology does not list (known CPUs: 0-1,3); set cores: '
+                                                'false to leave Cores= out'),
+])
+def test_cores_of_cpus_errors_name_the_gpu(cpus, topology, message):
+    with pytest.raises(ValueError) as err:
+        cores_of_cpus(cpus, topology)
+    assert str(err.value) == message

@@ -376,3 +376,320 @@ def test_a_failure_as_the_status_file_records_it():
     failure = hc.Failure('xid', 3, 'Xid 79 (GPU has fallen off the bus)')
     assert failure.as_dict() == {'check': 'xid', 'gpu': 3, 'detail': 'Xid 79 (GPU has fallen off the bus)'}
     assert failure.text() == 'xid: Xid 79 (GPU has fallen off the bus)'
+
+
+COMMAND = ' must be a command name or path (no spaces, not starting with "-")'
+MUNGE_KEY = ' must be the absolute path of the munge key such as "/etc/munge/munge.key", or "" not to check it'
+
+
+@pytest.mark.parametrize('data, message', [
+    ({'gpus': 8, 'zz': 1}, 'unknown health check setting(s) gpus, zz; valid settings: auto_resume, check_device_files, dev_root, '
+                           'disabled_checks, driver_min, driver_proc, ecc_uncorrected_max, events_file, fabric_manager_bin, gpu_count, '
+                           'gpu_models, ib_counter_max, ib_hcas, ib_ports, ib_rate_gbps, ib_sysfs_root, mig_layout, mig_minors_path, '
+                           'module_root, munge_key_path, munge_user, node_name, nvlink_error_max, nvlinks_active, periodic_budget, '
+                           'prolog_budget, reason_prefix, resume_after_passes, scontrol, state_file, status_file, systemctl, '
+                           'temperature_margin, throttle_reasons, xid_drain, xid_source'),
+    ({'gpu_count': 1.0}, 'gpu_count 1.0 must be a whole number of GPUs (0 or more), or null not to check it'),
+    ({'gpu_models': ['H100', ' ']}, 'gpu_models [\'H100\', \' \'] must be a list of model-name substrings such as ["H100", "A100-SXM4-40GB"]'),
+    ({'gpu_models': [7]}, 'gpu_models [7] must be a list of model-name substrings such as ["H100", "A100-SXM4-40GB"]'),
+    ({'mig_layout': 'x'}, 'mig_layout \'x\' must be a mapping of GPU index to a list of MIG profiles, e.g. {"0": ["3g.40gb", "1g.10gb"]}'),
+    ({'mig_layout': {0: ['1g.10gb+me', 7]}}, 'mig_layout["0"] has 7, which is not a MIG profile name such as "1g.10gb" or "1g.10gb+me"'),
+    ({'mig_layout': {'0': 'x'}}, 'mig_layout["0"] = \'x\' must be a list of MIG profiles such as ["1g.10gb", "1g.10gb"]'),
+    ({'mig_layout': {'-1': []}}, "mig_layout key '-1' is not a GPU index (0, 1, ...)"),
+    ({'ecc_uncorrected_max': True}, 'ecc_uncorrected_max True must be a whole number (0 or more), or null not to check ECC'),
+    ({'ecc_uncorrected_max': 0.5}, 'ecc_uncorrected_max 0.5 must be a whole number (0 or more), or null not to check ECC'),
+    ({'reason_prefix': 7}, 'reason_prefix 7 must be a word such as "gpuhc" (letters, digits, "-", "_")'),
+    ({'reason_prefix': '1hc'}, 'reason_prefix \'1hc\' must be a word such as "gpuhc" (letters, digits, "-", "_")'),
+    ({'check_device_files': 1}, 'check_device_files 1 must be true or false'),
+    ({'node_name': 5}, 'node_name 5 must be a string'),
+    ({'dev_root': None}, 'dev_root None must be a string'),
+    ({'mig_minors_path': None}, 'mig_minors_path None must be a string'),
+    ({'status_file': None}, 'status_file None must be a string'),
+    ({'systemctl': None}, 'systemctl None must be a string'),
+    ({'fabric_manager_bin': None}, 'fabric_manager_bin None must be a string'),
+    ({'node_name': '-x'}, 'node_name \'-x\' is not a Slurm node name: letters, digits, "_", "-" and "." (no spaces, commas or "="), starting '
+                          'with a letter or digit, at most 64 characters'),
+    ({'scontrol': ''}, "scontrol ''" + COMMAND),
+    ({'scontrol': '-v'}, "scontrol '-v'" + COMMAND),
+    ({'systemctl': '-h'}, "systemctl '-h'" + COMMAND),
+    ({'fabric_manager_bin': 'nv fm'}, "fabric_manager_bin 'nv fm'" + COMMAND),
+    ({'fabric_manager_bin': 'nv\tfm'}, "fabric_manager_bin 'nv\\tfm'" + COMMAND),
+    ({'munge_key_path': 'etc/munge.key'}, "munge_key_path 'etc/munge.key'" + MUNGE_KEY),
+    ({'munge_key_path': '/etc/munge/'}, "munge_key_path '/etc/munge/'" + MUNGE_KEY),
+    ({'munge_key_path': 5}, 'munge_key_path 5' + MUNGE_KEY),
+    ({'munge_user': 'Munge'}, 'munge_user \'Munge\' must be a user name such as "munge"'),
+    ({'munge_user': None}, 'munge_user None must be a user name such as "munge"'),
+    ({'resume_after_passes': True}, 'resume_after_passes True must be a whole number of passing runs (1 or more)'),
+    ({'resume_after_passes': None}, 'resume_after_passes None must be a whole number of passing runs (1 or more)'),
+    ({'periodic_budget': True}, 'periodic_budget True must be a number of seconds above 0'),
+    ({'periodic_budget': -0.5}, 'periodic_budget -0.5 must be a number of seconds above 0'),
+    ({'prolog_budget': 'x'}, "prolog_budget 'x' must be a number of seconds above 0"),
+    ({'state_file': None}, 'state_file None must be a string (a path; "" for none)'),
+    ({'events_file': None}, 'events_file None must be a string (a path; "" for none)'),
+    ({'ib_sysfs_root': None}, 'ib_sysfs_root None must be a string (a path; "" for none)'),
+    ({'module_root': None}, 'module_root None must be a string (a path; "" for none)'),
+    ({'driver_proc': 1}, 'driver_proc 1 must be a string (a path; "" for none)'),
+    ({'disabled_checks': 'xid'}, "disabled_checks 'xid' must be a list of check names; valid: nvml, gpu-count, gpu-model, gpu-error, xid, "
+                                 "ecc, mig, device-files, driver, persistence, fabric-manager, fabric, nvlink, pcie, thermal, ib, gpudirect, "
+                                 "munge-key"),
+    ({'xid_source': None}, 'xid_source None must be "journal", "dmesg" or the absolute path of a kernel log such as /var/log/kern.log'),
+    ({'xid_drain': [0]}, 'xid_drain [0] must be a list of Xid numbers such as [48, 79, 95]'),
+    ({'xid_drain': [True]}, 'xid_drain [True] must be a list of Xid numbers such as [48, 79, 95]'),
+    ({'xid_drain': 79}, 'xid_drain 79 must be a list of Xid numbers such as [48, 79, 95]'),
+    ({'nvlinks_active': [18]}, 'nvlinks_active [18] must be a mapping of GPU index to the number of active NVLinks, e.g. {"0": 18}'),
+    ({'nvlinks_active': {'0': True}}, 'nvlinks_active["0"] True must be a whole number of links (0 or more)'),
+    ({'nvlinks_active': {'0': None}}, 'nvlinks_active["0"] None must be a whole number of links (0 or more)'),
+    ({'nvlinks_active': {'x1': 2}}, "nvlinks_active key 'x1' is not a GPU index (0, 1, ...)"),
+    ({'nvlink_error_max': [1]}, 'nvlink_error_max [1] must be a mapping of counter name to the most allowed, e.g. {"replay": 0}'),
+    ({'ib_counter_max': None}, 'ib_counter_max None must be a mapping of counter name to the most allowed, e.g. {"symbol_error": 0}'),
+    ({'ib_counter_max': {'link_downed': 'x'}}, 'ib_counter_max["link_downed"] \'x\' must be a whole number (0 or more), or null not to check it'),
+    ({'ib_counter_max': {'replay': 0}}, "ib_counter_max has 'replay', which is not a counter; valid: symbol_error, link_error_recovery, "
+                                        "link_downed, port_rcv_errors, port_rcv_remote_physical_errors, port_rcv_switch_relay_errors, "
+                                        "port_xmit_discards, port_xmit_constraint_errors, port_rcv_constraint_errors, "
+                                        "local_link_integrity_errors, excessive_buffer_overrun_errors, VL15_dropped"),
+    ({'throttle_reasons': 'hw_slowdown'}, "throttle_reasons 'hw_slowdown' must be a list of clock event reasons; valid: gpu_idle, "
+                                          "applications_clocks_setting, sw_power_cap, hw_slowdown, sync_boost, sw_thermal, hw_thermal, "
+                                          "hw_power_brake, display_clocks"),
+    ({'temperature_margin': -1}, 'temperature_margin -1 must be a whole number of degrees C (0 or more), or null not to check temperature'),
+    ({'ib_ports': -1}, 'ib_ports -1 must be a whole number of InfiniBand ports (0 or more), or null not to check them'),
+    ({'ib_hcas': [7]}, 'ib_hcas [7] must be a list of InfiniBand device names such as ["mlx5_0", "mlx5_1"], or null not to check them'),
+    ({'ib_rate_gbps': True}, 'ib_rate_gbps True must be the rate in Gb/sec each InfiniBand port must run at (e.g. 400), or null'),
+    ({'ib_rate_gbps': -1.5}, 'ib_rate_gbps -1.5 must be the rate in Gb/sec each InfiniBand port must run at (e.g. 400), or null'),
+    ({'ib_rate_gbps': '400'}, "ib_rate_gbps '400' must be the rate in Gb/sec each InfiniBand port must run at (e.g. 400), or null"),
+])
+def test_load_config_error_messages(data, message):
+    with pytest.raises(ValueError) as info:
+        hc.load_config(data)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize('data, key, value', [
+    # the lowest value each setting accepts, and the forms it is normalised from
+    ({'gpu_count': 0}, 'gpu_count', 0),
+    ({'ecc_uncorrected_max': 0}, 'ecc_uncorrected_max', 0),
+    ({'ecc_uncorrected_max': None}, 'ecc_uncorrected_max', None),
+    ({'resume_after_passes': 1}, 'resume_after_passes', 1),
+    ({'prolog_budget': 0.01}, 'prolog_budget', 0.01),
+    ({'periodic_budget': 1}, 'periodic_budget', 1),
+    ({'temperature_margin': None}, 'temperature_margin', None),
+    ({'temperature_margin': 0}, 'temperature_margin', 0),
+    ({'ib_ports': 0}, 'ib_ports', 0),
+    ({'ib_rate_gbps': 0.5}, 'ib_rate_gbps', 0.5),
+    ({'xid_drain': [1]}, 'xid_drain', [1]),
+    ({'xid_source': 'dmesg'}, 'xid_source', 'dmesg'),
+    ({'xid_source': '/var/log/kern.log'}, 'xid_source', '/var/log/kern.log'),
+    ({'munge_key_path': None}, 'munge_key_path', ''),
+    ({'munge_user': '_munge-1'}, 'munge_user', '_munge-1'),
+    ({'reason_prefix': 'a-b_1'}, 'reason_prefix', 'a-b_1'),
+    ({'scontrol': '/usr/bin/scontrol'}, 'scontrol', '/usr/bin/scontrol'),
+    ({'node_name': 'gpu-01'}, 'node_name', 'gpu-01'),
+    ({'nvlinks_active': {'0': 0, 3: 18}}, 'nvlinks_active', {0: 0, 3: 18}),
+    ({'nvlink_error_max': {'replay': None, 'crc_data': 0}}, 'nvlink_error_max', {'replay': None, 'crc_data': 0}),
+    ({'mig_layout': {'0': ['3g.40gb', '1g.10gb+me']}}, 'mig_layout', {0: ['1g.10gb+me', '3g.40gb']}),
+    ({'mig_layout': {}}, 'mig_layout', {}),
+    ({'ib_hcas': []}, 'ib_hcas', []),
+])
+def test_load_config_accepts(data, key, value):
+    assert hc.load_config(data)[key] == value
+
+
+def test_load_config_defaults():
+    config = hc.load_config({})
+    assert config == dict(hc.DEFAULTS, munge_key_path='/etc/munge/munge.key')
+    assert (config['xid_drain'], config['throttle_reasons']) == ([48, 61, 62, 64, 74, 79, 95, 119, 120, 140, 154],
+                                                                 ['hw_slowdown', 'sw_thermal', 'hw_thermal', 'hw_power_brake'])
+    assert (config['scontrol'], config['systemctl'], config['fabric_manager_bin'], config['munge_user']) == (
+        'scontrol', 'systemctl', 'nv-fabricmanager', 'munge')
+    assert (config['auto_resume'], config['resume_after_passes'], config['prolog_budget'], config['periodic_budget']) == (True, 2, 3.0, 30.0)
+    assert (config['nvlink_error_max'], config['ib_counter_max'], config['temperature_margin']) == ({'recovery': 0}, {'link_downed': 10}, 0)
+
+
+# ------------------------------------------------------------------ the fleet checks through find_failures
+
+NO_GPU_CHECKS = {'gpu_count': None, 'check_device_files': False, 'munge_key_path': ''}
+
+
+def ib_port(hca, layer='InfiniBand', state='ACTIVE'):
+    return {'hca': hca, 'port': 1, 'state': state, 'phys_state': 'LinkUp', 'rate': '400 Gb/sec', 'rate_gbps': 400.0, 'link_layer': layer,
+            'counters': {}}
+
+
+@pytest.mark.parametrize('observed, expected', [
+    # the fabric manager down is the cause: the GPUs' fabric state is not repeated
+    ({'nvswitch': True, 'fabric_manager_state': 'inactive', 'driver_version': '570.133.20',
+      'gpus': [gpu(0, fleet={'fabric': {'state': 1, 'status': 0}})]},
+     ["fabric-manager: nvidia-fabricmanager is inactive on this NVSwitch system: the GPUs join no NVLink fabric and CUDA jobs fail; "
+      "systemctl enable --now nvidia-fabricmanager (the package of the driver's version, 570.133.20)"]),
+    # the fabric manager could not be asked: the GPUs' fabric state speaks
+    ({'nvswitch': True, 'fabric_manager_state': 'inactive', 'fabric_manager_error': 'systemctl: not found', 'driver_version': '570.133.20',
+      'gpus': [gpu(0, fleet={'fabric': {'state': 3, 'status': 5}})]},
+     ['fabric: GPU 0 (00000000:1B:00.0) NVLink fabric registration failed (status 5); see the nvidia-fabricmanager log']),
+    ({'nvswitch': False, 'fabric_manager_state': 'inactive', 'gpus': [gpu(0, fleet={'fabric': {'state': 2, 'status': 0}})]},
+     ["fabric: GPU 0 (00000000:1B:00.0) NVLink fabric state IN_PROGRESS: nvidia-fabricmanager is not running or has not registered the "
+      "GPU; systemctl start nvidia-fabricmanager (its version must be the driver's, see nvidia-smi)"]),
+    ({'driver_version': '525.60.12', 'gpus': [gpu(0, fleet={'persistence': False, 'pcie': {'width': 8, 'max_width': 16}})]},
+     ['driver: NVIDIA driver 525.60.12 is older than 525.60.13 (the oldest that supports NVIDIA H100 80GB HBM3); install 525.60.13 or newer',
+      'persistence: GPU 0 (00000000:1B:00.0) persistence mode is off; run nvidia-persistenced (systemctl enable --now nvidia-persistenced)',
+      'pcie: GPU 0 (00000000:1B:00.0) PCIe link is x8, the GPU and slot do x16; reseat the GPU or check the riser/slot']),
+    # a GPU in error names no model for the driver's minimum
+    ({'driver_version': '525.60.12', 'gpus': [gpu(0, name='NVIDIA H200', error='lost'), gpu(1, name='NVIDIA A100-SXM4-40GB')]},
+     ['gpu-error: GPU 0 (00000000:1B:00.0): lost']),
+    ({'gpus': [gpu(0, fleet={'clock_reasons': 0x40, 'temperature': 91})]},
+     ['thermal: GPU 0 (00000000:1B:00.0) clocks are held down by hw_thermal (91 C); check cooling and power']),
+    # NVML does not answer: only the Xids (from the kernel log) and InfiniBand are judged
+    ({'nvml_error': 'Driver Not Loaded', 'driver_version': '1.0', 'xids': [{'pci': '0000:1b:00', 'code': 79, 'text': 'off the bus'}],
+      'gpus': [gpu(0, fleet={'persistence': False})], 'ib_ports': [ib_port('mlx5_0', state='DOWN')]},
+     ['nvml: NVML does not answer: Driver Not Loaded',
+      'xid: GPU 0 (00000000:1B:00.0) had Xid 79 since boot (last: 79, off the bus); reboot the node (RMA if it recurs)',
+      'ib: InfiniBand mlx5_0 port 1 is DOWN (physical LinkUp), expected ACTIVE/LinkUp; check the cable, transceiver and switch port']),
+    # the InfiniBand tree unread: a warning, no failure
+    ({'gpus': [], 'ib_ports': [ib_port('mlx5_0', state='DOWN')], 'ib_error': 'permission denied', 'modules': []}, []),
+    ({'gpus': [], 'ib_ports': [ib_port('mlx5_0'), ib_port('mlx5_1', layer='Ethernet')], 'modules': ['nvidia'], 'driver_proc': None,
+      'kernel_release': '6.1.0-28-amd64'},
+     ['gpudirect: no GPUDirect RDMA for the 1 InfiniBand ports: nvidia_peermem is not loaded and DMA-BUF is not possible (the driver '
+      'version file is unreadable); modprobe nvidia_peermem (and list it in '
+      '/etc/modules-load.d), or use the open kernel modules']),
+    ({'gpus': [], 'ib_ports': [ib_port('mlx5_0')], 'modules': ['nvidia', 'nvidia_peermem']}, []),
+    # without the modules read, GPUDirect is not judged
+    ({'gpus': [], 'ib_ports': [ib_port('mlx5_0')]}, []),
+])
+def test_fleet_failures_in_the_periodic_tier(observed, expected):
+    config = hc.load_config(dict(NO_GPU_CHECKS, ib_counter_max={}))
+    assert texts(hc.find_failures(config, dict({'nvml_error': None}, **observed))) == expected
+
+
+def test_a_skipped_or_disabled_check_is_not_reported():
+    config = hc.load_config(dict(NO_GPU_CHECKS, disabled_checks=['persistence']))
+    observed = {'nvml_error': None, 'gpus': [gpu(0, fleet={'persistence': False, 'pcie': {'width': 8, 'max_width': 16}})],
+                'skipped': ['pcie']}
+    assert hc.find_failures(config, observed) == []
+    assert [f.check for f in hc.find_failures(config, dict(observed, skipped=None))] == ['pcie']
+
+
+@pytest.mark.parametrize('observed, expected', [
+    ({}, []),
+    ({'xid_error': 'journalctl: not found', 'ib_error': 'EACCES', 'fabric_manager_error': 'systemctl: timeout'},
+     ['cannot read the kernel log for Xids: journalctl: not found', 'cannot read the InfiniBand ports: EACCES',
+      'cannot ask for the fabric manager: systemctl: timeout']),
+    ({'ib_error': 'EACCES'}, ['cannot read the InfiniBand ports: EACCES']),
+])
+def test_warnings(observed, expected):
+    assert hc.warnings(observed) == expected
+
+
+def test_baseline_with_the_fleet_and_the_infiniband_tree():
+    links = [{'link': n, 'active': n != 2} for n in range(4)]
+    observed = {'gpus': [gpu(1, fleet={'nvlinks': links}), gpu(0, fleet={'nvlinks': []}), gpu(2, fleet=None)],
+                'ib_ports': [ib_port('mlx5_0'), ib_port('mlx5_1', layer='Ethernet')]}
+    assert hc.baseline(observed) == {'gpu_count': 3, 'gpu_models': ['NVIDIA H100 80GB HBM3'], 'mig_layout': {}, 'nvlinks_active': {'1': 3},
+                                     'ib_ports': 1, 'ib_rate_gbps': 400.0}
+    assert 'ib_ports' not in hc.baseline(dict(observed, ib_error='EACCES'))
+    assert hc.baseline({'gpus': [], 'ib_ports': []}) == {'gpu_count': 0, 'gpu_models': [], 'mig_layout': {}, 'ib_ports': 0,
+                                                         'ib_rate_gbps': None}
+
+
+def test_baseline_error_messages():
+    with pytest.raises(ValueError) as info:
+        hc.baseline({'gpus': [gpu(1, error='GPU is lost'), gpu(0, error='first')]})
+    assert str(info.value) == 'cannot record the GPUs of this node: GPU 0 (00000000:1B:00.0): first'
+    with pytest.raises(ValueError) as info:
+        hc.baseline({'nvml_error': 'Driver Not Loaded'})
+    assert str(info.value) == 'cannot record the GPUs of this node: Driver Not Loaded'
+
+
+def test_failures_of_a_gpu_in_error_are_that_error_only():
+    broken = gpu(0, error='GPU is lost', retired_pages_pending=True, ecc_uncorrected=9, mig_pending=True)
+    config = dict(CONFIG, mig_layout={0: ['1g.10gb'], 1: ['1g.10gb', '1g.10gb']})
+    assert texts(hc.find_failures(config, {'gpus': [broken, gpu(1, **MIG_GPU)]}, ALL_FILES, MINORS)) == [
+        'gpu-error: GPU 0 (00000000:1B:00.0): GPU is lost']
+
+
+@pytest.mark.parametrize('extra, expected', [
+    ({'ecc_uncorrected': 2}, []),
+    ({'ecc_uncorrected': 3}, ['ecc: GPU 0 (00000000:1B:00.0) has 3 uncorrected ECC errors since the driver loaded (at most 2 allowed)']),
+    ({'mig_current': True, 'mig_pending': False}, ['mig: GPU 0 (00000000:1B:00.0) has MIG mode disable pending until a GPU reset']),
+    ({'name': 'NVIDIA h100 PCIe'}, []),
+])
+def test_gpu_checks_at_their_limits(extra, expected):
+    config = hc.load_config({'gpu_count': 1, 'gpu_models': ['A100', 'H100'], 'mig_layout': {}, 'ecc_uncorrected_max': 2,
+                             'check_device_files': False, 'munge_key_path': ''})
+    assert texts(hc.find_failures(config, {'gpus': [gpu(0, **extra)]})) == expected
+
+
+def test_gpu_model_names_every_model_expected():
+    config = hc.load_config({'gpu_models': ['A100', 'H100'], 'check_device_files': False, 'munge_key_path': ''})
+    assert texts(hc.find_failures(config, {'gpus': [gpu(0, name='Tesla T4')]})) == [
+        'gpu-model: GPU 0 (00000000:1B:00.0) is a Tesla T4, expected A100 or H100']
+
+
+def test_required_files_of_gpus_without_a_minor_or_in_error():
+    gpus = [{'index': 0, 'minor': None}, gpu(1, error='lost'), gpu(2, minor=6)]
+    assert hc.required_files(gpus) == [(None, '/dev/nvidiactl'), (2, '/dev/nvidia6')]
+
+
+# ------------------------------------------------------------------ decisions: the exact words
+
+def test_decide_leaves_a_node_an_admin_set_down():
+    decision = hc.decide(MISSING, node('DOWN', [], 'disk replaced, ticket 9'), 'gpuhc')
+    assert (decision.action, decision.reason, decision.passes) == ('none', None, 0)
+    assert decision.message == 'failing (%s); gpu-01 is down by an admin: disk replaced, ticket 9, left as it is' % OURS
+
+
+def test_decide_drains_a_node_slurm_set_down():
+    decision = hc.decide(MISSING, node('DOWN', ['NOT_RESPONDING'], 'Not responding'), 'gpuhc')
+    assert (decision.action, decision.reason) == ('drain', OURS)
+
+
+@pytest.mark.parametrize('failures, message', [
+    ([], 'healthy; gpu-01 stays drained by the deep tier ("%s") until a deep run passes (playbooks/health_deep.yml)' % DEEP),
+    (MISSING, 'failing (%s); gpu-01 stays drained by the deep tier ("%s") until a deep run passes (playbooks/health_deep.yml)' % (OURS, DEEP)),
+])
+def test_decide_deep_tier_messages(failures, message):
+    assert hc.decide(failures, node('IDLE', ['DRAIN'], DEEP), 'gpuhc').message == message
+    # the deep tier itself decides on its own drain
+    assert hc.decide(failures, node('IDLE', ['DRAIN'], DEEP), 'gpuhc', resume=True, tier='deep').action == ('drain' if failures else 'resume')
+
+
+def test_decide_prolog_tier_message():
+    decision = hc.decide([], node('MIXED', ['DRAIN'], PROLOG), 'gpuhc', tier='prolog', passes=1)
+    assert (decision.action, decision.message, decision.passes) == (
+        'none', 'healthy (prolog tier); gpu-01 stays drained ("%s")' % PROLOG, 1)
+
+
+def test_decide_with_another_prefix():
+    theirs = 'site:periodic:xid: GPU 0 had Xid 79'
+    assert hc.decide([], node('IDLE', ['DRAIN'], theirs), 'site', passes=1).action == 'resume'
+    assert hc.decide([], node('IDLE', ['DRAIN'], theirs), 'gpuhc', passes=1).action == 'none'
+    assert hc.decide(MISSING, node(), 'site').reason == 'site:periodic:device-files: GPU 3 (00000000:61:00.0) /dev/nvidia3 missing'
+
+
+def test_decision_and_failure_objects():
+    decision = hc.Decision('drain', 'why', 'gpuhc:periodic:xid: x', passes=3)
+    assert (decision.action, decision.message, decision.reason, decision.passes) == ('drain', 'why', 'gpuhc:periodic:xid: x', 3)
+    assert hc.Decision('none', 'healthy').passes == 0 and hc.Decision('none', 'healthy').reason is None
+    with pytest.raises(ValueError) as info:
+        decision.argv('scontrol', 'gpu 01')
+    assert str(info.value).startswith("node_name 'gpu 01' is not a Slurm node name: ")
+    failure = hc.Failure('ecc', None, 'GPU 0 has 3 uncorrected ECC errors')
+    assert (failure.check, failure.gpu, failure.detail) == ('ecc', None, 'GPU 0 has 3 uncorrected ECC errors')
+    assert repr(failure) == "Failure('ecc: GPU 0 has 3 uncorrected ECC errors')"
+    assert failure.as_dict() == {'check': 'ecc', 'gpu': None, 'detail': 'GPU 0 has 3 uncorrected ECC errors'}
+
+
+def test_show_node_argv():
+    assert hc.show_node_argv('/usr/bin/scontrol', 'gpu-01') == ['/usr/bin/scontrol', '-o', 'show', 'node', 'gpu-01']
+    with pytest.raises(ValueError) as info:
+        hc.check_node_name('-gpu', what='--node')
+    assert str(info.value).startswith("--node '-gpu' is not a Slurm node name: ")
+    assert hc.check_node_name('gpu-01.rack2') == 'gpu-01.rack2'
+
+
+@pytest.mark.parametrize('current, text', [
+    (node('DOWN', [], 'disk replaced'), 'down by an admin: disk replaced'),
+    (node('IDLE', ['DRAIN'], 'Kill task failed'), 'drained by Slurm: Kill task failed'),
+    (node('IDLE', ['DRAIN'], OURS), 'drained by gpucluster.bringup: ' + OURS),
+    (node('IDLE', ['DRAIN'], 'gpuloop:reset:xid: GPU 0'), 'drained by the closed loop of gpucluster.bringup: gpuloop:reset:xid: GPU 0'),
+    (node('IDLE', ['NOT_RESPONDING'], ''), 'not responding by Slurm: no reason given'),
+])
+def test_owner_text(current, text):
+    assert hc.owner_text(current) == text

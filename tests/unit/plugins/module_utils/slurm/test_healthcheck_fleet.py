@@ -166,8 +166,8 @@ def test_fabric_failures_say_once_for_many_gpus():
 
 
 def links(down=(), **counters):
-    return [dict({'link': l, 'active': l not in down, 'replay': 0, 'recovery': 0, 'crc_flit': 0, 'crc_data': 0},
-                 **(counters if l == 0 else {})) for l in range(18)]
+    return [dict({'link': n, 'active': n not in down, 'replay': 0, 'recovery': 0, 'crc_flit': 0, 'crc_data': 0},
+                 **(counters if n == 0 else {})) for n in range(18)]
 
 
 @pytest.mark.parametrize('nvlinks, expected, error_max, checks', [
@@ -230,3 +230,246 @@ def test_tiers_run_their_own_checks():
     assert [f.check for f in hc.find_failures(config, observed, tier='periodic')] == ['xid', 'persistence', 'nvlink']
     with pytest.raises(ValueError, match="tier 'deep' is not one of prolog, periodic"):
         hc.find_failures(config, observed, tier='deep')
+
+
+# --- the exact details an admin reads in the drain reason and the status file ----------------------------------
+
+def test_xid_failures_name_every_code_the_last_one_and_its_action():
+    xids = [{'pci': '0000:1b:00', 'code': 79, 'text': 'GPU has fallen off the bus.'},
+            {'pci': '0000:1B:00', 'code': 48, 'text': 'D' * 100},
+            {'pci': '0000:99:00', 'code': 74, 'text': 'NVLink: fatal error'},
+            {'pci': '0000:98:00', 'code': 200, 'text': 'a newer Xid'},
+            {'pci': '0000:1b:00', 'code': 13, 'text': 'an application fault'}]
+    # a GPU NVML reports without its PCI address cannot be matched: the Xid names the address
+    gpus = [gpu(0, '1B'), {'index': 5, 'name': 'NVIDIA H100 80GB HBM3'}]
+    assert fleet.xid_failures(xids, gpus, [48, 74, 79, 200]) == [
+        ('xid', 0, 'GPU 0 (00000000:1B:00.0) had Xid 48, 79 since boot (last: 48, %s); reset the GPU' % ('D' * 80)),
+        ('xid', None, 'the GPU at PCI 0000:98:00 had Xid 200 since boot (last: 200, a newer Xid); reset the GPU'),
+        ('xid', None, 'the GPU at PCI 0000:99:00 had Xid 74 since boot (last: 74, NVLink: fatal error); reset the GPU and check the NVLink')]
+    assert fleet.xid_failures(xids, gpus, []) == []
+
+
+@pytest.mark.parametrize('code, action', sorted(fleet.XID_ACTION.items()))
+def test_xid_failures_say_the_action_of_the_code(code, action):
+    (failure,) = fleet.xid_failures([{'pci': '0000:1b:00', 'code': code, 'text': 'x'}], [gpu(2, '1B')], fleet.XID_DRAIN)
+    assert failure == ('xid', 2, 'GPU 2 (00000000:1B:00.0) had Xid %d since boot (last: %d, x); %s' % (code, code, action))
+
+
+@pytest.mark.parametrize('text, expected', [
+    # the 535 form, the 570 form, a PCI address with a function and an 8-digit domain, a line without pid
+    ('kernel: NVRM: Xid (PCI:0000:1B:00): 79, pid=\'<unknown>\', name=<unknown>, GPU has fallen off the bus.  ',
+     [{'pci': '0000:1b:00', 'code': 79, 'text': 'GPU has fallen off the bus.'}]),
+    ('NVRM: Xid (PCI:00000000:61:00.0): 48, pid=1234, An uncorrectable double bit error (DBE)',
+     [{'pci': '00000000:61:00', 'code': 48, 'text': 'An uncorrectable double bit error (DBE)'}]),
+    ('NVRM: Xid (0000:61:00): 154,GPU recovery action changed', [{'pci': '0000:61:00', 'code': 154, 'text': 'GPU recovery action changed'}]),
+    ('NVRM: GPU at PCI:0000:61:00: GPU-1234\nNVRM: Xid (PCI:61:00): 79, lost', []),
+    (None, []),
+])
+def test_parse_xids_forms(text, expected):
+    assert fleet.parse_xids(text) == expected
+
+
+def test_pci_key():
+    assert fleet.pci_key('00000000:1B:00.0') == fleet.pci_key('0000:1b:00') == (0, '1b', '00')
+    assert fleet.pci_key('0001:C1:1F.3') == (1, 'c1', '1f')
+    with pytest.raises(ValueError) as info:
+        fleet.pci_key('1b:00.0')
+    assert str(info.value) == '\'1b:00.0\' is not a PCI bus id such as "00000000:1B:00.0"'
+
+
+@pytest.mark.parametrize('version, models, override, expected', [
+    ('525.60.12', ['NVIDIA H100 80GB HBM3'], None,
+     [('driver', None, 'NVIDIA driver 525.60.12 is older than 525.60.13 (the oldest that supports NVIDIA H100 80GB HBM3); install '
+                       '525.60.13 or newer')]),
+    ('535.0.0', ['Tesla T4'], '550.54.14', [('driver', None, 'NVIDIA driver 535.0.0 is older than 550.54.14 (driver_min); install '
+                                                             '550.54.14 or newer')]),
+    ('r570', ['NVIDIA H100 80GB HBM3'], None, [('driver', None, "NVML reports driver version 'r570', which is not a version number")]),
+    ('550.54.14', ['Tesla T4'], '550.54.14', []),
+    ('r570', ['Tesla T4'], None, []),  # no known minimum: nothing to compare with
+])
+def test_driver_failure_details(version, models, override, expected):
+    assert fleet.driver_failures(version, models, override) == expected
+
+
+def test_driver_minimum_checks_the_override():
+    with pytest.raises(ValueError, match=r"'5xx' is not a driver version"):
+        fleet.driver_minimum(['NVIDIA H100 80GB HBM3'], '5xx')
+    assert fleet.driver_minimum([]) == (None, None)
+
+
+PERSISTENCE_FIX = 'run nvidia-persistenced (systemctl enable --now nvidia-persistenced)'
+
+
+@pytest.mark.parametrize('off, detail', [
+    (1, 'GPU 0 (00000000:1B:00.0) persistence mode is off; ' + PERSISTENCE_FIX),
+    (2, 'GPU 0 (00000000:1B:00.0), GPU 1 (00000000:1C:00.0) persistence mode is off on all of them; ' + PERSISTENCE_FIX),
+    (3, 'GPU 0 (00000000:1B:00.0), GPU 1 (00000000:1C:00.0) and 1 more persistence mode is off on all of them; ' + PERSISTENCE_FIX),
+])
+def test_persistence_failure_details(off, detail):
+    gpus = [gpu(i, '%02X' % (0x1B + i), persistence=i >= off) for i in range(4)]
+    assert fleet.persistence_failures(gpus) == [('persistence', 0, detail)]
+
+
+def test_persistence_of_a_gpu_in_error_or_unknown_is_not_judged():
+    gpus = [dict(gpu(0, '1B', persistence=False), error='GPU is lost'), gpu(1, '1C', persistence=None), gpu(2, '1D')]
+    assert fleet.persistence_failures(gpus) == []
+
+
+@pytest.mark.parametrize('fabric, driver, detail', [
+    ({'state': 1, 'status': 0}, '570.133.20', "GPU 0 (00000000:1B:00.0) NVLink fabric state NOT_STARTED: nvidia-fabricmanager is not "
+                                              "running or has not registered the GPU; systemctl start nvidia-fabricmanager (its version "
+                                              "must be the driver's, 570.133.20)"),
+    ({'state': 2}, None, "GPU 0 (00000000:1B:00.0) NVLink fabric state IN_PROGRESS: nvidia-fabricmanager is not running or has not "
+                         "registered the GPU; systemctl start nvidia-fabricmanager (its version must be the driver's, see nvidia-smi)"),
+    ({'state': 3, 'status': 7}, None, 'GPU 0 (00000000:1B:00.0) NVLink fabric registration failed (status 7); see the nvidia-fabricmanager log'),
+    ({'state': 3}, None, None),
+    ({'state': 9, 'status': 7}, None, None),  # a state nvml.h does not name
+])
+def test_fabric_failure_details(fabric, driver, detail):
+    found = fleet.fabric_failures([gpu(0, '1B', fabric=fabric), dict(gpu(1, '1C', fabric={'state': 1}), error='lost')], driver)
+    assert found == ([('fabric', 0, detail)] if detail else [])
+
+
+def test_fabric_failures_of_two_gpus():
+    found = fleet.fabric_failures([gpu(i, '%02X' % (0x1B + i), fabric={'state': 1, 'status': 0}) for i in range(2)])
+    assert [(c, g) for c, g, _d in found] == [('fabric', 0), ('fabric', None)]
+    assert found[1][2] == '1 more GPUs with the same fabric state'
+
+
+def test_nvlink_failure_details():
+    gpus = [gpu(0, '1B', nvlinks=links(down=(3, 4), recovery=2, replay=5)), dict(gpu(1, '1C', nvlinks=[]), error='lost'), gpu(2, '1D')]
+    assert fleet.nvlink_failures(gpus, {0: 18, 1: 18, 2: 18}, {'recovery': 0, 'replay': 1}) == [
+        ('nvlink', 0, 'GPU 0 (00000000:1B:00.0) has 16 of 18 NVLinks active (down: 3,4); reset the GPU, then check the NVLink/NVSwitch '
+                      '(nvidia-smi nvlink -s)'),
+        # one counter per link: the first over its limit
+        ('nvlink', 0, 'GPU 0 (00000000:1B:00.0) NVLink 0 has 5 replay errors (at most 1)')]
+    assert fleet.nvlink_failures([gpu(0, '1B', nvlinks=[])], {0: 1}, None) == [
+        ('nvlink', 0, 'GPU 0 (00000000:1B:00.0) has 0 of 1 NVLinks active (down: none); reset the GPU, then check the NVLink/NVSwitch '
+                      '(nvidia-smi nvlink -s)')]
+
+
+@pytest.mark.parametrize('nvlinks, expected, checks', [
+    # as many active as expected, and a counter at its limit: no failure
+    (links(crc_flit=3), {0: 18}, 0),
+    (links(down=(17,)), {0: 17}, 0),
+    (links(crc_flit=4), {0: 18}, 1),
+    ([dict(link, crc_data=None) for link in links()], {0: 18}, 0),
+])
+def test_nvlink_boundaries(nvlinks, expected, checks):
+    assert len(fleet.nvlink_failures([gpu(0, '1B', nvlinks=nvlinks)], expected, {'crc_flit': 3, 'crc_data': 0})) == checks
+
+
+@pytest.mark.parametrize('pcie, reasons, detail', [
+    ({'gen': 5, 'width': 8, 'max_gen': 5, 'max_width': 16}, 0,
+     'GPU 0 (00000000:1B:00.0) PCIe link is x8, the GPU and slot do x16; reseat the GPU or check the riser/slot'),
+    ({'gen': 3, 'width': 16, 'max_gen': 5, 'max_width': 16}, None,
+     'GPU 0 (00000000:1B:00.0) PCIe link runs at gen 3 under load, the GPU and slot do gen 5; check the slot, riser and BIOS PCIe settings'),
+    ({'gen': 4, 'width': 16, 'max_gen': 4, 'max_width': 16}, 0, None),
+    ({'gen': 3, 'width': 16, 'max_gen': 5, 'max_width': 16}, 0x3, None),
+    ({'gen': 3, 'width': 8, 'max_gen': None, 'max_width': None}, 0, None),
+])
+def test_pcie_failure_details(pcie, reasons, detail):
+    found = fleet.pcie_failures([gpu(0, '1B', pcie=pcie, clock_reasons=reasons), dict(gpu(1, '1C', pcie=pcie), error='lost')])
+    assert found == ([('pcie', 0, detail)] if detail else [])
+
+
+@pytest.mark.parametrize('fleet_info, margin, detail', [
+    ({'clock_reasons': 0x48, 'temperature': 90, 'temperature_slowdown': 89}, 0,
+     'GPU 0 (00000000:1B:00.0) clocks are held down by hw_slowdown, hw_thermal (90 C); check cooling and power'),
+    ({'clock_reasons': 0xA0}, 0, 'GPU 0 (00000000:1B:00.0) clocks are held down by sw_thermal, hw_power_brake (? C); check cooling and power'),
+    ({'clock_reasons': 0x0, 'temperature': 84, 'temperature_slowdown': 89}, 5,
+     'GPU 0 (00000000:1B:00.0) is at 84 C, its slowdown temperature is 89 C; check cooling'),
+    ({'clock_reasons': 0x0, 'temperature': 83, 'temperature_slowdown': 89}, 5, None),
+    ({'clock_reasons': None, 'temperature': 95, 'temperature_slowdown': None}, 0, None),
+    ({'clock_reasons': 0x1, 'temperature': None, 'temperature_slowdown': 89}, 0, None),
+])
+def test_thermal_failure_details(fleet_info, margin, detail):
+    found = fleet.thermal_failures([gpu(0, '1B', **fleet_info), {'index': 1, 'error': 'lost', 'fleet': {'clock_reasons': 0x8}}],
+                                   list(fleet.THROTTLE_DRAIN), margin)
+    assert found == ([('thermal', 0, detail)] if detail else [])
+
+
+def test_reason_names_of_every_bit():
+    assert fleet.reason_names(0x1FF) == ['gpu_idle', 'applications_clocks_setting', 'sw_power_cap', 'hw_slowdown', 'sync_boost',
+                                         'sw_thermal', 'hw_thermal', 'hw_power_brake', 'display_clocks']
+    assert fleet.reason_names(0) == []
+
+
+def test_ib_failure_details():
+    ports = [port('mlx5_0', 'DOWN', 'Polling'), port('mlx5_1', rate='200 Gb/sec (4X HDR)'), port('mlx5_2', link_downed=11, symbol_error=99),
+             port('mlx5_3', '', ''), port('mlx5_4', 'ACTIVE', 'Polling'), port('mlx5_5', rate='?', link_downed=10)]
+    assert fleet.ib_failures(ports, 7, 400, {'link_downed': 10, 'symbol_error': 5}, ['mlx5_0', 'mlx5_8', 'mlx5_9']) == [
+        ('ib', None, 'InfiniBand mlx5_0 port 1 is DOWN (physical Polling), expected ACTIVE/LinkUp; check the cable, transceiver and switch port'),
+        ('ib', None, 'InfiniBand mlx5_1 port 1 runs at 200 Gb/sec (4X HDR), expected 400 Gb/sec; reseat the cable or replace the transceiver'),
+        ('ib', None, 'InfiniBand mlx5_2 port 1 has 99 symbol_error (at most 5); check the link'),
+        ('ib', None, 'InfiniBand mlx5_3 port 1 is ? (physical ?), expected ACTIVE/LinkUp; check the cable, transceiver and switch port'),
+        ('ib', None, 'InfiniBand mlx5_4 port 1 is ACTIVE (physical Polling), expected ACTIVE/LinkUp; check the cable, transceiver and switch port'),
+        ('ib', None, '6 InfiniBand ports, expected 7; check that every HCA is seen (ibstat)'),
+        ('ib', None, 'InfiniBand devices mlx5_8, mlx5_9 of the node type (gpucluster_node_type.hcas) have no port here (the node has: mlx5_0, '
+                     'mlx5_1, mlx5_2, mlx5_3, mlx5_4, mlx5_5); check that every HCA is seen (ibstat), its firmware and its PCIe slot')]
+
+
+def test_ib_failures_at_the_expected_count_and_rate():
+    ports = [port('mlx5_0', rate='400 Gb/sec (4X NDR)'), port('mlx5_1', layer='infiniband', rate='400.5 Gb/sec')]
+    assert fleet.ib_failures(ports, 2, 400, None) == []
+    assert fleet.ib_failures(ports, 2, 400.5, None)[0][2].startswith('InfiniBand mlx5_0 port 1 runs at 400 Gb/sec (4X NDR), expected 400.5 Gb/sec;')
+
+
+@pytest.mark.parametrize('text, rate', [
+    ('400 Gb/sec (4X NDR)', 400.0), (' 2.5 Gb/sec (1X SDR)\n', 2.5), ('100Gb/sec', 100.0), ('fast', None), (None, None), ('Gb/sec 400', None),
+])
+def test_parse_ib_rate(text, rate):
+    assert fleet.parse_ib_rate(text) == rate
+
+
+def test_ib_port_of_unreadable_files():
+    assert fleet.ib_port('mlx5_0', 2, {'state': None, 'phys_state': 'LinkUp', 'rate': None, 'link_layer': None, 'counters': None}) == {
+        'hca': 'mlx5_0', 'port': 2, 'state': '', 'phys_state': 'LinkUp', 'rate': '', 'rate_gbps': None, 'link_layer': 'InfiniBand',
+        'counters': {}}
+    assert fleet.ib_port('mlx5_0', '1', {'link_layer': ' Ethernet\n'})['link_layer'] == 'Ethernet'
+
+
+def test_ib_baseline_counts_only_infiniband_ports():
+    assert fleet.ib_baseline([port('mlx5_0', layer='Ethernet', rate='800 Gb/sec'), port('mlx5_1', rate='200 Gb/sec (4X HDR)'),
+                              port('mlx5_2', rate='bad')]) == (2, 200.0)
+    assert fleet.ib_baseline([port('mlx5_0', 'DOWN', 'Polling')]) == (1, None)
+
+
+def _write_port(root, hca, number, **files):
+    base = root / hca / 'ports' / str(number)
+    (base / 'counters').mkdir(parents=True)
+    for name, value in files.items():
+        if name == 'counters':
+            for counter, text in value.items():
+                (base / 'counters' / counter).write_text(text)
+        else:
+            (base / name).write_text(value)
+
+
+def test_read_ib_ports(tmp_path):
+    root = tmp_path / 'infiniband'
+    _write_port(root, 'mlx5_1', 1, state='4: ACTIVE\n', phys_state='5: LinkUp\n', rate='200 Gb/sec (4X HDR)\n',
+                counters={'link_downed': '2\n', 'not_a_counter': '9\n'})
+    _write_port(root, 'mlx5_0', 10, state='1: DOWN\n', link_layer='Ethernet\n')
+    _write_port(root, 'mlx5_0', 2, state='4: ACTIVE\n')
+    (root / 'mlx5_0' / 'ports' / 'stray').mkdir()
+    (root / 'bond0').mkdir()  # a device without ports
+    ports, error = fleet.read_ib_ports(str(root))
+    assert error is None
+    assert [(p['hca'], p['port'], p['state'], p['link_layer']) for p in ports] == [
+        ('mlx5_0', 2, 'ACTIVE', 'InfiniBand'), ('mlx5_0', 10, 'DOWN', 'Ethernet'), ('mlx5_1', 1, 'ACTIVE', 'InfiniBand')]
+    assert ports[2] == {'hca': 'mlx5_1', 'port': 1, 'state': 'ACTIVE', 'phys_state': 'LinkUp', 'rate': '200 Gb/sec (4X HDR)',
+                        'rate_gbps': 200.0, 'link_layer': 'InfiniBand', 'counters': {'link_downed': 2}}
+    assert fleet.read_ib_ports(str(tmp_path / 'none')) == ([], None)
+
+
+def test_read_text(tmp_path):
+    (tmp_path / 'state').write_text('4: ACTIVE\n')
+    assert fleet.read_text(str(tmp_path / 'state')) == '4: ACTIVE\n'
+    assert fleet.read_text(str(tmp_path / 'missing')) is None
+    assert fleet.read_text(str(tmp_path)) is None
+
+
+def test_driver_minimum_of_models_with_the_same_minimum_names_the_first():
+    assert fleet.driver_minimum(['NVIDIA H100 PCIe', 'NVIDIA H100 80GB HBM3', 'Tesla T4']) == (
+        '525.60.13', 'the oldest that supports NVIDIA H100 PCIe')

@@ -236,3 +236,159 @@ def test_result_problem_names_a_missing_deb_first():
     message = filters.slurm_build_result_problem(plan, debs(leave=('slurm-smd-slurmdbd',)), 'amd64', LISTING)
     assert message == ("the build of Slurm 26.05.3 made no slurm-smd-slurmdbd_26.05.3-*_amd64.deb, expected every package "
                        "of SchedMD's debian/control")
+
+
+TARBALL_NAMES = ('a Slurm release tarball named as SchedMD names them (slurm-X.Y.Z.tar.bz2, for example '
+                 'https://download.schedmd.com/slurm/slurm-26.05.3.tar.bz2 or a path to that file)')
+
+
+@pytest.mark.parametrize('changes, message', [
+    ({'tarball': ''}, "slurm_packages_build_tarball is '', expected the path on the controller or the http(s) URL of a Slurm release "
+                      "tarball (https://download.schedmd.com/slurm/slurm-X.Y.Z.tar.bz2)"),
+    ({'tarball': None}, "slurm_packages_build_tarball is None, expected the path on the controller or the http(s) URL of a Slurm release "
+                        "tarball (https://download.schedmd.com/slurm/slurm-X.Y.Z.tar.bz2)"),
+    ({'tarball': 'ftp://host/slurm-26.05.3.tar.bz2'},
+     "slurm_packages_build_tarball is 'ftp://host/slurm-26.05.3.tar.bz2', expected an http:// or https:// URL or an absolute path on "
+     "the controller"),
+    ({'tarball': 'https://host'}, "slurm_packages_build_tarball is 'https://host', expected an http:// or https:// URL or an absolute "
+                                  "path on the controller"),
+    ({'tarball': 'slurm-26.05.3.tar.bz2'},
+     "slurm_packages_build_tarball is 'slurm-26.05.3.tar.bz2', expected an absolute path on the controller or an http(s) URL"),
+    ({'tarball': '/srv/src/slurm.tar.bz2'}, "slurm_packages_build_tarball is '/srv/src/slurm.tar.bz2', expected " + TARBALL_NAMES),
+    ({'tarball': '/srv/src/slurm-26.05.3.tar.zst'}, "slurm_packages_build_tarball is '/srv/src/slurm-26.05.3.tar.zst', expected "
+                                                    + TARBALL_NAMES),
+    ({'tarball': '/srv/src/slurm-23.02.7.tar.bz2'},
+     "slurm_packages_build_tarball is '/srv/src/slurm-23.02.7.tar.bz2' (Slurm 23.02.7), expected Slurm 23.11 or newer: SchedMD's "
+     "debian/ packaging (the slurm-smd packages) is in the release tarballs from 23.11 on"),
+    ({'sha256': ''}, "slurm_packages_build_sha256 is '', expected the tarball's SHA-256 checksum as 64 hexadecimal digits (SchedMD "
+                     "publishes it beside each release)"),
+    ({'sha256': None}, "slurm_packages_build_sha256 is None, expected the tarball's SHA-256 checksum as 64 hexadecimal digits (SchedMD "
+                       "publishes it beside each release)"),
+    ({'sha256': SHA + '0'}, "slurm_packages_build_sha256 is '%s0', expected the tarball's SHA-256 checksum as 64 hexadecimal digits "
+                            "(SchedMD publishes it beside each release)" % SHA),
+    ({'nvml': 'maybe'}, "slurm_packages_build_nvml is 'maybe', expected true or false"),
+    ({'nvml': None}, "slurm_packages_build_nvml is None, expected true or false"),
+    ({'nvml_include': 'cuda/include'},
+     "slurm_packages_build_nvml_include is 'cuda/include', expected empty (nvml.h from the distribution's libnvidia-ml-dev) or an "
+     "absolute directory on the build host that holds nvml.h"),
+    ({'jobs': -1}, 'slurm_packages_build_jobs is -1, expected 0 (as many as the build host has processors) or a number of parallel '
+                   'build jobs from 1 to 1024'),
+    ({'jobs': 1025}, 'slurm_packages_build_jobs is 1025, expected 0 (as many as the build host has processors) or a number of parallel '
+                     'build jobs from 1 to 1024'),
+    ({'output_dir': None}, "slurm_packages_build_output_dir is None, expected an absolute directory on the controller for the .debs "
+                           "(the slurm role's slurm_local_package_dir)"),
+    ({'output_dir': 'debs'}, "slurm_packages_build_output_dir is 'debs', expected an absolute directory on the controller for the .debs "
+                             "(the slurm role's slurm_local_package_dir)"),
+    ({'build_dir': '/'}, "slurm_packages_build_dir is '/', expected an absolute directory on the build host, not /, to unpack and build in"),
+    ({'build_dir': '//'}, "slurm_packages_build_dir is '//', expected an absolute directory on the build host, not /, to unpack and build in"),
+    ({'build_dir': None}, 'slurm_packages_build_dir is None, expected an absolute directory on the build host, not /, to unpack and build in'),
+])
+def test_check_options_refusal_messages(changes, message):
+    with pytest.raises(InputError) as info:
+        sb.check_options(opts(**changes))
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize('changes, expected', [
+    # the boundaries of what is accepted: 23.11.0, a release candidate, 1024 jobs, booleans as words, a sha256: prefix
+    ({'tarball': '/srv/src/slurm-23.11.0.tar.bz2'},
+     {'version': (23, 11, 0), 'release': '23.11.0', 'url': False, 'file': 'slurm-23.11.0.tar.bz2'}),
+    ({'tarball': 'https://mirror.example/slurm-26.05.0-0rc1.tar.bz2?download=1'},
+     {'version': (26, 5, 0), 'url': True, 'file': 'slurm-26.05.0-0rc1.tar.bz2'}),
+    ({'tarball': ' /srv/src/slurm-24.11.1.tar.xz '}, {'tarball': '/srv/src/slurm-24.11.1.tar.xz', 'version': (24, 11, 1)}),
+    ({'jobs': 1024}, {'jobs': 1024}),
+    ({'jobs': ' 1 '}, {'jobs': 1}),
+    ({'nvml': 'YES'}, {'nvml': True, 'nvml_header': 'package'}),
+    ({'nvml': 'on'}, {'nvml': True}),
+    ({'nvml': '1'}, {'nvml': True}),
+    ({'nvml': ' Off '}, {'nvml': False, 'nvml_header': ''}),
+    ({'nvml': 'no'}, {'nvml': False}),
+    ({'nvml': '0'}, {'nvml': False}),
+    ({'nvml': 'true', 'nvml_include': ' /opt/cuda/include '}, {'nvml_header': 'directory', 'nvml_include': '/opt/cuda/include'}),
+    ({'sha256': ' SHA256:' + SHA.upper() + ' '}, {'sha256': SHA}),
+    ({'build_dir': '/srv/build/'}, {'build_dir': '/srv/build'}),
+])
+def test_check_options_accepts(changes, expected):
+    plan = sb.check_options(opts(**changes))
+    assert dict((key, plan[key]) for key in expected) == expected
+
+
+def test_check_options_without_nvml_or_jobs_given():
+    options = opts()
+    del options['nvml'], options['jobs']
+    plan = sb.check_options(options)
+    assert plan == {'tarball': URL, 'url': True, 'file': 'slurm-26.05.3.tar.bz2', 'version': (26, 5, 3), 'release': '26.05.3',
+                    'sha256': SHA, 'nvml': True, 'nvml_header': 'package', 'nvml_include': '', 'jobs': 0, 'output_dir': '/srv/debs',
+                    'build_dir': '/var/tmp/build'}
+
+
+def test_tarball_version_names_the_option_asked_about():
+    assert sb.tarball_version('/srv/slurm-25.11.2.tar.gz/') == (25, 11, 2)
+    with pytest.raises(InputError) as info:
+        sb.tarball_version('slurm-25.11.tar.gz', option='slurm_tarball')
+    assert str(info.value) == "slurm_tarball is 'slurm-25.11.tar.gz', expected " + TARBALL_NAMES
+
+
+def test_stamp_text():
+    plan = sb.check_options(opts())
+    # the build host's words as the role reads them, with their whitespace
+    assert sb.stamp(plan, ' Debian trixie\n', 'amd64 ') == (
+        '{\n "arch": "amd64",\n "distribution": "Debian trixie",\n "format": 1,\n'
+        ' "hash": "603550cb47c3275b8d0449d9465c6dbb1bd4da472dba46e899b17b3a8e803acd",\n "nvml": true,\n "nvml_header": "package",\n'
+        ' "nvml_include": "",\n "sha256": "%s",\n "version": "26.05.3"\n}\n' % SHA)
+    assert json.loads(sb.stamp(plan, None, None))['distribution'] == '' and json.loads(sb.stamp(plan, None, None))['arch'] == ''
+
+
+@pytest.mark.parametrize('old, why', [
+    ('', 'no stamp file in /srv/debs (nothing built there yet)'),
+    ('{', 'the stamp file in /srv/debs is unreadable'),
+    ('{"format": 1}', 'the build changed since the last one: arch, distribution, nvml, nvml_header, nvml_include, sha256, version'),
+])
+def test_cached_says_why_it_builds(old, why):
+    plan = sb.check_options(opts())
+    assert sb.cached(plan, sb.stamp(plan, 'Debian trixie', 'amd64'), old, debs(), 'amd64') == {'cached': False, 'why': why}
+
+
+def test_cached_when_only_the_hash_differs():
+    plan = sb.check_options(opts())
+    stamp = sb.stamp(plan, 'Debian trixie', 'amd64')
+    edited = json.dumps(dict(json.loads(stamp), hash='0' * 64))
+    assert sb.cached(plan, stamp, edited, debs(), 'amd64') == {'cached': False, 'why': 'the build changed since the last one: hash'}
+
+
+def test_cached_and_missing_debs_say_every_missing_package():
+    plan = sb.check_options(opts())
+    stamp = sb.stamp(plan, 'Debian trixie', 'amd64')
+    files = debs(leave=('slurm-smd', 'slurm-smd-doc')) + ['/srv/debs/notes.txt', '/srv/debs/slurm-smd_26.05.3-1_all.deb']
+    assert sb.missing_debs(plan, files, 'amd64') == ['slurm-smd_26.05.3-*_amd64.deb', 'slurm-smd-doc_26.05.3-*_all.deb']
+    assert sb.cached(plan, stamp, stamp, files, 'amd64') == {
+        'cached': False, 'why': '/srv/debs lacks slurm-smd_26.05.3-*_amd64.deb, slurm-smd-doc_26.05.3-*_all.deb'}
+    assert sb.cached(plan, stamp, stamp, debs(), 'amd64') == {
+        'cached': True, 'why': 'the .debs in /srv/debs were built from this tarball with these options'}
+    assert sb.missing_debs(plan, None, 'arm64') == ['%s_26.05.3-*_%s.deb' % (name, 'all' if name in sb.ARCH_ALL else 'arm64')
+                                                    for name in sb.SMD_PACKAGES]
+
+
+def test_checksum_problem_message():
+    plan = sb.check_options(opts())
+    assert sb.checksum_problem(plan, ' %s\n' % SHA) == ''
+    assert sb.checksum_problem(plan, OTHER) == (
+        'slurm_packages_build_sha256 is %s, but the tarball %s has SHA-256 %s, expected the two to match: nothing was built; check the '
+        'download (a corrupt or substituted file) or the checksum SchedMD published for slurm-26.05.3.tar.bz2' % (SHA, URL, OTHER))
+    assert sb.checksum_problem(plan, '').startswith('slurm_packages_build_sha256 is %s, but the tarball %s has SHA-256 (unreadable), ' % (SHA, URL))
+
+
+@pytest.mark.parametrize('nvml, message', [
+    (True, 'the built slurm-smd_26.05.3 package lacks mpi_pmix.so, accounting_storage_mysql.so, gpu_nvml.so (configure found no nvml.h '
+           'or no libnvidia-ml to link against: see config.log in /var/tmp/build), expected mpi_pmix.so, accounting_storage_mysql.so, '
+           'gpu_nvml.so in it'),
+    (False, 'the built slurm-smd_26.05.3 package lacks mpi_pmix.so, accounting_storage_mysql.so, expected mpi_pmix.so, '
+            'accounting_storage_mysql.so in it'),
+])
+def test_contents_problem_of_an_empty_package(nvml, message):
+    assert sb.contents_problem(sb.check_options(opts(nvml=nvml)), None) == message
+
+
+def test_contents_problem_reads_file_names():
+    plan = sb.check_options(opts())
+    assert sb.contents_problem(plan, 'mpi_pmix.so\naccounting_storage_mysql.so  \ngpu_nvml.so -> gpu_nvml.so.0\n') == ''

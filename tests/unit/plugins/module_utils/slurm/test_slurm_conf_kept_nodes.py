@@ -317,3 +317,9 @@ def test_filter_refuses_bad_input(text, hosts, message):
     with pytest.raises(AnsibleFilterError) as info:
         FILTERS['slurm_conf_kept_nodes'](text, hosts)
     assert str(info.value) == message
+
+
+def test_the_address_of_a_node_alone_on_its_line_is_kept_as_written():
+    parsed = parse_node_definitions('NodeName=gpu-01 NodeAddr=ib-[01] CPUs=4\nNodeName=gpu-[02-03] NodeAddr=ib-[02-03] CPUs=4\n')
+    assert parsed['nodes'] == {'gpu-01': [('NodeAddr', 'ib-[01]'), ('CPUs', '4')], 'gpu-02': [('NodeAddr', 'ib-02'), ('CPUs', '4')],
+                               'gpu-03': [('NodeAddr', 'ib-03'), ('CPUs', '4')]}

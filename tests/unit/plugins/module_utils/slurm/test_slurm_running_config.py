@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
 import os
 import re
 
@@ -21,6 +22,7 @@ import pytest
 from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._slurm_conf import (
     compare_running_config,
     parse_show_config,
+    running_config_from_results,
     running_config_record,
 )
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._validation_checks import drain_reasons
@@ -364,3 +366,278 @@ def test_the_record_never_drains_a_node_and_names_the_daemon_in_the_report():
     report = build_report([record])
     assert report['failed_nodes'] == ['slurmctld@ctl']
     assert failure_message(report) == 'validation failed on slurmctld@ctl: 1 failed check(s) (slurm/running_config)'
+
+
+# --- from the registered results of the role's tasks ---------------------------------------------
+
+SLURP = {'content': base64.b64encode(CONF.encode()).decode(), 'encoding': 'base64', 'source': PATH, 'changed': False}
+CONNECT = 'slurm_load_ctl_conf error: Unable to contact slurm controller (connect failure)'
+SHOW_FAILED = 'slurmctld on ctl: scontrol show config failed, so nothing is known of the configuration slurmctld runs: '
+CONF_FAILED = 'slurmctld on ctl: /etc/slurm/slurm.conf could not be read to compare with what slurmctld runs: '
+
+
+def test_registered_results_of_a_healthy_controller_pass():
+    record = running_config_from_results({'rc': 0, 'stdout': SHOW, 'stderr': ''}, SLURP, 'ctl', PATH)
+    assert record == running_config_record('ctl', PATH, CONF, SHOW)
+    assert (record['node'], record['status']) == ('slurmctld@ctl', 'pass')
+
+
+@pytest.mark.parametrize('show, slurp, reason', [
+    # slurmctld stopped (recorded): exit code 1 and what scontrol printed, on stderr or else on stdout
+    ({'rc': 1, 'stdout': '', 'stderr': CONNECT}, SLURP, SHOW_FAILED + 'scontrol show config exited 1: ' + CONNECT),
+    ({'rc': 1, 'stdout': CONNECT + '\n', 'stderr': ''}, SLURP, SHOW_FAILED + 'scontrol show config exited 1: ' + CONNECT),
+    ({'rc': 2, 'stdout': '', 'stderr': '', 'msg': "[Errno 2] No such file or directory: b'scontrol'", 'failed': True}, SLURP,
+     SHOW_FAILED + "scontrol show config exited 2: [Errno 2] No such file or directory: b'scontrol'"),
+    ({'rc': 3}, SLURP, SHOW_FAILED + 'scontrol show config exited 3'),
+    ({'skipped': True, 'changed': False}, SLURP, SHOW_FAILED + 'scontrol did not run'),
+    ({'skipped': True, 'rc': 0, 'stdout': SHOW, 'msg': 'Conditional result was False'}, SLURP,
+     SHOW_FAILED + 'scontrol did not run: Conditional result was False'),
+    (None, SLURP, SHOW_FAILED + 'scontrol did not run'),
+    ('rc=0', SLURP, SHOW_FAILED + 'scontrol did not run'),
+    ({'unreachable': True, 'msg': 'Failed to connect to the host via ssh'}, SLURP,
+     SHOW_FAILED + 'scontrol did not run: Failed to connect to the host via ssh'),
+    # exit code 0 and nothing printed: nothing read, never a pass
+    ({'rc': 0, 'stdout': '', 'stderr': ''}, SLURP,
+     'slurmctld on ctl: scontrol show config printed no "Key = value" line (no output): nothing was read of what slurmctld runs'),
+    ({'rc': 0}, SLURP,
+     'slurmctld on ctl: scontrol show config printed no "Key = value" line (no output): nothing was read of what slurmctld runs'),
+    ({'rc': 0, 'stdout': SHOW}, {'failed': True, 'msg': 'file not found: /etc/slurm/slurm.conf'},
+     CONF_FAILED + 'file not found: /etc/slurm/slurm.conf'),
+    # a read marked failed is not trusted, whatever content it carries
+    ({'rc': 0, 'stdout': SHOW}, dict(SLURP, failed=True, msg='permission denied'), CONF_FAILED + 'permission denied'),
+    ({'rc': 0, 'stdout': SHOW}, dict(SLURP, content=None), CONF_FAILED + 'slurp did not read it'),
+    ({'rc': 0, 'stdout': SHOW}, {'skipped': True}, CONF_FAILED + 'slurp did not read it'),
+    ({'rc': 0, 'stdout': SHOW}, None, CONF_FAILED + 'slurp did not read it'),
+    ({'rc': 0, 'stdout': SHOW}, {'content': 'QUJ', 'encoding': 'base64'}, CONF_FAILED + 'its content is not base64 (Incorrect padding)'),
+])
+def test_registered_results_that_read_nothing_fail_naming_why(show, slurp, reason):
+    record = running_config_from_results(show, slurp, 'ctl', PATH)
+    assert record == {'stage': 'slurm', 'node': 'slurmctld@ctl', 'check': 'running_config', 'status': 'fail', 'reason': reason}
+
+
+def test_registered_results_name_the_host_and_path_given():
+    record = running_config_from_results({'rc': 0, 'stdout': SHOW}, {'skipped': True}, 7, PATH + '.d')
+    assert record['node'] == 'slurmctld@7'
+    assert record['reason'] == ('slurmctld on 7: /etc/slurm/slurm.conf.d could not be read to compare with what slurmctld runs: '
+                                'slurp did not read it')
+
+
+# --- each kind of key on a one-setting file: compared equal, compared different, or skipped with why ---------
+
+def show_of(*pairs, **header):
+    """An ``scontrol show config`` settings block of ``pairs`` as scontrol prints them (``%-23s = %s``)."""
+    return 'Configuration data as of 2026-12-05T07:16:45\n' + ''.join('%-23s = %s\n' % pair for pair in pairs)
+
+
+NONE_OR_DEFAULT = 'a none or default plugin, which Slurm replaces'
+NOT_A_NUMBER = 'not a plain number on both sides'
+
+
+@pytest.mark.parametrize('key, file_value, shown, outcome', [
+    # int: a unit word scontrol prints is dropped, other words are not a plain number; plain decimal only
+    ('SlurmdTimeout', '300', '300 min', 'equal'),
+    ('SlurmdTimeout', '0', '0 sec', 'equal'),
+    ('SlurmdTimeout', '301', '300 sec', 'differ'),
+    ('SlurmdTimeout', '300', '300 hours', NOT_A_NUMBER),
+    ('SlurmdTimeout', '300', '300 sec extra', NOT_A_NUMBER),
+    ('SlurmdTimeout', '00', '0', NOT_A_NUMBER),
+    ('SlurmdTimeout', '-1', '0', NOT_A_NUMBER),
+    # plugin: type/name on both sides, not none or default
+    ('SelectType', 'linear', 'select/linear', NONE_OR_DEFAULT),
+    ('SelectType', 'select/linear', 'linear', NONE_OR_DEFAULT),
+    ('PreemptType', 'preempt/none', 'preempt/none', NONE_OR_DEFAULT),
+    ('AuthType', 'auth/default', 'auth/munge', NONE_OR_DEFAULT),
+    ('AuthType', 'Auth/Munge', 'auth/munge', 'equal'),
+    # word: one token on both sides
+    ('ClusterName', 'ctl', 'ctl(1)', 'not one word on both sides'),
+    ('ClusterName', 'ctl', 'ctl other', 'not one word on both sides'),
+    ('SlurmctldHost', 'ctl-1.example:6817', 'CTL-1.example:6817', 'equal'),
+    # loglevel: a name in the file
+    ('SlurmctldDebug', 'Info', 'info', 'equal'),
+    ('SlurmdDebug', 'debug5', 'debug4', 'differ'),
+    ('SlurmdDebug', '7', 'debug5', 'not a level name in the file'),
+    # scontrol printed nothing of it
+    ('SlurmctldDebug', 'info', '(null type)', 'scontrol prints (null type) (Slurm dropped or defaulted the value)'),
+    ('SlurmctldDebug', 'info', '', 'scontrol prints nothing (Slurm dropped or defaulted the value)'),
+    # bool: the words Slurm reads, yes/no printed
+    ('DisableRootJobs', 'up', 'yes', 'equal'),
+    ('DisableRootJobs', 'Down', 'No', 'equal'),
+    ('DisableRootJobs', 'TRUE', 'no', 'differ'),
+    ('DisableRootJobs', '0', 'Yes', 'differ'),
+    ('DisableRootJobs', 'maybe', 'no', 'not yes or no on both sides'),
+    ('DisableRootJobs', 'yes', 'maybe', 'not yes or no on both sides'),
+    # user: name(uid) printed, the name compared as written
+    ('SlurmUser', 'slurm', 'slurm', 'not a user name in the file and name(uid) in scontrol'),
+    ('SlurmUser', 'Slurm', 'slurm(64030)', 'differ'),
+    ('SlurmdUser', 'root', 'root(0)', 'equal'),
+    # path: as written, case and all
+    ('StateSaveLocation', '/A', '/a', 'differ'),
+    ('Prolog', '/etc/slurm/prolog', '/etc/slurm/prolog', 'equal'),
+    ('HealthCheckProgram', '/a,/b', '/a', 'several values'),
+    # list: a set of words in any case; empty items dropped
+    ('GresTypes', 'GPU,,mps', 'mps,gpu', 'equal'),
+    ('GresTypes', 'gpu', 'gpu,mps', 'differ'),
+    # tasks: the task/ prefix is optional
+    ('TaskPlugin', 'task/none', 'task/affinity', 'a none plugin, which Slurm drops'),
+    ('TaskPlugin', 'Task/Cgroup', 'cgroup', 'equal'),
+    ('TaskPlugin', 'cgroup', 'task/affinity', 'differ'),
+    # select: the base type in one name or two
+    ('SelectTypeParameters', 'CR_Socket_Memory', 'CR_SOCKET,CR_MEMORY', 'equal'),
+    ('SelectTypeParameters', 'CR_CPU,CR_Memory', 'CR_CPU_MEMORY', 'equal'),
+    ('SelectTypeParameters', 'CR_Core', 'CR_Socket', 'differ'),
+    # Slurm's own adjustments of a number, and both sides of each limit
+    ('MinJobAge', '1', '2 sec', 'Slurm raises MinJobAge below 2 to 2'),
+    ('MinJobAge', '2', '300 sec', 'differ'),
+    ('SchedulerTimeSlice', '4', '30 sec', 'Slurm replaces SchedulerTimeSlice below 5 by its default'),
+    ('SchedulerTimeSlice', '5', '30 sec', 'differ'),
+    ('TreeWidth', '0', '50', 'Slurm replaces 0 by its default'),
+    ('TreeWidth', '1', '50', 'differ'),
+    ('HealthCheckTimeout', '0', '60 sec', 'Slurm replaces 0 by its default'),
+    ('MessageTimeout', '0', '10 sec', 'differ'),
+    ('MaxJobId', '67043329', '67043328', 'Slurm lowers MaxJobId to 67043328'),
+    ('MaxJobId', '67043328', '1000', 'differ'),
+    # an adjustment is said only of a value that differs
+    ('MinJobAge', '1', '1 sec', 'equal'),
+])
+def test_each_kind_of_key(key, file_value, shown, outcome):
+    result = compare_running_config('%s=%s\n' % (key, file_value), show_of((key, shown)))
+    if outcome in ('equal', 'differ'):
+        assert (result['compared'], result['skipped']) == ([key], [])
+        assert result['differ'] == ([] if outcome == 'equal' else [{'key': key, 'file': file_value, 'running': shown}])
+    else:
+        assert result == {'compared': [], 'differ': [], 'skipped': [(key, outcome)], 'version': '', 'slurm_conf': ''}
+
+
+@pytest.mark.parametrize('file_value, first, last, outcome', [
+    # MaxJobCount above the ids MaxJobId - FirstJobId + 1 leaves: Slurm lowers it
+    ('1001', '1', '1000', [('MaxJobCount', 'Slurm lowers MaxJobCount to MaxJobId - FirstJobId + 1')]),
+    ('1000', '1', '1000', []),
+    ('991', '10', '1000 ', []),
+    ('992', '10', '1000', [('MaxJobCount', 'Slurm lowers MaxJobCount to MaxJobId - FirstJobId + 1')]),
+    ('1001', None, '1000', []),
+    ('1001', '1', None, []),
+])
+def test_max_job_count_against_the_job_ids(file_value, first, last, outcome):
+    pairs = [('MaxJobCount', '999')] + ([('FirstJobId', first)] if first else []) + ([('MaxJobId', last)] if last else [])
+    result = compare_running_config('MaxJobCount=%s\n' % file_value, show_of(*pairs))
+    assert result['skipped'] == outcome
+    assert result['differ'] == ([] if outcome else [{'key': 'MaxJobCount', 'file': file_value, 'running': '999'}])
+
+
+def test_keys_printed_with_an_index_on_a_small_file():
+    result = compare_running_config('Prolog=/a\nEpilog=/b\nKillWait=30\nSlurmctldHost=ctl\n',
+                                    show_of(('Prolog[0]', '/a'), ('Prolog[1]', '/c'), ('Epilog[0]', '/b'), ('KillWait[0]', '30 sec'),
+                                            ('SlurmctldHost[0]', 'ctl2')))
+    assert result == {'compared': ['Epilog', 'SlurmctldHost'], 'differ': [{'key': 'SlurmctldHost', 'file': 'ctl', 'running': 'ctl2'}],
+                      'skipped': [('Prolog', 'scontrol prints several Prolog entries'), ('KillWait', 'not in scontrol show config')],
+                      'version': '', 'slurm_conf': ''}
+
+
+def test_the_lines_of_the_file_that_are_settings():
+    conf = ('# a comment\n'
+            '  KillWait=60   # the comment is not the value\n'
+            'Include /etc/slurm/extra.conf\n'
+            '=5\n'
+            'NodeName=gpu-01 CPUs=4\nnodeset=gpus Nodes=gpu-01\nDownNodes=gpu-02\nFrontendName=fe\nPartitionName=batch Nodes=ALL\n'
+            'MailProg=/usr/bin/mail \\\n'
+            "ClusterName='gpu'\n"
+            'TreeWidth=\n'
+            'SlurmdTimeout=300\nslurmdtimeout=300\nSLURMDTIMEOUT=600\n')
+    result = compare_running_config(conf, show_of(('KillWait', '60 sec'), ('SlurmdTimeout', '300 sec'), ('ClusterName', 'gpu')))
+    assert result == {'compared': ['KillWait'], 'differ': [], 'version': '', 'slurm_conf': '', 'skipped': [
+        ('MailProg', 'its line holds more than KEY=value'), ('ClusterName', 'empty or quoted in the file'),
+        ('TreeWidth', 'empty or quoted in the file'), ('SlurmdTimeout', 'set more than once in the file')]}
+
+
+def test_a_key_set_twice_is_skipped_whatever_its_first_line_was():
+    result = compare_running_config('ClusterName="a"\nClusterName=b\nKillWait=1 2\nkillwait=3\n', show_of(('ClusterName', 'b'), ('KillWait', '3')))
+    assert result['skipped'] == [('ClusterName', 'set more than once in the file'), ('KillWait', 'set more than once in the file')]
+    assert result['compared'] == []
+
+
+def test_parse_show_config_reads_the_first_block_only():
+    text = ('\n\nConfiguration data as of 2026-12-05T07:16:45\nKillWait=30 sec\nSLURM_VERSION           = 24.11.5\n'
+            'MaxJobCount             =   10000  \nKillWait = 99\nnot a setting\n\nCgroup Support Configuration:\nConstrainCores = yes\n')
+    assert parse_show_config(text) == {'killwait': ('KillWait', '30 sec'), 'slurm_version': ('SLURM_VERSION', '24.11.5'),
+                                       'maxjobcount': ('MaxJobCount', '10000')}
+    assert parse_show_config(None) == {}
+
+
+def test_compare_gives_the_release_and_the_file_slurmctld_read():
+    result = compare_running_config('KillWait=30\n', show_of(('SLURM_CONF', '/etc/slurm/slurm.conf'), ('SLURM_VERSION', '24.11.5'),
+                                                             ('KillWait', '30 sec')))
+    assert result == {'compared': ['KillWait'], 'differ': [], 'skipped': [], 'version': '24.11.5', 'slurm_conf': '/etc/slurm/slurm.conf'}
+
+
+def test_garbage_from_scontrol_is_quoted_short():
+    with pytest.raises(ValueError) as info:
+        compare_running_config('KillWait=30\n', 'slurm_load_ctl_conf error:\n  Unable to contact   slurm controller' + ' x' * 200)
+    assert str(info.value) == ('scontrol show config printed no "Key = value" line (output: %r): nothing was read of what slurmctld runs'
+                               % ('slurm_load_ctl_conf error: Unable to contact slurm controller' + ' x' * 200)[:200])
+    with pytest.raises(ValueError) as info:
+        compare_running_config('KillWait=30\n', None)
+    assert str(info.value) == 'scontrol show config printed no "Key = value" line (no output): nothing was read of what slurmctld runs'
+
+
+@pytest.mark.parametrize('conf, version, reason', [
+    ('KillWait=60\n', '24.11.5',
+     'slurmctld on ctl does not run /etc/slurm/slurm.conf: KillWait is 60 in the file, 30 sec in slurmctld. Apply the file: sudo '
+     'scontrol reconfigure on ctl; or run ansible-playbook gpucluster.bringup.site (the collection\'s way). Compared 1 key, 1 differs; '
+     '0 not comparable'),
+    ('KillWait=60\nMaxJobCount=5\nFooBar=1\n', '22.05.8',
+     'slurmctld on ctl does not run /etc/slurm/slurm.conf: KillWait is 60 in the file, 30 sec in slurmctld; MaxJobCount is 5 in the '
+     'file, 10000 in slurmctld. Apply the file: sudo systemctl restart slurmctld on ctl (KillWait, MaxJobCount need a restart on '
+     'Slurm 22.05.8, a reconfigure is not enough); or run ansible-playbook gpucluster.bringup.site (the collection\'s way). Compared 2 '
+     'keys, 2 differ; 1 not comparable: FooBar (no certain comparison)'),
+    # from 23.11 on a reconfigure restarts the daemons: only the listening settings and AuthType need every daemon restarted
+    ('MaxJobCount=5\n', '23.11.0', 'Apply the file: sudo scontrol reconfigure on ctl;'),
+    ('MaxJobCount=5\n', '23.02.7', 'Apply the file: sudo systemctl restart slurmctld on ctl (MaxJobCount needs a restart on Slurm 23.02.7, '
+                                   'a reconfigure is not enough);'),
+    ('SlurmctldPort=6818\n', '23.11.0', 'Apply the file: sudo systemctl restart slurmctld on ctl, then slurmd on every node (SlurmctldPort '
+                                        'needs every daemon restarted on Slurm 23.11.0);'),
+    ('SlurmctldPort=6818\n', '23.02.7', 'Apply the file: sudo systemctl restart slurmctld on ctl (SlurmctldPort needs a restart on Slurm '
+                                        '23.02.7, a reconfigure is not enough);'),
+    ('GresTypes=gpu\n', '22.05.8', 'Apply the file: sudo systemctl restart slurmctld on ctl, then slurmd on every node (GresTypes needs '
+                                   'every daemon restarted on Slurm 22.05.8);'),
+    ('GresTypes=gpu\n', '24.11.5', 'Apply the file: sudo scontrol reconfigure on ctl;'),
+    ('GresTypes=gpu\n', '', 'every daemon restarted on an unknown Slurm release);'),
+    ('GresTypes=gpu\n', 'unknown', 'every daemon restarted on Slurm unknown);'),
+])
+def test_the_record_of_a_difference(conf, version, reason):
+    show = show_of(('KillWait', '30 sec'), ('MaxJobCount', '10000'), ('SlurmctldPort', '6817'), ('GresTypes', 'gpu,mps'),
+                   *([('SLURM_VERSION', version)] if version else []))
+    record = running_config_record('ctl', PATH, conf, show)
+    assert (record['status'], record['node'], record['check'], record['stage']) == ('fail', 'slurmctld@ctl', 'running_config', 'slurm')
+    assert reason in record['reason'], record['reason']
+
+
+def test_the_record_of_a_pass_names_the_file_slurmctld_read():
+    show = show_of(('SLURM_CONF', '/etc/slurm/slurm.conf'), ('KillWait', '30 sec'))
+    assert running_config_record('ctl', PATH, 'KillWait=30\n', show, stage='upgrade') == {
+        'stage': 'upgrade', 'node': 'slurmctld@ctl', 'check': 'running_config', 'status': 'pass',
+        'reason': 'slurmctld on ctl runs /etc/slurm/slurm.conf: compared 1 key, all equal; 0 not comparable'}
+    assert running_config_record('ctl', '/srv/slurm.conf', 'KillWait=30\nFooBar=1\nPrologFlags=x\nBarFoo=2\n', show)['reason'] == (
+        'slurmctld on ctl runs /srv/slurm.conf (slurmctld reads /etc/slurm/slurm.conf): compared 1 key, all equal; 3 not comparable: '
+        'FooBar, BarFoo (no certain comparison); PrologFlags (scontrol prints the flags Slurm derives, implied ones added)')
+
+
+@pytest.mark.parametrize('kwargs, reason', [
+    ({'show_text': None}, 'slurmctld on ctl: scontrol show config failed, so nothing is known of the configuration slurmctld runs: not run'),
+    ({'show_text': 'KillWait = 30', 'show_error': 'exit 1:\n  refused\tnow'},
+     'slurmctld on ctl: scontrol show config failed, so nothing is known of the configuration slurmctld runs: exit 1: refused now'),
+    ({'show_text': None, 'show_error': 'x' * 400},
+     'slurmctld on ctl: scontrol show config failed, so nothing is known of the configuration slurmctld runs: ' + 'x' * 300),
+    ({'show_text': 'KillWait = 30', 'conf_text': None},
+     'slurmctld on ctl: /etc/slurm/slurm.conf could not be read to compare with what slurmctld runs: not read'),
+    ({'show_text': 'KillWait = 30', 'conf_text': 'KillWait=30', 'conf_error': 'no such\nfile  ' + 'y' * 400},
+     'slurmctld on ctl: /etc/slurm/slurm.conf could not be read to compare with what slurmctld runs: ' + ('no such file ' + 'y' * 400)[:300]),
+])
+def test_the_record_of_a_read_that_failed(kwargs, reason):
+    assert running_config_record('ctl', PATH, **dict({'conf_text': CONF}, **kwargs)) == {
+        'stage': 'slurm', 'node': 'slurmctld@ctl', 'check': 'running_config', 'status': 'fail', 'reason': reason}
+
+
+def test_a_comment_after_a_setting_is_not_its_value():
+    result = compare_running_config('# KillWait=1\nKillWait=60 # was 30\nMaxJobCount=5#no space\n',
+                                    show_of(('KillWait', '60 sec'), ('MaxJobCount', '5')))
+    assert (result['compared'], result['differ'], result['skipped']) == (['KillWait', 'MaxJobCount'], [], [])

@@ -331,3 +331,124 @@ def test_plan_from_hostvars_reads_the_registered_results():
     plan = plan_from_hostvars(['ctl'], hostvars, '_policy', replaced='_daemons')
     assert plan['problems'] == []
     assert plan['steps'] == {'slurmdbd': ['ctl'], 'slurmctld': ['ctl'], 'slurmd': [], 'login': []}
+
+
+@pytest.mark.parametrize('hosts, problems', [
+    (_cluster(n2=(T11, '')), ['n2: the package manager offers no slurmd to install (add the repository of the new Slurm, or name its '
+                              'release in slurm_upgrade_apt_default_release)']),
+    (_cluster(n2=('', F05)), ['n2 (group slurm_compute) has no slurmd installed: bring the cluster up with site.yml first']),
+    (_cluster(n1=(F05, T11), ctl=(T11, T11), n2=(T11, T11)),
+     ['n1: slurmd 26.05.5 is newer than the 24.11.5 the package manager offers: Slurm is never downgraded (restore the backup taken '
+      'before the upgrade instead)']),
+    (dict(_cluster(), **{'login-01': _host(['slurm_login'], '', F05)}),
+     ['login-01 (group slurm_login) has no slurm-client installed: bring the cluster up with site.yml first']),
+    # a host whose report says it could not be read is named with that, whatever else it reports; a host without a report has nothing
+    (dict(_cluster(), ctl=dict(_cluster()['ctl'], error='apt-cache policy failed'), n3=None), ['ctl: apt-cache policy failed']),
+    (_cluster(ctl=(B05, T11), n1=(B05, T11), n2=(B05, T11)),
+     ['Slurm 22.05.8 cannot be upgraded to 24.11.5 in one step: 24.11 is 4 major releases ahead and 24.11 upgrades from at most 3 '
+      'releases back (SchedMD; its slurmdbd refuses an older database: "Database schema is too old"); upgrade through 22.05 -> 23.11 '
+      '-> 24.11']),
+])
+def test_plan_problem_messages(hosts, problems):
+    plan = upgrade_plan(hosts)
+    assert plan['problems'] == problems
+    assert (plan['needed'], plan['path'], plan['summary'], plan['forced']) == (False, [], '', '')
+
+
+def test_plan_whole():
+    assert upgrade_plan(_cluster()) == {
+        'needed': True, 'from': '24.11.5', 'to': '26.05.5', 'from_release': '24.11', 'to_release': '26.05', 'path': ['24.11', '26.05'],
+        'problems': [], 'forced': '', 'summary': 'Slurm 24.11.5 -> 26.05.5: slurmdbd on ctl, then slurmctld on ctl, then slurmd on n1, n2',
+        'steps': {'slurmdbd': ['ctl'], 'slurmctld': ['ctl'], 'slurmd': ['n1', 'n2'], 'login': []},
+        'versions': {'ctl': {'slurmdbd': [T11, F05], 'slurmctld': [T11, F05]}, 'n1': {'slurmd': [T11, F05]}, 'n2': {'slurmd': [T11, F05]}}}
+
+
+def test_plan_forced_whole():
+    plan = upgrade_plan(_cluster(ctl=(B05, T11), n1=(B05, T11), n2=(B05, T11)), force=True)
+    assert plan['forced'] == upgrade_plan(_cluster(ctl=(B05, T11), n1=(B05, T11), n2=(B05, T11)))['problems'][0]
+    assert (plan['from'], plan['to'], plan['from_release'], plan['to_release'], plan['path']) == (
+        '22.05.8', '24.11.5', '22.05', '24.11', ['22.05', '23.11', '24.11'])
+    assert plan['summary'] == 'Slurm 22.05.8 -> 24.11.5: slurmdbd on ctl, then slurmctld on ctl, then slurmd on n1, n2'
+
+
+def test_plan_of_hosts_outside_the_slurm_groups():
+    plan = upgrade_plan({'web': _host(['webservers'], T11, F05)})
+    assert plan['problems'] == ['no host of the groups slurmdbd, slurm_controller, slurm_compute, slurm_login is in this run']
+    assert plan['versions'] == {} and plan['steps'] == {'slurmdbd': [], 'slurmctld': [], 'slurmd': [], 'login': []}
+
+
+@pytest.mark.parametrize('lines, returncode, timed_out, message', [
+    (['slurmdbd: pre-converting job table'], None, True, 'slurmdbd did not finish its start (the schema conversion) in time and was stopped'),
+    ([], None, False, 'slurmdbd exited with code None before it was ready'),
+    ([], 0, False, 'slurmdbd exited with code 0 before it was ready'),
+    (['error: a', 'error: b', 'slurmdbd: error: c', 'fatal: d'], 1, False, 'slurmdbd exited with code 1 before it was ready: error: b; error: c; '
+                                                                           'fatal: d'),
+])
+def test_dbd_outcome_messages(lines, returncode, timed_out, message):
+    out = dbd_outcome(lines, returncode, timed_out)
+    assert out['message'] == message
+    assert out['ok'] is False and out['ready'] is False
+
+
+def test_dbd_outcome_whole():
+    lines = ['slurmdbd: error: x', '  Conversion done  ', 'slurmdbd: slurmdbd version 26.05.5 started']
+    assert dbd_outcome(lines, None) == {'ok': True, 'ready': True, 'errors': ['error: x'], 'conversion': ['Conversion done'],
+                                        'message': 'slurmdbd changed the database schema (1 lines of output about it) and started'}
+
+
+@pytest.mark.parametrize('result, problem', [
+    ({'rc': 100, 'stdout': '', 'stderr': ''}, 'n1: apt-cache policy failed (exit code 100): name a release apt has package lists for'),
+    ({'rc': 1, 'stderr': '  E: first\nE: second\n'}, 'n1: apt-cache policy failed (E: first): name a release apt has package lists for'),
+])
+def test_plan_from_hostvars_names_a_failed_apt_cache(result, problem):
+    plan = plan_from_hostvars(['n1'], {'n1': {'group_names': ['slurm_compute'], '_p': result}}, '_p')
+    assert plan['problems'] == [problem]
+
+
+def test_plan_from_hostvars_reads_the_replaced_daemons_only_where_asked():
+    same = POLICY.replace('Installed: (none)\n  Candidate: 26.05.5-1', 'Installed: 26.05.5-1\n  Candidate: 26.05.5-1')
+    same = same.replace('Installed: 24.11.5-4+deb13u1\n  Candidate: 26.05.5-1', 'Installed: 26.05.5-1\n  Candidate: 26.05.5-1')
+    hostvars = {'ctl': {'group_names': ['slurm_controller', 'slurmdbd'], '_policy': {'rc': 0, 'stdout': same},
+                        '_daemons': {'replaced': ['slurmctld']}}}
+    plan = plan_from_hostvars(['ctl'], hostvars, '_policy', replaced='_daemons')
+    assert plan['steps'] == {'slurmdbd': [], 'slurmctld': ['ctl'], 'slurmd': [], 'login': []}
+    assert plan['versions'] == {'ctl': {'slurmdbd': ['26.05.5-1', '26.05.5-1'], 'slurmctld': ['26.05.5-1', '26.05.5-1']}}
+    assert plan_from_hostvars(['ctl'], hostvars, '_policy')['steps']['slurmctld'] == []
+    assert plan_from_hostvars(['ctl'], hostvars, '_policy')['summary'] == 'Every Slurm daemon runs 26.05.5: nothing to upgrade'
+
+
+def test_slurm_packages_of_the_older_source_names():
+    text = 'ii slurm-client:amd64 slurm-llnl\nii slurmd slurm\nii slurm-wlm-basic slurm-wlm-basic\nii  slurmctld\n'
+    assert slurm_packages(text) == ['slurm-client', 'slurmd']
+    assert slurm_packages(None) == []
+
+
+def test_show_config_whole():
+    show = ('Configuration data as of 2026-11-26T13:00:00\nAccountingStorageBackupHost = (null)\nSLURM_VERSION           =  26.05.5 \n'
+            'PowerPlugin             =\nCgroup Support Configuration:\n')
+    assert show_config(show) == {'AccountingStorageBackupHost': '(null)', 'SLURM_VERSION': '26.05.5', 'PowerPlugin': ''}
+    assert show_config(None) == {}
+
+
+def test_program_replaced_at_the_same_second_is_not_replaced():
+    assert program_replaced('', 1000.0, 1000.0) is False
+    assert program_replaced('', 1000.0, None) is False
+    assert program_replaced(None, 1000.0, 1000.5) is True
+
+
+def test_upgrade_pins_of_nothing():
+    assert upgrade_pins('', 'installed') == []
+    assert upgrade_pins(PKG_POLICY) == ['slurm-wlm-nvml-plugin=26.05.5-1', 'slurmd=26.05.5-1']
+
+
+def test_plan_with_a_problem_is_the_empty_plan_with_the_problem():
+    plan = upgrade_plan(_cluster(n2=('', F05)))
+    assert plan == {'needed': False, 'from': '', 'to': '', 'from_release': '', 'to_release': '', 'path': [],
+                    'problems': ['n2 (group slurm_compute) has no slurmd installed: bring the cluster up with site.yml first'], 'forced': '',
+                    'summary': '', 'steps': {'slurmdbd': [], 'slurmctld': [], 'slurmd': [], 'login': []},
+                    'versions': {'ctl': {'slurmdbd': [T11, F05], 'slurmctld': [T11, F05]}, 'n1': {'slurmd': [T11, F05]}, 'n2': {'slurmd': ['', F05]}}}
+
+
+def test_apt_policy_versions_of_a_package_without_its_lines():
+    assert apt_policy_versions('slurmd:\n  Candidate: 26.05.5-1\nslurmctld:\n  Installed: 24.11.5-1\n') == {
+        'slurmd': {'installed': '', 'candidate': '26.05.5-1'}, 'slurmctld': {'installed': '24.11.5-1', 'candidate': ''}}
