@@ -293,7 +293,8 @@ def curve_for(platform, gpus_per_node=None, nodes=1, rails=None, nic=None, algor
         check_platform(platform)
     if algorithm not in ALGORITHMS:
         raise ValueError("algorithm is %r, expected one of %s" % (algorithm, ", ".join(ALGORITHMS)))
-    for name, value in (("nodes", nodes), ("rails", 1 if rails is None else rails)):
+    rails = 1 if rails is None else rails
+    for name, value in (("nodes", nodes), ("rails", rails)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError("%s is %r, expected a whole number of at least 1" % (name, value))
     if gpus_per_node is not None and (isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, int) or gpus_per_node < 1):
@@ -303,7 +304,7 @@ def curve_for(platform, gpus_per_node=None, nodes=1, rails=None, nic=None, algor
     if nodes == 1:
         return _one_node(platform, gpus_per_node, algorithm) if platform else None
     if nic is not None:
-        return _network(platform, gpus_per_node, nodes, rails or 1, nic, algorithm)
+        return _network(platform, gpus_per_node, nodes, rails, nic, algorithm)
     info = PLATFORMS.get(platform) or {}
     if info.get("link") == "nvl72" and nodes <= info["domain_nodes"] and (gpus_per_node is None or gpus_per_node in info["gpus"]):
         if algorithm in ("auto", "nvls"):

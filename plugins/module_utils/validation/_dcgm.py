@@ -73,7 +73,7 @@ class DiagNotRun(ValueError):
 def mig_refusal(error):
     """The part of a ``runtime_error`` text that is one of DCGM's MIG refusals (``MIG_REFUSALS``), else None:
     any other text that mentions MIG is not a refusal and must not be read as one."""
-    text = ' '.join(str(error or '').split())
+    text = ' '.join(str(error).split())
     for pattern in MIG_REFUSALS:
         match = pattern.search(text)
         if match:

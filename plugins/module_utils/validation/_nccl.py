@@ -247,8 +247,6 @@ def _parse_row(tokens, columns):
             pos += 1
             if name == "wrong":
                 group[name] = None if token == "N/A" else int(float(token))
-            elif name == "error":
-                group[name] = _number(token)
             else:
                 value = _number(token)
                 if value is None and name in ("time", "algbw", "busbw"):

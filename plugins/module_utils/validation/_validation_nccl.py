@@ -635,13 +635,13 @@ def plan_jobs(plan):
     jobs = [{'name': n['name'], 'kind': 'skip', 'check': 'all_reduce', 'hosts': [n['name']],
              'reason': 'not run: %s cannot take jobs (see its node_state check)' % n['name']} for n in nodes if is_false(n.get('usable'))]
     nodes = [n for n in nodes if not is_false(n.get('usable'))]
-    present = [n for n in nodes if not is_false(n.get('present', True))]
+    present = [n for n in nodes if not is_false(n.get('present'))]
     if nodes and not present:
         names = [n['name'] for n in nodes]
         return jobs + [{'name': 'cluster', 'kind': 'skip', 'check': 'all_reduce', 'hosts': names,
                         'reason': 'no CUDA/nccl-tests on this cluster: %s not found on %s' % (plan['binary'], ', '.join(names))}]
     jobs += [{'name': n['name'], 'kind': 'skip', 'status': 'fail', 'check': 'all_reduce', 'hosts': [n['name']],
-              'reason': '%s not found on %s (other nodes have it)' % (plan['binary'], n['name'])} for n in nodes if is_false(n.get('present', True))]
+              'reason': '%s not found on %s (other nodes have it)' % (plan['binary'], n['name'])} for n in nodes if is_false(n.get('present'))]
     nodes = present
     env, args, extra, srun, timeout, time_limit = run_settings(plan)
     require_str('tests_version', plan.get('tests_version'), allow_empty=True, allow_none=True)

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import importlib
 import json
 import os
 
@@ -157,10 +158,73 @@ def test_network_curves_stretch_their_sizes_past_two_nodes():
     assert (two['scale'], eight['scale']) == (1.0, 4.0) and 'sizes x 4 for 8 nodes' in eight['source']
 
 
+RULE = '; smaller sizes by the size rule (H = 64 MiB)'
+NDR = bb.NIC_FIGURES['ndr-400'][1]
+H100_RING = bb.NODE_FIGURES[('h100-nvswitch', 'node', 'ring')][1]
+TRAY_RING = bb.NODE_FIGURES[('gb200-nvl72', 'node', 'ring')][1]
+
+
+@pytest.mark.parametrize('args, want, source', [
+    # NVL72 trays over NVLink with Ring: the tray's Ring curve, saying why
+    (('gb200-nvl72', 4, 4, None, None, 'ring'), ('gb200-nvl72/node/ring', 640.0, 512.0, 1.0, True, (64 * MIB, 258.0)),
+     '80 % of 640 GB/s at 8 GiB: ' + TRAY_RING + RULE + "; over 4 trays of one NVLink domain with NCCL_ALGO ring: the tray's Ring figure"),
+    # one node with an algorithm that has no curve of its own: the Ring curve, saying so
+    (('h100-nvswitch', 8, 1, None, None, 'tree'), ('h100-nvswitch/node/ring', 370.0, 296.0, 1.0, False, (64 * MIB, 149.2)),
+     '80 % of 370 GB/s at 8 GiB: ' + H100_RING + RULE + "; the run's NCCL_ALGO (tree) has no curve of its own: judged by the Ring curve"),
+    (('h100-nvswitch', 8, 1, None, None, 'other'), ('h100-nvswitch/node/ring', 370.0, 296.0, 1.0, False, (64 * MIB, 149.2)),
+     '80 % of 370 GB/s at 8 GiB: ' + H100_RING + RULE + "; the run's NCCL_ALGO (other) has no curve of its own: judged by the Ring curve"),
+    (('h100-nvswitch', 8, 1, None, None, 'ring'), ('h100-nvswitch/node/ring', 370.0, 296.0, 1.0, False, (64 * MIB, 149.2)),
+     '80 % of 370 GB/s at 8 GiB: ' + H100_RING + RULE),
+    # the node's own Ring figure below what the NICs carry caps the network curve
+    (('h100-nvswitch', 8, 2, 8, 'ndr-400', 'ring'), ('h100-nvswitch/ib-ndr-400x8/ring', 370.0, 296.0, 1.0, False, (64 * MIB, 149.2)),
+     "80 % of 370 GB/s at 8 GiB: the node's own Ring/PCIe figure (h100-nvswitch/node/ring), below the 8 NICs' 376 GB/s: " + H100_RING + RULE),
+    (('h100-nvswitch', 8, 4, 8, 'ndr-400', 'ring'), ('h100-nvswitch/ib-ndr-400x8/ring', 370.0, 296.0, 2.0, False, (128 * MIB, 149.2)),
+     "80 % of 370 GB/s at 8 GiB: the node's own Ring/PCIe figure (h100-nvswitch/node/ring), below the 8 NICs' 376 GB/s: " + H100_RING
+     + '; sizes x 2 for 4 nodes (stated for 2)' + RULE),
+    # the NICs' figure: rails x 80 % of the per-NIC figure; an algorithm other than Ring says it is judged by the Ring curve
+    (('h100-nvswitch', 8, 2, 4, 'ndr-400', 'ring'), ('h100-nvswitch/ib-ndr-400x4/ring', 188.0, 150.4, 1.0, False, (64 * MIB, 75.6)),
+     '4 x (80 % of 47 GB/s) at 8 GiB: 4 x 47 GB/s ' + NDR + RULE),
+    (('h100-nvswitch', 8, 4, 4, 'ndr-400', 'auto'), ('h100-nvswitch/ib-ndr-400x4/ring', 188.0, 150.4, 2.0, False, (128 * MIB, 75.6)),
+     '4 x (80 % of 47 GB/s) at 8 GiB: 4 x 47 GB/s ' + NDR + "; NCCL_ALGO auto: judged by the Ring curve, a floor for NCCL's other algorithms "
+     "across nodes; sizes x 2 for 4 nodes (stated for 2)" + RULE),
+    ((None, None, 2, 2, 'hdr-200', 'ring'), ('ib-hdr-200x2/ring', 48.0, 38.4, 1.0, False, (64 * MIB, 19.4)),
+     '2 x (80 % of 24 GB/s) at 8 GiB: 2 x 24 GB/s ' + bb.NIC_FIGURES['hdr-200'][1] + RULE),
+    # a published two-node figure for NCCL's own algorithm
+    (('h100-nvswitch', 8, 2, 8, 'ndr-400', 'nvls'), ('h100-nvswitch/2-node/ib-ndr-400x8/nvls', 440.0, 352.0, 1.0, False, (64 * MIB, 177.4)),
+     '80 % of 440 GB/s at 8 GiB: ' + bb.TWO_NODE_FIGURES[('h100-nvswitch', 'ndr-400', 8)][1] + RULE),
+])
+def test_a_composed_curve_in_full(args, want, source):
+    curve = bb.curve_for(*args)
+    assert (curve['id'], curve['reported'], curve['floor'], curve['scale'], curve['estimate'], curve['points'][0]) == want
+    assert curve['source'] == source
+    assert (curve['half_bytes'], len(curve['points']), curve['points'][-1]) == (64 * MIB, 8, (8 * GIB * int(curve['scale']), curve['floor']))
+
+
+@pytest.mark.parametrize('platform, gpus', [('h100-nvswitch', 1), ('l40s-pcie', 1), ('gb200-nvl72', 1)])
+def test_one_gpu_a_node_is_a_valid_count_without_a_curve(platform, gpus):
+    assert bb.curve_for(platform, gpus) is None
+
+
+def test_the_catalogue_built_afresh_names_each_curve_by_its_figure():
+    """CURVES is made when the module is loaded: load it again and read every curve against the figure it comes from."""
+    catalogue = importlib.reload(bb)
+    assert sorted(catalogue.CURVES) == sorted('/'.join(key) for key in catalogue.NODE_FIGURES)
+    for key, (reported, source) in catalogue.NODE_FIGURES.items():
+        curve = catalogue.CURVES['/'.join(key)]
+        half = 256 * MIB if key[1] == 'rack' else 64 * MIB
+        assert (curve['id'], curve['reported'], curve['half_bytes'], curve['scale'], curve['estimate']) == (
+            '/'.join(key), reported, half, 1.0, 'CONSERVATIVE ESTIMATE' in source), key
+        assert curve['source'] == '80 %% of %g GB/s at 8 GiB: %s; smaller sizes by the size rule (H = %d MiB)' % (reported, source, half // MIB), key
+        assert [size for size, dummy in curve['points']] == list(bb.GATE_SIZES) and curve['points'][-1] == (8 * GIB, curve['floor']), key
+    # the rack's figures follow its own half size (256 MiB), a node's 64 MiB
+    assert [gbps for dummy, gbps in catalogue.CURVES['gb200-nvl72/rack/nvls']['points']] == [137.8, 229.6, 344.4, 459.2, 551.1, 612.3, 648.4, 668.0]
+    assert [gbps for dummy, gbps in catalogue.CURVES['h100-nvswitch/node/nvls']['points']] == [193.5, 258.0, 309.6, 344.0, 364.2, 375.3, 381.0, 384.0]
+
+
 @pytest.mark.parametrize('nccl_algo, want', [
     (None, 'auto'), ('', 'auto'), ('  ', 'auto'), ('Ring', 'ring'), ('RING', 'ring'), ('ring', 'ring'), ('NVLS', 'nvls'),
     ('NVLSTree', 'nvls'), ('Ring,NVLS', 'nvls'), ('Tree', 'tree'), ('Ring,Tree', 'other'), ('CollNet', 'other'), ('PAT', 'other'),
-    ('^NVLS', 'other'),
+    ('^NVLS', 'other'), ('Ring;NVLS', 'nvls'), (' tree ; ', 'tree'),
 ])
 def test_algorithm_of(nccl_algo, want):
     assert bb.algorithm_of(nccl_algo) == want
@@ -299,3 +363,36 @@ def test_a_nodes_platform_comes_from_the_gpu_catalogue(model, gpus, topology, wa
     """The validation reads a node's busbw platform from the GPU catalogue (its model and GPU count), so a model added
     there (B200, H200 NVL) is gated by its platform's curves with no second table."""
     assert vn.node_platform(model, gpus, topology) == want
+
+
+@pytest.mark.parametrize('rails, want', [(None, 'h100-nvswitch/ib-ndr-400x1/ring'), (1, 'h100-nvswitch/ib-ndr-400x1/ring'),
+                                         (2, 'h100-nvswitch/ib-ndr-400x2/ring')])
+def test_a_network_curve_without_rails_is_for_one_nic(rails, want):
+    curve = bb.curve_for('h100-nvswitch', 8, 2, rails, 'ndr-400', 'ring')
+    assert (curve['id'], curve['reported']) == (want, 47.0 * (rails or 1))
+
+
+@pytest.mark.parametrize('key', ['xx-ndr-400', 'ib-ndr-401', 'ib-', 'ndr-400', None, 400])
+def test_what_is_no_nic_key(key):
+    assert bb.is_key(key) is False
+    assert bb.resolve(key if key is not None else 'none', nodes=2) is None
+
+
+@pytest.mark.parametrize('nics, algorithm, want, note', [
+    (8, 'nvls', 'h100-nvswitch/2-node/ib-ndr-400x8/nvls', None),
+    (4, 'nvls', 'h100-nvswitch/ib-ndr-400x4/ring', 'NCCL_ALGO nvls: judged by the Ring curve'),
+    (4, 'auto', 'h100-nvswitch/ib-ndr-400x4/ring', 'NCCL_ALGO auto: judged by the Ring curve'),
+    (4, 'ring', 'h100-nvswitch/ib-ndr-400x4/ring', None),
+])
+def test_a_nic_key_resolves_with_the_runs_algorithm(nics, algorithm, want, note):
+    curve = bb.resolve('ib-ndr-400', 'h100-nvswitch', 8, 2, nics, algorithm)
+    assert curve['id'] == want
+    assert ('NCCL_ALGO' in curve['source'], note is None or note in curve['source']) == (note is not None, True)
+
+
+@pytest.mark.parametrize('key, want', [
+    ('h100-nvswitch', 'h100-nvswitch'), ('h100-nvlink-8', 'h100-nvswitch'), ('gb200-nvl72/rack/nvls', 'gb200-nvl72'),
+    ('h100-nvswitch/ib-ndr-400x8/ring', None), ('ib-ndr-400', None), ('h900', None),
+])
+def test_platform_of(key, want):
+    assert bb.platform_of(key) == want

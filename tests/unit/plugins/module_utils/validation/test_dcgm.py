@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._dcgm import failures, parse_diag, summary
+from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._dcgm import DiagNotRun, failures, mig_refusal, parse_diag, summary
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", ".."))
 STANDIN = os.path.join(ROOT, "tests", "standins", "dcgmi-standin")
@@ -205,6 +205,10 @@ def _report(*entries):
     ([("Memtest", [0], "fail", "e" * 400)], "Memtest on GPU 0: %s..." % ("e" * 117)),
     ([("Memtest", [0], "fail", "e" * 400), ("PCIe", [1], "warn", "w"), ("PCIe", [2], "fail", "x")],
      "Memtest on GPU 0: %s...; PCIe on GPU 2: x" % ("e" * 117)),
+
+    # a detail cut where a space falls loses the space; a first part too long for the line is cut to leave room for '+N more'
+    ([("M", [0], "fail", "a" * 116 + " " + "b" * 50)], "M on GPU 0: %s..." % ("a" * 116)),
+    ([("N" * 250, [0], "fail", "d" * 60), ("P", [1], "fail", "x")], "%s on GPU 0: %s...; +1 more" % ("N" * 250, "d" * 27)),
 ])
 def test_summary(entries, line):
     parsed = _report(*entries)
@@ -217,6 +221,162 @@ def test_summary_of_many_long_failures_stays_short():
     line = summary(parsed)
     assert len(line) <= 300 and line.endswith("...; +19 more")
     assert line.startswith("Page Retirement/Row Remap on GPU 0: xxx")
+
+
+def _doc(*tests, **top):
+    """A DCGM 3.x document of one category "X" holding ``tests``, with ``top`` at its top level."""
+    return json.dumps(dict({"DCGM GPU Diagnostic": {"test_categories": [{"category": "X", "tests": list(tests)}]}}, **top))
+
+
+def _result_doc(result):
+    return _doc({"name": "T", "results": [result]})
+
+
+WHERE = "DCGM GPU Diagnostic, category 'X', test 'T': "
+
+
+@pytest.mark.parametrize("text,message", [
+    ("", "no JSON document in the dcgmi output (0 characters)"),
+    ("\n  \nError: x\n[1]", "no JSON document in the dcgmi output (16 characters, first line: 'Error: x')"),
+    ("e" * 130, "no JSON document in the dcgmi output (130 characters, first line: '%s')" % ("e" * 120)),
+    ("{}", 'the dcgmi JSON document has neither "DCGM GPU Diagnostic" -> "test_categories" (DCGM 3.x), "DCGM Diagnostic" -> '
+           '"test_categories" (DCGM 4.x) nor "tests"; its keys: none'),
+    ('{"iterations": [], "Overall Result": "Pass"}', 'the dcgmi JSON document has neither "DCGM GPU Diagnostic" -> "test_categories" '
+                                                     '(DCGM 3.x), "DCGM Diagnostic" -> "test_categories" (DCGM 4.x) nor "tests"; its keys: '
+                                                     'Overall Result, iterations'),
+    ('{"DCGM Diagnostic": {"test_categories": [7]}}', "DCGM Diagnostic: a test category is int, expected an object"),
+    (_doc(5), "DCGM GPU Diagnostic, category 'X': a test is int, expected an object"),
+    (_doc({"name": " ", "results": []}), "DCGM GPU Diagnostic, category 'X': a test has no name"),
+    (_doc({"name": 3, "results": []}), "DCGM GPU Diagnostic, category 'X': a test has no name"),
+    (_result_doc({"status": "Maybe"}), WHERE + "status 'Maybe' is not one of Pass, Fail, Warn, Skip"),
+    (_result_doc({"status": 1}), WHERE + "status 1 is not one of Pass, Fail, Warn, Skip"),
+    (_result_doc({}), WHERE + "status None is not one of Pass, Fail, Warn, Skip"),
+    (_result_doc({"status": "Pass", "gpu_id": "a"}), WHERE + "GPU id 'a' is not a GPU index"),
+    (_result_doc({"status": "Pass", "gpu_ids": [True]}), WHERE + "GPU id True is not a GPU index"),
+    (_result_doc({"status": "Pass", "gpu_ids": [1.5]}), WHERE + "GPU id 1.5 is not a GPU index"),
+    (_result_doc({"status": "Pass", "gpu_ids": "0,,1"}), WHERE + "GPU id '' is not a GPU index"),
+    (_result_doc({"status": "Pass", "entity_id": "-1"}), WHERE + "GPU id '-1' is not a GPU index"),
+    (_result_doc({"status": "Fail", "warnings": [{"warning": "w", "error_id": "x"}]}), WHERE + "error_id 'x' is not a number"),
+    (_result_doc({"status": "Fail", "warnings": [{"warning": "w", "error_id": True}]}), WHERE + "error_id True is not a number"),
+    (_result_doc({"status": "Fail", "warnings": [{"warning": "w", "error_code": "4a"}]}), WHERE + "error_id '4a' is not a number"),
+    (_result_doc({"status": "Fail", "warnings": [3]}), WHERE + "a warning is int, expected an object or a string"),
+    (_doc({"name": "T", "results": ["Pass"]}), WHERE + "a result is str, expected an object"),
+    (json.dumps({"tests": [{"name": "T", "test_summary": {"status": "Bad"}}]}),
+     "tests, test 'T' test_summary: status 'Bad' is not one of Pass, Fail, Warn, Skip"),
+    (json.dumps({"tests": [{"name": " T ", "status": "Bad"}]}), "tests, test 'T': status 'Bad' is not one of Pass, Fail, Warn, Skip"),
+])
+def test_each_refusal_reads_exactly(text, message):
+    with pytest.raises(ValueError) as err:
+        parse_diag(text)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize("text,error", [
+    ('{"DCGM GPU Diagnostic": {"runtime_error": " boom "}}', "boom"),
+    ('{"DCGM Diagnostic": {"runtime_error": ""}, "runtime_error": "bang"}', "bang"),
+    ('{"runtime_error": 7}', "7"),
+])
+def test_a_runtime_error_is_diag_not_run(text, error):
+    with pytest.raises(DiagNotRun) as err:
+        parse_diag(text)
+    assert (str(err.value), err.value.error, isinstance(err.value, ValueError)) == ("dcgmi diag did not run: %s" % error, error, True)
+
+
+@pytest.mark.parametrize("top,version,driver", [
+    ({"version": "3.3.5", "Driver Version Detected": "550.1"}, "3.3.5", "550.1"),
+    ({"metadata": {"version": " 4.1.0 ", "Driver Version": "560.2"}}, "4.1.0", "560.2"),
+    ({"metadata": {"driver_version": 570}}, None, "570"),
+    ({"driverVersion": "580.3", "version": True}, None, "580.3"),
+    ({"version": "", "metadata": {"version": "4.2"}, "driver_version": {"x": 1}}, "4.2", None),
+    ({"metadata": ["4.0"]}, None, None),
+    # a blank value is no value: the next key of the same object is read
+    ({"Driver Version Detected": " ", "driver_version": "550.1"}, None, "550.1"),
+])
+def test_version_and_driver_from_the_top_then_the_metadata(top, version, driver):
+    parsed = parse_diag(_doc({"name": "T", "results": []}, **top))
+    assert (parsed["version"], parsed["driver"], parsed["tests"]) == (version, driver, [])
+
+
+def test_version_and_driver_inside_the_diagnostic_object():
+    text = json.dumps({"DCGM Diagnostic": {"version": "3.0.4", "driverVersion": "470.9", "test_categories": []}})
+    assert parse_diag(text) == {"version": "3.0.4", "driver": "470.9", "tests": []}
+
+
+@pytest.mark.parametrize("status,want", [
+    ("Pass", "pass"), (" PASS ", "pass"), ("fail", "fail"), ("Warn", "warn"), ("WARNING", "warn"), ("Skip", "skip"), ("skipped", "skip"),
+])
+def test_statuses(status, want):
+    assert parse_diag(_result_doc({"status": status}))["tests"] == [
+        {"category": "X", "name": "T", "gpus": [], "status": want, "detail": "", "error_ids": []}]
+
+
+def _summary_test(results, summary_status, **extra):
+    test = dict({"name": "t", "category": "C", "results": results, "test_summary": {"status": summary_status, "warnings": ["overall"]}}, **extra)
+    return [(e["gpus"], e["status"], e["detail"]) for e in parse_diag(json.dumps({"tests": [test]}))["tests"]]
+
+
+@pytest.mark.parametrize("results,summary_status,want", [
+    # the summary only where the results do not say it: no results, or a failure none of them shows
+    ([], "Fail", [([], "fail", "overall")]),
+    ([{"entity_id": 0, "status": "Pass"}], "Fail", [([0], "pass", ""), ([], "fail", "overall")]),
+    ([{"entity_id": 0, "status": "Fail"}], "Fail", [([0], "fail", "")]),
+    ([{"entity_id": 0, "status": "Pass"}], "Pass", [([0], "pass", "")]),
+    ([{"entity_id": 0, "status": "Warn"}, {"entity_id": 1, "status": "Fail"}], "Fail", [([0], "warn", ""), ([1], "fail", "")]),
+    ([None, {"entity_id": 2, "status": "Skip"}], "Warn", [([2], "skip", "")]),
+    ([], None, []),
+])
+def test_a_test_summary_counts_where_the_results_do_not_say_it(results, summary_status, want):
+    assert _summary_test(results, summary_status) == want
+
+
+@pytest.mark.parametrize("test,want", [
+    ({"name": "t", "status": "Fail"}, [("C", "t", "fail")]),
+    ({"name": "t", "status": "Fail", "results": [{"status": "Pass"}]}, [("C", "t", "pass")]),
+    ({"name": "t", "category": "Own", "results": [{"status": "Pass"}]}, [("Own", "t", "pass")]),
+    ({"name": "t"}, []),
+    (None, []),
+])
+def test_a_test_without_results_is_judged_by_its_own_status(test, want):
+    text = json.dumps({"DCGM Diagnostic": {"test_categories": [{"category": " C ", "tests": [test]}]}})
+    assert [(e["category"], e["name"], e["status"]) for e in parse_diag(text)["tests"]] == want
+
+
+@pytest.mark.parametrize("result,gpus,detail,ids", [
+    ({"entity_id": 4}, [4], "", []),                                   # no entity group: a GPU
+    ({"entity_group": " gpu ", "entity_id": "5"}, [5], "", []),
+    ({"entity_group_id": "1", "entity_id": 3}, [3], "", []),
+    ({"entity_group_id": 2, "entity_id": 3}, [], "", []),
+    ({"gpu_id": None, "gpu_ids": "1,1,0"}, [1, 0], "", []),
+    ({"gpu_id": 3, "warnings": "GPU 5 and GPU 1 lost"}, [1, 3, 5], "GPU 5 and GPU 1 lost", []),
+    ({"gpu_id": "3", "warnings": "GPU 5 lost"}, [3], "GPU 5 lost", []),
+    ({"gpu_id": 3, "warnings": ["lost on GPU 1", "GPU 5 too"]}, [1, 3, 5], "lost on GPU 1; GPU 5 too", []),
+    ({"gpu_id": 3}, [3], "", []),
+    ({"warnings": [{"message": "m", "error_code": -2}, {"msg": "n"}, {"warning": 5, "error_id": 7}, " "]}, [], "m; n", [-2, 7]),
+])
+def test_gpus_detail_and_error_ids_of_a_result(result, gpus, detail, ids):
+    entry = parse_diag(_result_doc(dict(result, status="Fail")))["tests"][0]
+    assert (entry["gpus"], entry["detail"], entry["error_ids"]) == (gpus, detail, ids)
+
+
+@pytest.mark.parametrize("error,want", [
+    ("GPU 2's MIG configuration is incompatible with the diagnostic because it prevents access to the entire GPU.",
+     "GPU 2's MIG configuration is incompatible with the diagnostic because it prevents access to the entire GPU."),
+    ("Error: Cannot run diagnostic: CUDA does not support enumerating GPUs with MIG mode enabled, yet GPU 0 is MIG enabled\n  and the "
+     "diagnostic is attempting to run on 8 GPUs. Return: (-1)",
+     "Cannot run diagnostic: CUDA does not support enumerating GPUs with MIG mode enabled, yet GPU 0 is MIG enabled and the diagnostic is "
+     "attempting to run on 8 GPUs."),
+    ("Cannot run diagnostic: MIG is enabled, but no compute instances are configured. CUDA needs to execute on a compute instance if MIG "
+     "is enabled.", "Cannot run diagnostic: MIG is enabled, but no compute instances are configured. CUDA needs to execute on a compute "
+                    "instance if MIG is enabled."),
+    ("Cannot run diagnostic: CUDA does not support enumerating GPUs when one more GPUs has MIG mode enabled and one or more GPUs has MIG "
+     "mode disabled.", "Cannot run diagnostic: CUDA does not support enumerating GPUs when one more GPUs has MIG mode enabled and one or "
+                       "more GPUs has MIG mode disabled."),
+    ("MIG is enabled on GPU 0", None),
+    (None, None),
+    ("", None),
+])
+def test_only_dcgms_own_mig_refusals_are_named(error, want):
+    assert mig_refusal(error) == want
 
 
 # --- the stand-in ----------------------------------------------------------------------------------------------------------

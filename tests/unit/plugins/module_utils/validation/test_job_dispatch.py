@@ -187,3 +187,72 @@ def test_slurm_stage_bad_dispatch_refused(extra, fragment):
     with pytest.raises(ValueError) as err:
         slurm_jobs(slurm_plan(**extra))
     assert fragment in str(err.value)
+
+
+@pytest.mark.parametrize('args, message', [
+    (('steps', 1, 1), "dispatch is 'steps', expected one of auto, per_node, allocation"),
+    (('auto', 0, 1), 'dispatch_min_nodes is 0, expected a whole number of at least 1'),
+    (('auto', 1, 0), 'allocation_wait is 0, expected a whole number of seconds between 1 and 3600'),
+    (('auto', 1, 3601), 'allocation_wait is 3601, expected a whole number of seconds between 1 and 3600'),
+    (('x', 1, 1, ('probe_dispatch', 'm', 'w')), "probe_dispatch is 'x', expected one of auto, per_node, allocation"),
+    (('auto', 0, 1, ('probe_dispatch', 'probe_min', 'w')), 'probe_min is 0, expected a whole number of at least 1'),
+    (('auto', 1, 0, ('d', 'm', 'probe_wait')), 'probe_wait is 0, expected a whole number of seconds between 1 and 3600'),
+])
+def test_dispatch_settings_messages_name_the_option(args, message):
+    with pytest.raises(InputError) as err:
+        jd.dispatch_settings(*args)
+    assert str(err.value) == message
+
+
+def test_dispatch_settings_at_the_limits():
+    assert jd.dispatch_settings('per_node', '1', 3600) == ('per_node', 1, 3600)
+    assert jd.dispatch_settings('allocation', 5, 1) == ('allocation', 5, 1)
+
+
+@pytest.mark.parametrize('names, srun, name, salloc, scancel, sinfo', [
+    (['n1'], '/opt/slurm/bin/srun', 'gpu:8 on 1 node', '/opt/slurm/bin/salloc', '/opt/slurm/bin/scancel', '/opt/slurm/bin/sinfo'),
+    (['n1', 'n2'], 'srun', 'gpu:8 on 2 nodes', 'salloc', 'scancel', 'sinfo'),
+])
+def test_an_allocation_in_full(names, srun, name, salloc, scancel, sinfo):
+    hostlist = 'n1' if len(names) == 1 else 'n[1-2]'
+    assert jd.allocation('gpu:8', names, srun, 5, 'job', 7, ['--partition=p']) == {
+        'name': name, 'label': 'gpu:8', 'gres': 'gpu:8', 'nodes': names, 'timeout': 65, 'release': [scancel],
+        'argv': [salloc, '--no-shell', '--immediate=5', '--no-kill', '--nodes=%d' % len(names), '--nodelist=%s' % hostlist, '--time=7',
+                 '--job-name=job', '--partition=p'],
+        'idle': [sinfo, '-h', '-N', '-t', 'idle', '-o', '%N', '-n', hostlist]}
+
+
+def test_slurm_stage_jobs_of_nodes_the_plan_does_not_list_are_a_group_without_gpus():
+    """Jobs whose node is not among the plan's nodes count as nodes without GPUs (``--gres=gpu:0``); ``salloc`` replaces the
+    command, the others sit beside ``srun``."""
+    jobs = [{'name': 'z1/gres', 'kind': 'gres', 'argv': ['srun', '--exclusive', 'true']}, {'name': 'z2/gres', 'kind': 'gres', 'argv': ['srun', 'true']},
+            {'name': 'z3/env', 'kind': 'job-environment', 'argv': ['srun', 'env']}]
+    out = jd.slurm_stage_dispatch(jobs, [], {'dispatch': 'allocation', 'salloc': '/x/salloc', 'srun': '/y/srun'})
+    alloc = out[0]['allocation']
+    assert out[1]['allocation'] is alloc and 'allocation' not in out[2]
+    assert alloc == {'name': 'gres no GPU on 2 nodes', 'label': 'gres no GPU', 'gres': 'gres no GPU', 'nodes': ['z1', 'z2'], 'timeout': 120,
+                     'argv': ['/x/salloc', '--no-shell', '--immediate=60', '--no-kill', '--nodes=2', '--nodelist=z[1-2]', '--time=10',
+                              '--job-name=validate-gres', '--gres=gpu:0'],
+                     'release': ['/y/scancel'], 'idle': ['/y/sinfo', '-h', '-N', '-t', 'idle', '-o', '%N', '-n', 'z[1-2]']}
+    assert [job['argv'] for job in out] == [['srun', '--jobid={jobid}', 'true'], ['srun', '--jobid={jobid}', 'true'], ['srun', 'env']]
+
+
+def test_slurm_stage_refuses_a_salloc_that_is_not_text():
+    with pytest.raises(InputError) as err:
+        jd.slurm_stage_dispatch([], [], {'salloc': 5})
+    assert str(err.value).startswith('salloc is 5')
+
+
+def test_probe_plan_of_nodes_without_partitions_or_gres():
+    nodes = {'c1': {'state': 'IDLE'}, 'c2': {'state': 'IDLE', 'partitions': [], 'gres': None}}
+    jobs, allocations = jd.probe_plan(['c1', 'c2'], nodes, '', lambda name: ['srun', '--nodelist=%s' % name, 'true'], dispatch='allocation', wait=30)
+    assert [(a['name'], a['argv'][-1]) for a in allocations] == [('probe in the default partition on 2 nodes', '--job-name=gpucluster-resume-probe')]
+    assert [job['allocation'] is allocations[0] for job in jobs] == [True, True]
+
+
+def test_slurm_stage_nodes_without_a_gpu_count_are_nodes_without_gpus():
+    nodes = [{'name': 'c1'}, {'name': 'c2', 'gpus': None}]
+    jobs = [{'name': name, 'kind': 'srun', 'argv': ['srun', '--nodelist=%s' % name, 'hostname']} for name in ('c1', 'c2')]
+    out = jd.slurm_stage_dispatch(jobs, nodes, {'dispatch': 'allocation'})
+    assert [job['allocation']['name'] for job in out] == ['srun no GPU on 2 nodes'] * 2
+    assert out[0]['allocation']['argv'][-1] == '--job-name=validate-srun'

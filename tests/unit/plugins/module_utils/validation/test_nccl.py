@@ -1277,6 +1277,11 @@ def test_a_line_that_only_looks_like_a_row_is_not_read_as_one(line):
     ("NET/", ["NET"]),
     ("CollNet/SHARP/0", ["CollNet"]),
     ("UCX/0/GDRDMA", ["UCX"]),
+    # the known transports by the start of their name, whatever follows it
+    ("P2PIPC", ["P2P"]),
+    ("SHMEM/x", ["SHM"]),
+    ("NVLSTree", ["NVLS"]),
+    ("CollNetDirect/0", ["CollNet"]),
     ("  ", []),
 ])
 def test_channel_transport_names(via, transports):
@@ -1395,6 +1400,13 @@ def test_json_report_parses_to_exactly_this_result():
     ([(["errors"], "NCCL failure")], {"errors": ["NCCL failure"]}),
     ([(["errors"], None)], {}),
     ([(["errors"], KeyError)], {}),
+    # the test it is of: the program named by its args, a path with slashes or backslashes
+    ([(["args"], ["/opt/nccl-tests/build/all_reduce_perf", "-b", "8"])], {"collective": "all_reduce_perf"}),
+    ([(["args"], ["C:\\nccl-tests\\build\\all_gather_perf"])], {"collective": "all_gather_perf"}),
+    ([(["args"], ["build/"])], {"collective": "build"}),
+    ([(["args"], ["/"])], {}),
+    ([(["args"], [" "])], {}),
+    ([(["args"], [7])], {}),
 ])
 def test_json_report_variants(changes, fields):
     assert parse_json(jdoc(*changes)) == json_result(**fields)
@@ -1421,6 +1433,10 @@ def test_json_report_without_footer():
     (jdoc((["results", 0, "out_of_place", "nwrong"], "none")), "nccl-tests JSON: results[0].out_of_place.nwrong is 'none', expected a number"),
     (jdoc((["out_of_bounds", "count"], "0.5")), "nccl-tests JSON: out_of_bounds.count is '0.5', expected an integer"),
     (jdoc((["average_bus_bandwidth", "bandwidth"], "fast")), "nccl-tests JSON: average_bus_bandwidth.bandwidth is 'fast', expected a number"),
+    # a number Python refuses to read (more digits than int() takes): json's own message, no place in the text
+    ('{"version": ' + "1" * 5000 + "}",
+     "nccl-tests JSON is not valid JSON at line 0 column 0: Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits; "
+     "use sys.set_int_max_str_digits() to increase the limit"),
 ])
 def test_json_errors_exactly(text, message):
     assert parse_error(parse_json, text) == message

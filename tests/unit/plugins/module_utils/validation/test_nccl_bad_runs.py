@@ -112,6 +112,10 @@ def run_record(node, version, nccl='2.27.3'):
        '(validate_nccl_build.enabled builds the pinned one)', ['gpu-01', 'gpu-02'])]),
     ([run_record('gpu-01', '2.19.6'), dict(run_record('gpu-02', '2.18.3'), stage='slurm')], []),
     ([{'stage': 'nccl', 'node': 'gpu-01', 'check': 'all_reduce', 'status': 'fail', 'reason': 'x'}], []),
+    # a record without hosts counts for its node; a multi-node run for each of its hosts
+    ([dict(run_record('gpu-01', '2.19.6'), hosts=None), dict(run_record('fabric', '2.18.3'), hosts=['gpu-02', 'gpu-03'])],
+     [('nccl_tests_version', 'the NCCL runs report 2 nccl-tests versions: 2.18.3 on gpu-[02-03]; 2.19.6 on gpu-01; every node should run '
+       'the same build (validate_nccl_build.enabled builds the pinned one)', ['gpu-01', 'gpu-02', 'gpu-03'])]),
 ])
 def test_versions_that_differ_across_nodes_fail(records, expected):
     found = version_records(records)

@@ -22,6 +22,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.validation._ncc
     curve_minimum,
     evaluate,
     gate_curve,
+    gate_info,
     parse_all_reduce,
     parse_size,
     threshold_for,
@@ -358,3 +359,68 @@ def test_every_series_item_carries_the_gate_it_was_judged_by(expect, gate):
     records, series = vn.evaluate_run('gpu-01', {'rc': 0, 'stdout': fixture('v2.13-era_h100_single_node.txt')}, ['gpu-01'], expect)
     assert [sorted(item) for item in series] == [['gate', 'label', 'points']]
     assert series[0]['gate'] == gate
+
+
+SITE_CURVE = [["1G", 20], ["8G", 40]]
+
+
+@pytest.mark.parametrize("expect,info,curve,threshold", [
+    ({"topology": "ib-ndr-400", "thresholds": {"ib-ndr-400": 40}, "nics": 4},
+     {"id": "ib-ndr-400", "source": "the site's flat threshold thresholds['ib-ndr-400'] (validate_nccl_settings.thresholds): 40.0 GB/s x 4 NIC(s), "
+                                    "the mean busbw from 1 GiB up"},
+     [[GIB, 160.0]], (160.0, "ib-ndr-400 x 4 NIC(s)")),
+    ({"topology": "mine", "thresholds": {"mine": 40}, "large_size_bytes": 2 * GIB},
+     {"id": "mine", "source": "the site's flat threshold thresholds['mine'] (validate_nccl_settings.thresholds): 40.0 GB/s, the mean busbw from 1 GiB up"},
+     [[2 * GIB, 40.0]], (40.0, "mine")),
+    ({"topology": "ib-ndr-400", "gate_curves": {"ib-ndr-400": SITE_CURVE}, "nics": 2, "nodes": 8},
+     {"id": "ib-ndr-400", "source": "the site's own gate curve gate_curves['ib-ndr-400'] (validate_nccl_settings.gate_curves), per NIC x 2, "
+                                    "sizes x 4 for 8 nodes"},
+     [[4 * GIB, 40.0], [32 * GIB, 80.0]], (80.0, "ib-ndr-400 x 2 NIC(s)")),
+    ({"topology": "ib-ndr-400", "gate_curves": {"ib-ndr-400": SITE_CURVE}, "nics": 2, "nodes": 2},
+     {"id": "ib-ndr-400", "source": "the site's own gate curve gate_curves['ib-ndr-400'] (validate_nccl_settings.gate_curves), per NIC x 2"},
+     [[GIB, 40.0], [8 * GIB, 80.0]], (80.0, "ib-ndr-400 x 2 NIC(s)")),
+    # a site curve of another key is not per NIC: neither multiplied nor stretched
+    ({"topology": "mine", "gate_curves": {"mine": SITE_CURVE}, "nics": 2, "nodes": 8},
+     {"id": "mine", "source": "the site's own gate curve gate_curves['mine'] (validate_nccl_settings.gate_curves)"},
+     [[GIB, 20.0], [8 * GIB, 40.0]], (40.0, "mine")),
+    # without a topology, a site entry under the catalogue's curve id replaces that curve
+    ({"platform": "h100-nvswitch", "gpus": 8, "thresholds": {"h100-nvswitch/node/nvls": 300}},
+     {"id": "h100-nvswitch/node/nvls", "source": "the site's flat threshold thresholds['h100-nvswitch/node/nvls'] (validate_nccl_settings.thresholds): "
+                                                 "300.0 GB/s, the mean busbw from 1 GiB up"},
+     [[GIB, 300.0]], (300.0, "h100-nvswitch/node/nvls")),
+    ({"platform": "h100-nvswitch", "gpus": 8, "gate_curves": {"h100-nvswitch/node/nvls": [[1024, 1]]}},
+     {"id": "h100-nvswitch/node/nvls", "source": "the site's own gate curve gate_curves['h100-nvswitch/node/nvls'] (validate_nccl_settings.gate_curves)"},
+     [[1024, 1.0]], (1.0, "h100-nvswitch/node/nvls")),
+    ({"min_busbw_gbps": 12.5, "topology": "mine", "thresholds": {"mine": 40}},
+     {"id": "min_busbw_gbps", "source": "the site's flat threshold min_busbw_gbps (validate_nccl_node.min_busbw_gbps or "
+                                        "validate_nccl_multinode.min_busbw_gbps): 12.5 GB/s, the mean busbw from 1 GiB up"},
+     [[GIB, 12.5]], (12.5, "min_busbw_gbps")),
+    ({"platform": "h100-nvswitch", "gpus": 4}, None, [], (None, None)),
+    ({}, None, [], (None, None)),
+])
+def test_the_gate_of_a_site_setting_in_full(expect, info, curve, threshold):
+    assert (gate_info(expect), gate_curve(expect), threshold_for(expect)) == (info, curve, threshold)
+
+
+def test_a_catalogue_curve_stretched_for_more_nodes_is_named_so():
+    expect = {"topology": "ib-ndr-400", "nics": 8, "nodes": 8, "platform": "h100-nvswitch", "gpus": 8}
+    assert gate_info(expect)["id"] == "h100-nvswitch/ib-ndr-400x8/ring"
+    reason = [c for c in evaluate(parse_all_reduce(HEADER + FOOTER), expect) if c["check"] == "busbw"][0]["reason"]
+    assert reason == ("no result rows to measure busbw against the h100-nvswitch/ib-ndr-400x8/ring gate curve, sizes x 4 for 8 nodes "
+                      "(149.2 GB/s at 256 MiB to 296.0 GB/s at 32 GiB)")
+
+
+@pytest.mark.parametrize("expect,check", [
+    ({"min_busbw_gbps": 10}, {"check": "busbw", "status": "fail", "threshold": 10.0,
+                              "reason": "no result rows to measure busbw against 10.0 GB/s (min_busbw_gbps)"}),
+    # a site threshold is kept to 0.1 GB/s
+    ({"topology": "mine", "thresholds": {"mine": 40.56}},
+     {"check": "busbw", "status": "fail", "threshold": 40.6, "reason": "no result rows to measure busbw against 40.6 GB/s (mine)"}),
+    ({"topology": "ib-ndr-400", "gate_curves": {"ib-ndr-400": SITE_CURVE}, "nics": 2, "nodes": 8},
+     {"check": "busbw", "status": "fail", "threshold": 80.0,
+      "reason": "no result rows to measure busbw against the ib-ndr-400 x 2 NIC(s) gate curve, sizes x 4 for 8 nodes (40.0 GB/s at 4 GiB to "
+                "80.0 GB/s at 32 GiB)"}),
+])
+def test_a_run_without_rows_fails_its_busbw_gate_naming_the_gate(expect, check):
+    checks = evaluate(parse_all_reduce(HEADER + FOOTER), expect)
+    assert [c for c in checks if c["check"] == "busbw"] == [check]

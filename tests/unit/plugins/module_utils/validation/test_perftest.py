@@ -164,6 +164,124 @@ def test_the_json_report_needs_its_units(units, gbps):
         parse_bw(fixture("24.07_out_json_report_gbits.json"))
 
 
+def _empty(**changes):
+    """parse_bw's whole result with ``changes``: what a report that names nothing else reads as."""
+    result = {"test": None, "device": None, "port": None, "link": None, "mtu": None, "units": None, "rows": [],
+              "bw_avg_gbps": None, "error": "", "warnings": []}
+    result.update(changes)
+    return result
+
+
+ROW_388 = {"bytes": 65536, "iterations": 5000, "bw_peak": 390.76, "bw_avg": 388.12, "msg_rate": 0.74028}
+INFO_HEAD = ("                    RDMA_Write   BW Test\n Dual-port       : OFF\t\tDevice         : mlx5_2\n"
+             " Mtu             : 2048[B]\n Link type       : Ethernet\n")
+PORTS_TABLE = (" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]   BW Port1[Gb/sec]   MsgRate Port1[Mpps]\n"
+               " 65536      5000             390.76             388.12 \t\t   0.740280  194.06  0.370140\n")
+
+
+@pytest.mark.parametrize("text,expected", [
+    (fixture("24.07_client_report_gbits.txt"),
+     _empty(test="RDMA_Write BW Test", device="mlx5_1", link="IB", mtu=4096, units="Gb/sec", rows=[ROW_388], bw_avg_gbps=388.12)),
+    (fixture("24.07_server_duration_report_gbits.txt"),
+     _empty(test="RDMA_Write BW Test", device="mlx5_0", link="IB", mtu=4096, units="Gb/sec", bw_avg_gbps=387.61,
+            rows=[{"bytes": 65536, "iterations": 4435844, "bw_peak": 0.0, "bw_avg": 387.61, "msg_rate": 0.739307}],
+            warnings=["WARNING: BW peak won't be measured in this run."])),
+    (fixture("error_port_down.txt"),
+     _empty(port=1, error="Port number 1 state is Down\nCouldn't set the link layer\nCouldn't get context for the device")),
+    (fixture("error_bw_limit_client.txt"),
+     _empty(test="RDMA_Write BW Test", device="mlx5_1", link="IB", mtu=4096, units="Gb/sec", bw_avg_gbps=120.3,
+            rows=[{"bytes": 65536, "iterations": 5000, "bw_peak": 121.07, "bw_avg": 120.3, "msg_rate": 0.229454}],
+            error="Error: BW result is below bw limit")),
+    # the optional #sl, BW min and CPU_Util columns; the title's spaces made single; MiB/sec read as 2^20 bytes
+    (INFO_HEAD + " #bytes  #sl   #iterations    BW peak[MiB/sec]    BW average[MiB/sec]   MsgRate[Mpps]   BW min[MiB/sec]   CPU_Util[%]\n"
+                 " 65536   3     5000             1000.5             1000.0 \t\t   0.016  990.25  12.50\n",
+     _empty(test="RDMA_Write BW Test", device="mlx5_2", link="Ethernet", mtu=2048, units="MiB/sec", bw_avg_gbps=8.388608,
+            rows=[{"bytes": 65536, "sl": 3, "iterations": 5000, "bw_peak": 1000.5, "bw_avg": 1000.0, "msg_rate": 0.016,
+                   "bw_min": 990.25, "cpu_util": 12.5}])),
+    # per-port columns keep their names
+    (PORTS_TABLE, _empty(units="Gb/sec", bw_avg_gbps=388.12, rows=[dict(ROW_388, **{"BW Port1[Gb/sec]": 194.06, "MsgRate Port1[Mpps]": 0.37014})])),
+    # --report-both: the run's table first, then its halves (not read); the first title, device, MTU and link type hold
+    (INFO_HEAD + INFO_HEAD.replace("mlx5_2", "mlx5_7").replace("2048", "4096").replace("Ethernet", "IB").replace("RDMA_Write", "Send")
+     + PORTS_TABLE + " local\n" + PORTS_TABLE.replace("388.12", "100.00").replace("MsgRate Port1[Mpps]", ""),
+     _empty(test="RDMA_Write BW Test", device="mlx5_2", link="Ethernet", mtu=2048, units="Gb/sec", bw_avg_gbps=388.12,
+            rows=[dict(ROW_388, **{"BW Port1[Gb/sec]": 194.06, "MsgRate Port1[Mpps]": 0.37014})])),
+    # both spellings of a warning
+    ("Warning: something\n  WARNING: other\n" + PORTS_TABLE.replace("   BW Port1[Gb/sec]   MsgRate Port1[Mpps]", "").replace("  194.06  0.370140", ""),
+     _empty(units="Gb/sec", bw_avg_gbps=388.12, rows=[ROW_388], warnings=["Warning: something", "WARNING: other"])),
+])
+def test_a_report_parses_to_exactly_this_result(text, expected):
+    assert parse_bw(text) == expected
+
+
+JSON_RESULTS = {"MsgSize": 65536, "n_iterations": 5000, "BW_peak": 390.76, "BW_average": 388.12, "MsgRate": 0.74028}
+
+
+def _json(info=None, **results):
+    return json.dumps({"test_info": dict({"test": "RDMA_Write_BW_Test", "Device": "mlx5_1", "Link_type": "IB", "Mtu": 4096}, **(info or {})),
+                       "results": dict(JSON_RESULTS, **results)})
+
+
+@pytest.mark.parametrize("text,units,expected", [
+    (_json(), "Gb/sec", _empty(test="RDMA_Write BW Test", device="mlx5_1", link="IB", mtu=4096, units="Gb/sec", rows=[ROW_388], bw_avg_gbps=388.12)),
+    (_json(BW_min=371.5, CPU_util=9), "MiB/sec",
+     _empty(test="RDMA_Write BW Test", device="mlx5_1", link="IB", mtu=4096, units="MiB/sec", bw_avg_gbps=3.255787,
+            rows=[dict(ROW_388, bw_min=371.5, cpu_util=9.0)])),
+    (_json({"test": "Send_Bidirectional_Post_List_BW_Test", "Mtu": "4096", "Device": None, "Link_type": "Ethernet"}, MsgSize=8), "Gb/sec",
+     _empty(test="Send Bidirectional Post List BW Test", link="Ethernet", units="Gb/sec", rows=[dict(ROW_388, bytes=8)], bw_avg_gbps=388.12)),
+    (_json({"test": "RDMA_Read_Latency_Test"}), "Gb/sec",
+     _empty(test="RDMA_Read Latency Test", device="mlx5_1", link="IB", mtu=4096, units="Gb/sec", rows=[ROW_388], bw_avg_gbps=388.12)),
+    (_json({"test": ""}), "Gb/sec", _empty(device="mlx5_1", link="IB", mtu=4096, units="Gb/sec", rows=[ROW_388], bw_avg_gbps=388.12)),
+])
+def test_a_json_report_parses_to_exactly_this_result(text, units, expected):
+    assert parse_bw(text, units=units) == expected
+
+
+@pytest.mark.parametrize("text,units,message", [
+    ("", None, "not a perftest result: no '#bytes #iterations BW peak[..] BW average[..] MsgRate[Mpps]' table and no perftest error message"),
+    (TABLE_HEADER + " 65536      664644\n", None, "perftest result row has 2 fields, its header 5: '65536      664644'"),
+    (TABLE_HEADER + " 65536      5000             390.76             abc   0.740280\n", None,
+     "perftest result row has 'abc' where a number belongs: '65536      5000             390.76             abc   0.740280'"),
+    (TABLE_HEADER + " 65536      50.5             390.76             388.12   0.740280\n", None,
+     "perftest result row has '50.5' where a whole number belongs: '65536      50.5             390.76             388.12   0.740280'"),
+    (TABLE_HEADER, None, "perftest result table without a result row and without an error message"),
+    # the service level is a whole number as the byte and iteration counts are
+    (TABLE_HEADER.replace("#bytes ", "#bytes #sl") + " 65536 3.0  5000  390.76  388.12  0.740280\n", None,
+     "perftest result row has '3.0' where a whole number belongs: '65536 3.0  5000  390.76  388.12  0.740280'"),
+    (TABLE_HEADER.replace("   MsgRate[Mpps]", ""), None,
+     "perftest result header without BW average or MsgRate: '#bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]'"),
+    ("387.412233\n", None,
+     "perftest output is a bare number (387.412233, --output=bandwidth or message_rate): it carries no units and no message size"),
+    ("{x", "Gb/sec", "perftest JSON report is not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"),
+    ('{"test_info": {}}', "Gb/sec", "perftest JSON report needs the objects 'test_info' and 'results'"),
+    ('{"test_info": [], "results": {}}', "Gb/sec", "perftest JSON report needs the objects 'test_info' and 'results'"),
+    ('{"test_info": {}, "results": {}}', None,
+     "perftest's JSON report does not say its units: pass units='Gb/sec' (--report_gbits) or 'MiB/sec'"),
+    ('{"test_info": {}, "results": {}}', "GB/sec", "unknown perftest bandwidth unit 'GB/sec' (Gb/sec, MB/sec or MiB/sec)"),
+    (_json(MsgRate=None), "Gb/sec", "perftest JSON report's results lack 'MsgRate'"),
+    (_json(n_iterations="5"), "Gb/sec", "perftest JSON report's 'n_iterations' is not a number: '5'"),
+    (_json(MsgSize=65536.0), "Gb/sec", "perftest JSON report's 'MsgSize' is not a number: 65536.0"),
+    (_json(BW_average=True), "Gb/sec", "perftest JSON report's 'BW_average' is not a number: True"),
+])
+def test_each_refusal_reads_exactly(text, units, message):
+    with pytest.raises(ValueError) as err:
+        parse_bw(text, units=units)
+    assert str(err.value) == message
+
+
+def test_non_text_and_unknown_units_read_exactly():
+    with pytest.raises(ValueError) as err:
+        parse_bw(b" #bytes")
+    assert str(err.value) == "perftest output must be text, not bytes"
+    with pytest.raises(ValueError) as err:
+        to_gbps(1.0, "GB/sec")
+    assert str(err.value) == "unknown perftest bandwidth unit 'GB/sec' (Gb/sec, MB/sec or MiB/sec)"
+
+
+@pytest.mark.parametrize("value,units,gbps", [(1.23456789, "Gb/sec", 1.234568), (1.0, "MB/sec", 0.008389), (3.0, "MiB/sec", 0.025166)])
+def test_bandwidths_are_rounded_to_six_decimals(value, units, gbps):
+    assert to_gbps(value, units) == gbps
+
+
 # --- the stand-in on a simulated node ---------------------------------------------------------------------------------
 
 class Node(object):

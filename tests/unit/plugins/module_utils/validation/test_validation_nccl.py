@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue import _busbw as bb
 from ansible_collections.gpucluster.bringup.plugins.module_utils.validation import _validation_nccl as vn
 
 FIXTURES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))), 'fixtures', 'nccl')
@@ -81,6 +82,8 @@ def test_srun_argv_per_node_and_fabric():
     (dict(nodes=[]), 'an NCCL run needs at least one node'),
     (dict(gpus_per_node=0), 'gpus_per_node is 0, expected a whole number of at least 1'),
     (dict(env={'BAD KEY': '1'}), "environment variable name 'BAD KEY' is not valid (letters, digits and _)"),
+    (dict(binary='-x'), 'binary is \'-x\', expected the path of all_reduce_perf on the nodes (one word: no spaces, not starting with "-")'),
+    (dict(srun='s run'), 'srun is \'s run\', expected the srun command or its path (one word: no spaces, not starting with "-")'),
 ])
 def test_srun_argv_errors(args, message):
     call = dict(binary='arp', nodes=['a'], gpus_per_node=8, per_gpu_tasks=False, mpi=None, env={})
@@ -304,6 +307,7 @@ def test_fabric_group_input_is_refused_naming_nodes_and_variable(nodes, message)
 @pytest.mark.parametrize('model, group', [
     ('NVIDIA H100 80GB HBM3', 'h100-80gb-hbm3'), ('NVIDIA A100-SXM4-40GB', 'a100-sxm4-40gb'), ('NVIDIA L40S', 'l40s'),
     ('NVIDIA A100 80GB PCIe', 'a100-80gb-pcie'), ('', 'unknown'), (None, 'unknown'), ('Tesla V100-SXM2-32GB', 'tesla-v100-sxm2-32gb'),
+    ('(H100) ', 'h100'), ('--', 'unknown'),
 ])
 def test_model_group(model, group):
     assert vn.model_group(model) == group
@@ -578,3 +582,78 @@ def test_plan_jobs_error_messages(plan, message):
     with pytest.raises(ValueError) as err:
         vn.plan_jobs(plan)
     assert str(err.value) == message
+
+
+H100_PAIR = [{'name': 'gpu-01', 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'}, {'name': 'gpu-02', 'gpus': 8, 'model': 'NVIDIA H100 80GB HBM3'}]
+
+
+@pytest.mark.parametrize('extra, message', [
+    # checked before any job is made, even where no multi-node run would use it
+    ({'pairs_groups': [5]}, 'pairs_groups[0] is 5, expected a string'),
+    ({'mpi': 'PMIx!'}, "mpi is 'PMIx!', expected a Slurm MPI plugin type such as pmix, pmi2 or none, or {mpi} (the module picks one)"),
+    ({'fabric': True, 'fabric_min_busbw_gbps': -1, 'nodes': [dict(n, fabric_min_busbw_gbps=100) for n in H100_PAIR]},
+     'min_busbw_gbps is -1, expected a number of GB/s above 0'),
+    ({'tests_version': 2.19}, 'tests_version is 2.19, expected a string'),
+    ({'args': ['-b', 5]}, 'args[1] is 5, expected a string'),
+    ({'fabric': True, 'fabric_topology': 'h900', 'nodes': [dict(n, fabric_topology='ib-ndr-400') for n in H100_PAIR]},
+     "unknown topology 'h900'; valid topologies: a100-nvlink-8, a100-pcie, h100-nvlink-8, h100-pcie, h200-nvlink-8, ib-hdr-200, ib-ndr-400, "
+     "ib-xdr-800, l40s-pcie, or a platform or a curve id of the catalogue, <platform>/node/<nvls|ring|pcie> or <platform>/rack/nvls, such as "
+     "h100-nvswitch/node/nvls (platforms: " + ", ".join(sorted(bb.PLATFORMS)) + ")"),
+])
+def test_plan_settings_are_checked_even_where_no_run_uses_them(extra, message):
+    with pytest.raises(ValueError) as err:
+        vn.plan_jobs(dict({'binary': 'arp', 'nodes': H100_PAIR}, **extra))
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize('extra', [{'pairs_groups': ['', 'h100']}, {'tests_version': ''}, {'mpi': 'pmi2'}, {'mpi': '{mpi}'}])
+def test_plan_settings_that_are_accepted(extra):
+    jobs = vn.plan_jobs(dict({'binary': 'arp', 'nodes': H100_PAIR}, **extra))
+    assert [(job['name'], job['kind'], 'json' in job) for job in jobs] == [('gpu-01', 'nccl', False), ('gpu-02', 'nccl', False)]
+
+
+@pytest.mark.parametrize('value, name, message', [
+    ('A b', None, "mpi is 'A b', expected a Slurm MPI plugin type such as pmix, pmi2 or none, or {mpi} (the module picks one)"),
+    ('', 'validate_nccl_multinode.mpi', "validate_nccl_multinode.mpi is '', expected a Slurm MPI plugin type such as pmix, pmi2 or none, or {mpi} "
+                                        "(the module picks one)"),
+])
+def test_check_mpi_messages(value, name, message):
+    with pytest.raises(ValueError) as err:
+        vn.check_mpi(value) if name is None else vn.check_mpi(value, name)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize('env, algorithm, curve', [
+    ({'NCCL_ALGO': 'Ring'}, 'ring', 'h100-nvswitch/node/ring'), ({}, 'auto', 'h100-nvswitch/node/nvls'), (None, 'auto', 'h100-nvswitch/node/nvls'),
+])
+def test_a_nodes_own_run_is_gated_by_the_curve_of_its_nccl_algo(env, algorithm, curve):
+    job = vn.plan_jobs({'binary': 'arp', 'nodes': H100_PAIR[:1], 'env': env})[0]
+    assert (job['expect']['algorithm'], vn.run_curve(job['expect'])['id']) == (algorithm, curve)
+
+
+NAME_RULE = 'letters, digits, "_", "-" and "." (no spaces, commas or "="), starting with a letter or digit, at most 64 characters'
+
+
+@pytest.mark.parametrize('nodes, message', [
+    ([{'name': 'gpu 01', 'gpus': 8}], "nodes[0].name is 'gpu 01', expected a Slurm node name: " + NAME_RULE),
+    ([{'name': 'gpu-01', 'gpus': 8}, {'name': 'a,b', 'gpus': 8}], "nodes[1].name is 'a,b', expected a Slurm node name: " + NAME_RULE),
+    ([{'name': 'gpu-01', 'gpus': 8, 'gres_type': 'h 100'}], "nodes[0].gres_type is 'h 100', expected a GRES type such as h100: " + NAME_RULE),
+])
+def test_node_names_and_gres_types_are_refused_naming_the_node(nodes, message):
+    with pytest.raises(ValueError) as err:
+        vn.plan_jobs({'binary': 'arp', 'nodes': nodes})
+    assert str(err.value) == message
+
+
+def test_a_fabric_group_takes_its_platform_from_the_nodes_topology_key():
+    """Nodes of a GPU model the catalogue does not know, whose topology key names a platform: the fabric curve is capped by that
+    platform's own Ring figure, as for nodes the catalogue knows."""
+    nodes = [{'name': 'gpu-0%d' % i, 'gpus': 8, 'model': 'Mystery GPU', 'topology': 'h100-nvlink-8'} for i in (1, 2)]
+    jobs = vn.plan_jobs({'binary': 'arp', 'nodes': nodes, 'fabric': True, 'fabric_topology': 'ib-ndr-400', 'fabric_nics': 8})
+    assert [(job['name'], vn.run_curve(job['expect'])['id']) for job in jobs] == [
+        ('gpu-01', 'h100-nvswitch/node/ring'), ('gpu-02', 'h100-nvswitch/node/ring'), ('fabric', 'h100-nvswitch/ib-ndr-400x8/ring')]
+
+
+def test_known_topologies_add_the_sites_thresholds_and_curves():
+    known = vn.known_topologies(thresholds={'site-flat': 10}, gate_curves={'site-curve': [['8G', 1]]})
+    assert 'site-flat' in known and 'site-curve' in known and 'h100-nvswitch/node/nvls' in known and known == sorted(known)

@@ -171,3 +171,17 @@ def test_untyped_gpus_beside_other_types_stay_jobs_of_their_own(gres_type, gres_
     jobs = vn.plan_jobs(plan(dispatch='allocation', nodes=[node] + nodes(1, start=2)))
     assert [bool(job.get('allocation')) for job in jobs] == [step, True]
     assert ('--exclusive' in jobs[0]['argv']) is not step
+
+
+@pytest.mark.parametrize('settings, want', [
+    ({'dispatch_min_nodes': '', 'allocation_wait': ''}, ('auto', vn.DISPATCH_MIN_NODES, vn.ALLOCATION_WAIT)),
+    ({'dispatch': 'allocation', 'dispatch_min_nodes': '2', 'allocation_wait': 5}, ('allocation', 2, 5)),
+])
+def test_dispatch_settings_blank_is_the_default(settings, want):
+    assert vn.dispatch_settings(settings) == want
+
+
+def test_the_commands_of_an_allocation_can_be_named():
+    jobs = vn.plan_jobs(plan(dispatch='allocation', salloc='/x/salloc', scancel='/y/scancel'))
+    allocation = jobs[0]['allocation']
+    assert (allocation['argv'][0], allocation['release'], allocation['idle'][0]) == ('/x/salloc', ['/y/scancel'], 'sinfo')

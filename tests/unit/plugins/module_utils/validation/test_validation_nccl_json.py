@@ -73,6 +73,8 @@ def test_the_script_prints_the_report_between_markers_and_keeps_the_exit_status(
     ('%s\n{"a":1}\n%s\n%s\n{"b":2}\n%s\n' % (JSON_BEGIN, JSON_END, JSON_BEGIN, JSON_END), {'stdout': '', 'json': '{"a":1}', 'json_reports': 2}),
     # an end marker with no start is text
     ('%s\n' % JSON_END, {'stdout': '%s\n' % JSON_END, 'json': None, 'json_reports': 0}),
+    # a line cut anywhere (here after an X, before CR LF) is joined as it was
+    ('%s\r\n{"args": ["/opt/X\r\nX"]}\r\n%s\r\n' % (JSON_BEGIN, JSON_END), {'stdout': '', 'json': '{"args": ["/opt/XX"]}', 'json_reports': 1}),
 ])
 def test_split_json_report(stdout, expected):
     assert split_json_report(stdout) == expected
