@@ -332,7 +332,7 @@ def mig_layout_problems(host, values, extra):
     if problems:
         return [(host, role, message) for role, message in problems], None
     devices = _layout_devices(values, gpus, selected, mig, name)
-    if devices is None or count is None:
+    if devices is None or count is None or uuids:  # (a GPU selected by UUID: which one, only the node knows)
         return [], None
     return [], devices
 

@@ -332,8 +332,9 @@ def _table_of(fabric, guid):
 # --- topology/tree ------------------------------------------------------------------------------------------------------
 
 def _natural_key(name):
+    # (the name apart from the parts: 'leaf' and 'leaf2' compare 'leaf' with 2 otherwise, a TypeError)
     parts = re.split(r'(\d+)', name)
-    return [int(part) if index % 2 else part for index, part in enumerate(parts)] + [name]
+    return [int(part) if index % 2 else part for index, part in enumerate(parts)], name
 
 
 def _sorted(names):

@@ -5,6 +5,7 @@ The specs and defaults are the roles' real files (roles/*/meta/argument_specs.ym
 roles/*/defaults/main.yml); each case changes some values of one host and
 asserts the exact lines the preflight prints.
 """
+import base64
 import os
 
 import pytest
@@ -208,6 +209,11 @@ def test_pam_slurm_adopt_needs_cgroups(adopt, cgroups, expected):
      ["slurm_configless_server is [dns] (the DNS SRV record) or a list of host[:port]; got ['dns', 'ctl']"]),
     (dict(slurm_configless=True, slurm_configless_server=['ctl:99999']),
      ['slurm_configless_server: "ctl:99999" is not host[:port] (e.g. ctl or ctl:6817), nor dns']),
+    # a port from 1 to 65535
+    (dict(slurm_configless=True, slurm_configless_server=['ctl:1', 'ctl:65535']), []),
+    (dict(slurm_configless=True, slurm_configless_server=['ctl:0', 'ctl:65536']),
+     ['slurm_configless_server: "ctl:0" is not host[:port] (e.g. ctl or ctl:6817), nor dns',
+      'slurm_configless_server: "ctl:65536" is not host[:port] (e.g. ctl or ctl:6817), nor dns']),
     (dict(slurm_configless=True, slurm_configless_server=['http://ctl']),
      ['slurm_configless_server: "http://ctl" is not host[:port] (e.g. ctl or ctl:6817), nor dns']),
 ])
@@ -226,6 +232,13 @@ TREE_SOURCES = ('slurm_topology is tree: give the fabric as ibnetdiscover prints
     (dict(slurm_topology='tree'), [TREE_SOURCES + 'neither is set']),
     (dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_src='/srv/fabric.txt', ibnetdiscover_host='gpu-01')),
      [TREE_SOURCES + 'both are set']),
+    (dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_host='gpu-01', ibnetdiscover_command=['ibnetdiscover', '-p'])), []),
+    (dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_host='gpu-01', ibnetdiscover_command=[])),
+     ['slurm_topology_settings.ibnetdiscover_command is []; expected the command (argv) to run on gpu-01, a non-empty list of non-empty '
+      'words such as [ibnetdiscover]']),
+    (dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_host='gpu-01', ibnetdiscover_command=['ibnetdiscover', ''])),
+     ["slurm_topology_settings.ibnetdiscover_command is ['ibnetdiscover', '']; expected the command (argv) to run on gpu-01, a non-empty "
+      'list of non-empty words such as [ibnetdiscover]']),
     (dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_host='ib-01')),
      ["slurm_topology_settings.ibnetdiscover_host is 'ib-01', which is not a host of the inventory"]),
     (dict(slurm_topology='tree', slurm_topology_settings=dict(ibnetdiscover_src='f', name_regex='^(?P<name>\\S+) ',
@@ -593,3 +606,32 @@ def test_the_fabric_file_is_judged_by_the_callers_controller_file():
     assert pf.role_problems('slurm', 'ctl', options, values, GROUPS) == []
     values.update(slurm_topology='none')
     assert pf.role_problems('slurm', 'ctl', options, values, GROUPS, missing) == [] and asked == ['/srv/fabric.txt']
+
+
+LONG = '/srv/' + 'f' * 394   # 399 characters
+
+
+@pytest.mark.parametrize('key, path, shown, what', [
+    ('ibnetdiscover_src', LONG, repr(LONG), "holding ibnetdiscover's output"),
+    ('ibnetdiscover_src', LONG + 'x', repr(LONG)[:77] + '...', "holding ibnetdiscover's output"),
+    ('node_name_map_src', LONG, repr(LONG), "in ibnetdiscover's --node-name-map format"),
+    ('node_name_map_src', LONG + 'x', repr(LONG)[:77] + '...', "in ibnetdiscover's --node-name-map format"),
+])
+def test_a_controller_file_is_named_in_full_up_to_399_characters(key, path, shown, what):
+    options = _load('slurm', 'meta/argument_specs.yml')['argument_specs']['main']['options']
+    values = dict((k, v) for k, v in _load('slurm', 'defaults/main.yml').items() if not (isinstance(v, str) and '{{' in v))
+    settings = dict({'ibnetdiscover_src': '/srv/fabric.txt'}, **{key: path})
+    values.update(slurm_topology='tree', slurm_topology_settings=settings)
+    found = pf.role_problems('slurm', 'ctl', options, values, GROUPS, lambda name: 'missing' if name == path else '')
+    assert found == ['slurm_topology_settings.%s is %s; expected a file on the Ansible controller %s: missing' % (key, shown, what)]
+
+
+@pytest.mark.parametrize('changes, expected', [
+    (dict(munge_key_b64=base64.b64encode(b'k' * 32).decode(), munge_key_src='files/munge.key'),
+     ['munge_key_b64 and munge_key_src are both set (the key is not shown), expected one of them: munge_key_src, a file on the Ansible '
+      'controller holding the key, or munge_key_b64, the key as base64; both empty uses the key of the source host']),
+    (dict(munge_key_b64=base64.b64encode(b'k' * 32).decode(), munge_key_src=''), []),
+    (dict(munge_key_b64='', munge_key_src='files/munge.key'), []),
+])
+def test_one_munge_key_source(changes, expected):
+    assert problems('munge', **changes) == expected

@@ -420,3 +420,95 @@ def test_cgroup_v1_with_a_release_that_deprecates_it_is_a_warning(candidate, cgr
                          % candidate.split('-')[0]], warnings
     else:
         assert found == [], warnings
+
+
+SKEW_2302 = ("head-01: the client commands would be Slurm 23.02.7 (package %s 23.02.7-1, installed) but slurmctld on head-01 22.05.8: "
+             "Slurm's version rules: slurmdbd >= slurmctld >= slurmd and the client commands; expected release 22.05 or older for the client "
+             'commands')
+
+
+@pytest.mark.parametrize('client, expected', [
+    # Debian's, the RHEL family's and SchedMD's package of the client commands
+    ('slurm-client', [SKEW_2302 % 'slurm-client']),
+    ('slurm', [SKEW_2302 % 'slurm']),
+    ('slurm-smd-client', [SKEW_2302 % 'slurm-smd-client']),
+    # no package of the client commands: nothing to judge
+    ('slurm-wlm', []),
+])
+def test_the_client_commands_package_of_each_family(client, expected):
+    head = reading(installed={'slurmctld': DEB12, client: '23.02.7-1'}, packages=('slurmctld', client))
+    lines, _warned = pn.node_problems({'head-01': head}, {'head-01': dict(want(('controller',)), packages=['slurmctld', client])}, today=TODAY)
+    assert lines == expected
+
+
+SKEW_2411 = ('head-01: the client commands would be Slurm 22.05.8 (package %s 22.05.8-1%s, a local package file) but slurmctld on head-01 '
+             "24.11.5: 4 releases before it, and slurmctld 24.11 talks to at most 3 releases back (SchedMD's upgrade rules); expected "
+             'release 24.11 or at most 3 before it')
+
+
+@pytest.mark.parametrize('packages, files, expected', [
+    (['slurm-slurmctld', 'slurm'], ['slurm-22.05.8-1.el9.x86_64.rpm', 'slurm-slurmctld-24.11.5-1.el9.x86_64.rpm'], SKEW_2411 % ('slurm', '.el9')),
+    (['slurm-smd-slurmctld', 'slurm-smd-client'], ['slurm-smd-client_22.05.8-1_amd64.deb', 'slurm-smd-slurmctld_24.11.5-1_amd64.deb'],
+     SKEW_2411 % ('slurm-smd-client', '')),
+])
+def test_the_client_commands_of_local_package_files(packages, files, expected):
+    """The client commands get the version of their own package file, not the newest of the Slurm files."""
+    head = reading(packages=packages, local=files)
+    lines, _warned = pn.node_problems({'head-01': head}, {'head-01': dict(want(('controller',)), packages=packages, source='local')},
+                                      today=TODAY)
+    assert lines == [expected]
+
+
+ONE_1G = [{'gpu': 'all', 'instances': [{'profile': '1g.10gb', 'count': 7}]}]
+NOT_CHECKED = "gpu-01: mig_layout 'dgx-1g' not checked against the node's GPUs: %s; the mig role checks it after the nvml stage"
+NEEDS_DRIVER = ("gpu-01: no NVIDIA driver: libnvidia-ml.so.1 cannot be loaded (%s); mig_layout 'dgx-1g' needs the driver: install the "
+                'NVIDIA driver (nvidia-smi must work), or remove mig_layout from this node')
+
+
+@pytest.mark.parametrize('node, lines, warnings', [
+    (lambda: _fresh([H100, L40S]), [], [NOT_CHECKED % 'several models (NVIDIA H100 80GB HBM3, NVIDIA L40S)']),
+    (lambda: _fresh(['NVIDIA GH200 480GB']), [],
+     ["gpu-01: mig_layout 'dgx-1g' not checked against the node's GPUs: no MIG profile table for NVIDIA GH200 480GB here; the mig role "
+      'checks it after the nvml stage']),
+    (lambda: reading(nvml={'available': False, 'reason': 'library', 'error': 'libnvidia-ml.so.1: cannot open shared object file'}),
+     [NEEDS_DRIVER % 'libnvidia-ml.so.1: cannot open shared object file'], []),
+    (lambda: reading(nvml={'available': False, 'reason': 'library', 'error': None}), [NEEDS_DRIVER % 'NVML does not answer'], []),
+    (lambda: reading(nvml={'available': False, 'reason': 'bindings', 'error': 'no pynvml'}), [], [NOT_CHECKED % 'no pynvml']),
+    (lambda: reading(nvml={'available': False, 'reason': 'bindings', 'error': None}), [], [NOT_CHECKED % 'NVML cannot be read']),
+])
+def test_a_layout_on_a_node_whose_gpus_nvml_does_not_show(node, lines, warnings):
+    found, warned = pn.node_problems({'gpu-01': node()}, {'gpu-01': want(layout='dgx-1g', entries=ONE_1G)}, today=TODAY)
+    assert (found, [w for w in warned if not w.startswith('gpu-01: Slurm ')]) == (lines, warnings)
+
+
+def test_hosts_without_a_reading_and_the_failure_message():
+    lines, warned = pn.node_problems({}, {}, missing=['gpu-09: unreachable (ssh: timeout)', 'gpu-10: unreachable'], today=TODAY)
+    assert (lines, warned) == (['gpu-09: unreachable (ssh: timeout); nothing was read from it (bring it back, or leave it out with --limit)',
+                                'gpu-10: unreachable; nothing was read from it (bring it back, or leave it out with --limit)'], [])
+    assert pn.failure_message(lines[:1]) == 'the node preflight found 1 problem, nothing was changed:\n' + lines[0]
+    assert pn.failure_message(lines) == 'the node preflight found 2 problems, nothing was changed:\n' + '\n'.join(lines)
+
+
+def test_slurmdbd_older_than_slurmctld():
+    head = reading(installed={'slurmdbd': DEB12, 'slurmctld': '23.02.7-1', 'slurm-client': '23.02.7-1'})
+    lines, _warned = pn.node_problems({'head-01': head}, {'head-01': want(('controller', 'slurmdbd'))}, today=TODAY)
+    assert lines == ["head-01: slurmdbd would be Slurm 22.05.8 (package slurmdbd 22.05.8-4+deb12u3, installed) but slurmctld on head-01 "
+                     "23.02.7: Slurm's version rules: slurmdbd >= slurmctld >= slurmd and the client commands; expected slurmdbd of "
+                     'release 23.02 or newer']
+
+
+def test_the_newest_local_package_file_by_release_not_by_text():
+    node = reading(packages=('slurmd', 'slurm-client'),
+                   local=['slurmd_21.08.10-1_amd64.deb', 'slurmd_21.08.9-1_amd64.deb', 'slurm-client_21.08.10-1_amd64.deb'])
+    lines, _warned = pn.node_problems({'gpu-01': node}, {'gpu-01': dict(want(), packages=['slurmd', 'slurm-client'], source='local')},
+                                      today=TODAY)
+    assert len(lines) == 1
+    assert lines[0].startswith('gpu-01: Slurm 21.08.10 (packages slurmd, slurm-client 21.08.10-1, a local package file) is older than 22.05')
+
+
+def test_a_layout_the_planner_refuses_names_the_gpus_by_model_in_index_order():
+    node = reading(gpus=[gpu(0, L40S, mig=False), gpu(1, L40S, mig=False), gpu(2), gpu(3)])
+    lines, _warned = pn.node_problems({'gpu-01': node}, {'gpu-01': want(layout='dgx-1g', entries=[{'gpu': 'all', 'instances': [
+        {'profile': '2g.20gbx'}]}])}, today=TODAY)
+    assert len(lines) == 1
+    assert lines[0].startswith("gpu-01: mig_layout 'dgx-1g' on the node's GPUs (2 x NVIDIA L40S, 2 x NVIDIA H100 80GB HBM3): "), lines

@@ -172,6 +172,89 @@ def test_apt3_unsatisfied_block():
     assert found['errors'] == ['Error: Unable to correct problems, you have held broken packages.']
 
 
+BASIC = 'slurm-wlm-basic-plugins'
+
+
+@pytest.mark.parametrize('kind, words, pins', [
+    ('Depends', 'depends on', True),
+    ('PreDepends', 'pre-depends on', True),
+    ('Pre-Depends', 'pre-depends on', True),
+    ('Breaks', 'breaks', False),
+    ('Conflicts', 'conflicts with', False),
+    ('Recommends', 'recommends', False),
+])
+def test_apt_relation_kinds(kind, words, pins):
+    """Every relation apt names is read with its kind; only a dependency (Depends, apt's two spellings of Pre-Depends) asks for a pin."""
+    line = '%s : %s: %s (= 22.05.8-4+deb12u2) but 22.05.8-4+deb12u3 is to be installed' % (PLUGIN, kind, BASIC)
+    found = pf.parse_apt_simulation(UNMET + ' ' + line + '\n')
+    assert found['unmet'] == [{'package': PLUGIN, 'kind': kind, 'text': line, 'alternatives': [
+        {'name': BASIC, 'op': '=', 'version': '22.05.8-4+deb12u2', 'why': '22.05.8-4+deb12u3 is to be installed',
+         'have': '22.05.8-4+deb12u3', 'state': 'to be installed'}]}]
+    reason = ('slurm-wlm-nvml-plugin %s slurm-wlm-basic-plugins (= 22.05.8-4+deb12u2), but slurm-wlm-basic-plugins 22.05.8-4+deb12u3 '
+              'is what apt would install' % words)
+    expected = message([reason], [PIN_CHOICE, DEBIAN13] if pins else [])
+    assert pf.nvml_plugin_problem(node({'rc': 100, 'stdout': UNMET + ' ' + line + '\n'})) == expected
+
+
+def test_apt_continuation_lines_alternatives_and_further_relations():
+    stdout = (UNMET
+              + ' slurm-wlm-nvml-plugin : Depends: libnvidia-ml1 (>= 450) but it is not installable or\n'
+              + '                         libnvidia-ml.so.1 (>= 450) but it is not installable\n'
+              + '                         PreDepends: slurm-wlm-basic-plugins (>= 24.11.5) but 24.11.4-1 is installed\n'
+              + ' slurmd : Breaks: slurm-client (<< 24.11) but 23.02.1 is to be installed\n'
+              + 'E: Unable to correct problems, you have held broken packages.\n'
+              + '                         Depends: libgone1 but it is not installable\n')
+    found = pf.parse_apt_simulation(stdout)
+    assert found == {'missing': [], 'requested': {}, 'installs': {}, 'removes': [],
+                     'errors': ['E: Unable to correct problems, you have held broken packages.'], 'unmet': [
+        {'package': PLUGIN, 'kind': 'Depends', 'alternatives': [
+            {'name': 'libnvidia-ml1', 'op': '>=', 'version': '450', 'why': 'it is not installable', 'have': None, 'state': None},
+            {'name': 'libnvidia-ml.so.1', 'op': '>=', 'version': '450', 'why': 'it is not installable', 'have': None, 'state': None}],
+         'text': 'slurm-wlm-nvml-plugin : Depends: libnvidia-ml1 (>= 450) but it is not installable or '
+                 'libnvidia-ml.so.1 (>= 450) but it is not installable'},
+        {'package': PLUGIN, 'kind': 'PreDepends', 'alternatives': [
+            {'name': BASIC, 'op': '>=', 'version': '24.11.5', 'why': '24.11.4-1 is installed', 'have': '24.11.4-1', 'state': 'installed'}],
+         'text': 'slurm-wlm-nvml-plugin : PreDepends: slurm-wlm-basic-plugins (>= 24.11.5) but 24.11.4-1 is installed'},
+        {'package': 'slurmd', 'kind': 'Breaks', 'alternatives': [
+            {'name': 'slurm-client', 'op': '<<', 'version': '24.11', 'why': '23.02.1 is to be installed', 'have': '23.02.1',
+             'state': 'to be installed'}],
+         'text': 'slurmd : Breaks: slurm-client (<< 24.11) but 23.02.1 is to be installed'}]}
+    # a line that is no relation ends the entry: what follows it is no continuation
+    found = pf.parse_apt_simulation(UNMET + ' slurmd : Depends: libfoo1 but it is not installable\nsomething else\n'
+                                    '                         Depends: libbar1 but it is not installable\n')
+    assert [(u['package'], u['kind'], [a['name'] for a in u['alternatives']]) for u in found['unmet']] == [('slurmd', 'Depends', ['libfoo1'])]
+
+
+@pytest.mark.parametrize('major, distribution, tail', [
+    ('12', 'Debian', [DEBIAN13]),
+    ('13', 'Debian', []),
+    ('', 'Debian', []),
+    ('12', 'Ubuntu', []),
+])
+def test_apt_range_pin_and_the_move_to_debian13(major, distribution, tail):
+    line = ' %s : Pre-Depends: %s (>= 24.11.5) but 24.11.4-1 is installed\n' % (PLUGIN, BASIC)
+    reason = 'slurm-wlm-nvml-plugin pre-depends on slurm-wlm-basic-plugins (>= 24.11.5), but slurm-wlm-basic-plugins 24.11.4-1 is installed'
+    hold = ('hold Slurm at a version that satisfies slurm-wlm-basic-plugins (>= 24.11.5) (an apt preferences file, or package files with '
+            'slurm_install_source: local)')
+    found = pf.nvml_plugin_problem(node({'rc': 100, 'stdout': UNMET + line}, major=major, distribution=distribution))
+    assert found == message([reason], [hold] + tail)
+
+
+def test_apt_the_first_dependency_names_the_pin():
+    stdout = (UNMET + ' %s : Breaks: slurmd (<< 24.11.5) but 24.11.4-1 is installed\n' % PLUGIN
+              + ' %s : Depends: %s (= 24.11.5-1) but 24.11.6-1 is to be installed\n' % (PLUGIN, BASIC)
+              + ' %s : Depends: slurm-client (>= 24.11.5) but 24.11.4-1 is installed\n' % PLUGIN)
+    found = pf.nvml_plugin_problem(node({'rc': 100, 'stdout': stdout}, major='13'))
+    assert found == message([
+        'slurm-wlm-nvml-plugin breaks slurmd (<< 24.11.5), but slurmd 24.11.4-1 is installed',
+        'slurm-wlm-nvml-plugin depends on slurm-wlm-basic-plugins (= 24.11.5-1), but slurm-wlm-basic-plugins 24.11.6-1 is what apt would install',
+        'slurm-wlm-nvml-plugin depends on slurm-client (>= 24.11.5), but slurm-client 24.11.4-1 is installed'],
+        ["pin Slurm to the plugin's version: hold every Slurm package (slurm-wlm-basic-plugins, slurmd, slurmctld, slurm-client and the "
+         'other slurm-wlm packages) at 24.11.5-1 with an apt preferences file (Pin: version 24.11.5-1) from a mirror that still carries '
+         'it, such as snapshot.debian.org, or install those package files with slurm_install_source: local; that gives up what 24.11.6-1 '
+         'fixed'])
+
+
 # --- the plugin file after the install ------------------------------------------------------------------------------
 
 MISSING = ("gpu-01: slurm_gres_autodetect is nvml, but Slurm's NVML plugin gpu_nvml.so is not in %s after the install: slurmd would "

@@ -41,6 +41,29 @@ def test_models_resolve_against_the_catalogue(text, kind, name):
     assert (found['kind'], found['name']) == (kind, name)
 
 
+A100S = ['NVIDIA A100-SXM4-40GB', 'NVIDIA A100-PCIE-40GB', 'NVIDIA A100-SXM4-80GB', 'NVIDIA A100 80GB PCIe', 'NVIDIA A100-PCIE-80GB']
+
+
+@pytest.mark.parametrize('text, extra, found', [
+    (' h100 ', (), {'kind': 'mig', 'name': 'NVIDIA H100 80GB HBM3', 'names': ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 PCIe']}),
+    # two MIG tables (40 and 80 GB): MIG, but which table is not known
+    ('A100', (), {'kind': 'mig-unknown', 'name': 'NVIDIA A100-SXM4-40GB', 'names': A100S}),
+    ('A100-SXM4-40GB', (), {'kind': 'mig', 'name': 'NVIDIA A100-SXM4-40GB', 'names': ['NVIDIA A100-SXM4-40GB']}),
+    # MIG without a table here
+    ('GH200', (), {'kind': 'mig-unknown', 'name': None, 'names': ['NVIDIA GH200 480GB', 'NVIDIA GH200 144G HBM3e']}),
+    ('Tesla V100-SXM2', (), {'kind': 'no-mig', 'name': 'Tesla V100-SXM2-16GB', 'names': ['Tesla V100-SXM2-16GB', 'Tesla V100-SXM2-32GB']}),
+    ('RTX A', (), {'kind': 'no-mig', 'name': 'NVIDIA RTX A6000', 'names': ['NVIDIA RTX A6000', 'NVIDIA RTX A5000', 'NVIDIA RTX A4000']}),
+    # models with MIG (no table) and without it: those with MIG first
+    ('RTX', (), {'kind': 'mig-unknown', 'name': None, 'names': [
+        'NVIDIA RTX PRO 6000 Blackwell Server Edition', 'NVIDIA RTX A6000', 'NVIDIA RTX A5000', 'NVIDIA RTX A4000',
+        'NVIDIA RTX 6000 Ada Generation', 'NVIDIA RTX 5000 Ada Generation', 'NVIDIA RTX 4000 Ada Generation']}),
+    ('x9', ['NVIDIA X9000', 5], {'kind': 'extra', 'name': None, 'names': []}),
+    ('x9', [5, 'NVIDIA Y1'], {'kind': 'unknown', 'name': None, 'names': []}),
+])
+def test_models_resolve_to_kind_name_and_names(text, extra, found):
+    assert site.resolve_model(text, extra) == found
+
+
 def test_an_extra_model_is_known():
     assert site.resolve_model('X9000', ['NVIDIA X9000'])['kind'] == 'extra'
 
@@ -178,3 +201,228 @@ def test_the_node_type_model_against_the_catalogue(node_type, messages):
 def test_the_declared_gpus_are_the_node_types(node_type, found):
     values = {'gpucluster_node_type': node_type}
     assert (site.declared_models(values), site.declared_count(values)) == found
+
+
+ONE_1G = {'profile': '1g.10gb', 'count': 7}
+ENTRY = "mig_layouts_custom['l'][%d]"
+UNCOVERED = ("mig_layout 'l' (mig_layouts_custom['l']) selects none of GPUs %s of the %d the node has (gpucluster_node_type.gpu_count %d); "
+             'expected an entry for each GPU ({gpu: "%s", mig: false} leaves one whole) or mig_require_all_gpus: false')
+TWICE = ENTRY + ' selects GPU 1, already selected by ' + ENTRY + '; select each GPU once (gpu: all selects every GPU the model filter lets through)'
+
+
+def mig_values(entries, model='H100', count=2, require=True):
+    return {'gpucluster_node_type': {'gpu_model': model, 'gpu_count': count}, 'mig_layout': 'l', 'mig_layouts_custom': {'l': entries},
+            'mig_require_all_gpus': require}
+
+
+@pytest.mark.parametrize('values, problems, devices', [
+    (mig_values([{'gpu': '1', 'instances': [ONE_1G]}], count=1),
+     [ENTRY % 0 + '.gpu is 1, but gpucluster_node_type.gpu_count says the node has 1 GPU; expected a GPU index from 0 to 0 (or fix '
+      'gpucluster_node_type.gpu_count)', UNCOVERED % ('0', 1, 1, '0')], None),
+    (mig_values([{'gpu': 2, 'instances': [ONE_1G]}, {'gpu': '1', 'mig': False}, {'gpu': '0', 'mig': False}]),
+     [ENTRY % 0 + '.gpu is 2, but gpucluster_node_type.gpu_count says the node has 2 GPUs; expected a GPU index from 0 to 1 (or fix '
+      'gpucluster_node_type.gpu_count)'], None),
+    (mig_values([{'gpu': '0', 'instances': [ONE_1G]}, {'gpu': ' 0', 'mig': False}, {'gpu': '1', 'mig': False}]),
+     [ENTRY % 1 + '.gpu is 0, already selected by ' + ENTRY % 0 + '; select each GPU once'], None),
+    (mig_values([{'gpu': 'all', 'instances': [ONE_1G]}, {'gpu': '1', 'mig': False}]), [TWICE % (1, 0)], None),
+    (mig_values([{'gpu': '1', 'mig': False}, {'gpu': 'all', 'instances': [ONE_1G]}]), [TWICE % (1, 0)], None),
+    (mig_values([{'gpu': '0', 'model': 'A100', 'instances': [ONE_1G]}, {'gpu': '1', 'mig': False}]),
+     [ENTRY % 0 + ".model is 'A100', but gpucluster_node_type.gpu_model says GPU 0 is NVIDIA H100 80GB HBM3; expected part of that name, "
+      'or leave model out', UNCOVERED % ('0', 2, 2, '0')], None),
+    (mig_values([{'gpu': 'all', 'instances': [ONE_1G]}], model='L40S'),
+     [ENTRY % 0 + " (mig_layout 'l') asks for MIG on GPU 0, but gpucluster_node_type.gpu_model says the node's GPUs are 'L40S' "
+      '(NVIDIA L40S), which have no MIG; expected no mig_layout on this node (or entries with mig: false)', UNCOVERED % ('1', 2, 2, '1')],
+     None),
+    (mig_values([{'gpu': 'all', 'instances': [{'profile': '1g.10gb', 'count': 8}]}]),
+     [ENTRY % 0 + " (mig_layout 'l'): GPU 0 (NVIDIA H100 80GB HBM3, as gpucluster_node_type.gpu_model 'H100' declares): too many 1g.10gb "
+      'instances: 8 wanted, this GPU allows at most 7', UNCOVERED % ('1', 2, 2, '1')], None),
+    (mig_values([{'gpu': '0', 'instances': [ONE_1G]}], count=3), [UNCOVERED % ('1, 2', 3, 3, '1')], None),
+    (mig_values([{'gpu': '0', 'instances': [ONE_1G]}], count=3, require=False), [], {'1g.10gb': 7, 'h100': 2}),
+    (mig_values([{'gpu': '1', 'instances': [ONE_1G]}], count=2, require=False), [], {'1g.10gb': 7, 'h100': 1}),
+    (mig_values([{'gpu': 'all', 'instances': [{'profile': 7, 'count': 1}]}]),
+     [ENTRY % 0 + " (mig_layout 'l'): " + ENTRY % 0 + '.instances[0].profile is 7, expected a MIG profile name such as 1g.10gb or 3g.40gb '
+      '(no spaces)'], None),
+    (mig_values([{'gpu': 'all', 'instances': [{'profile': '1g.10gb', 'count': 1, 'compute_instances': ['1c.1g.10gb']}]}]),
+     [], None),
+    (mig_values([{'gpu': '3', 'instances': [ONE_1G]}], count=None), [], None),
+])
+def test_mig_layout_problems_on_the_declared_gpus(values, problems, devices):
+    assert site.mig_layout_problems('h', values, []) == ([('h', 'mig', message) for message in problems], devices)
+
+
+# slurm.conf's PartitionName keys the preflight names, in the man page's spelling (Nodes and Default have their own fields)
+PARTITION_KEYS = ('AllocNodes, AllowAccounts, AllowGroups, AllowQos, Alternate, CpuBind, DefaultTime, DefCpuPerGPU, DefMemPerCPU, '
+                  'DefMemPerGPU, DefMemPerNode, DenyAccounts, DenyQos, DisableRootJobs, Exclusive, ExclusiveTopo, ExclusiveUser, GraceTime, '
+                  'Hidden, LLN, MaxCPUsPerNode, MaxCPUsPerSocket, MaxMemPerCPU, MaxMemPerNode, MaxNodes, MaxTime, MinNodes, OverSubscribe, '
+                  'OverTimeLimit, PowerDownOnIdle, PreemptMode, Priority, PriorityJobFactor, PriorityTier, QOS, ReqResv, ResumeTimeout, '
+                  'RootOnly, SelectTypeParameters, Shared, State, SuspendTime, SuspendTimeout, Topology, TRESBillingWeights')
+OPT = 'slurm_partitions[0].options.'
+
+
+@pytest.mark.parametrize('options, problem', [
+    ({'State': 'up'}, None),
+    ({'State': 'BUSY'}, "State is 'BUSY'; valid values: UP, DOWN, DRAIN, INACTIVE (partition dgx)"),
+    ({'State': False}, 'State is false; valid values: UP, DOWN, DRAIN, INACTIVE (partition dgx)'),
+    # a value is shown up to 80 characters
+    ({'State': 'x' * 78}, "State is '%s'; valid values: UP, DOWN, DRAIN, INACTIVE (partition dgx)" % ('x' * 78)),
+    ({'State': 'x' * 79}, "State is '%s...; valid values: UP, DOWN, DRAIN, INACTIVE (partition dgx)" % ('x' * 76)),
+    ({'Hidden': 3}, 'Hidden is 3; expected YES or NO (partition dgx)'),
+    ({'Hidden': 'maybe'}, "Hidden is 'maybe'; expected YES or NO (partition dgx)"),
+    ({'hidden': True, 'LLN': 'no'}, None),
+    ({'Priority': '65533'}, None),
+    ({'Priority': '65534'}, "Priority is '65534'; expected a whole number from 0 to 65533 (partition dgx)"),
+    ({'MaxMemPerNode': 'UNLIMITED', 'MaxMemPerCPU': 'infinite', 'DefMemPerGPU': 'Unlimited', 'DefMemPerCPU': 'INFINITE',
+      'DefMemPerNode': 'unlimited'}, None),
+    ({'GraceTime': 'UNLIMITED'}, "GraceTime is 'UNLIMITED'; expected a whole number from 0 to 4294967293 (partition dgx)"),
+    ({'MaxCPUsPerNode': '4294967293'}, None),
+    ({'MaxCPUsPerNode': '4294967294'}, "MaxCPUsPerNode is '4294967294'; expected a whole number from 0 to 4294967293 (partition dgx)"),
+    ({'MaxNodes': 'UNLIMITED'}, None),
+    ({'MaxNodes': 'infinite'}, None),
+    ({'MaxNodes': '12'}, None),
+    ({'MaxNodes': 'x'}, "MaxNodes is 'x'; expected a whole number or UNLIMITED (partition dgx)"),
+    ({'MaxTime': ['a']}, "MaxTime is ['a']; expected a single value (partition dgx)"),
+    ({'Nodes': 'x'}, "Nodes is 'x' (partition dgx): give the nodes of a partition as slurm_partitions[0].nodes (ALL, a hostlist or a list), "
+                     'not among its options'),
+    ({'Default': 'YES'}, "Default is 'YES' (partition dgx): mark the default partition with slurm_partitions[0].default: true, not among "
+                         'its options'),
+    ({'PartitionName': 'p'}, "PartitionName is 'p' (partition dgx): the name is slurm_partitions[0].name"),
+    ({'name': 'p'}, "name is 'p' (partition dgx): the name is slurm_partitions[0].name"),
+    ({'Gres': 'gpu:1'}, "Gres is 'gpu:1' (partition dgx): Gres is a key of a node (NodeName line), not of a partition; set it per node in "
+                        "slurm_node_params (the GPU Gres is written from the nodes' GPUs), valid partition keys: " + PARTITION_KEYS),
+    ({'Bogus': 1}, "Bogus (partition dgx): 'Bogus' is not a PartitionName option of slurm.conf (slurmctld would refuse the file); valid "
+                   'keys: ' + PARTITION_KEYS),
+    ({'AllowAccounts': 'ALL,research,physics'}, "AllowAccounts is 'ALL,research,physics' (partition dgx): physics is not an account of "
+                                                'slurmdbd_accounts; expected accounts the associations define (research, root)'),
+    ({'DenyAccounts': 'a, ,b'}, "DenyAccounts is 'a, ,b' (partition dgx): a, b are not an account of slurmdbd_accounts; expected accounts "
+                                'the associations define (research, root)'),
+    ({'AllowQos': 'all,gpu,fast'}, "AllowQos is 'all,gpu,fast' (partition dgx): QOS fast is not defined; expected a QOS of slurmdbd_qos or "
+                                   'normal (gpu, normal)'),
+    ({'QOS': 'x,y'}, "QOS is 'x,y' (partition dgx): QOS x, y are not defined; expected a QOS of slurmdbd_qos or normal (gpu, normal)"),
+    ({'DenyQos': 'Normal'}, None),
+])
+def test_partition_options(options, problem):
+    data = values()
+    data['ctl']['slurm_partitions'] = [dict(PARTS[0], options=options), PARTS[1]]
+    assert check(data) == ([] if problem is None else [('ctl', 'slurm', OPT + problem)], [])
+
+
+LETTERS = [a + b for a in 'ab' for b in 'abcdefghijklmnopqrstuvwxyz']
+IN_NO_PARTITION = ("%s: in no partition of slurm_partitions (host ctl): Slurm configures the node%s but no job can run there; add %s to a "
+                   "partition's nodes (or ALL)")
+
+
+@pytest.mark.parametrize('partitions, problems, warning', [
+    ([{'name': 'p', 'nodes': 'gpu-[01-02]'}, {'nodes': ['l40s-01', 'x']}, 5, {'name': 'q', 'nodes': 'bad[', 'options': 'x'}],
+     ["slurm_partitions[0].nodes is 'gpu-[01-02]' (partition p): gpu-[01-02] are not a compute node of the inventory; expected ALL or "
+      'names of hosts of slurm_compute (dgx-01,l40s-01)',
+      "slurm_partitions[1].nodes is ['l40s-01', 'x']: x is not a compute node of the inventory; expected ALL or names of hosts of "
+      'slurm_compute (dgx-01,l40s-01)'], IN_NO_PARTITION % ('dgx-01', '', 'it')),
+    ([{'name': 'p', 'nodes': 'ctl'}],
+     ["slurm_partitions[0].nodes is 'ctl' (partition p): ctl is not a compute node of the inventory; expected ALL or names of hosts of "
+      'slurm_compute (dgx-01,l40s-01)'], IN_NO_PARTITION % ('dgx-01,l40s-01', 's', 'them')),
+    ([{'name': 'p', 'nodes': 'all'}], [], None),
+    # the names are listed up to 100 characters: 31 of two letters and two of three make 100
+    ([{'name': 'p', 'nodes': ','.join(['dgx-01', 'l40s-01'] + LETTERS[:31] + ['zzy', 'zzz'])}],
+     ["slurm_partitions[0].nodes is %s (partition p): %s are not a compute node of the inventory; expected ALL or names of hosts of "
+      'slurm_compute (dgx-01,l40s-01)' % (repr(','.join(['dgx-01', 'l40s-01'] + LETTERS[:31] + ['zzy', 'zzz']))[:77] + '...',
+                                          ','.join(LETTERS[:31] + ['zzy', 'zzz']))], None),
+    ([{'name': 'p', 'nodes': ['dgx-01', 'l40s-01'] + LETTERS[:31] + ['zzx', 'zzy', 'zzz']}],
+     ["slurm_partitions[0].nodes is %s (partition p): %s... are not a compute node of the inventory; expected ALL or names of hosts of "
+      'slurm_compute (dgx-01,l40s-01)' % (repr(['dgx-01', 'l40s-01'] + LETTERS[:31] + ['zzx', 'zzy', 'zzz'])[:77] + '...',
+                                          ','.join(LETTERS[:31] + ['zzx', 'zzy'])[:97])], None),
+])
+def test_partition_nodes(partitions, problems, warning):
+    data = values()
+    data['ctl']['slurm_partitions'] = partitions
+    assert check(data) == ([('ctl', 'slurm', message) for message in problems], [warning] if warning else [])
+
+
+@pytest.mark.parametrize('ctl, accounts, qos, problems', [
+    ({'slurmdbd_qos': [{'name': 'gpu', 'Preempt': ['low', 'normal']}, {'name': 'old', 'state': 'absent'}],
+      'slurmdbd_accounts': [{'name': 'a', 'QOS': ['gpu', 'old'], 'DefaultQOS': 'normal'}]},
+     ['a', 'root'], ['gpu', 'normal'],
+     ["slurmdbd_accounts[0] uses QOS 'old', which is not in slurmdbd_qos; expected one of gpu, normal",
+      "slurmdbd_accounts[0].DefaultQOS is 'normal', not in its QOS list (gpu, old); expected one of them",
+      "slurmdbd_qos[0].Preempt names QOS 'low', which is not in slurmdbd_qos; expected one of gpu, normal"]),
+    ({'slurmdbd_accounts': [{'name': 'a', 'parent': 'b'}, {'name': 'b', 'parent': 'a'}, {'name': 'c', 'parent': 'c'}, {'name': 'd', 'parent': 5},
+                            {'name': 'e', 'description': 5, 'Bogus': 1}]},
+     ['a', 'b', 'c', 'd', 'e', 'root'], ['normal'],
+     ["slurmdbd_accounts[2].parent is 'c', the account itself; expected another account or root",
+      'slurmdbd_accounts[3].parent is 5; expected the name of an account',
+      'slurmdbd_accounts[4].description is 5: account e Description=5: expected a string',
+      "slurmdbd_accounts[4].Bogus: 'Bogus' is not a setting of account e; valid settings: DefaultQOS, Fairshare, GrpJobs, GrpSubmitJobs, "
+      'GrpTRES, GrpTRESMins, GrpTRESRunMins, GrpWall, MaxJobs, MaxSubmitJobs, MaxTRESMinsPerJob, MaxTRESPerJob, MaxTRESPerNode, MaxWall, '
+      'Priority, QOS, name, parent, state',
+      'slurmdbd_accounts: the parents of a form a loop (a -> b -> a); expected a tree below root',
+      'slurmdbd_accounts: the parents of b form a loop (b -> a -> b); expected a tree below root']),
+    ({'slurmdbd_accounts': [{'name': 'A'}, {'name': 'a'}, {'name': 'x y'}, 5, {'name': ''}], 'slurmdbd_users': 'x'},
+     ['a', 'root'], ['normal'],
+     ["slurmdbd_accounts[0].name is 'A': account name 'A' has upper-case letters: Slurm keeps names in lower case, so write 'a'",
+      "slurmdbd_accounts[1].name is 'a', also slurmdbd_accounts[0]; give each once",
+      'slurmdbd_accounts[2].name is \'x y\': account name \'x y\' is not valid: use letters, digits, "_", ".", "@" and "-" (not first), '
+      'no spaces, commas, "=" or "|"']),
+    ({'slurmdbd_accounts': [{'name': 'research'}],
+      'slurmdbd_users': [{'name': 'alice', 'accounts': []}, {'name': 'bob', 'accounts': 'research'},
+                         {'name': 'carol', 'accounts': ['research', 5, {'name': 'nope', 'MaxJobs': -3}], 'default_account': 'other',
+                          'admin_level': 'god'},
+                         {'name': 'dan', 'state': 'absent', 'accounts': []},
+                         {'name': 'eve', 'accounts': [{'name': 'Research', 'QOS': ['fast']}], 'default_account': 'RESEARCH'}]},
+     ['research', 'root'], ['normal'],
+     ['slurmdbd_users[0].accounts is [] (user alice); expected at least one account (a user exists only through an association)',
+      "slurmdbd_users[1].accounts is 'research'; expected a list of account names",
+      'slurmdbd_users[2].accounts[1] is 5; expected an account name or {name, <association option>}',
+      'slurmdbd_users[2].MaxJobs is -3: user carol account nope MaxJobs=-3: -3 is out of range; expected a whole number from 0 to '
+      '4294967293, or -1 (or UNLIMITED) to remove the limit',
+      "slurmdbd_users[2].accounts[2] is 'nope' (user carol), which is not an account of slurmdbd_accounts; expected one of research, root",
+      "slurmdbd_users[2].default_account is 'other' (user carol); expected one of its accounts: research, nope",
+      "slurmdbd_users[2].admin_level is 'god': user carol AdminLevel='god': expected one of none, operator, administrator",
+      "slurmdbd_users[4].accounts[0] uses QOS 'fast', which is not in slurmdbd_qos; expected one of normal"]),
+    ({'slurmdbd_qos': {'x': 1}, 'slurmdbd_accounts': None}, ['root'], ['normal'], []),
+])
+def test_association_problems(ctl, accounts, qos, problems):
+    found, defined_accounts, defined_qos = site.association_problems('ctl', ctl)
+    assert (found, sorted(defined_accounts), sorted(defined_qos)) == ([('ctl', 'slurmdbd', message) for message in problems], accounts, qos)
+
+
+@pytest.mark.parametrize('gres', ['gpu:1g.10gb:7,gpu:h100:1', 'gpu:h100:2'])
+def test_a_layout_selecting_a_gpu_by_uuid_leaves_the_gres_to_the_node(gres):
+    """Which declared GPU the UUID names only the node can tell: no GPU is uncovered, and the Gres is not judged."""
+    data = values()
+    data['dgx-01'].update({'gpucluster_node_type': {'name': 'dgx', 'gpu_model': 'H100', 'gpu_count': 2}, 'slurm_node_params': {'Gres': gres},
+                           'mig_layouts_custom': {'half': [{'gpu': 'GPU-9b3c1a2e-0000-0000-0000-000000000000', 'instances': [ONE_1G]}]}})
+    assert check(data) == ([], [])
+    assert site.mig_layout_problems('dgx-01', data['dgx-01'], []) == ([], None)
+
+
+GRES_COUNT = ("slurm_node_params.%s is %s: %d GPU%s, but gpucluster_node_type.gpu_count says the node has 4; slurmd would register 4 and "
+              'the node would go INVALID (drained); expected gpu counts adding up to 4, or leave Gres out (the collection writes it from the '
+              'GPUs the node has)')
+
+
+@pytest.mark.parametrize('host, changes, problems', [
+    ('l40s-01', {'slurm_node_params': {'gres': 'gpu:l40s:3'}}, [('l40s-01', 'slurm', GRES_COUNT % ('gres', "'gpu:l40s:3'", 3, 's'))]),
+    ('l40s-01', {'slurm_node_params': {'Gres': 'gpu:1'}}, [('l40s-01', 'slurm', GRES_COUNT % ('Gres', "'gpu:1'", 1, ''))]),
+    ('l40s-01', {'slurm_node_params': {'Gres': 'gpu:l40s:2,gpu:x:2'}}, []),
+    # the whole GPUs of a MIG node by the site's GRES type
+    ('dgx-01', {'slurm_gres_type_map': {'H100': 'hopper'}},
+     [('dgx-01', 'slurm', "slurm_node_params.Gres is 'gpu:1g.10gb:28,gpu:h100:4', but mig_layout 'half' on the GPUs the inventory declares "
+                          'yields gpu:1g.10gb:28,gpu:hopper:4; slurmd would register those and the node would go INVALID (drained); expected '
+                          'gpu:1g.10gb:28,gpu:hopper:4, or leave Gres out (the collection writes it from the MIG layout)')]),
+    ('dgx-01', {'slurm_gres_type_map': {'H100': 'hopper'}, 'slurm_node_params': {'Gres': 'gpu:1g.10gb:28,gpu:hopper:4'}}, []),
+    ('l40s-01', {'validate_jobs': {'partition': 'gpu'}},
+     [('l40s-01', 'validate', 'validate_jobs.partition is \'gpu\', which is not a partition of slurm_partitions; expected one of dgx, l40s, '
+                              'or "" for the default partition')]),
+    ('ctl', {'validate_jobs': {'partition': 'dgx'}}, []),
+    ('ctl', {'validate_jobs': {'partition': ''}}, []),
+])
+def test_gres_counts_and_the_validation_partition(host, changes, problems):
+    data = values()
+    data[host].update(changes)
+    assert check(data) == (problems, [])
+
+
+def test_the_validation_partition_of_a_site_without_partitions():
+    data = values()
+    data['ctl'].update(validate_jobs={'partition': 'x'}, slurm_partitions=[])
+    assert check(data)[0] == [('ctl', 'validate', 'validate_jobs.partition is \'x\', which is not a partition of slurm_partitions; expected '
+                                                  'one of none, or "" for the default partition')]

@@ -613,6 +613,45 @@ def test_spine_with_hosts_and_a_name_its_leaf_would_take():
                                'SwitchName=spine-2 Switches=S-b8599f0300000112-hosts,leaf-[1-2],spine-2-hosts']
 
 
+SPINE_2 = 'b8599f0300000112'
+
+
+@pytest.mark.parametrize('names, leaf', [
+    # 58 characters and "-hosts": 64, the longest switch name Slurm takes
+    ({SPINE_2: 's' * 58}, 's' * 58 + '-hosts'),
+    ({SPINE_2: 's' * 59}, 'S-b8599f0300000112-hosts'),
+    # both names taken: the GUID name with the lowest free number
+    ({'b8599f0300000103': 'spine-2-hosts', 'b8599f0300000102': 'S-b8599f0300000112-hosts'}, 'S-b8599f0300000112-hosts2'),
+    ({'b8599f0300000103': 'spine-2-hosts', 'b8599f0300000102': 'S-b8599f0300000112-hosts', 'b8599f0300000101': 'S-b8599f0300000112-hosts2'},
+     'S-b8599f0300000112-hosts3'),
+])
+def test_the_leaf_of_a_spine_with_slurm_nodes_takes_a_fresh_name(names, leaf):
+    result = tree_topology(parsed('hand_spine_with_hosts.txt'), 'n[01-05],mgmt01', node_name_map=names)
+    assert 'SwitchName=%s Nodes=mgmt01' % leaf in result['lines']
+    assert result['warnings'][-1].endswith('so its nodes are on %s, a switch that is not in the fabric, listed under %s'
+                                           % (leaf, names.get(SPINE_2, 'spine-2')))
+
+
+def test_the_joining_switch_takes_the_lowest_free_number():
+    """Two leaves cabled to each other, named "fabric" and "fabric2": the switch joining them is "fabric3"."""
+    sw = {'b8599f0300000301': 'fabric', 'b8599f0300000302': 'fabric2'}
+    links = [('b8599f0300000301', 21, 'b8599f0300000302', 21)]
+    cas = [('0c42a10300000301', 'x1 mlx5_0', 'b8599f0300000301', 1), ('0c42a10300000302', 'x2 mlx5_0', 'b8599f0300000302', 1)]
+    assert tree_topology(parse_ibnetdiscover(_dump(sw, links, cas)), 'x[1-2]') == {
+        'lines': ['SwitchName=fabric Nodes=x1', 'SwitchName=fabric2 Nodes=x2', 'SwitchName=fabric3 Switches=fabric,fabric2'],
+        'warnings': ['the leaves do not all meet under common switches (fabric, fabric2 are linked only to each other or through '
+                     'switches that carry other hosts); switch fabric3, which is not in the fabric, joins them so that jobs may span them']}
+
+
+def test_switch_names_one_the_other_with_a_number_are_sorted():
+    """"leaf" and "leaf2" (one name the start of the other) sort as names do: the shorter first."""
+    sw = {'b8599f0300000301': 'leaf2', 'b8599f0300000302': 'leaf', 'b8599f0300000303': 'spine'}
+    links = [('b8599f0300000301', 21, 'b8599f0300000303', 1), ('b8599f0300000302', 21, 'b8599f0300000303', 2)]
+    cas = [('0c42a10300000301', 'x1 mlx5_0', 'b8599f0300000301', 1), ('0c42a10300000302', 'x2 mlx5_0', 'b8599f0300000302', 1)]
+    assert tree_topology(parse_ibnetdiscover(_dump(sw, links, cas)), 'x[1-2]') == {
+        'lines': ['SwitchName=leaf Nodes=x2', 'SwitchName=leaf2 Nodes=x1', 'SwitchName=spine Switches=leaf,leaf2'], 'warnings': []}
+
+
 def test_chain_of_three_leaves_the_middle_one_is_above():
     sw = {'b8599f0300000301': 'a', 'b8599f0300000302': 'b', 'b8599f0300000303': 'c'}
     links = [('b8599f0300000301', 21, 'b8599f0300000302', 21), ('b8599f0300000302', 22, 'b8599f0300000303', 21)]
@@ -863,3 +902,42 @@ def test_node_nvlink_domains_are_block_topologys_input():
                      'they are in no block']}
     assert warnings == ['gb06: GPUs of this node report different NVLink domains: GPU 3: cluster UUID %s clique 0; the '
                         'node is placed in GPU 0\'s (cluster UUID %s clique 0)' % (UUID_A_LOW, UUID_B_LOW)]
+
+
+def test_two_cas_naming_only_their_host_are_ambiguous():
+    """CAs whose descriptions hold the host name and no device: no rail-0 HCA stands out."""
+    cas = [('0c42a10300000301', 'x1', 'b8599f0300000301', 1), ('0c42a10300000302', 'x1', 'b8599f0300000301', 2)]
+    with pytest.raises(ValueError) as found:
+        tree_topology(parse_ibnetdiscover(_dump({'b8599f0300000301': 'leaf'}, [], cas)), 'x1')
+    assert str(found.value) == ('host x1 is ambiguous: 2 CAs fit its rail-0 HCA (H-0c42a10300000301 "x1" on leaf port 1; H-0c42a10300000302 '
+                                '"x1" on leaf port 2): two machines with one host name, or node descriptions set wrong; fix them, or tell '
+                                'the CAs apart with name_map (CA GUIDs)')
+
+
+def test_a_name_map_expression_without_a_group():
+    with pytest.raises(ValueError) as found:
+        tree_topology(parsed(MAN), 'ib1', name_map=r'^\S+ ')
+    assert str(found.value) == ('name_map: the regular expression %r has no group; put the Slurm node name in a group, e.g. r"^(\\S+) "'
+                                % r'^\S+ ')
+
+
+ONLY_ERRORS = ('the ibnetdiscover output holds only its error lines (%s), no dump: discovery failed; run it again on a node whose port '
+               'is up')
+ERROR_LINES = ['"ibwarn: [%d] mad_rpc: failed"' % number for number in range(3)]
+
+
+@pytest.mark.parametrize('count, shown', [(3, '; '.join(ERROR_LINES)), (4, '; '.join(ERROR_LINES) + ' and 1 more'),
+                                          (6, '; '.join(ERROR_LINES) + ' and 3 more')])
+def test_only_error_lines_show_the_first_three(count, shown):
+    with pytest.raises(ValueError) as found:
+        parse_ibnetdiscover(''.join('ibwarn: [%d] mad_rpc: failed\n' % number for number in range(count)))
+    assert str(found.value) == ONLY_ERRORS % shown
+
+
+def test_text_after_the_description_of_a_ca_is_refused():
+    line = 'Ca\t1 "H-2c5eab0300c25f90"\t\t# "Mellanox Technologies Aggregation Node"'
+    text = fixture(FAT)
+    assert line in text
+    with pytest.raises(ValueError) as found:
+        parse_ibnetdiscover(text.replace(line, line + ' junk', 1))
+    assert str(found.value) == 'line 78: unexpected text "junk" after the description of H-2c5eab0300c25f90'

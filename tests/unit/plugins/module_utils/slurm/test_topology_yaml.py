@@ -77,3 +77,9 @@ def test_bad_input(plugin, lines, name, message):
     with pytest.raises(ValueError) as found:
         topo.topology_yaml(plugin, lines, name)
     assert message in str(found.value)
+
+
+def test_a_block_sizes_line_is_no_line_of_a_tree():
+    with pytest.raises(ValueError) as found:
+        topo.topology_yaml('tree', ['BlockSizes=4', 'SwitchName=s Nodes=n1'])
+    assert str(found.value) == "lines has 'BlockSizes=4', expected SwitchName=<name> Nodes=|Switches= lines"
