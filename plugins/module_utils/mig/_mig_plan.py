@@ -336,7 +336,7 @@ def expand_instances(gpu, entry):
         if prof is None:
             raise MigPlanError('%s: %s profile %r is not a MIG profile of this GPU; valid: %s' % (
                 gpu_label(gpu), where, name, ', '.join(valid_names)))
-        count = spec.get('count', 1)
+        count = spec.get('count')
         if count is None:
             count = 1
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:

@@ -70,7 +70,7 @@ def _clean_record(index, record):
             raise ValueError("result %d: %s is %r, expected a non-empty string" % (index, key, value))
     if record["status"] not in STATUSES:
         raise ValueError("result %d: status %r is not one of %s" % (index, record["status"], ", ".join(STATUSES)))
-    reason = record.get("reason", "")
+    reason = record.get("reason")
     if reason is None:
         reason = ""
     if not isinstance(reason, str):

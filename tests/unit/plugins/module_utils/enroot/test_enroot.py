@@ -628,3 +628,124 @@ def test_package_files_invalid(version, release, msg):
     with pytest.raises(ValueError) as err:
         _enroot.package_files(version, release, 'x86_64')
     assert str(err.value) == msg
+
+
+# ---- settings of the role gpucluster.bringup.enroot, each message whole ----------------------------
+
+PEM_WHAT = ('the PEM text of one or more CA certificates (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)%s, e.g. what the '
+            'ansible.builtin.file lookup reads from a site-ca.pem; a path on the nodes is not read')
+
+
+def pem(body):
+    return '-----BEGIN CERTIFICATE-----\n%s\n-----END CERTIFICATE-----' % body
+
+
+@pytest.mark.parametrize('text, bundle', [
+    (None, ''),
+    (' \n', ''),
+    (pem('A' * 70 + '=='), '-----BEGIN CERTIFICATE-----\n%s\n%s\n-----END CERTIFICATE-----\n' % ('A' * 64, 'A' * 6 + '==')),
+    (pem('A' * 64), '-----BEGIN CERTIFICATE-----\n%s\n-----END CERTIFICATE-----\n' % ('A' * 64)),
+    # blanks inside the base64 text go, each certificate ends in a newline, in the order given
+    ('\n' + pem('  AAAA BBBB\n  CCCC') + '\n\n' + pem('DDDD') + '\n',
+     '-----BEGIN CERTIFICATE-----\nAAAABBBBCCCC\n-----END CERTIFICATE-----\n-----BEGIN CERTIFICATE-----\nDDDD\n-----END CERTIFICATE-----\n'),
+])
+def test_ca_bundle(text, bundle):
+    assert _enroot.ca_bundle(text) == bundle
+
+
+@pytest.mark.parametrize('text, message', [
+    (5, 'is 5, expected the PEM text of one or more CA certificates'),
+    (pem('AAA'), 'holds a certificate whose base64 text is cut (3 characters, not a multiple of 4); expected whole PEM certificates'),
+    (pem('AAAA') + '\n' + pem('AAAAA'), 'holds a certificate whose base64 text is cut (5 characters, not a multiple of 4); expected whole PEM certificates'),
+    ('/etc/ssl/site-ca.pem', "is '/etc/ssl/site-ca.pem', expected " + PEM_WHAT % ''),
+    (' %s \n second line' % ('x' * 70), "is '%s', expected " % ('x' * 60) + PEM_WHAT % ''),
+    (pem('AAAA') + '\nextra', "is '-----BEGIN CERTIFICATE-----'..., expected " + PEM_WHAT % ' and nothing else'),
+    ('-----BEGIN CERTIFICATE-----\nAAAA', "is '-----BEGIN CERTIFICATE-----'..., expected " + PEM_WHAT % ' and nothing else'),
+])
+def test_ca_bundle_refused(text, message):
+    with pytest.raises(ValueError) as err:
+        _enroot.ca_bundle(text)
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize('value, problem', [
+    ('-comp lzo -noD -exit-on-error', None),
+    ('-comp xz -Xbcj x86,arm -b 1M -exit-on-error -e a=b+c%:d.e_f', None),
+    (None, 'is None, expected mksquashfs options such as "-comp lzo -noD -exit-on-error" (enroot\'s default)'),
+    ('  ', "is '  ', expected mksquashfs options such as \"-comp lzo -noD -exit-on-error\" (enroot's default)"),
+    ('-comp zstd  -noD', "is '-comp zstd  -noD', expected options that keep -exit-on-error (without it mksquashfs skips a file it cannot read and enroot "
+                         "import succeeds with an image that lacks it), e.g. '-comp zstd -noD -exit-on-error'"),
+    ('-exit-on-error $(x) `y`', "is '-exit-on-error $(x) `y`', expected mksquashfs options only (enroot passes them unquoted, word by word): "
+                                "'$(x)', '`y`' is not one"),
+])
+def test_squash_options_problem(value, problem):
+    assert _enroot.squash_options_problem(value) == problem
+
+
+@pytest.mark.parametrize('value', ['/raid/x', '$HOME/x', '${HOME}', '$HOME', '${XDG_DATA_HOME}/enroot', '$TMPDIR/a', '${TMPDIR}', '/a/$(id -u)/b',
+                                   '/a/$(id -u x)/b'])
+def test_enroot_path_accepted(value):
+    assert _enroot.enroot_path_problem(value) is None
+
+
+@pytest.mark.parametrize('value', ['relative', '$HOMEX/a', '/a b', '/a\tb', '/a/$(id -u) x', '/a/$(a(b) c)', '', None, '${XDG_cache}/x', 'x/$HOME'])
+def test_enroot_path_refused(value):
+    assert _enroot.enroot_path_problem(value) == (
+        "is %r, expected an absolute path without blanks (but in $(...)), in which enroot expands $(id -u), $(id -g), ${HOME} per user "
+        "(e.g. '/tmp/enroot-data/user-$(id -u)')" % (value,))
+
+
+@pytest.mark.parametrize('machine, arch', [('x86_64', 'amd64'), ('aarch64', 'arm64'), ('ppc64le', 'ppc64el'), ('riscv64', 'riscv64')])
+def test_deb_arch(machine, arch):
+    assert _enroot.deb_arch(machine) == arch
+
+
+def test_unescape_mount_field():
+    assert _enroot.unescape_mount_field('/mnt/a\\040b\\011c\\012d\\134e\\0x\\09') == '/mnt/a b\tc\nd\\e\\0x\\09'
+
+
+# ---- option values of the command lines, references no form reads, Basic authentication refused ------------------
+
+NAME_WHAT = 'a container name (letters, digits, "_", "." and "-", starting with a letter or digit)'
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: _enroot.import_argv('enroot', 'docker://x', 'relative'), "--output 'relative' is not an absolute path"),
+    (lambda: _enroot.import_argv('enroot', 'docker://x', None), '--output None is not an absolute path'),
+    (lambda: _enroot.import_argv('enroot', 'docker://x', '/a\x00b'), "--output '/a\\x00b' is not an absolute path"),
+    (lambda: _enroot.create_argv('enroot', '-x', '/i'), "--name '-x' is not " + NAME_WHAT),
+    (lambda: _enroot.create_argv('enroot', None, '/i'), '--name None is not ' + NAME_WHAT),
+    (lambda: _enroot.remove_argv('enroot', 'a b'), "--name 'a b' is not " + NAME_WHAT),
+])
+def test_argv_refuses_a_bad_option_value(call, message):
+    with pytest.raises(ValueError) as err:
+        call()
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize('uri, reason', [
+    ('a#b#c', 'it has more than one "#" (read as docker://a#b#c, as pyxis reads an image without a scheme)'),
+    ('x y', 'the image "x y" must be lower-case letters, digits, ".", "_", "-" and "/" (read as docker://x y, as pyxis reads an image '
+            'without a scheme)'),
+    ('a b@c@reg.io#img', 'the user "a b" has characters enroot does not accept (read as docker://a b@c@reg.io#img, as pyxis reads an '
+                         'image without a scheme)'),
+    ('docker://a b@c@reg.io#img', 'the user "a b" has characters enroot does not accept'),
+])
+def test_a_reference_no_form_reads_names_its_first_bad_part(uri, reason):
+    with pytest.raises(ValueError) as err:
+        _enroot.parse_uri(uri)
+    assert str(err.value) == 'invalid image URI "%s": %s; valid forms are %s' % (uri, reason, _enroot.VALID_FORMS)
+
+
+def test_basic_credentials_refused_at_the_manifest_get_the_http2_hint():
+    stderr = '[INFO] Authenticating with user: bob\n[INFO] Using credentials from file: /h/c\n'
+    assert _enroot.error_message('auth', 'https://reg/v2/a/manifests/1.0', U, 1, stderr) == (
+        "the registry refused the credentials of user bob for %s (https://reg/v2/a/manifests/1.0, from /h/c): check the password of "
+        "that user's line in $ENROOT_CONFIG_PATH/.credentials (netrc format; NGC needs nvcr.io and authn.nvidia.com lines)%s"
+        % (U, _enroot.BASIC_HTTP2_HINT))
+
+
+def test_the_import_record_text_and_the_image_identity_whole():
+    assert _enroot.make_record(_enroot.parse_uri('docker://ubuntu:22.04'), DIGEST_A, '5') == (
+        '{\n  "digest": "%s",\n  "format": 1,\n  "size": 5,\n  "uri": "docker://ubuntu:22.04"\n}\n' % DIGEST_A)
+    assert _enroot.image_identity('/d/x.sqsh', '5', 7.0, DIGEST_A) == {'format': 1, 'image': '/d/x.sqsh', 'size': 5, 'mtime_ns': 7, 'digest': DIGEST_A}

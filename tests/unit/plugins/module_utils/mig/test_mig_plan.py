@@ -15,7 +15,8 @@ from nvmlsim import models
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils.catalogue._gpus import mig_profiles
 from ansible_collections.gpucluster.bringup.plugins.module_utils.mig._mig_plan import (
-    MigPlanError, check_request, describe_layout, plan_actions, plan_node, recreate_all_counts, select_gpus, expand_instances)
+    MigPlanError, check_request, ci_profile_choices, describe_layout, expand_instances, plan_actions, plan_node, predicted_state,
+    recreate_all_counts, select_gpus)
 
 UUID = 'GPU-00000000-0000-0000-0000-00000000000%d'
 
@@ -214,6 +215,50 @@ def test_compute_instances_partly_kept():
     assert [c['profile'] for c in plan['destroy_cis']] == ['2c.7g.80gb']
     assert [name for name, _start in plan['create_cis'][0]['compute_instances']] == ['1c.7g.80gb'] * 3
     assert sorted(start for _name, start in plan['create_cis'][0]['compute_instances']) == [4, 5, 6]
+
+
+def test_kept_instances_go_to_the_wanted_entry_with_their_own_split():
+    # two 3g.40gb, one split and one whole: each is kept for the wanted instance of its own split, so no compute instance changes
+    state = gpu(model_key=A80, instances=[gi(A80, '3g.40gb', 0, cis=['1c.3g.40gb', '2c.3g.40gb']), gi(A80, '3g.40gb', 4)])
+    plan = plan_node([state], [want(inst('3g.40gb'), inst('3g.40gb', cis=['2c.3g.40gb', '1c.3g.40gb']))])[0]
+    assert (plan['keep'], plan['destroy_cis'], plan['create_cis'], plan['changed']) == ([1, 2], [], [], False)
+
+
+def test_predicted_state_after_a_plan():
+    state = gpu(model_key=A80, instances=[gi(A80, '3g.40gb', 4, cis=['1c.3g.40gb', '2c.3g.40gb']), gi(A80, '2g.20gb', 0)])
+    plan = plan_node([state], [want(inst('3g.40gb', cis=['1c.3g.40gb', '1c.3g.40gb', '1c.3g.40gb']), inst('1g.10gb', 2))])[0]
+    after = predicted_state(state, plan)
+    assert after['instances'] == [
+        {'gi_id': 2, 'profile_id': 9, 'start': 4, 'size': 4, 'compute_instances': [
+            {'ci_id': 0, 'profile': '1c.3g.40gb', 'profile_id': 0, 'start': 0, 'size': 1, 'uuid': 'MIG-3g.40gb-4-0'},
+            {'ci_id': None, 'profile': '1c.3g.40gb', 'start': 1}, {'ci_id': None, 'profile': '1c.3g.40gb', 'start': 2}]},
+        {'gi_id': None, 'profile_id': 19, 'start': 0, 'size': 1, 'compute_instances': [{'ci_id': None, 'profile': '1g.10gb', 'start': 0}]},
+        {'gi_id': None, 'profile_id': 19, 'start': 1, 'size': 1, 'compute_instances': [{'ci_id': None, 'profile': '1g.10gb', 'start': 0}]}]
+    assert dict(after, instances=None) == dict(state, instances=None)
+    assert describe_layout(after) == 'MIG enabled: 1g.10gb@0:1, 1g.10gb@1:1, 3g.40gb@4:4[1c.3g.40gb 1c.3g.40gb 1c.3g.40gb]'
+    assert [len(gi_['compute_instances']) for gi_ in state['instances']] == [2, 1]     # the state itself is left as it was
+
+
+@pytest.mark.parametrize('processes, current', [([], False), ([{'pid': 7, 'name': 'python', 'gi_id': None}], True)])
+def test_predicted_state_of_a_mode_change(processes, current):
+    state = gpu(model_key=A80, processes=processes)
+    plan = {'set_mode': False, 'destroy_gis': [], 'destroy_cis': [], 'create_gis': [], 'create_cis': []}
+    after = predicted_state(state, plan)
+    assert (after['mig_pending'], after['mig_current'], after['instances']) == (False, current, [])
+    assert predicted_state(state, dict(plan, set_mode=None))['mig_pending'] is True
+
+
+def test_ci_profile_choices():
+    state = gpu(model_key=A80)
+    three = [prof for prof in state['profiles'] if prof['name'] == '3g.40gb'][0]
+    assert ci_profile_choices(state, three) == ['1c.3g.40gb', '2c.3g.40gb', '3g.40gb']
+    assert ci_profile_choices(state, dict(three, ci_profiles=None)) is None
+
+
+def test_an_instance_of_a_profile_the_table_lacks_is_named_by_its_id():
+    odd = gpu(model_key=A80, instances=[dict(gi(A80, '3g.40gb', 4), profile_id=99)])
+    plan = plan_node([odd], [want(inst('7g.80gb'))], force=True)[0]
+    assert [(view['gi_id'], view['profile'], view['profile_id']) for view in plan['destroy_gis']] == [(2, 'profile id 99', 99)]
 
 
 def test_new_instance_with_split_gets_ci_placements():
@@ -464,6 +509,37 @@ SHAPE_CASES = [
      'or leave it out for one compute instance spanning the GPU instance'),
     ('empty ci name', [entry(instances=[spec(compute_instances=['1c.3g.40gb', ''])])],
      "gpus[0].instances[0].compute_instances[1] is '', expected a compute instance profile name such as 1c.3g.40gb"),
+    # a value is shown as its repr, clipped to 80 characters
+    ('long value clipped', [entry(mig='y' * 100)], "gpus[0].mig is '%s..., expected true or false" % ('y' * 76)),
+    ('80 characters shown whole', [entry(mig='y' * 78)], "gpus[0].mig is '%s', expected true or false" % ('y' * 78)),
+    ('81 characters clipped', [entry(mig='y' * 79)], "gpus[0].mig is '%s..., expected true or false" % ('y' * 76)),
+    ('long list clipped', 'z' * 90, "gpus is '%s..., expected a list of GPU entries ({gpu: ..., instances: [...]})" % ('z' * 76)),
+    ('model not a string', [entry(model=80)], 'gpus[0].model is 80, expected part of a GPU name such as A100 or H100 80GB, or leave it out'),
+    ('uuid selector lower case too short', [entry(gpu='gpu-')],
+     'gpus[0].gpu is \'gpu-\', expected a GPU index (0, 1, ...), a GPU UUID (GPU-...) or "all"'),
+    ('float selector', [entry(gpu=1.0)], 'gpus[0].gpu is 1.0, expected a GPU index (0, 1, ...), a GPU UUID (GPU-...) or "all"'),
+    ('shape empty', [entry(shape=' ')],
+     "gpus[0].shape is ' ', expected a layout shape (1g, 2g, 3g, 4g, 7g, balanced) or a MIG profile name such as 1g.10gb"),
+    ('shape not a string', [entry(shape=7)],
+     'gpus[0].shape is 7, expected a layout shape (1g, 2g, 3g, 4g, 7g, balanced) or a MIG profile name such as 1g.10gb'),
+    ('one unknown instance key', [entry(instances=[spec(size=2)])],
+     'gpus[0].instances[0] has the unknown key size; valid keys: profile, count, placement, compute_instances'),
+    ('instance of a later entry', [entry(), entry(gpu=1, instances=[spec(), 'x'])],
+     "gpus[1].instances[1] is 'x' (str), expected a dict with the keys profile, count, placement, compute_instances"),
+    ('profile padded', [entry(instances=[spec(profile=' 1g.10gb')])],
+     "gpus[0].instances[0].profile is ' 1g.10gb', expected a MIG profile name such as 1g.10gb or 3g.40gb (no spaces)"),
+    ('profile not a string', [entry(instances=[spec(profile=None)])],
+     'gpus[0].instances[0].profile is None, expected a MIG profile name such as 1g.10gb or 3g.40gb (no spaces)'),
+    ('float count', [entry(instances=[spec(count=2.0)])], 'gpus[0].instances[0].count is 2.0, expected a whole number of 1 or more'),
+    ('bool placement', [entry(instances=[spec(placement=False)])],
+     'gpus[0].instances[0].placement is False, expected a start memory slice (a whole number of 0 or more; nvidia-smi mig -lgipp lists the valid ones)'),
+    ('ci list a string', [entry(instances=[spec(compute_instances='1c.3g.40gb')])],
+     "gpus[0].instances[0].compute_instances is '1c.3g.40gb', expected a non-empty list of compute instance profiles such as "
+     "[1c.3g.40gb, 2c.3g.40gb], or leave it out for one compute instance spanning the GPU instance"),
+    ('ci name with a space', [entry(instances=[spec(compute_instances=['1c 3g'])])],
+     "gpus[0].instances[0].compute_instances[0] is '1c 3g', expected a compute instance profile name such as 1c.3g.40gb"),
+    ('ci name not a string', [entry(instances=[spec(compute_instances=[1])])],
+     'gpus[0].instances[0].compute_instances[0] is 1, expected a compute instance profile name such as 1c.3g.40gb'),
 ]
 
 
@@ -479,6 +555,9 @@ def test_check_request(case_id, wanted, message):
     [entry(), entry(gpu='3', mig=False), entry(gpu='GPU-5c1e7d4e', model='A100')],
     [entry(gpu=0, instances=[spec(count=None), spec(profile='3g.40gb', placement=4, compute_instances=['1c.3g.40gb', '2c.3g.40gb'])])],
     [{'gpu': '1'}, {'instances': None}],
+    [entry(gpu=' 2 ', shape='1g'), entry(gpu='gpu-5c1e', shape='balanced'), entry(gpu=7, mig=False, instances=[])],
+    [entry(instances=(spec(placement=0, count=None, compute_instances=(' 1c.3g.40gb ',)),))],
+    ({'gpu': 'all'},),
 ])
 def test_check_request_accepts(wanted):
     assert check_request(wanted) is None
@@ -523,3 +602,20 @@ def test_a_profile_named_shape_selects_every_gpu():
     with pytest.raises(MigPlanError) as err:
         plan_node([gpu(0, model_key='l40s'), gpu(1, model_key='h100-sxm5-80gb')], [entry(shape='1g.10gb')])
     assert 'does not support MIG' in str(err.value)
+
+
+def test_plan_actions_of_a_mode_change_off():
+    plan = {'index': 3, 'set_mode': False, 'destroy_cis': [], 'destroy_gis': [], 'create_gis': [], 'create_cis': [], 'deferred': False}
+    assert plan_actions(plan) == ['GPU 3: disable MIG mode']
+    assert plan_actions(dict(plan, set_mode=True, deferred=True)) == [
+        'GPU 3: enable MIG mode', 'GPU 3: create the instances once MIG mode is on (profile table unreadable while MIG is off)']
+
+
+def test_describe_layout_names_an_unknown_profile_by_its_id():
+    odd = gpu(model_key=A80, instances=[dict(gi(A80, '3g.40gb', 4), profile_id=99)])
+    assert describe_layout(odd) == 'MIG enabled: profile id 99@4:4[3g.40gb]'
+
+
+def test_the_model_filter_ignores_case():
+    gpus = [gpu(index=0, model_key=A80)]
+    assert [number for _gpu, _entry, number in select_gpus(gpus, [want(gpu=0, model='a100-sxm4')])] == [0]

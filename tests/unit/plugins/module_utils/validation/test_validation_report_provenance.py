@@ -206,6 +206,78 @@ def test_svg_flat_gate_holds_from_its_size_to_the_edge_and_distinct_gates_are_na
     assert [t.text for t in by_class(root, "text", "gate")] == ["gate n1", "gate fabric"]
 
 
+def test_svg_of_three_runs_and_two_gates_whole():
+    """Every coordinate of a small plot: the axes, the threshold, the runs (the failing one thicker), the legend, and each gate
+    labelled at its right end (a gate that ends before the edge holds its last figure to it)."""
+    series = [{"label": "n1", "points": [[1024, 10.0], [4096, 40.0]], "gate": [[1024, 20.0], [4096, 30.0]]},
+              {"label": "n2", "points": [[1024, 12.0], [2048, 30.0]], "gate": [[2048, 25.0]]},
+              {"label": "n3", "points": [[2048, 5.0]], "gate": [[1024, 20.0], [4096, 30.0]]}]
+    assert vr.render_svg(series, threshold_gbps=35, width=400, height=200, highlight={"n2"}).split("\n") == [
+        '<svg xmlns="http://www.w3.org/2000/svg" width="400" height="200" viewBox="0 0 400 200" role="img" font-family="sans-serif" font-size="11">',
+        '<title>busbw vs message size</title>',
+        '<rect x="64" y="20" width="186" height="132" fill="none" stroke="#444"/>',
+        '<line x1="64.0" y1="20" x2="64.0" y2="152" stroke="#ddd"/>',
+        '<text x="64.0" y="166" text-anchor="middle">1K</text>',
+        '<line x1="157.0" y1="20" x2="157.0" y2="152" stroke="#ddd"/>',
+        '<text x="157.0" y="166" text-anchor="middle">2K</text>',
+        '<line x1="250.0" y1="20" x2="250.0" y2="152" stroke="#ddd"/>',
+        '<text x="250.0" y="166" text-anchor="middle">4K</text>',
+        '<line x1="64" y1="152.0" x2="250" y2="152.0" stroke="#ddd"/>',
+        '<text x="60" y="156.0" text-anchor="end">0</text>',
+        '<line x1="64" y1="125.6" x2="250" y2="125.6" stroke="#ddd"/>',
+        '<text x="60" y="129.6" text-anchor="end">10</text>',
+        '<line x1="64" y1="99.2" x2="250" y2="99.2" stroke="#ddd"/>',
+        '<text x="60" y="103.2" text-anchor="end">20</text>',
+        '<line x1="64" y1="72.8" x2="250" y2="72.8" stroke="#ddd"/>',
+        '<text x="60" y="76.8" text-anchor="end">30</text>',
+        '<line x1="64" y1="46.4" x2="250" y2="46.4" stroke="#ddd"/>',
+        '<text x="60" y="50.4" text-anchor="end">40</text>',
+        '<line x1="64" y1="20.0" x2="250" y2="20.0" stroke="#ddd"/>',
+        '<text x="60" y="24.0" text-anchor="end">50</text>',
+        '<text x="157.0" y="192" text-anchor="middle">message size (bytes, log2 scale)</text>',
+        '<text x="14" y="86.0" text-anchor="middle" transform="rotate(-90 14 86.0)">busbw (GB/s)</text>',
+        '<line class="threshold" x1="64" y1="59.6" x2="250" y2="59.6" stroke="#000" stroke-dasharray="6 4"/>',
+        '<text x="68" y="55.6">threshold 35 GB/s</text>',
+        '<polyline class="run" fill="none" stroke="#1f77b4" stroke-width="2" points="64.0,125.6 250.0,46.4"><title>n1</title></polyline>',
+        '<circle cx="64.0" cy="125.6" r="2.5" fill="#1f77b4"/>',
+        '<circle cx="250.0" cy="46.4" r="2.5" fill="#1f77b4"/>',
+        '<line x1="256" y1="30" x2="272" y2="30" stroke="#1f77b4" stroke-width="2"/>',
+        '<text x="276" y="34">n1</text>',
+        '<polyline class="run failed" fill="none" stroke="#d62728" stroke-width="3" points="64.0,120.3 157.0,72.8"><title>n2</title></polyline>',
+        '<circle cx="64.0" cy="120.3" r="2.5" fill="#d62728"/>',
+        '<circle cx="157.0" cy="72.8" r="2.5" fill="#d62728"/>',
+        '<line x1="256" y1="46" x2="272" y2="46" stroke="#d62728" stroke-width="3"/>',
+        '<text x="276" y="50">n2</text>',
+        '<polyline class="run" fill="none" stroke="#2ca02c" stroke-width="2" points="157.0,138.8"><title>n3</title></polyline>',
+        '<circle cx="157.0" cy="138.8" r="2.5" fill="#2ca02c"/>',
+        '<line x1="256" y1="62" x2="272" y2="62" stroke="#2ca02c" stroke-width="2"/>',
+        '<text x="276" y="66">n3</text>',
+        '<polyline class="gate" fill="none" stroke="#000" stroke-width="1.5" stroke-dasharray="3 3" points="64.0,99.2 250.0,72.8">'
+        '<title>gate of n1, n3</title></polyline>',
+        '<text class="gate" x="248.0" y="68.8" text-anchor="end">gate (2 runs)</text>',
+        '<polyline class="gate" fill="none" stroke="#000" stroke-width="1.5" stroke-dasharray="3 3" points="157.0,86.0 250.0,86.0">'
+        '<title>gate of n2</title></polyline>',
+        '<text class="gate" x="248.0" y="82.0" text-anchor="end">gate n2</text>',
+        '</svg>',
+    ]
+
+
+def test_svg_beyond_the_legend_draws_the_others_grey_and_counts_them():
+    runs = [{"label": "r%02d" % index, "points": [[1024, 10.0 + index]]} for index in range(vr.LEGEND_MAX + 1)]
+    lines = vr.render_svg(runs, highlight={"r05"}).split("\n")
+    assert [line for line in lines if "c8c8c8" in line or "more" in line] == [
+        '<polyline class="run other" fill="none" stroke="#c8c8c8" stroke-width="1" points="277.0,55.0"><title>r12</title></polyline>',
+        '<line x1="496" y1="222" x2="512" y2="222" stroke="#c8c8c8" stroke-width="1"/>',
+        '<text class="more" x="516" y="226">1 more runs</text>',
+    ]
+    assert [line for line in lines if "r05" in line or "r00" in line] == [
+        '<polyline class="run failed" fill="none" stroke="#1f77b4" stroke-width="3" points="277.0,136.8"><title>r05</title></polyline>',
+        '<text x="516" y="34">r05</text>',
+        '<polyline class="run" fill="none" stroke="#d62728" stroke-width="2" points="277.0,195.2"><title>r00</title></polyline>',
+        '<text x="516" y="50">r00</text>',
+    ]
+
+
 def test_svg_axis_reaches_a_gate_above_every_run():
     root = svg_root([{"label": "n1", "points": [[1024, 10.0]], "gate": [[1024, 400.0]]}])
     assert [t.text for t in root.findall(SVG_NS + "text") if t.get("text-anchor") == "end" and t.get("class") is None][-1] == "500"
@@ -287,3 +359,40 @@ def test_the_nccl_stage_series_carry_their_gate_onto_the_plot():
                                              for name in ("gpu-01", "gpu-02")]
     root = ET.fromstring(vr.render_html(report).split("<h2>busbw vs message size</h2>\n", 1)[1].split("\n<h2>Stages</h2>", 1)[0])
     assert len(by_class(root, "polyline", "gate")) == 1
+
+
+# ------------------------------------------------------------------ the gate curve of each run, per stage
+
+RING = {"id": "h100-nvswitch/node/ring", "source": "80 % of 370 GB/s | NVIDIA"}
+PAIRS = {"id": "h100/pairs", "source": "<site>"}
+
+
+def curve_report():
+    return vr.build_report([dict(stage="nccl", node="n1", check="busbw", status="pass", reason="ok", curve=RING),
+                            dict(stage="nccl", node="n1", check="busbw_small", status="pass", reason="ok", curve=dict(RING)),
+                            dict(stage="nccl", node="n1", check="latency", status="pass", reason="ok", curve=PAIRS),
+                            dict(stage="nccl", node="n2", check="busbw", status="fail", reason="low", curve=RING),
+                            dict(stage="nccl", node="n3", check="busbw", status="skip", reason="no GPU")])
+
+
+def test_a_records_curve_is_kept_and_listed_once_a_run():
+    report = curve_report()
+    assert report["stages"][0]["nodes"][0]["checks"][0] == {"stage": "nccl", "node": "n1", "check": "busbw", "status": "pass", "reason": "ok",
+                                                            "curve": RING}
+    assert "curve" not in report["stages"][0]["nodes"][2]["checks"][0]
+    assert vr.stage_curves(report["stages"][0]) == [("n1", RING["id"], RING["source"]), ("n1", "h100/pairs", "<site>"),
+                                                    ("n2", RING["id"], RING["source"])]
+
+
+def test_the_curves_in_markdown_and_html():
+    report = curve_report()
+    assert vr.render_markdown(report).split("### Gate curves\n", 1)[1].split("\n### Failures", 1)[0] == (
+        "\n| run | curve | source |\n|---|---|---|\n| n1 | `h100-nvswitch/node/ring` | 80 % of 370 GB/s \\| NVIDIA |\n"
+        "| n1 | `h100/pairs` | <site> |\n| n2 | `h100-nvswitch/node/ring` | 80 % of 370 GB/s \\| NVIDIA |\n")
+    assert vr.render_html(report).split("<h3>Gate curves</h3>", 1)[1] == (
+        "<table><thead><tr><th>run</th><th>curve</th><th>source</th></tr></thead><tbody>\n"
+        "<tr><th>n1</th><td><code>h100-nvswitch/node/ring</code></td><td>80 % of 370 GB/s | NVIDIA</td></tr>\n"
+        "<tr><th>n1</th><td><code>h100/pairs</code></td><td>&lt;site&gt;</td></tr>\n"
+        "<tr><th>n2</th><td><code>h100-nvswitch/node/ring</code></td><td>80 % of 370 GB/s | NVIDIA</td></tr>\n"
+        "</tbody></table>\n</body></html>\n")
+    assert "Gate curves" not in vr.render_markdown(vr.build_report([dict(stage="s", node="n", check="c", status="pass")]))

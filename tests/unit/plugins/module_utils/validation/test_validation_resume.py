@@ -392,3 +392,185 @@ def test_a_closed_loop_drain_is_never_resumed_here(resume_admin_drains):
     assert decision['action'] == 'keep' and vr.LOOP_KEPT in decision['reason']
     down = node('DOWN', ('DRAIN', 'NOT_RESPONDING'), 'gpuloop:reboot:xid-79: GPU 3 had Xid 79')
     assert vr.slurmd_start(down, resume_admin_drains)['start'] is False
+
+
+# ---------------------------------------------------------------- slurmd_start, started_text: each text whole
+
+LOOP_REASON = 'gpuloop:reboot:xid-79: GPU 3 had Xid 79'
+
+
+@pytest.mark.parametrize('state, flags, reason, admin_drains, expected', [
+    ('IDLE', ('DRAIN',), 'disk replacement', False, {'start': False, 'why': ''}),
+    ('MIXED', (), '', False, {'start': False, 'why': ''}),
+    ('DOWN', ('DRAIN', 'NOT_RESPONDING'), LOOP_REASON, True,
+     {'start': False, 'why': 'slurmd not started on gpu-01: the closed loop handles it (%s)' % LOOP_REASON}),
+    ('IDLE', ('DRAIN', 'NOT_RESPONDING'), 'disk replacement', False,
+     {'start': False, 'why': "slurmd not started on gpu-01: an admin's drain (validate_resume_admin_drains overrides)"}),
+    ('DOWN', (), 'disk replacement', False,
+     {'start': False, 'why': "slurmd not started on gpu-01: an admin's down (validate_resume_admin_drains overrides)"}),
+    ('DOWN', (), 'disk replacement', True, {'start': True, 'why': 'slurmd to be started on gpu-01 where it is stopped'}),
+    ('IDLE', ('NOT_RESPONDING',), '', False, {'start': True, 'why': 'slurmd to be started on gpu-01 where it is stopped'}),
+])
+def test_slurmd_start_says_why(state, flags, reason, admin_drains, expected):
+    assert vr.slurmd_start(node(state, flags, reason), admin_drains) == expected
+
+
+def test_slurmd_start_of_a_node_without_flags():
+    bare = {'name': 'gpu-01', 'state': 'DOWN', 'reason': ''}
+    assert vr.slurmd_start(bare) == {'start': True, 'why': 'slurmd to be started on gpu-01 where it is stopped'}
+    assert vr.slurmd_start(dict(bare, state='IDLE')) == {'start': False, 'why': ''}
+
+
+def test_started_text_of_a_state_other_than_idle_keeps_its_case():
+    assert vr.started_text('gpu-02', node('MIXED', ()), 3) == 'slurmd started on gpu-02; node MIXED after 3 s'
+    assert vr.started_text('gpu-02', node('IDLE', ()), 3, check_mode=False) == 'slurmd started on gpu-02; node idle after 3 s'
+
+
+# ---------------------------------------------------------------- the hook runner's log
+
+def test_parse_hook_log_reads_every_field():
+    text = '\n'.join(['prolog job=1 hook=h rc=- duration=1s status=skipped: x',
+                      'epilog hook h output: not the prolog run',
+                      'prolog job=2 hook=h rc=-3 duration=1s status=ok  ',
+                      'epilog job=3 hook=e rc=12 duration=1s status=failed',
+                      'prolog hook h output: spaced  out  '])
+    assert vr.parse_hook_log(text) == [
+        {'phase': 'prolog', 'job': '1', 'hook': 'h', 'rc': None, 'status': 'skipped: x', 'ok': True, 'output': ''},
+        {'phase': 'prolog', 'job': '2', 'hook': 'h', 'rc': -3, 'status': 'ok', 'ok': True, 'output': 'spaced  out'},
+        {'phase': 'epilog', 'job': '3', 'hook': 'e', 'rc': 12, 'status': 'failed', 'ok': False, 'output': ''},
+    ]
+    assert vr.parse_hook_log(None) == []
+    assert vr.last_hook_failure(text, 'prolog') is None and vr.last_hook_failure(text)['job'] == '3'
+
+
+# ---------------------------------------------------------------- argv and probe results
+
+def test_reservation_argv_whole():
+    assert vr.reservation_argv('scontrol', 'maint', ['gpu-01', 'gpu-02'], 30) == [
+        'scontrol', 'create', 'reservation', 'ReservationName=maint', 'Nodes=gpu-01,gpu-02', 'StartTime=now', 'Duration=30', 'Users=root',
+        'Flags=MAINT,IGNORE_JOBS']
+    assert vr.reservation_argv('/usr/bin/scontrol', 'r', ['a'], 1)[4:7] == ['Nodes=a', 'StartTime=now', 'Duration=1']
+
+
+@pytest.mark.parametrize('minutes, shown', [(0, '0'), (-5, '-5'), (True, 'True'), ('5', "'5'"), (1.5, '1.5'), (None, 'None')])
+def test_reservation_minutes_refused(minutes, shown):
+    with pytest.raises(vr.InputError) as err:
+        vr.reservation_argv('scontrol', 'maint', ['a'], minutes)
+    assert str(err.value) == 'minutes is %s, expected a whole number of minutes of at least 1' % shown
+
+
+@pytest.mark.parametrize('args, argv', [
+    (('gpu-01',), ['srun', '--nodes=1', '--nodelist=gpu-01', '--time=2', '--job-name=gpucluster-resume-probe', 'true']),
+    (('gpu-01', 'maint', '/usr/bin/srun', ['batch', 'gpu']),
+     ['/usr/bin/srun', '--nodes=1', '--nodelist=gpu-01', '--time=2', '--job-name=gpucluster-resume-probe', '--partition=batch,gpu',
+      '--reservation=maint', 'true']),
+    (('gpu-01', '', 'srun', ['gpu']), ['srun', '--nodes=1', '--nodelist=gpu-01', '--time=2', '--job-name=gpucluster-resume-probe', '--partition=gpu', 'true']),
+])
+def test_probe_argv_whole(args, argv):
+    assert vr.probe_argv(*args) == argv
+
+
+def test_partition_option_and_resume_argv():
+    assert vr.partition_option(['a', 'b.c']) == '--partition=a,b.c'
+    with pytest.raises(vr.InputError) as err:
+        vr.partition_option(['a,b'])
+    assert str(err.value).startswith("partition is 'a,b', expected a Slurm partition name")
+    assert vr.resume_argv('scontrol', ['gpu-01', 'gpu-02', 'gpu-04']) == ['scontrol', 'update', 'NodeName=gpu-[01-02,04]', 'State=RESUME']
+
+
+@pytest.mark.parametrize('job, result', [
+    ({'rc': None, 'timed_out': True, 'timeout': 30}, {'rc': None, 'stdout': '', 'stderr': 'probe timed out after 30s'}),
+    ({'rc': 1, 'stderr': 'err', 'stdout': None, 'timed_out': True, 'timeout': 30}, {'rc': 1, 'stdout': '', 'stderr': 'err probe timed out after 30s'}),
+    ({'rc': 0, 'stdout': 'o', 'stderr': 'e', 'timed_out': False, 'timeout': 30}, {'rc': 0, 'stdout': 'o', 'stderr': 'e'}),
+    ({}, {'rc': None, 'stdout': '', 'stderr': ''}),
+])
+def test_probe_result(job, result):
+    assert vr.probe_result(job) == result
+
+
+# ---------------------------------------------------------------- input checks: each message whole
+
+NODE_NAME = 'a Slurm node name: letters, digits, "_", "-" and "." (no spaces, commas or "="), starting with a letter or digit, at most 64 characters'
+
+
+@pytest.mark.parametrize('params, message', [
+    ({'prefix': '1x'}, 'prefix is \'1x\', expected the health check\'s reason prefix, a word such as "gpuhc" (letters, digits, "-", "_")'),
+    ({'prefix': None}, 'prefix is None, expected the health check\'s reason prefix, a word such as "gpuhc" (letters, digits, "-", "_")'),
+    ({'started': {'gpu 1': 'x'}}, "started key is 'gpu 1', expected " + NODE_NAME),
+    ({'started': {'gpu-1': 3}}, "started['gpu-1'] is 3, expected a non-empty string"),
+    ({'wait_timeout': 0}, 'wait_timeout is 0, expected a whole number of seconds between 1 and 3600'),
+    ({'wait_timeout': 3601}, 'wait_timeout is 3601, expected a whole number of seconds between 1 and 3600'),
+    ({'checks': {'n1': {'hook_log': 3}}}, "checks['n1'].hook_log is 3, expected a string"),
+    ({'checks': {'n1': {'records': 'x'}}}, "checks['n1'].records is 'x', expected a list"),
+    ({'checks': {'n1': {'records': ['x']}}}, "checks['n1'].records[0] is 'x', expected a dict"),
+    ({'checks': {'n1': {'records': [{'status': 'pass'}]}}}, "checks['n1'].records[0].check is None, expected a non-empty string"),
+    ({'checks': {'n1': {'records': [{'check': 'c', 'status': 'pass', 'reason': 3}]}}}, "checks['n1'].records[0].reason is 3, expected a string"),
+    ({'checks': {'n1': 7}}, "checks['n1'] is 7, expected the registered result of gpucluster.bringup.node_check (a dict with records and hook_log)"),
+    ({'probe_timeout': 86401}, 'probe_timeout is 86401, expected a whole number of seconds between 1 and 86400'),
+    ({'probe_timeout': 0}, 'probe_timeout is 0, expected a whole number of seconds between 1 and 86400'),
+    ({'names': ['ok', 'a,b']}, "names[1] is 'a,b', expected " + NODE_NAME),
+])
+def test_resume_input_refused_whole_message(params, message):
+    with pytest.raises(vr.InputError) as err:
+        vr.check_resume_input(dict({'probe_timeout': 1}, **params))
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize('params', [{'wait_timeout': 3600}, {'wait_timeout': 1}, {'prefix': 'Gpu_hc-2'}, {'started': {'gpu-1': 'slurmd started'}},
+                                    {'checks': {'n1': {'records': [{'check': 'c', 'status': 'skip', 'reason': ''}], 'hook_log': ''}}}])
+def test_resume_input_accepted_at_the_bounds(params):
+    assert vr.check_resume_input(dict({'probe_timeout': 86400}, **params)) is None
+
+
+# ---------------------------------------------------------------- another reason prefix, Slurm's own drains
+
+def test_a_site_prefix_names_the_health_checks_drains_everywhere():
+    ours, other = 'site:periodic:xid: x', 'gpuhc:periodic:xid: x'
+    assert vr.diagnose(node(reason=ours), None, 'site') == {
+        'cause': 'healthcheck', 'hook': None, 'detail': 'GPU health check, periodic tier, check xid: site:periodic:xid: x'}
+    assert vr.diagnose(node(reason=other), None, 'site') == {'cause': 'admin', 'hook': None, 'detail': 'drained by an admin: %s (set by root)' % other}
+    assert vr.admin_detail(node(reason=other), 'site') == 'drained by an admin: %s (set by root)' % other
+    assert vr.slurmd_start(node('DOWN', (), ours), False, 'site') == {'start': True, 'why': 'slurmd to be started on gpu-01 where it is stopped'}
+    assert vr.problem_nodes({'gpu-01': node('DOWN', (), ours)}, prefix='site')[0]['line'] == (
+        'gpu-01: node is DOWN (reason: "%s" set by root); down by gpucluster.bringup: %s; slurmd to be started on gpu-01 where it is stopped'
+        % (ours, ours))
+    assert vr.plan_resume(vr.problem_nodes({'gpu-01': node(reason=ours)}, prefix='site'), {'gpu-01': {'records': PASS}}, prefix='site') == (
+        ['gpu-01'], {})
+
+
+def test_slurmd_start_by_default_keeps_an_admins_down():
+    assert vr.slurmd_start(node('DOWN', (), 'site:periodic:xid: x')) == {
+        'start': False, 'why': "slurmd not started on gpu-01: an admin's down (validate_resume_admin_drains overrides)"}
+
+
+@pytest.mark.parametrize('reason, user', [('Kill task failed (JobId=3 StepId=0)', 'root'), ('batch job complete failure', 'slurm')])
+def test_slurms_own_drain_is_cause_slurm(reason, user):
+    assert vr.diagnose(node(reason=reason, user=user)) == {'cause': 'slurm', 'hook': None, 'detail': 'drained by Slurm: %s' % reason}
+
+
+def test_probe_argv_refuses_a_bad_node_name_whole():
+    with pytest.raises(vr.InputError) as err:
+        vr.probe_argv('a b')
+    assert str(err.value) == "node name is 'a b', expected " + NODE_NAME
+
+
+def test_problem_nodes_entries_whole_with_admin_drains_resumed():
+    nodes = {'gpu-01': node(reason='disk'), 'gpu-02': dict(node('DOWN', (), 'disk'), name='gpu-02')}
+    assert vr.problem_nodes(nodes, resume_admin_drains=True) == [
+        dict(nodes['gpu-01'], problem='node is IDLE+DRAIN (reason: "disk" set by root)', owner='admin', start_slurmd=False, start_why='',
+             line='gpu-01: node is IDLE+DRAIN (reason: "disk" set by root); drained by an admin: disk'),
+        dict(nodes['gpu-02'], problem='node is DOWN (reason: "disk" set by root)', owner='admin', start_slurmd=True,
+             start_why='slurmd to be started on gpu-02 where it is stopped',
+             line='gpu-02: node is DOWN (reason: "disk" set by root); down by an admin: disk; slurmd to be started on gpu-02 where it is stopped')]
+
+
+def test_admin_detail_by_default_knows_the_health_checks_tag():
+    assert vr.admin_detail(node(reason='gpuhc:periodic:xid: x')) == 'drained by gpucluster.bringup: gpuhc:periodic:xid: x (set by root)'
+
+
+def test_a_closed_loop_drain_is_kept_with_the_loops_words():
+    drained = node(reason='gpuloop:service:xid-79: 3 reboots in 86400s')
+    assert vr.decide(drained, vr.diagnose(drained), []) == {'action': 'keep', 'reason': (
+        'the GPU health closed loop, step service, condition xid-79: gpuloop:service:xid-79: 3 reboots in 86400s; ' + vr.LOOP_KEPT)}
+    assert vr.LOOP_KEPT == ('kept: the closed loop returns the node itself after its reboot and a passing deep tier, or sends it to service '
+                            '(slurm_healthcheck_loop_*; its history: gpucluster-node-loop --history NODE)')
