@@ -49,13 +49,14 @@ def _raise_interrupted(signum, frame):
     raise Interrupted(signum)
 
 
-def group_members(pgid):
-    """PIDs of the live (not zombie) processes of process group ``pgid``, from /proc; None without /proc."""
+def _processes():
+    """``(pid, ppid, pgrp, session)`` of every live (not zombie) process, from /proc (session None where the line is
+    cut short after the group); None without /proc."""
     try:
         entries = os.listdir('/proc')
     except OSError:
         return None
-    members = []
+    found = []
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -64,10 +65,30 @@ def group_members(pgid):
                 stat = handle.read()
         except (IOError, OSError):
             continue
+        # after "pid (comm) ": state ppid pgrp session ...
         fields = stat[stat.rfind(')') + 2:].split()
-        if len(fields) > 2 and fields[0] not in ('Z', 'X') and fields[2] == str(pgid):
-            members.append(int(entry))
-    return members
+        if len(fields) > 2 and fields[0] not in ('Z', 'X'):
+            found.append((int(entry), int(fields[1]), int(fields[2]), int(fields[3]) if len(fields) > 3 else None))
+    return found
+
+
+def group_members(pgid):
+    """PIDs of the live (not zombie) processes of process group ``pgid``, from /proc; None without /proc."""
+    found = _processes()
+    return None if found is None else [pid for pid, _parent, group, _session in found if group == pgid]
+
+
+def inner_groups(sid):
+    """The process groups of session ``sid`` other than its leader's (``sid`` itself): GNU parallel, which enroot
+    runs, starts each job in a group of its own.  [] without /proc."""
+    return sorted(set(group for _pid, _parent, group, session in _processes() or [] if session == sid and group != sid))
+
+
+def _parents_of_groups(pgid, groups):
+    """The processes of group ``pgid`` that started a process of one of ``groups`` (GNU parallel, of its jobs)."""
+    found = _processes() or []
+    leaders = set(pid for pid, _parent, group, _session in found if group == pgid)
+    return sorted(set(parent for _pid, parent, group, _session in found if group in groups and parent in leaders))
 
 
 def _group_alive(pgid):
@@ -95,17 +116,59 @@ def _wait_group(proc, pgid, grace):
         time.sleep(0.05)
 
 
+def _kill_group(pgid, signum):
+    try:
+        os.killpg(pgid, signum)
+    except OSError:
+        return False
+    return True
+
+
+def _stop_inner_groups(pgid, grace):
+    """Stop the jobs GNU parallel runs in groups of their own before parallel itself.  On SIGTERM parallel sends its
+    jobs TERM and KILLs them 375 ms later, which cuts short the EXIT trap in which each enroot download removes its
+    partial layer from the cache (on a busy node that takes longer); and a job that dies while parallel runs is
+    started again (enroot runs it with ``--retries 2``).  So the leader's group is held (SIGSTOP), each job group gets
+    SIGTERM and ``grace`` seconds to finish its cleanup (then SIGKILL), the held parent of the jobs (parallel) is
+    KILLed (it has nothing left to stop and must not start a job again), and the rest of the leader's group goes on
+    with its SIGTERM, sent once: a second one would cut short enroot's own EXIT trap, which removes its work
+    directory.  True when this sent the leader's group its SIGTERM."""
+    if not inner_groups(pgid) or not _kill_group(pgid, signal.SIGSTOP):
+        return False
+    try:
+        inner = inner_groups(pgid)  # again, now that parallel is held: a job it started meanwhile is one of them
+        parents = _parents_of_groups(pgid, inner)
+        for group in inner:
+            _kill_group(group, signal.SIGTERM)
+        deadline = time.time() + grace
+        while any(group_members(group) for group in inner) and time.time() < deadline:
+            time.sleep(0.05)
+        for group in inner:
+            if group_members(group):
+                _kill_group(group, signal.SIGKILL)
+        for parent in parents:
+            try:
+                os.kill(parent, signal.SIGKILL)
+            except OSError:
+                pass
+    finally:
+        # a stopped process keeps a SIGTERM pending until it is continued: the TERM comes first, then the CONT
+        _kill_group(pgid, signal.SIGTERM)
+        _kill_group(pgid, signal.SIGCONT)
+    return True
+
+
 def stop_group(proc, grace=5):
     """SIGTERM, then SIGKILL, the process group led by ``proc``, until no process of it is left; reap ``proc``.
 
     Waiting for the leader alone is not enough: a child of it (enroot's subshells, mksquashfs) may still be
-    writing the partial output after the leader has exited, and would outlive its removal.
+    writing the partial output after the leader has exited, and would outlive its removal.  Groups of the leader's
+    session (GNU parallel's jobs) are stopped first (``_stop_inner_groups``).
     """
     pgid = proc.pid
+    termed = _stop_inner_groups(pgid, grace)
     for signum in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, signum)
-        except OSError:
+        if not (termed and signum == signal.SIGTERM) and not _kill_group(pgid, signum):
             break
         if _wait_group(proc, pgid, grace):
             break

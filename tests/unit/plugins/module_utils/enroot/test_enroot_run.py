@@ -10,6 +10,7 @@ __metaclass__ = type
 
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,6 +75,24 @@ def test_stop_signal_stops_the_group_and_restores_handlers(tmp_path, signum):
     assert str(err.value) == 'interrupted by signal %d' % signum
     assert not alive(_read_pid(pidfile))
     assert signal.getsignal(signum) == before
+
+
+@pytest.mark.skipif(shutil.which('parallel') is None, reason='GNU parallel (what enroot runs; scripts/test.sh deps installs it) is missing')
+def test_a_job_of_gnu_parallel_finishes_its_cleanup(tmp_path):
+    # enroot downloads each layer in a job of GNU parallel, in a process group of its own, whose EXIT trap removes the
+    # partial layer; parallel, when told to stop, KILLs its jobs 375 ms after their TERM. A cleanup slower than that
+    # (a busy node) must still finish: the job is stopped before parallel is.
+    partial = tmp_path / 'partial'
+    job = 'trap "sleep 1; rm -f %s" EXIT; touch %s; sleep 30' % (partial, partial)
+    proc = subprocess.Popen(['parallel', '--plain', '-q', '-j1', '--retries', '2', 'bash', '-c', job, ':::', '1'],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 30
+    while not (partial.exists() and _enroot_run.inner_groups(proc.pid)) and time.time() < deadline:
+        time.sleep(0.05)
+    assert partial.exists() and _enroot_run.inner_groups(proc.pid), 'the job never started'
+    _enroot_run.stop_group(proc)
+    assert not partial.exists(), 'the job was killed before its cleanup'
+    assert proc.returncode is not None and _enroot_run.inner_groups(proc.pid) == [] and _enroot_run.group_members(proc.pid) == []
 
 
 def test_stop_group_waits_for_every_process_of_the_group():
@@ -175,6 +194,22 @@ def test_group_members_reads_proc(monkeypatch, stats, members):
     monkeypatch.setattr(_enroot_run.os, 'listdir', fake_listdir)
     monkeypatch.setattr(_enroot_run, 'open', fake_open, raising=False)
     assert _enroot_run.group_members(42) == members
+
+
+@pytest.mark.parametrize('stats, groups', [
+    # the groups of session 42 other than the leader's own (42): GNU parallel's jobs
+    ({'10': '10 (enroot) S 1 42 42 0', '11': '11 (parallel) S 10 42 42 0', '12': '12 (bash) S 11 12 42 0',
+      '13': '13 (curl) S 12 12 42 0', '14': '14 (bash) S 11 14 42 0', '15': '15 (other) S 1 15 15 0'}, [12, 14]),
+    # a job that has exited (zombie) is not waited for; another session's groups are not ours
+    ({'12': '12 (bash) Z 11 12 42 0', '16': '16 (x) S 1 16 43 0', '17': '17 (y) S 1 43 43 0'}, []),
+    # a line cut short after the group has no session
+    ({'18': '18 (x) S 1 18'}, []),
+])
+def test_inner_groups_reads_proc(monkeypatch, stats, groups):
+    listdir = os.listdir
+    monkeypatch.setattr(_enroot_run.os, 'listdir', lambda path='.': list(stats) if path == '/proc' else listdir(path))
+    monkeypatch.setattr(_enroot_run, 'open', lambda path: io.StringIO(stats[path.split('/')[2]]), raising=False)
+    assert _enroot_run.inner_groups(42) == groups
 
 
 def test_group_members_of_a_real_group():
