@@ -253,6 +253,59 @@ def test_dropins_raise_only_and_keep_a_higher_hard_limit():
     assert [line for line in dropin_lines(large, 'slurmd', '') if not line.startswith('#')] == ['[Service]']
 
 
+GUIDE_URL = 'https://slurm.schedmd.com/big_sys.html'
+HEADER = ["# from SchedMD's Large Cluster Administration Guide, %s." % GUIDE_URL,
+          '# A value is written where the host has less or the same; what it has higher is left out.']
+
+
+def test_the_files_a_host_with_low_limits_gets_whole():
+    # what an admin reads on the controller: every value with its source and why this value
+    large = large_system_settings(1024, '24.11.5')
+    assert {key: value for key, value in large.items() if key != 'settings'} == {
+        'applies': True, 'reason': 'auto: 1024 compute nodes, at least slurm_large_system_min_nodes (1024)', 'nodes': 1024,
+        'mode': 'auto', 'threshold': 1024, 'slurm_conf': {'TreeWidth': 32},
+        'sysctl': {'fs.file-max': 32832, 'net.core.somaxconn': 1024, 'net.ipv4.tcp_max_syn_backlog': 1024},
+        'systemd': {'slurmctld': {'TasksMax': 'infinity', 'LimitNOFILE': 65536, 'LimitSTACK': 'infinity', 'LimitAS': 'infinity',
+                                  'LimitDATA': 'infinity', 'LimitRSS': 'infinity'},
+                    'slurmd': {'TasksMax': 'infinity', 'LimitNOFILE': 8192}},
+        'unit_properties': {'slurmctld': ['TasksMax', 'LimitNOFILE', 'LimitNOFILESoft', 'LimitSTACK', 'LimitSTACKSoft', 'LimitAS',
+                                          'LimitASSoft', 'LimitDATA', 'LimitDATASoft', 'LimitRSS', 'LimitRSSSoft'],
+                            'slurmd': ['TasksMax', 'LimitNOFILE', 'LimitNOFILESoft']}}
+    kernel = sysctl_out({'fs.file-max': 1024, 'net.core.somaxconn': 128, 'net.ipv4.tcp_max_syn_backlog': 128})
+    assert sysctl_conf_lines(large, kernel) == [
+        '# Managed by gpucluster.bringup.slurm (slurm_large_system): kernel settings for a large cluster,'] + HEADER + [
+        '# fs.file-max: %s (System Configuration)' % GUIDE_URL,
+        '#   the guide\'s "at least 32,832"',
+        'fs.file-max = 32832',
+        '# net.core.somaxconn: %s (System Configuration); listen(2)' % GUIDE_URL,
+        "#   a burst of one message per node (epilog completions of a job on every node), at least the guide's 1024, at most 4096: "
+        "Slurm's own listen() backlog (SLURM_DEFAULT_LISTEN_BACKLOG), beyond which listen(2) caps it",
+        'net.core.somaxconn = 1024',
+        '# net.ipv4.tcp_max_syn_backlog: %s (System Configuration); listen(2)' % GUIDE_URL,
+        '#   as large as somaxconn, so that the burst the accept queue takes is not dropped before it; listen(2): "The maximum length '
+        'of the queue for incomplete sockets can be set using /proc/sys/net/ipv4/tcp_max_syn_backlog" (where syncookies are off)',
+        'net.ipv4.tcp_max_syn_backlog = 1024']
+    unit = {'TasksMax': '512', 'LimitNOFILE': '1024', 'LimitNOFILESoft': '1024', 'LimitSTACK': '8388608', 'LimitSTACKSoft': '8388608'}
+    unit.update(('Limit%s%s' % (key, soft), '1000') for key in ('AS', 'DATA', 'RSS') for soft in ('', 'Soft'))
+    limits = '%s (User Limits)' % GUIDE_URL
+    assert dropin_lines(large, 'slurmctld', show(unit)) == [
+        "# Managed by gpucluster.bringup.slurm (slurm_large_system): slurmctld's limits for a large cluster,"] + HEADER + [
+        '# Read when slurmctld starts: a change restarts it.',
+        '[Service]',
+        '# TasksMax: %s (Thread/Process Limit)' % GUIDE_URL,
+        '#   the guide\'s "special value infinity" instead of the 512 tasks some distributions allow a service',
+        'TasksMax=infinity',
+        "# LimitNOFILE: %s; SchedMD's slurmctld.service" % limits,
+        "#   open file count: the value of SchedMD's own slurmctld.service, as Debian 13's 24.11.5 package ships it",
+        'LimitNOFILE=65536',
+        "# LimitSTACK: %s; SchedMD's slurmd.service" % limits,
+        "#   stack size: unlimited, as SchedMD's slurmd.service has it",
+        'LimitSTACK=infinity',
+        '# LimitAS: %s' % limits, '#   memory size: the address space (ulimit -v)', 'LimitAS=infinity',
+        '# LimitDATA: %s' % limits, '#   memory size: the data segment (ulimit -d)', 'LimitDATA=infinity',
+        '# LimitRSS: %s' % limits, '#   memory size: bash\'s "max memory size" (ulimit -m, RLIMIT_RSS)', 'LimitRSS=infinity']
+
+
 def _applied(values, lines, dropin):
     """What the host has after the lines are applied (sysctl -p; daemon-reload of a drop-in)."""
     values = dict(values)
