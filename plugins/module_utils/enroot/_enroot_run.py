@@ -84,6 +84,11 @@ def inner_groups(sid):
     return sorted(set(group for _pid, _parent, group, session in _processes() or [] if session == sid and group != sid))
 
 
+def _live_groups(groups):
+    """Those of ``groups`` that still have a live process (one read of /proc)."""
+    return sorted(set(group for _pid, _parent, group, _session in _processes() or []) & set(groups))
+
+
 def _parents_of_groups(pgid, groups):
     """The processes of group ``pgid`` that started a process of one of ``groups`` (GNU parallel, of its jobs)."""
     found = _processes() or []
@@ -141,11 +146,10 @@ def _stop_inner_groups(pgid, grace):
         for group in inner:
             _kill_group(group, signal.SIGTERM)
         deadline = time.time() + grace
-        while any(group_members(group) for group in inner) and time.time() < deadline:
+        while _live_groups(inner) and time.time() < deadline:
             time.sleep(0.05)
-        for group in inner:
-            if group_members(group):
-                _kill_group(group, signal.SIGKILL)
+        for group in _live_groups(inner):
+            _kill_group(group, signal.SIGKILL)
         for parent in parents:
             try:
                 os.kill(parent, signal.SIGKILL)
@@ -168,7 +172,8 @@ def stop_group(proc, grace=5):
     pgid = proc.pid
     termed = _stop_inner_groups(pgid, grace)
     for signum in (signal.SIGTERM, signal.SIGKILL):
-        if not (termed and signum == signal.SIGTERM) and not _kill_group(pgid, signum):
+        already_sent = termed and signum == signal.SIGTERM
+        if not already_sent and not _kill_group(pgid, signum):
             break
         if _wait_group(proc, pgid, grace):
             break
