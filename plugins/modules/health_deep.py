@@ -234,8 +234,8 @@ class DeepManager(object):
             jobs = self.run_jobs(testing)
             after, _extras = self.show_nodes([c['name'] for c in testing]) if testing else ({}, {})
             for candidate in testing:
-                outcome = settle(candidate, jobs[candidate['name']], after.get(candidate['name']), self.params['prefix'],
-                                 self.params['resume_after_passes'])
+                outcome = settle(candidate, jobs[candidate['name']], after.get(candidate['name']),
+                                 resume_after=self.params['resume_after_passes'])
                 outcome['resumed_for_test'] = candidate.get('resumed_for_test', False)
                 self.carry_out(outcome)
                 del pending[candidate['name']]

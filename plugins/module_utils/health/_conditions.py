@@ -169,7 +169,8 @@ def split_failures(failures, actions):
     drain, noted = [], []
     for failure in failures:
         condition = classify(failure.check, failure.detail, actions)
-        action = actions.get(condition, 'drain') if condition else 'drain'
+        # a condition the actions do not name (or no condition) drains: its action is None, neither comment nor none
+        action = actions.get(condition)
         if action in ('comment', 'none'):
             noted.append((condition, action, failure))
         else:

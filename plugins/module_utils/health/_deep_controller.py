@@ -128,7 +128,7 @@ def select(nodes, extras, names, include_drained='ours', prefix='gpuhc'):
 
 def batches(candidates, size):
     """The candidates in groups of ``size`` (0: one group)."""
-    if not size or size >= len(candidates):
+    if not size:
         return [list(candidates)] if candidates else []
     return [candidates[i:i + size] for i in range(0, len(candidates), size)]
 
@@ -170,7 +170,7 @@ def _job_text(job):
     return text[-300:] or 'no output'
 
 
-def settle(candidate, job, node_after, prefix='gpuhc', resume_after=1):
+def settle(candidate, job, node_after, resume_after=1):
     """What becomes of a tested node: ``{name, action, reason, message, records, report}``.
 
     ``verdict`` is False where the job printed no report (it failed to start, timed out or crashed): the node was not

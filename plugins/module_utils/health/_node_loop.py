@@ -426,7 +426,9 @@ def _comment_hit(result, node, policy, now):
     _note(record, '%s: %s' % (condition, detail))
     result.events.append({'time': now, 'node': node['name'], 'event': 'detected', 'from': record['state'], 'to': record['state'],
                           'condition': condition, 'action': policy['actions'].get(condition, 'comment'), 'detail': detail})
-    if len(times) >= policy['promote_after'] and not is_drained(node):
+    # the node is not drained here: step() returns before this for every drained node (an admin's or Slurm's drain,
+    # the health check's, and the loop's own, whose states all return earlier)
+    if len(times) >= policy['promote_after']:
         reason = loop_reason(policy['tag'], 'drain', condition, '%d hits within %ds, the last: %s'
                              % (len(times), policy['promote_window_s'], detail))
         result.actions.append(_update(policy, node, 'state=drain', 'reason=' + reason))

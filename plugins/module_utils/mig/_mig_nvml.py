@@ -190,7 +190,8 @@ class Applier(object):
         for entry in reversed(self.journal):
             kind = entry[0]
             if kind == 'created_ci':
-                self.nvml.destroy_ci(self.index, remap.get(entry[1], entry[1]), entry[2])
+                # apply() creates after it destroys: undone in reverse, a created CI comes before any GI is re-created
+                self.nvml.destroy_ci(self.index, entry[1], entry[2])
             elif kind == 'created_gi':
                 self.nvml.destroy_gi(self.index, entry[1])
             elif kind == 'destroyed_gi':

@@ -105,3 +105,62 @@ def test_split_failures_keeps_comment_and_record_only_conditions_from_the_drain(
                                                       ('gpu-model', 'none', 'gpu-model')]
     drain, noted = cond.split_failures(failures, cond.load_overrides({'thermal': 'drain', 'nvlink-errors': 'reboot'}))
     assert [f.check for f in drain] == ['thermal', 'xid', 'nvlink', 'gpu-model'] and noted == []
+
+
+# ---------------------------------------------------------------- whole messages, ties and defaults (issue 43)
+
+def _refusal(*args):
+    with pytest.raises(InputError) as info:
+        cond.load_overrides(*args)
+    return str(info.value)
+
+
+def test_bad_overrides_messages_whole():
+    names = ', '.join(cond.NAMES)
+    assert _refusal({'zz': 'drain', 'aa': 'drain'}) == "slurm_healthcheck_loop.actions has the condition 'aa', expected one of " + names
+    assert _refusal({1: 'drain'}) == 'slurm_healthcheck_loop.actions has the condition 1, expected one of ' + names
+    assert _refusal({'thermal': 'rma'}, 'actions') == 'actions["thermal"] is \'rma\', expected one of none, comment, drain, reset-gpu, reboot, service'
+    assert _refusal('x') == ('slurm_healthcheck_loop.actions is \'x\', expected a mapping of condition to action such as '
+                             '{"thermal": "drain"}')
+
+
+def test_overrides_whole():
+    expected = dict(cond.DEFAULT_ACTIONS, thermal='none', dcgm='drain')
+    assert cond.load_overrides({'thermal': 'none', 'dcgm': 'drain'}) == expected
+    assert cond.load_overrides({}) == cond.DEFAULT_ACTIONS
+
+
+@pytest.mark.parametrize('detail, expected', [
+    ('GPU 1 had Xid 48, 61 since boot (last: 61, x)', 'xid-61'),  # the same action: the larger name
+    ('GPU 1 had Xid 61, 48 since boot (last: 48, x)', 'xid-61'),
+    ('GPU 1 had Xid 79, 200 since boot (last: 200, x)', 'xid-79'),  # reboot above the drain of the unnamed code
+    ('GPU 1 had Xid 13,31 since boot', 'xid-31'),
+    ('GPU 1 had Xid 13 since boot', 'xid-13'),
+    ('GPU 1 had Xid  since boot', 'xid'),
+    (None, 'xid'),
+])
+def test_xid_conditions(detail, expected):
+    assert cond.classify('xid', detail) == expected
+    assert cond.classify('xid', detail, {}) == expected
+
+
+def test_classify_with_actions_of_a_site():
+    actions = cond.load_overrides({'xid-13': 'drain'})
+    assert cond.classify('xid', 'GPU 1 had Xid 13, 200 since boot', actions) == 'xid-13'
+    assert cond.classify('xid', 'GPU 1 had Xid 13 since boot', {'xid': 'drain'}) == 'xid'
+    assert cond.classify('dcgm', 'x', {'xid': 'drain'}) is None
+    assert cond.classify('gpu-error', None) == 'gpu-lost'
+    assert cond.classify('nvlink', None) == 'nvlink-down'
+    assert cond.classify('ib', None) == 'ib-down'
+
+
+def test_severity():
+    assert [cond.severity(a) for a in cond.ACTIONS] == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(ValueError):
+        cond.severity('rma')
+
+
+def test_split_failures_drains_what_the_actions_do_not_name():
+    failures = [hc.Failure('nosuch', 0, 'x'), hc.Failure('gpu-error', 1, 'GPU 1: GPU is lost'), hc.Failure('thermal', 2, 'hot')]
+    drain, noted = cond.split_failures(failures, {'thermal': 'none'})
+    assert drain == failures[:2] and noted == [('thermal', 'none', failures[2])]

@@ -347,3 +347,19 @@ def test_a_narrowed_allocation_asks_for_the_idle_nodes_only_and_keeps_the_rest()
         'salloc', '--no-shell', '--immediate=60', '--no-kill', '--reservation=gpucluster-loop-deep', '--nodes=2', '--nodelist=gpu-[01,03]',
         '--exclusive', '--gres=gpu:8', '--time=30', '--job-name=gpucluster-loop-deep', '--partition=gpu'])
     assert planned[0]['nodes'] == ['gpu-01', 'gpu-02', 'gpu-03'] and '--nodelist=gpu-[01-03]' in planned[0]['argv']
+
+
+def test_with_reset_at_the_first_program_and_the_last_word():
+    """The reset goes before the first ``program --tier`` of the line, also where ``--tier`` is the line's last word;
+    ``reset`` is a list of its own."""
+    job = {'name': 'n', 'argv': ['srun', '/p', '--tier'], 'own_argv': ['srun', '/p', '--tier', 'x', '/p', '--tier']}
+    gpus = (1, 2)
+    loop_deep.with_reset(job, '/p', gpus, 'smi', 'u')
+    head = ['/bin/sh', '-c', loop_deep.RESET_SCRIPT, 'gpucluster-gpu-reset', '1,2', 'u', 'smi']
+    assert job == {'name': 'n', 'argv': ['srun'] + head + ['/p', '--tier'],
+                   'own_argv': ['srun'] + head + ['/p', '--tier', 'x', '/p', '--tier'], 'reset': [1, 2]}
+
+
+def test_read_reset_strips_the_text():
+    assert loop_deep.read_reset('GPUCLUSTER-GPU-RESET done rc=0 gpus= mig=restarted:    all reset  \n') == {
+        'ok': True, 'rc': 0, 'gpus': [], 'mig': 'restarted', 'text': 'all reset'}

@@ -104,3 +104,61 @@ def test_loop_defaults_and_the_configuration_file():
                               'webhook']
     # the role-only keys stay out of the program's file, which the program accepts
     assert load_settings(config)['policy']['reboot_window_s'] == 3600
+
+
+# ---------------------------------------------------------------- whole messages and results (issue 43)
+
+def _refusal(call, *args):
+    with pytest.raises(ValueError) as raised:
+        call(*args)
+    return str(raised.value)
+
+
+def test_bad_settings_messages_whole():
+    keys = ', '.join(sorted(rs.SETTING_KEYS))
+    assert _refusal(rs.healthcheck_settings, ['x']) == "slurm_healthcheck_settings is ['x']; expected a mapping of settings (keys: %s)" % keys
+    assert _refusal(rs.healthcheck_settings, {'b': 1, 'a': 2, 1: 3}) == \
+        'slurm_healthcheck_settings has unknown key(s) 1, a, b; valid keys: %s' % keys
+    assert _refusal(rs.healthcheck_settings, {}, {'zz': 1}) == 'the inherited settings has unknown key(s) zz; valid keys: %s' % keys
+    loop_keys = ', '.join(sorted(set(rs.LOOP_ROLE_DEFAULTS) | set(rs.LOOP_POLICY_KEYS) | set(rs.LOOP_CONFIG_KEYS)))
+    assert _refusal(rs.loop_settings, 5) == 'slurm_healthcheck_loop is 5; expected a mapping of settings (keys: %s)' % loop_keys
+    assert _refusal(rs.loop_settings, {'x': 1}) == 'slurm_healthcheck_loop has unknown key(s) x; valid keys: %s' % loop_keys
+
+
+def test_budgets_become_floats_but_not_booleans_or_floats_given():
+    merged = rs.healthcheck_settings({'periodic_budget': 12.5, 'prolog_budget': 4})
+    assert (merged['periodic_budget'], merged['prolog_budget']) == (12.5, 4.0)
+    assert type(merged['prolog_budget']) is float
+    with pytest.raises(ValueError) as raised:
+        rs.healthcheck_settings({'prolog_budget': True})
+    assert str(raised.value).startswith('slurm_healthcheck_settings: ')
+
+
+def test_inherited_none_and_given_none():
+    assert rs.healthcheck_settings(None, None) == rs.healthcheck_settings({}, {})
+
+
+def test_loop_settings_whole_and_independent_of_the_defaults():
+    from ansible_collections.gpucluster.bringup.plugins.module_utils.health._node_loop import POLICY_DEFAULTS, SETTINGS_DEFAULTS
+    merged = rs.loop_settings(None)
+    expected = dict(rs.LOOP_ROLE_DEFAULTS)
+    expected.update((key, POLICY_DEFAULTS[name]) for key, name in rs.LOOP_POLICY_KEYS.items())
+    expected.update((key, SETTINGS_DEFAULTS[key]) for key in rs.LOOP_CONFIG_KEYS)
+    assert merged == expected
+    merged['actions']['new'] = 'drain'
+    assert 'new' not in POLICY_DEFAULTS['actions']
+    merged['deep_settings']['x'] = 1
+    assert 'x' not in SETTINGS_DEFAULTS['deep_settings']
+
+
+def test_loop_config_whole():
+    merged = rs.loop_settings({'promote_after': 5, 'metrics_file': '/m.prom'})
+    fixed = {'state_file': '/s'}
+    policy_fixed = {'prefix': 'p'}
+    config = rs.loop_config(merged, fixed, policy_fixed)
+    policy = dict(policy_fixed)
+    policy.update((name, merged[key]) for key, name in rs.LOOP_POLICY_KEYS.items())
+    expected = {'state_file': '/s', 'policy': policy}
+    expected.update((key, merged[key]) for key in rs.LOOP_CONFIG_KEYS)
+    assert config == expected and config['policy']['promote_after'] == 5 and config['metrics_file'] == '/m.prom'
+    assert fixed == {'state_file': '/s'} and policy_fixed == {'prefix': 'p'}
