@@ -180,19 +180,19 @@ def expectations(value, host=None, extra=()):
         return {'gpu_count': None, 'gpu_models': None, 'hcas': None}
     model = node_type['gpu_model'].strip()
     return {'gpu_count': node_type['gpu_count'], 'gpu_models': [model] if model else [],
-            'hcas': [hca.strip() for hca in node_type['hcas']] or None}
+            'hcas': list(node_type['hcas']) or None}  # (a device name with a blank is one of problems())
 
 
 def gres_count_problem(value, entries, host=None):
     """A GPU node whose GPUs (the GRES entries ``slurm_gres_facts`` read from NVML) are not the declared count: the
-    problem, one line, or ``''`` (no node type, no count declared, or the count holds).
+    problem, one line, or ``''`` (no node type, or the count holds).
 
     The GPUs counted are the distinct ``gpu_index`` of the ``gpu`` entries (a whole GPU is one entry, a GPU in MIG mode
     one per instance).  The slurm role stops on it before gres.conf changes: slurmd would register fewer GPUs than the
     node type has.
     """
     node_type = normalise(value, host, extra=None)
-    if node_type is None or node_type['gpu_count'] is None:
+    if node_type is None:  # (a node type lacking gpu_count raised NodeTypeError: the count is required)
         return ''
     seen = sorted(set(entry['gpu_index'] for entry in entries or ()
                       if isinstance(entry, dict) and entry.get('name') == 'gpu' and isinstance(entry.get('gpu_index'), int)))

@@ -201,7 +201,7 @@ def _entry_shape_problems(var, layout, entries):
 
 
 def _gpu_index_problems(var, layout, entries, count, count_var):
-    """([(entry number, GPU index)] of the entries selecting one GPU by index, problems of those indices)."""
+    """The problems of the GPU indices the entries select one GPU by."""
     problems = []
     indices = []
     for number, entry in enumerate(entries):
@@ -221,7 +221,7 @@ def _gpu_index_problems(var, layout, entries, count, count_var):
                              % (var, _show(layout), number, index, var, _show(layout), seen[index])))
         else:
             seen[index] = number
-    return indices, problems
+    return problems
 
 
 def _uncovered_problems(label, gpus, selected, count, count_var):
@@ -278,15 +278,14 @@ def mig_layout_problems(host, values, extra):
     problems = _entry_shape_problems(var, layout, entries)
     if problems:
         return [(host, role, message) for role, message in problems], None
-    indices, found_problems = _gpu_index_problems(var, layout, entries, count, count_var)
-    problems.extend(found_problems)
+    problems.extend(_gpu_index_problems(var, layout, entries, count, count_var))
     if resolved is None or resolved['kind'] in ('unknown', 'extra', 'mig-unknown'):
         # no one model, or one whose profile table is not here: profiles are checked on the node
         return [(host, role, message) for role, message in problems], None
     mig = resolved['kind'] == 'mig'
     name = resolved['name']
-    total = count if count is not None else max([index for _n, index in indices] + [0]) + 1
-    gpus = [_declared_gpu(index, name, mig) for index in range(total)]
+    # a resolved model means a node type without mistakes (declared_models), so its gpu_count is a whole number here
+    gpus = [_declared_gpu(index, name, mig) for index in range(count)]
     selected = {}
     uuids = False
     for number, entry in enumerate(entries):

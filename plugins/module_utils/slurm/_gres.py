@@ -498,8 +498,6 @@ def _units_from_records(records):
         cores = tuple(parse_int_ranges(record['cores'])) if record['cores'] else None
         if record['name'] != 'gpu':
             units.append((record['name'], None, tuple(record['files']), None, record['count']))
-        elif record['count'] == 1 or not record['files']:
-            units.append(('gpu', record['type'], tuple(record['files']), cores, record['count']))
         elif len(record['files']) == record['count']:
             units.extend(('gpu', record['type'], (one,), cores, 1) for one in record['files'])
         else:

@@ -113,7 +113,7 @@ def ib_port(hca, port, files):
     counters = {}
     for name, value in (files.get('counters') or {}).items():
         try:
-            counters[name] = int(str(value).strip())
+            counters[name] = int(str(value))  # (int() reads past blanks and the newline)
         except ValueError:
             continue
     return {'hca': hca, 'port': int(port), 'state': _word(files.get('state')), 'phys_state': _word(files.get('phys_state')),
@@ -183,7 +183,7 @@ def fabric_failures(gpus, driver_version=None):
         fabric = (gpu.get('fleet') or {}).get('fabric')
         if gpu.get('error') or not fabric:
             continue
-        state = FABRIC_STATES.get(fabric['state'], str(fabric['state']))
+        state = FABRIC_STATES.get(fabric['state'])
         if state in ('NOT_STARTED', 'IN_PROGRESS'):
             failures.append(('fabric', gpu['index'], '%s NVLink fabric state %s: nvidia-fabricmanager is not running or has not '
                              'registered the GPU; systemctl start nvidia-fabricmanager (its version must be the driver\'s, %s)'
@@ -320,9 +320,7 @@ def read_ib_ports(root):
             ports_dir = os.path.join(root, hca, 'ports')
             if not os.path.isdir(ports_dir):
                 continue
-            for port in sorted(os.listdir(ports_dir), key=lambda p: int(p) if p.isdigit() else 0):
-                if not port.isdigit():
-                    continue
+            for port in sorted((name for name in os.listdir(ports_dir) if name.isdigit()), key=int):
                 base = os.path.join(ports_dir, port)
                 files = dict((name, read_text(os.path.join(base, name))) for name in ('state', 'phys_state', 'rate', 'link_layer'))
                 counters_dir = os.path.join(base, 'counters')

@@ -168,7 +168,7 @@ def tree_width_rule(node_count):
 
 def message_hops(width, node_count):
     """How many message hops a fanout of ``width`` needs to reach ``node_count`` nodes (slurm.conf(5): w + w^2 + ...)."""
-    if width < 1 or node_count < 1:
+    if width < 1:  # (no node to reach, node_count 0 or less: the loop below gives 0 hops)
         return 0
     hops, reach, level = 0, 0, 1
     while reach < node_count:
@@ -328,7 +328,7 @@ def _whole(value):
     if isinstance(value, int):
         return value
     if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+        return int(value)  # (int() reads past the blanks)
     return None
 
 

@@ -301,7 +301,7 @@ def _check_links(fabric):
     for table in ('switches', 'hosts', 'routers'):
         for guid in sorted(fabric[table]):
             node = fabric[table][guid]
-            types = node.pop('_types', {})
+            types = node.get('_types')
             for port in sorted(node['ports']):
                 peer_guid, peer_port = node['ports'][port]
                 peer_table = types[port]
@@ -318,15 +318,12 @@ def _check_links(fabric):
                         raise ValueError('%s links to %s, but the block of %s has no port %d: the block is cut '
                                          'short or the dump is inconsistent' % (here, there,
                                                                                 _node_id(peer_table, peer_guid), peer_port))
-                    raise ValueError('%s links to %s, but %s names %s-%s port %d: the dump is inconsistent'
-                                     % (here, there, there, _PREFIX[_table_of(fabric, back[0])], back[0], back[1]))
-
-
-def _table_of(fabric, guid):
+                    # the type the peer's port line wrote for the node it names (which may have no block)
+                    raise ValueError('%s links to %s, but %s names %s port %d: the dump is inconsistent'
+                                     % (here, there, there, _node_id(peer['_types'][peer_port], back[0]), back[1]))
     for table in ('switches', 'hosts', 'routers'):
-        if guid in fabric[table]:
-            return table
-    return 'hosts'
+        for node in fabric[table].values():
+            node.pop('_types', None)
 
 
 # --- topology/tree ------------------------------------------------------------------------------------------------------
@@ -549,7 +546,11 @@ def _place_hosts(parsed, names, hosts, wanted, rail_hca, warnings):
 
 
 def _warn_other_rail(chosen, warnings):
-    """Warn about each host placed by another HCA than most hosts of its naming scheme."""
+    """Warn about each host placed by another HCA than most hosts of its naming scheme.
+
+    ``chosen`` maps a host to the device of the CA it was placed by, never empty: without rail_hca that CA is the one
+    whose device ends in the lowest number (_rail_zero).
+    """
     schemes = {}
     for name, device in chosen.items():
         schemes.setdefault(_scheme(device), []).append(device)
@@ -561,7 +562,7 @@ def _warn_other_rail(chosen, warnings):
             most = 'most hosts' if len(schemes) == 1 else 'most hosts whose HCAs are named %s<n>' % scheme
             warnings.append('host %s was placed by its %s, %s by their %s: is its %s missing from the '
                             'fabric (link down)? pass rail_hca to place every host by one HCA'
-                            % (name, chosen[name] or 'CA', most, usual[scheme], usual[scheme]))
+                            % (name, chosen[name], most, usual[scheme], usual[scheme]))
 
 
 def tree_topology(parsed, node_names, name_map=None, rail_hca=None, node_name_map=None):
@@ -643,7 +644,7 @@ def tree_topology(parsed, node_names, name_map=None, rail_hca=None, node_name_ma
 
 def _scheme(device):
     """A device name's naming scheme: the name without its trailing number ("mlx5_0" -> "mlx5_", "HCA-1" -> "HCA-")."""
-    return re.sub(r'\d+\s*$', '', device or '')
+    return re.sub(r'\d+\s*$', '', device)
 
 
 def _rail_zero(name, cas, rail_hca, warnings, where):

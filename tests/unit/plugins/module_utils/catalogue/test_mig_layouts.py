@@ -73,3 +73,17 @@ def test_site_layouts_that_are_no_dictionary_are_named(custom):
         mig_layouts.layouts(custom)
     with pytest.raises(AnsibleFilterError, match='mig_layouts_custom is'):
         FILTERS['mig_layouts'](custom)
+
+
+@pytest.mark.parametrize('custom, shown', [([], '[]'), ('all-1g', "'all-1g'"), (3, '3')])
+def test_site_layouts_that_are_no_dictionary_are_refused_with_the_whole_message(custom, shown):
+    with pytest.raises(ValueError) as found:
+        mig_layouts.layouts(custom)
+    assert str(found.value) == ('mig_layouts_custom is %s; expected a dictionary of layout name to a list of GPU entries'
+                                % shown)
+
+
+@pytest.mark.parametrize('custom', [['site'], 'site', None])
+def test_the_source_of_a_layout_when_the_sites_layouts_are_no_dictionary(custom):
+    # only a dictionary of the site's layouts names mig_layouts_custom, even where the name is "in" the value
+    assert mig_layouts.source('site', custom) == 'gpucluster.bringup.mig_layouts'

@@ -426,3 +426,59 @@ def test_the_validation_partition_of_a_site_without_partitions():
     data['ctl'].update(validate_jobs={'partition': 'x'}, slurm_partitions=[])
     assert check(data)[0] == [('ctl', 'validate', 'validate_jobs.partition is \'x\', which is not a partition of slurm_partitions; expected '
                                                   'one of none, or "" for the default partition')]
+
+
+def test_an_entry_without_gpu_selects_every_gpu():
+    # no "gpu" key: gpu all (not a UUID left to the node), and no "mig" key: MIG wanted
+    assert site.mig_layout_problems('h', mig_values([{'instances': [ONE_1G]}], model='L40S'), []) == ([
+        ('h', 'mig', ENTRY % 0 + " (mig_layout 'l') asks for MIG on GPU 0, but gpucluster_node_type.gpu_model says the node's GPUs are "
+         "'L40S' (NVIDIA L40S), which have no MIG; expected no mig_layout on this node (or entries with mig: false)"),
+        ('h', 'mig', UNCOVERED % ('1', 2, 2, '1'))], None)
+    assert site.mig_layout_problems('h', mig_values([{'instances': [ONE_1G]}], count=2), []) == ([], {'1g.10gb': 14})
+
+
+@pytest.mark.parametrize('given, names', [
+    ('gpu-1', {'gpu-01.example.org', 'gpu-01', 'gpu-1'}),
+    ('{{ inventory_hostname_short }}', {'gpu-01.example.org', 'gpu-01'}),   # not templated: not a name
+    ('', {'gpu-01.example.org', 'gpu-01'}),
+    (5, {'gpu-01.example.org', 'gpu-01'}),
+])
+def test_node_names_of_a_host(given, names):
+    assert site.node_names('gpu-01.example.org', {'slurm_node_name': given}) == names
+
+
+@pytest.mark.parametrize('nodes, expanded', [(' all ', None), ('ALL', None), (None, None), ('gpu-[01-02]', ['gpu-01', 'gpu-02']),
+                                             ('gpu-[02-01]', []), ([1, 'b'], ['1', 'b']), (5, [])])
+def test_the_nodes_of_a_partition(nodes, expanded):
+    assert site._partition_nodes(nodes) == expanded
+
+
+@pytest.mark.parametrize('key, value, problem', [
+    ('Hidden', False, None), ('Hidden', True, None), ('hidden', 'maybe', "p is 'maybe'; expected YES or NO"),
+    ('State', ' up ', None), ('State', False, 'p is false; valid values: UP, DOWN, DRAIN, INACTIVE'),
+    ('MaxNodes', 'unlimited', None), ('MaxNodes', '-1', "p is '-1'; expected a whole number or UNLIMITED"),
+    ('DefMemPerGPU', 'INFINITE', None), ('Priority', 'INFINITE', "p is 'INFINITE'; expected a whole number from 0 to 65533"),
+    ('Nodes', ['a'], "p is ['a']; expected a single value"), ('Nodes', None, 'p is None; expected a single value'),
+])
+def test_partition_option_values(key, value, problem):
+    assert site._option_value_problem('p', key, value) == problem
+
+
+ALL_UUIDS = "%s: slurm_task_prolog_uuids is 'all' (every allocated GPU exported by UUID)"
+PROLOG_TAIL = ('. slurmstepd runs it inside pyxis containers, where it cannot run, so every container job of the cluster fails (pyxis '
+               'issues 83 and 163); where jobs run in containers set slurm_conf_overrides: {TaskProlog: null} on the controller '
+               '(README, Troubleshooting)')
+
+
+@pytest.mark.parametrize('count, more', [(4, ''), (5, ' and 1 more node(s)')])
+def test_the_task_prolog_warning_names_four_nodes(count, more):
+    hosts = ['n%d' % number for number in range(1, count + 1)]
+    values = dict((host, {'slurm_task_prolog_uuids': 'all'}) for host in hosts)
+    assert site._task_prolog_warnings(hosts, set(), values, None) == [
+        'TaskProlog: the slurm role configures it for ' + '; '.join(ALL_UUIDS % host for host in hosts[:4]) + more + PROLOG_TAIL]
+
+
+def test_a_default_qos_of_an_empty_qos_list():
+    assert site.association_problems('ctl', {'slurmdbd_accounts': [{'name': 'a', 'QOS': [], 'DefaultQOS': 'normal'}]}) == (
+        [('ctl', 'slurmdbd', "slurmdbd_accounts[0].DefaultQOS is 'normal', not in its QOS list (empty); expected one of them")],
+        {'a', 'root'}, {'normal'})

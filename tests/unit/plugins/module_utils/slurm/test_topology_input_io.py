@@ -277,7 +277,33 @@ def test_check_options(tmp_path, changes, message):
 def test_an_input_file_this_user_may_not_read(tmp_path, monkeypatch):
     path = tmp_path / 'fabric.txt'
     path.write_text('x\n')
-    monkeypatch.setattr(tio.os, 'access', lambda name, how: False)   # as a user without read permission (the tests run as root too)
+    # as a user with every permission but read (the tests run as root too)
+    monkeypatch.setattr(tio.os, 'access', lambda name, how: name == str(path) and how != os.R_OK)
     with pytest.raises(InputError) as found:
         tio.check_input_file('ibnetdiscover_path', str(path))
     assert str(found.value) == "ibnetdiscover_path is '%s', which this user may not read; expected a readable file" % path
+
+
+def test_read_text_of_a_file_that_cannot_be_opened_says_why(tmp_path):
+    with pytest.raises(InputError) as found:
+        tio.read_text('ibnetdiscover_path', str(tmp_path), 'the dump')
+    assert str(found.value) == "ibnetdiscover_path is '%s', which cannot be read (Is a directory); expected a readable file" % tmp_path
+
+
+def test_a_node_name_map_file_that_is_not_text(tmp_path):
+    dump, names = tmp_path / 'fabric.txt', tmp_path / 'names.map'
+    dump.write_text(fixture(MAN))
+    names.write_bytes(b'0x0008f10400410015 "edge"\x00\n')
+    with pytest.raises(InputError) as found:
+        tio.plan(tree(ibnetdiscover_path=str(dump), node_name_map_path=str(names), nodes='ib[1-4]'))
+    assert str(found.value) == ("node_name_map_path is '%s', which is a binary file, not text; expected a node name map "
+                                '(lines <GUID> "<name>")' % names)
+
+
+def test_a_dump_file_that_is_not_text(tmp_path):
+    dump = tmp_path / 'fabric.txt'
+    dump.write_bytes(b'\x7fELF')
+    with pytest.raises(InputError) as found:
+        tio.plan(tree(ibnetdiscover_path=str(dump)))
+    assert str(found.value) == ("ibnetdiscover_path is '%s', which is a binary file (a program), not text; expected the output of "
+                                'ibnetdiscover (saved with ibnetdiscover > fabric.txt)' % dump)
