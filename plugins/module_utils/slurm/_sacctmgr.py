@@ -1013,7 +1013,6 @@ def plan(desired, current, purge=False):
 
     actions += _account_actions(desired, current, cluster)
 
-    with_assocs = _users_with_assocs(current)
     actions += _user_actions(desired, current, cluster)
 
     gone = removals(desired, current, purge)

@@ -113,7 +113,7 @@ def check_options(options):
         raise InputError('%soutput_dir is %r, expected an absolute directory on the controller for the .debs (the slurm '
                          'role\'s slurm_local_package_dir)' % (PREFIX, options.get('output_dir')))
     build_dir = str(options.get('build_dir') or '').strip().rstrip('/')
-    if not build_dir.startswith('/') or build_dir in ('', '/'):
+    if not build_dir.startswith('/'):
         raise InputError('%sdir is %r, expected an absolute directory on the build host, not /, to unpack and build in'
                          % (PREFIX, options.get('build_dir')))
     return {'tarball': tarball, 'url': url, 'file': tarball.rstrip('/').rsplit('/', 1)[-1].split('?', 1)[0],

@@ -140,3 +140,33 @@ def test_every_node_program_imports_from_what_its_role_installs(tmp_path, progra
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, check=False)
     if lib_env:  # without the library the program cannot load (the test can fail)
         assert again.returncode != 0 and 'ansible_collections' in again.stderr, again.stderr
+
+
+@pytest.mark.parametrize('name', ['mig/_nothing.py', 7, None])
+def test_closure_of_a_bad_name_says_so_in_full(name):
+    with pytest.raises(ValueError) as err:
+        lib.closure(MODULE_UTILS, ['_nvml.py', name])
+    assert str(err.value) == '%r is not a module_utils file of the collection (such as "mig/_mig_nvml.py")' % (name,)
+
+
+def test_closure_takes_a_name_given_twice_once_and_goes_on():
+    assert lib.closure(MODULE_UTILS, ['mig/_mig_plan.py', '_nvml.py', '_nvml.py']) == ['_nvml.py', 'catalogue/_gpus.py', 'mig/_mig_plan.py']
+    assert lib.closure(MODULE_UTILS, []) == []
+
+
+def test_imports_reads_every_import_line(tmp_path):
+    package = 'ansible_collections.gpucluster.bringup.plugins.module_utils'
+    (tmp_path / 'probe.py').write_text('from %s.mig._mig_plan import a\nfrom %s import _nvml, slurm\nfrom %s.slurm import _gres as g, ,\n'
+                                       % (package, package, package))
+    for rel in ('mig/_mig_plan.py', 'slurm/_gres.py', '_nvml.py'):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text('')
+    assert lib.imports(str(tmp_path), 'probe.py') == {'mig/_mig_plan.py', '_nvml.py', 'slurm/_gres.py'}
+
+
+def test_entries_with_a_mode_of_their_own():
+    result = lib.entries('/opt/x', MODULE_UTILS, ['_nvml.py'], mode='0600')
+    assert result[-1] == {'dest': '/opt/x/%s/_nvml.py' % TREE, 'src': os.path.join(MODULE_UTILS, '_nvml.py'), 'mode': '0600'}
+    assert [entry['dest'] for entry in result[:-1]] == ['/opt/x', '/opt/x/ansible_collections', '/opt/x/ansible_collections/gpucluster',
+                                                        '/opt/x/ansible_collections/gpucluster/bringup',
+                                                        '/opt/x/ansible_collections/gpucluster/bringup/plugins', '/opt/x/' + TREE]

@@ -283,3 +283,123 @@ def test_is_slurm_name_and_slurm_name_agree(value, ok):
     else:
         with pytest.raises(vi.InputError, match=r'^nodes\[0\] is .*, expected a Slurm name: letters, digits'):
             vi.slurm_name('nodes[0]', value)
+
+
+UNIT_RULES = ('(letters, digits, ":", "_", ".", "\\", "@" and "-", not starting with "-" or "@", at most 256 characters)')
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: vi.require_word('ident', '-n'), "ident is '-n', expected one word (no spaces, not starting with \"-\")"),
+    (lambda: vi.require_word('ident', 'a b', what='a tag'), "ident is 'a b', expected a tag"),
+    (lambda: vi.require_word('ident', ''), "ident is '', expected one word (no spaces, not starting with \"-\")"),
+    (lambda: vi.slurm_name('nodes[0]', 'a b'), "nodes[0] is 'a b', expected a Slurm name: " + vi.SLURM_NAME_TEXT),
+    (lambda: vi.slurm_name('nodes[0]', '-w', what='a node name', allow_empty=True),
+     "nodes[0] is '-w', expected a node name: " + vi.SLURM_NAME_TEXT + ', or empty'),
+    (lambda: vi.slurm_name('nodes[0]', ''), "nodes[0] is '', expected a Slurm name: " + vi.SLURM_NAME_TEXT),
+    (lambda: vi.require_unit('daemons[0]', 'a b'), "daemons[0] is 'a b', expected a systemd unit name such as \"slurmd\" or "
+                                                   "\"slurmd.service\" " + UNIT_RULES),
+    (lambda: vi.require_unit('d', '@x', example='munge'), "d is '@x', expected a systemd unit name such as \"munge\" or "
+                                                          "\"munge.service\" " + UNIT_RULES),
+    (lambda: vi.require_int('t', 0, minimum=1, maximum=9, unit='seconds'), 't is 0, expected a whole number of seconds between 1 and 9'),
+    (lambda: vi.require_int('t', float('inf')), 't is inf, expected a whole number'),
+    (lambda: vi.require_int('t', '1.0'), "t is '1.0', expected a whole number"),
+    (lambda: vi.require_number('x', 1, above=1, minimum=0, maximum=5), 'x is 1, expected a number above 1 and of at least 0 and of at most 5'),
+    (lambda: vi.require_number('x', 'inf'), "x is 'inf', expected a number"),
+    (lambda: vi.require_number('x', [1]), 'x is [1], expected a number'),
+    (lambda: vi.require_str('s', None), 's is None, expected a non-empty string'),
+    (lambda: vi.require_str('s', None, allow_empty=True), 's is None, expected a string'),
+    (lambda: vi.require_str('s', 'a\x00', allow_empty=True), "s is 'a\\x00', expected text without a NUL byte"),
+    (lambda: vi.require_choice('c', 3, (1, 2)), 'c is 3, expected one of 1, 2'),
+    (lambda: vi.require_match('m', None, r'\w+', 'a word', allow_empty=False), 'm is None, expected a word'),
+    (lambda: vi.require_match('m', 'ab', r'a', 'an a'), "m is 'ab', expected an a"),
+    (lambda: vi.require_match('m', 'x' + chr(10), r'x', 'an x'), "m is 'x\\n', expected an x"),
+    (lambda: vi.require_list('l', None), 'l is None, expected a list'),
+    (lambda: vi.require_list('l', ['a'], min_items=2), "l is ['a'], expected a list of at least 2 item(s)"),
+    (lambda: vi.require_bool('b', None), 'b is None, expected true or false'),
+    (lambda: vi.require_bool('b', -1), 'b is -1, expected true or false'),
+    (lambda: vi.require_dict('d', {'a': 1}, allowed=()), 'd has unknown key(s) a; valid keys: '),
+])
+def test_whole_messages_of_the_other_checks(call, message):
+    with pytest.raises(vi.InputError) as err:
+        call()
+    assert str(err.value) == message
+
+
+@pytest.mark.parametrize('call, expected', [
+    (lambda: vi.require_int('n', ' +5 '), 5),
+    (lambda: vi.require_int('n', '-3', minimum=-3), -3),
+    (lambda: vi.require_int('n', -3, maximum=-3), -3),
+    (lambda: vi.require_int('n', '12', minimum=12, maximum=12), 12),
+    (lambda: vi.require_number('x', ' 1.5 ', above=1.4, maximum=1.5), 1.5),
+    (lambda: vi.require_number('x', 7), 7),
+    (lambda: vi.require_bool('b', ' YES '), True),
+    (lambda: vi.require_bool('b', 'On'), True),
+    (lambda: vi.require_bool('b', '1'), True),
+    (lambda: vi.require_bool('b', ' False'), False),
+    (lambda: vi.require_bool('b', '0'), False),
+    (lambda: vi.require_bool('b', False), False),
+    (lambda: vi.require_str('s', None, allow_none=True), None),
+    (lambda: vi.require_str('s', ' a '), ' a '),
+    (lambda: vi.require_match('m', None, r'\w+', 'a word', allow_empty=True), None),
+    (lambda: vi.require_list('l', None, allow_none=True), None),
+    (lambda: vi.require_list('l', ['a', 'b'], min_items=2), ['a', 'b']),
+    (lambda: vi.require_list('l', [' 2', 3], element=vi.require_int), [2, 3]),
+    (lambda: vi.require_dict('d', {'z': 1}), {'z': 1}),
+    (lambda: vi.require_keys('d', {'a': 1, 'b': 2}, ('a', 'b'), required=('a', 'b')), {'a': 1, 'b': 2}),
+    (lambda: vi.require_unit('u', 'munge'), 'munge'),
+    (lambda: vi.slurm_name('n', '', allow_empty=True), ''),
+    (lambda: vi.slurm_name('n', None, allow_empty=True), None),
+    (lambda: vi.show('abcdefgh', limit=6), "'ab..."),
+    (lambda: vi.show('abcd', limit=6), "'abcd'"),
+])
+def test_more_valid_values_and_defaults(call, expected):
+    assert call() == expected
+
+
+def test_a_list_element_is_named_by_its_index():
+    seen = []
+    assert vi.require_list('jobs', ('a', 'b'), element=lambda name, item: seen.append(name) or item.upper()) == ['A', 'B']
+    assert seen == ['jobs[0]', 'jobs[1]']
+
+
+def test_module_failure_keeps_its_message_and_result():
+    failure = vi.ModuleFailure('it broke', rc=3, stderr='no')
+    assert (str(failure), failure.msg, failure.result) == ('it broke', 'it broke', {'rc': 3, 'stderr': 'no'})
+    assert vi.ModuleFailure('bare').result == {}
+    assert issubclass(vi.InputError, ValueError)
+
+
+def test_nearest_existing_of_a_relative_path(tree, monkeypatch):
+    monkeypatch.chdir(str(tree))
+    assert vi.nearest_existing('adir/x/y') == (str(tree / 'adir'), ['x', 'y'])
+    assert vi.nearest_existing('/') == ('/', [])
+
+
+def test_check_writable_dest_returns_the_absolute_path(tree, monkeypatch):
+    monkeypatch.chdir(str(tree))
+    assert vi.check_writable_dest('dest', 'adir/../new/x') == str(tree / 'new' / 'x')
+    assert vi.check_writable_dest('dest', 'adir/report.json', directory=False) == str(tree / 'adir' / 'report.json')
+    assert vi.PSEUDO_ROOTS == ('/proc', '/sys')
+
+
+def test_check_writable_dest_asks_about_the_parent_of_a_file(tree, monkeypatch):
+    asked = []
+    monkeypatch.setattr(vi.os, 'access', lambda path, mode: asked.append((path, mode)) or True)
+    vi.check_writable_dest('dest', str(tree / 'adir' / 'report.json'), directory=False)
+    vi.check_writable_dest('dest', str(tree / 'adir'))
+    vi.check_writable_dest('dest', str(tree / 'adir' / 'new' / 'x.json'), directory=False)
+    assert asked == [(str(tree / 'adir'), os.W_OK | os.X_OK)] * 3
+
+
+@pytest.mark.parametrize('call, message', [
+    (lambda: vi.require_int('n', 0, minimum=1), 'n is 0, expected a whole number of at least 1'),
+    (lambda: vi.require_int('n', 11, maximum=10), 'n is 11, expected a whole number of at most 10'),
+    (lambda: vi.slurm_name('n', 'a b'), "n is 'a b', expected a Slurm name: letters, digits, \"_\", \"-\" and \".\" (no spaces, commas or "
+                                        "\"=\"), starting with a letter or digit, at most 64 characters"),
+    (lambda: vi.check_writable_dest('dest', ''), "dest is '', expected a path to a directory"),
+    (lambda: vi.check_writable_dest('dest', None, directory=False), 'dest is None, expected a path to a file'),
+])
+def test_range_and_path_messages_in_full(call, message):
+    with pytest.raises(vi.InputError) as err:
+        call()
+    assert str(err.value) == message

@@ -60,3 +60,14 @@ def test_bad_parts_and_roles_are_named():
 @pytest.mark.parametrize('family, pattern', [('Debian', '*.deb'), ('RedHat', '*.rpm'), ('Suse', '*.deb')])
 def test_the_local_package_pattern(family, pattern):
     assert distro.local_package_pattern(family) == pattern == FILTERS['slurm_local_package_pattern'](family)
+
+
+def test_the_whole_messages_and_the_default_of_configless():
+    with pytest.raises(ValueError) as err:
+        distro.packages('Debian', 'gpu')
+    assert str(err.value) == "part is 'gpu', expected one of: controller, compute, login, sackd, slurmdbd, nvml, mps"
+    with pytest.raises(ValueError) as err:
+        distro.host_packages('Debian', ['compute', 'gpu', 'sackd'])
+    assert str(err.value) == "roles has 'gpu', 'sackd', expected some of: controller, compute, slurmdbd, login"
+    assert distro.host_packages('Debian', ('login',)) == ['slurm-client', 'libpmix-dev']
+    assert distro.PARTS == ('controller', 'compute', 'login', 'sackd', 'slurmdbd', 'nvml', 'mps')

@@ -392,3 +392,15 @@ def test_contents_problem_of_an_empty_package(nvml, message):
 def test_contents_problem_reads_file_names():
     plan = sb.check_options(opts())
     assert sb.contents_problem(plan, 'mpi_pmix.so\naccounting_storage_mysql.so  \ngpu_nvml.so -> gpu_nvml.so.0\n') == ''
+
+
+def test_contents_problem_reads_names_with_trailing_tabs():
+    plan = sb.check_options(opts())
+    assert sb.contents_problem(plan, 'mpi_pmix.so\t\naccounting_storage_mysql.so\ngpu_nvml.so\t \n') == ''
+
+
+def test_expected_packages_of_a_release_without_debian_packaging():
+    with pytest.raises(InputError) as err:
+        sb.expected_packages((23, 2, 1))
+    assert str(err.value) == 'Slurm 23.02.1 has no SchedMD debian/ packaging, expected 23.11 or newer'
+    assert sb.expected_packages((23, 11, 0)) == list(sb.SMD_PACKAGES)

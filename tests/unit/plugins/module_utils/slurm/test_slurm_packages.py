@@ -229,3 +229,75 @@ def test_host_files_smd_installs_slurm_smd_first():
     files = sp.host_files(smd_dir(), ['slurmd', 'client'], 'Debian')['files']
     assert files[0].endswith('/slurm-smd_26.05.3-1_amd64.deb')
     assert sorted(files[1:]) == files[1:]
+
+
+# --- whole messages, defaults and edges ----------------------------------------------------------------------------
+
+def test_package_of_and_plugin_dir_name_every_valid_value():
+    with pytest.raises(InputError) as err:
+        sp.package_of('smd', 'slurmrestd')
+    assert str(err.value) == "part is 'slurmrestd', expected one of: common, slurmctld, slurmd, slurmdbd, client, sackd, dev, pam_slurm_adopt, nvml, mysql"
+    with pytest.raises(InputError) as err:
+        sp.plugin_dir('rpm')
+    assert str(err.value) == "flavour is 'rpm', expected one of: debian, smd"
+    assert sp.plugin_dir('debian') == '/usr/lib/x86_64-linux-gnu/slurm-wlm'
+
+
+def _refusal(entries, **kwargs):
+    with pytest.raises(InputError) as err:
+        sp.read_directory(entries, **kwargs)
+    return str(err.value)
+
+
+def test_read_directory_names_up_to_six_files_of_each_flavour():
+    six = [f for f in DEBIAN_DIR if 'libpmix' not in f][:6]
+    assert _refusal(six + smd_dir()[:7], option='dir') == (
+        "dir holds both Debian's Slurm packages (%s) and SchedMD's slurm-smd packages (%s and 1 more), expected one flavour: "
+        "SchedMD's packages conflict with Debian's of the same part, and every host gets the same flavour; keep one of them in "
+        'the directory' % (', '.join(sorted(f.rsplit('/', 1)[1] for f in six)),
+                           ', '.join(sorted(f.rsplit('/', 1)[1] for f in smd_dir()[:7])[:6])))
+
+
+def test_read_directory_of_two_versions_in_full():
+    assert _refusal(['/d/slurm-smd_26.05.3-1_amd64.deb', '/d/slurm-smd-slurmd_26.05.4-1_amd64.deb']) == (
+        'slurm_local_package_dir holds Slurm packages of 2 versions (26.05.3: slurm-smd_26.05.3-1_amd64.deb; 26.05.4: '
+        'slurm-smd-slurmd_26.05.4-1_amd64.deb), expected the packages of one Slurm version (every package depends on the others '
+        'of its own version)')
+    assert _refusal([{'file': 'x.deb', 'name': 'slurm-smd', 'version': 'abc'}], option='dir') == (
+        "dir holds x.deb, whose version 'abc' names no Slurm release, expected a Slurm package of one release")
+
+
+def test_read_directory_leaves_the_callers_entries_as_they_are():
+    entry = {'file': 'slurm-smd_26.05.3-1_amd64.deb'}
+    found = sp.read_directory([entry, 7, None])
+    assert entry == {'file': 'slurm-smd_26.05.3-1_amd64.deb'}
+    assert found == {'flavour': 'smd', 'version': (26, 5, 3), 'release': '26.05',
+                     'packages': {'slurm-smd': {'file': 'slurm-smd_26.05.3-1_amd64.deb', 'name': 'slurm-smd', 'version': '26.05.3-1'}}}
+
+
+def test_missing_names_a_package_once_though_two_parts_need_it():
+    directory = sp.read_directory(smd_dir(leave=('slurm-smd-slurmd',)))
+    assert sp.missing(directory, ['slurmd', 'slurmd', 'nvml'], option='dir') == (
+        "dir holds SchedMD's slurm-smd packages of Slurm 26.05.3 but not slurm-smd-slurmd, which this host needs (slurmd, slurmd), "
+        'expected slurm-smd-slurmd_26.05.3*.deb beside the others (build every package of debian/control)')
+    assert sp.missing(sp.read_directory(DEBIAN_DIR), ['slurmdbd', 'client']) == (
+        "slurm_local_package_dir holds Debian's packages of Slurm 24.11.5 but not slurmdbd, which this host needs (slurmdbd), "
+        'expected slurmdbd_24.11.5*.deb beside the others (the same Slurm version)')
+
+
+def test_host_files_reads_debian_names_by_default_and_only_file_names():
+    # a folder named like a package of a daemon the host does not run holds packages all the same
+    files = ['/srv/slurmctld-2/%s' % f.rsplit('/', 1)[1] for f in DEBIAN_DIR]
+    found = sp.host_files(files, ['slurmd', 'client'])
+    assert found == {'flavour': 'debian', 'problem': '', 'files': [f for f in files if f.rsplit('/', 1)[1].split('_')[0] not in (
+        'sackd', 'slurm-wlm-nvml-plugin', 'slurmctld')]}
+    every = ['/srv/debs/-1.txt'] + DEBIAN_DIR
+    assert sp.host_files(every, ['slurmctld', 'slurmd', 'slurmdbd', 'sackd', 'client', 'nvml'])['files'] == every
+
+
+def test_read_directory_of_a_release_too_old_in_full():
+    from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_version as sv
+    assert _refusal(['/d/slurmd_21.08.5-2ubuntu1_amd64.deb', '/d/slurm-client_21.08.5-2ubuntu1_amd64.deb'], option='dir') == (
+        'dir holds Slurm 21.08.5 (slurm-client_21.08.5-2ubuntu1_amd64.deb, slurmd_21.08.5-2ubuntu1_amd64.deb), expected Slurm 22.05 or '
+        'newer: %s; use %s instead' % (sv.TOO_OLD_WHY, sv.SMD_BUILD.replace(' and installed with slurm_install_source: local and '
+                                                                            'slurm_local_package_dir', '')))

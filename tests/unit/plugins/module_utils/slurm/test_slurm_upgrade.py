@@ -452,3 +452,50 @@ def test_plan_with_a_problem_is_the_empty_plan_with_the_problem():
 def test_apt_policy_versions_of_a_package_without_its_lines():
     assert apt_policy_versions('slurmd:\n  Candidate: 26.05.5-1\nslurmctld:\n  Installed: 24.11.5-1\n') == {
         'slurmd': {'installed': '', 'candidate': '26.05.5-1'}, 'slurmctld': {'installed': '24.11.5-1', 'candidate': ''}}
+
+
+def test_plan_a_replaced_program_older_than_the_target_keeps_its_version():
+    """Only a package already at the target stands for the oldest release: an older one is read as it is."""
+    hosts = {'ctl': _host(['slurm_controller'], T11, F05)}
+    hosts['ctl']['replaced'] = ['slurmctld']
+    plan = upgrade_plan(hosts)
+    assert (plan['from'], plan['to'], plan['steps']['slurmctld'], plan['problems']) == ('24.11.5', '26.05.5', ['ctl'], [])
+    hosts['ctl']['replaced'] = None
+    assert upgrade_plan(hosts)['from'] == '24.11.5'
+
+
+@pytest.mark.parametrize('line, state', [
+    ('[2026-01-05T10:00:00.123] error: Database settings not recommended', 'error'),
+    ('\terror: tab', 'error'),
+    ('slurmdbd: fatal: no', 'error'),
+    ('noerror: fine', ''),
+    ('slurmdbd: slurmdbd version 26.05.5 started', 'ready'),
+])
+def test_dbd_line_state_after_a_timestamp(line, state):
+    assert dbd_line_state(line) == state
+
+
+def test_slurm_packages_takes_only_lines_of_three_fields():
+    text = 'ii slurmd slurm-wlm extra\nii slurmctld slurm-wlm\nii libslurm40 slurm-wlm\n'
+    assert slurm_packages(text) == ['libslurm40', 'slurmctld']
+
+
+def test_apt_policy_versions_of_a_package_line_with_blanks_before_its_colon():
+    assert apt_policy_versions('slurmd :\n  Installed: 1.0\n  Candidate: (none)\n') == {'slurmd': {'installed': '1.0', 'candidate': ''}}
+
+
+def test_systemctl_main_pids_of_blocks_split_by_a_line_of_blanks():
+    text = 'Id=slurmd.service\nMainPID=42 \n  \nId=munge.service\nMainPID=x\n'
+    assert systemctl_main_pids(text) == {'slurmd': 42, 'munge': 0}
+
+
+def test_plan_refusals_in_full():
+    bad = {'ctl': _host(['slurm_controller'], 'garbage', F05)}
+    assert upgrade_plan(bad)['problems'] == ["ctl: slurmctld: 'garbage' is not a Slurm version: expected e.g. 'slurm 24.11.5' or "
+                                             "'24.11.5-4+deb13u1'"]
+    two = {'a': _host(['slurm_compute'], T11, '26.05.5-1'), 'b': _host(['slurm_compute'], T11, '26.05.4-1')}
+    assert upgrade_plan(two)['problems'] == ['the package manager offers different Slurm versions, one target is needed for the whole '
+                                             'cluster: 26.05.4 on b:slurmd; 26.05.5 on a:slurmd']
+    with pytest.raises(ValueError) as err:
+        upgrade_plan([])
+    assert str(err.value) == 'hosts must be a dict of host name to its report, got []'

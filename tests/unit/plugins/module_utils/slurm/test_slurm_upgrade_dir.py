@@ -149,3 +149,83 @@ def test_host_files_of_a_mixed_directory_is_its_problem():
 
 def test_restore_pins_are_the_installed_slurm_packages():
     assert restore_pins(_dpkg(['slurmd', 'slurm-client'])) == ['slurm-client=' + T11, 'slurmd=' + T11]
+
+
+# --- the parts, one host's report, hosts without a result -----------------------------------------------------------
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_packages as packages  # noqa: E402
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm import _slurm_upgrade_dir as updir  # noqa: E402
+
+
+def test_installed_packages_drops_the_architecture_of_a_name():
+    assert installed_packages('ii slurmd:amd64 %s\nii libslurm42t64:arm64 %s\n' % (T11, T11)) == {'slurmd': T11, 'libslurm42t64': T11}
+    assert installed_packages(None) == {}
+
+
+@pytest.mark.parametrize('groups, installed, parts', [
+    (None, None, []),
+    (['slurm_compute', 'gpu_nodes'], {}, ['client', 'slurmd']),
+    # slurm-smd holds the NVML and MySQL plugins; "common" is every host's and never a part of its own
+    (['slurm_compute'], {'slurm-smd': '26.05.3-1', 'slurm-wlm-basic-plugins': T11}, ['client', 'mysql', 'nvml', 'slurmd']),
+    (['slurmdbd', 'slurm_controller'], {'libpam-slurm-adopt': T11}, ['client', 'pam_slurm_adopt', 'slurmctld', 'slurmdbd']),
+    (['slurm_login'], {'sackd': T11}, ['client', 'sackd']),
+])
+def test_host_parts(groups, installed, parts):
+    assert updir.host_parts(groups, installed) == parts
+
+
+def test_installed_flavour_of_nothing():
+    assert installed_flavour(None) == ''
+    assert installed_flavour({'slurm-smd': '26.05.3-1', 'libslurm42t64': T11}) == ''
+
+
+def test_host_report_in_full():
+    """The directory's version for each step package it holds ('' where it lacks one), the installed ones under Debian's
+    names, and the packages the host's groups need (not those it has besides) that the directory lacks."""
+    directory = packages.read_directory([f for f in SMD if 'slurmdbd' not in f and 'sackd' not in f])
+    report = updir.host_report(['slurm_login'], {'slurm-client': T11, 'sackd': T11, 'slurm-smd-slurmd': '26.05.2-1'}, directory)
+    assert report == {'groups': ['slurm_login'], 'error': '',
+                      'installed': {'slurm-client': T11, 'slurmd': '26.05.2-1'},
+                      'candidate': {'slurmdbd': '', 'slurmctld': '26.05.3-1', 'slurmd': '26.05.3-1', 'slurm-client': '26.05.3-1'}}
+    report = updir.host_report(('slurmdbd',), None, directory)
+    assert report == {'groups': ['slurmdbd'], 'installed': {},
+                      'candidate': {'slurmdbd': '', 'slurmctld': '26.05.3-1', 'slurmd': '26.05.3-1', 'slurm-client': '26.05.3-1'},
+                      'error': "slurm_upgrade_package_dir holds SchedMD's slurm-smd packages of Slurm 26.05.3 but not slurm-smd-slurmdbd, "
+                               'which this host needs (slurmdbd), expected slurm-smd-slurmdbd_26.05.3*.deb beside the others (build every '
+                               'package of debian/control)'}
+    assert updir.host_report(['slurmdbd'], {}, directory, option='dir')['error'].startswith("dir holds SchedMD's")
+
+
+def test_a_host_without_a_registered_result_has_nothing_installed():
+    hostvars = _hostvars(**{'gpu-01': _dpkg(DEBIAN_GPU)})
+    hostvars['gpu-02'] = {'group_names': ['slurm_compute']}
+    hostvars['gpu-01']['_dpkg'] = {'stdout': _dpkg(DEBIAN_GPU)}     # no rc: taken as 0
+    plan = _plan(hostvars)
+    assert plan['problems'] == ['gpu-02 (group slurm_compute) has no slurmd installed: bring the cluster up with site.yml first']
+
+
+def test_a_failed_dpkg_query_without_stderr_names_its_exit_code():
+    hostvars = _debian_cluster()
+    hostvars['gpu-02']['_dpkg'] = {'rc': 2, 'stdout': '', 'stderr': ' \n'}
+    assert _plan(hostvars)['problems'] == ['gpu-02: dpkg-query failed: exit code 2']
+
+
+def test_the_replaced_programs_are_read_from_the_named_result():
+    hostvars = _debian_cluster()
+    smd = _dpkg(['slurm-smd', 'slurm-smd-slurmctld', 'slurm-smd-slurmdbd', 'slurm-smd-client', 'slurm-smd-slurmd'], '26.05.3-1')
+    for host in hostvars:
+        hostvars[host]['_dpkg']['stdout'] = smd
+        hostvars[host]['_daemons'] = {'replaced': ['slurmd'] if host == 'gpu-02' else []}
+    assert _plan(hostvars)['needed'] is False
+    plan = _plan(hostvars, replaced='_daemons')
+    assert (plan['needed'], plan['steps']['slurmd'], plan['switch']) == (True, ['gpu-02'], [])
+    assert plan['summary'] == ('Slurm 26.05.3 -> 26.05.3: slurmdbd on no host, then slurmctld on no host, then slurmd on gpu-02, then the '
+                               'login nodes on no host')
+
+
+def test_a_flavour_switch_alone_is_no_upgrade():
+    """Debian's packages of the directory's very version: nothing to upgrade, so the summary names no switch."""
+    hostvars = _hostvars(**{'gpu-01': _dpkg(DEBIAN_GPU, '26.05.3-1')})
+    plan = _plan(hostvars)
+    assert (plan['needed'], plan['switch'], plan['problems']) == (False, ['gpu-01'], [])
+    assert plan['summary'] == 'Every Slurm daemon runs 26.05.3: nothing to upgrade'
