@@ -41,8 +41,8 @@ options:
       - C(curve) (C({id, source}), on an NCCL run's records) is the gate curve that judged the run; the reports list it per stage.
       - C(command), the shell command line that reruns the check's run, is shown under a failure.
       - C(versions) (C({nccl, nccl_tests}), from an NCCL run's output) go to the versions of the run's C(hosts) (else its C(node)).
-      - C(held) (V(admin)) marks the C(node_state) record of a node an admin drained or set down; RV(drain_reasons) leaves such a
-        node out, so that the admin's reason stays.
+      - C(held) (V(admin) or V(loop)) marks the C(node_state) record of a node an admin drained or set down, or the closed loop
+        drained; RV(drain_reasons) leaves such a node out, so that the admin's (or the loop's) reason stays.
     type: list
     elements: dict
     required: true

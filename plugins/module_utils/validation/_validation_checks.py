@@ -50,7 +50,7 @@ def is_false(value):
     """True for a flag that says no: False, 0, or the strings false/no/0/off (values that went through a template)."""
     if isinstance(value, str):
         return value.strip().lower() in ('false', 'no', '0', 'off')
-    return value is False or value == 0 and not isinstance(value, bool) and value is not None
+    return value is False or value == 0  # (True is not 0; None is not 0)
 
 
 def record(stage, node, check, status, reason, **extra):
@@ -95,7 +95,7 @@ def node_state_record(stage, name, nodes):
     if problem:
         # held='admin': a person set this state (node_owner); the validation reports it and never drains over it
         # (held='loop': the closed loop's drain, likewise never drained over: its tag is the loop's state)
-        owner = node_owner(nodes[name]) if nodes[name]['reason'] else None
+        owner = node_owner(nodes[name])  # (no reason: 'slurm', so not held)
         held = owner if owner in ('admin', 'loop') else None
         return record(stage, name, 'node_state', 'fail', problem, held=held)
     return record(stage, name, 'node_state', 'pass', 'node is %s' % '+'.join([nodes[name]['state']] + nodes[name]['flags']))
@@ -429,8 +429,8 @@ def parse_mpi_list(text):
     for line in (text or '').splitlines():
         line = line.strip()
         match = re.match(r'^(?:srun:\s*)?(?:MPI plugin types are\.*:?|specific pmix plugin versions available:)?\s*(.*)$', line)
+        # (the split leaves no blank and no comma in a token)
         for token in re.split(r'[\s,]+', match.group(1) if match else ''):
-            token = token.strip().rstrip(',')
             if re.match(r'^(none|pmi2|pmix(_v\d+)?|cray_shasta|openmpi|mvapich|pmi|mpichgm|mpichmx|lam|mpich1_p4|mpich1_shmem)$', token):
                 if token not in types:
                     types.append(token)

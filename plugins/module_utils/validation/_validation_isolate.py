@@ -160,7 +160,6 @@ def isolation_records(findings, pairs):
     for finding in findings:
         name = finding['name'] if finding['kind'] == 'node' else '%s:%s' % (finding['kind'], finding['name'])
         extra = {'hosts': finding['nodes']} if finding['kind'] != 'node' else {}
-        if finding['percent'] is not None:
-            extra['value'] = finding['percent']
+        extra['value'] = finding['percent']  # (None: no value; record leaves it out)
         out.append(record(STAGE, name, CHECK, 'fail', finding['text'], **extra))
     return out

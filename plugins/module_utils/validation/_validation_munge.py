@@ -57,7 +57,8 @@ def check_munge_input(params):
         require_str('%s.credential' % name, item.get('credential'), allow_none=True, allow_empty=True)
         require_str('%s.error' % name, item.get('error'), allow_none=True, allow_empty=True)
         rc = item.get('rc')
-        if rc not in (None, '') and (isinstance(rc, bool) or not isinstance(rc, (int, str)) or not str(rc).lstrip('-').isdigit()):
+        # (a boolean is refused too: str() gives True/False, not digits)
+        if rc not in (None, '') and (not isinstance(rc, (int, str)) or not str(rc).lstrip('-').isdigit()):
             raise InputError('%s.rc is %s, expected the exit code of munge -n (a whole number) or null' % (name, show(rc)))
     return items
 

@@ -98,15 +98,16 @@ def _clean_record(index, record):
         clean["curve"] = {"id": curve["id"], "source": curve["source"]}
     held = record.get("held")
     if held is not None:
-        if held != "admin":
-            raise ValueError("result %d: held is %r, expected admin (a node_state an admin set)" % (index, held))
+        # node_check's node_state record: admin (an admin drained or set the node down) or loop (the closed loop drained it)
+        if held not in ("admin", "loop"):
+            raise ValueError("result %d: held is %r, expected admin or loop (a node_state an admin or the closed loop set)" % (index, held))
         clean["held"] = held
     return clean
 
 
 def _version_text(label, key, value):
-    """A version as text (a number is written as given); None and "" are not known."""
-    if value is None or value == "":
+    """A version as text (a number is written as given); None and "" (or blanks: the strip below) are not known."""
+    if value is None:
         return None
     if _is_number(value):
         return str(value)

@@ -51,7 +51,8 @@ def why_not_run(records):
             order.append(reason)
         hosts = rec.get('hosts') if isinstance(rec.get('hosts'), list) else None
         for host in hosts or [rec.get('node')]:
-            if isinstance(host, str) and host and host not in reasons[reason] and host not in reason:
+            # (an empty name is never added: '' is in every reason)
+            if isinstance(host, str) and host not in reasons[reason] and host not in reason:
                 reasons[reason].append(host)
     parts = []
     for reason in order[:REASONS_MAX]:

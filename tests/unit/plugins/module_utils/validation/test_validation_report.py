@@ -265,7 +265,7 @@ def test_clean_record_fills_in_and_keeps(record, key, expected):
     (rec("n", "c", "pass", value=True), "result 0: value is True, expected a finite number"),
     (rec("n", "c", "pass", threshold=float("inf")), "result 0: threshold is inf, expected a finite number"),
     (rec("n", " ", "pass"), "result 0: check is ' ', expected a non-empty string"),
-    (rec("n", "node_state", "fail", held="slurm"), "result 0: held is 'slurm', expected admin (a node_state an admin set)"),
+    (rec("n", "node_state", "fail", held="slurm"), "result 0: held is 'slurm', expected admin or loop (a node_state an admin or the closed loop set)"),
 ])
 def test_clean_record_errors(record, message):
     with pytest.raises(ValueError) as err:
