@@ -750,7 +750,7 @@ def ca_bundle(text):
                       % '\n'.join(body[i:i + 64] for i in range(0, len(body), 64)))
         rest = rest.replace(match.group(0), '', 1)
     if not blocks or rest.strip():
-        shown = text.strip().splitlines()[0][:60] if text.strip() else text
+        shown = text.strip().splitlines()[0][:60]  # (text is not blank here: a blank one returned '' above)
         what = ('the PEM text of one or more CA certificates (-----BEGIN CERTIFICATE----- ... -----END CERTIFICATE-----)%s, '
                 'e.g. what the ansible.builtin.file lookup reads from a site-ca.pem; a path on the nodes is not read')
         if blocks or 'BEGIN' in text:

@@ -129,6 +129,14 @@ def _kill_group(pgid, signum):
     return True
 
 
+def _kill_inner(group, sid, signum):
+    """Signal ``group`` only while every live process of it is still of session ``sid`` (/proc read again just before):
+    a job's group may have ended meanwhile and its number been taken by a group of another session, which must not
+    get the signal.  True when sent."""
+    sessions = set(session for _pid, _parent, each, session in _processes() or [] if each == group)
+    return sessions == set([sid]) and _kill_group(group, signum)
+
+
 def _stop_inner_groups(pgid, grace):
     """Stop the jobs GNU parallel runs in groups of their own before parallel itself.  On SIGTERM parallel sends its
     jobs TERM and KILLs them 375 ms later, which cuts short the EXIT trap in which each enroot download removes its
@@ -144,12 +152,12 @@ def _stop_inner_groups(pgid, grace):
         inner = inner_groups(pgid)  # again, now that parallel is held: a job it started meanwhile is one of them
         parents = _parents_of_groups(pgid, inner)
         for group in inner:
-            _kill_group(group, signal.SIGTERM)
+            _kill_inner(group, pgid, signal.SIGTERM)
         deadline = time.time() + grace
         while _live_groups(inner) and time.time() < deadline:
             time.sleep(0.05)
         for group in _live_groups(inner):
-            _kill_group(group, signal.SIGKILL)
+            _kill_inner(group, pgid, signal.SIGKILL)
         for parent in parents:
             try:
                 os.kill(parent, signal.SIGKILL)

@@ -405,3 +405,19 @@ def test_stop_signal_before_the_command_started():
 def test_timed_out_keeps_its_time_limit():
     err = _enroot_run.TimedOut(2.5)
     assert (err.timeout, str(err)) == (2.5, 'timed out after 2.5 seconds')
+
+
+def test_a_group_is_signalled_only_while_it_is_of_the_session_named():
+    """A job's group number, read seconds before, may have been taken by a group of another session: that group
+    keeps running; one of the session named gets the signal; a group with no process left gets none."""
+    proc = subprocess.Popen(['sleep', '30'], start_new_session=True)  # group and session: its own pid
+    try:
+        assert _enroot_run._kill_inner(proc.pid, proc.pid + 1, signal.SIGTERM) is False
+        assert proc.poll() is None
+        assert _enroot_run._kill_inner(proc.pid, proc.pid, signal.SIGTERM) is True
+        assert proc.wait(timeout=10) == -signal.SIGTERM
+        assert _enroot_run._kill_inner(proc.pid, proc.pid, signal.SIGTERM) is False
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
