@@ -11,6 +11,10 @@ __metaclass__ = type
 
 import os
 
+import pytest
+
+from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_import_io
+
 DIGEST_A = 'sha256:' + 'a' * 64
 DIGEST_B = 'sha256:' + 'b' * 64
 URI = 'docker://127.0.0.1:5000/test/img:1.0'
@@ -133,3 +137,16 @@ class OpenURL(object):
         if isinstance(self.answer, BaseException):
             raise self.answer
         return self.answer
+
+
+def manager(tmp_path, open_url=None, **params):
+    """The manager over a stand-in module with ``params`` (dest in ``tmp_path`` unless given)."""
+    params.setdefault('dest', str(tmp_path / 'img.sqsh'))
+    return _enroot_import_io.EnrootImport(FakeModule(**params), open_url or OpenURL(AssertionError('no probe expected')))
+
+
+def failure(make, *args, **kwargs):
+    """The result ``make(*args, **kwargs)`` failed with (fail_json's)."""
+    with pytest.raises(Failed) as caught:
+        make(*args, **kwargs)
+    return caught.value.result

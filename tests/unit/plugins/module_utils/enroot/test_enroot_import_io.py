@@ -20,18 +20,7 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_import_io as io_mod
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_run
 from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.enroot.import_io_fakes import (
-    DIGEST_A, DIGEST_B, URI, Failed, FakeModule, FakeRun, OpenURL)
-
-
-def manager(tmp_path, open_url=None, **params):
-    params.setdefault('dest', str(tmp_path / 'img.sqsh'))
-    return io_mod.EnrootImport(FakeModule(**params), open_url or OpenURL(AssertionError('no probe expected')))
-
-
-def failure(make, *args, **kwargs):
-    with pytest.raises(Failed) as caught:
-        make(*args, **kwargs)
-    return caught.value.result
+    DIGEST_A, DIGEST_B, URI, FakeRun, failure, manager)
 
 
 # ---- check_input ------------------------------------------------------------------------------------------

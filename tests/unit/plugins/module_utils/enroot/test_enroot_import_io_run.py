@@ -19,21 +19,10 @@ from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_import_io as io_mod
 from ansible_collections.gpucluster.bringup.plugins.module_utils.enroot import _enroot_run
 from ansible_collections.gpucluster.bringup.tests.unit.plugins.module_utils.enroot.import_io_fakes import (
-    DIGEST_A, DIGEST_B, URI, Exited, Failed, FakeModule, FakeRun, HTTPErrorLike, NoCode, OpenURL, Response)
+    DIGEST_A, DIGEST_B, URI, Exited, FakeRun, HTTPErrorLike, NoCode, OpenURL, Response, failure, manager)
 
 MANIFEST = 'http://127.0.0.1:5000/v2/test/img/manifests/1.0'
 NOT_FOUND = '[ERROR] URL %s returned error code: 404 Not Found\n' % MANIFEST
-
-
-def manager(tmp_path, open_url=None, **params):
-    params.setdefault('dest', str(tmp_path / 'img.sqsh'))
-    return io_mod.EnrootImport(FakeModule(**params), open_url or OpenURL(AssertionError('no probe expected')))
-
-
-def failure(make, *args, **kwargs):
-    with pytest.raises(Failed) as caught:
-        make(*args, **kwargs)
-    return caught.value.result
 
 
 def result_of(found):
