@@ -56,7 +56,7 @@ def format_int_ranges(values):
     return _compress_numbers(numbers, 0)
 
 
-def _range_text(start, end, width=0):
+def _range_text(start, end, width):
     if start == end:
         return '%0*d' % (width, start)
     return '%0*d-%0*d' % (width, start, width, end)
@@ -101,7 +101,7 @@ def _expand_bracket(expression, body):
         low, high = int(low_text), int(high_text)
         if high < low:
             raise ValueError('hostlist "%s": range "%s" runs backwards' % (expression, part))
-        width = len(low_text) if low_text.startswith('0') and len(low_text) > 1 else 0
+        width = _width_of(low_text)
         values.extend('%0*d' % (width, number) for number in range(low, high + 1))
     return values
 
@@ -129,8 +129,7 @@ def expand(expression):
                     raise ValueError('hostlist "%s" has empty brackets "[]"' % expression)
                 options = _expand_bracket(expression, body)
             else:
-                if ']' in piece:
-                    raise ValueError('hostlist "%s" has a "]" without a matching "["' % expression)
+                # no "]" here: _split_top_level refused any "]" without its "[", and the split took every "[...]"
                 options = [piece]
             combos = [prefix + option for prefix in combos for option in options]
         names.extend(combos)

@@ -96,7 +96,7 @@ def format_tag(owner, check=None, detail='', scope=None, prefix=DEFAULT_PREFIX, 
         _need(isinstance(check, str) and re.match(r'\S+\Z', check), 'hook', check, 'a hook name without spaces')
         text = '%s hook %s %s' % (scope, check, detail)
         _need(_HOOK.match(text), 'hook detail', detail, '"failed (exit N)", "timed out after Ns" or "killed by signal N"')
-    return clean(text.strip(), limit)
+    return clean(text, limit)   # clean() joins the words: no space is left at either end
 
 
 def parse_tag(reason, prefix=DEFAULT_PREFIX, loop_prefix=DEFAULT_LOOP_PREFIX):
@@ -118,7 +118,7 @@ def parse_tag(reason, prefix=DEFAULT_PREFIX, loop_prefix=DEFAULT_LOOP_PREFIX):
         return {'owner': 'mig', 'scope': None, 'check': None, 'detail': reason[len(MIG_OWNER):].strip()}
     match = _HOOK.match(reason)
     if match:
-        return {'owner': 'hook', 'scope': match.group(1), 'check': match.group(2), 'detail': (match.group(3) + match.group(4)).strip()}
+        return {'owner': 'hook', 'scope': match.group(1), 'check': match.group(2), 'detail': match.group(3) + match.group(4)}
     return None
 
 

@@ -68,7 +68,8 @@ def _reason(tail):
     for setter in _SETTER.finditer(tail):
         after = tail[setter.end():]
         # the suffix ends the first line of the reason: the end of the line, a trailing key, or a second line of it
-        if not after.strip() or _TRAILING.match(after) or after.startswith('        '):
+        # (the line was stripped: nothing after the suffix is the end of the line)
+        if not after or _TRAILING.match(after) or after.startswith('        '):
             more = _TRAILING.search(after)
             extra = (after[:more.start()] if more else after).strip()
             reason = tail[:setter.start()] + (' ' + extra if extra else '')

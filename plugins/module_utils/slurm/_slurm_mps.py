@@ -40,10 +40,11 @@ import re
 
 MPS_DIR = '/run/gpucluster-mps'
 JOBS = 'jobs'
-_NUMBER = re.compile(r'^[0-9]+$')
+# the values become paths: each pattern ends with \Z ("$" would let a last newline through)
+_NUMBER = re.compile(r'[0-9]+\Z')
 # CUDA_VISIBLE_DEVICES as Slurm sets it for a job's GPUs: indices, or device UUIDs
-_DEVICES = re.compile(r'^(?:[0-9]+|(?:GPU|MIG)-[A-Za-z0-9-]+)(?:,(?:[0-9]+|(?:GPU|MIG)-[A-Za-z0-9-]+))*$')
-_PERCENTAGE = re.compile(r'^[0-9]+(?:\.[0-9]+)?$')
+_DEVICES = re.compile(r'(?:[0-9]+|(?:GPU|MIG)-[A-Za-z0-9-]+)(?:,(?:[0-9]+|(?:GPU|MIG)-[A-Za-z0-9-]+))*\Z')
+_PERCENTAGE = re.compile(r'[0-9]+(?:\.[0-9]+)?\Z')
 
 
 def mps_job(env):

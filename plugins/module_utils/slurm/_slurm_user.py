@@ -19,20 +19,20 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import InputError
 
 DEFAULT_ID = 64030
-# 0 is root; 65534 is nobody, 65535 and 4294967295 are (uid_t)-1 on 16-bit and 32-bit ids
-_RESERVED = (0, 65534, 65535, 4294967295)
+# 0 is root; 65534 is nobody, 65535 and 4294967295 are (uid_t)-1 on 16-bit and 32-bit ids (the latter is past MAX_ID)
+_RESERVED = (0, 65534, 65535)
 MAX_ID = 4294967294
 
 
 def _id(option, value):
-    if isinstance(value, bool) or value is None:
-        raise InputError('%s is %r, expected a number from 1 to %d, not 65534 or 65535 (Debian\'s slurm has %d)'
-                         % (option, value, MAX_ID, DEFAULT_ID))
-    text = str(value).strip()
-    if not text.isdigit() or int(text) in _RESERVED or int(text) > MAX_ID:
+    text = str(value).strip()     # None, True and False are no digits
+    # ASCII digits only: str.isdigit() takes '²', which int() refuses
+    if not re.match(r'[0-9]+\Z', text) or int(text) in _RESERVED or int(text) > MAX_ID:
         raise InputError('%s is %r, expected a number from 1 to %d, not 65534 or 65535 (Debian\'s slurm has %d)'
                          % (option, value, MAX_ID, DEFAULT_ID))
     return int(text)
@@ -50,7 +50,7 @@ def _entry(getent, name=None):
         if fields is None:
             continue
         if name is None or key == name:
-            return key, list(fields or [])
+            return key, fields
     return None, None
 
 

@@ -216,11 +216,11 @@ def healthcheck_node_state_problem(value, version):
     names = [part.upper() for part in text.split(',')]
     expected = ('expected a comma-separated list of %s (Slurm %s), %s alone'
                 % (', '.join(v for v in valid if not v.endswith('_ONLY')), release_name(version),
-                   ' or '.join(v for v in valid if v.endswith('_ONLY')) or 'nothing')) \
+                   ' or '.join(v for v in valid if v.endswith('_ONLY')))) \
         if any(v.endswith('_ONLY') for v in valid) else \
         'expected a comma-separated list of %s (Slurm %s)' % (', '.join(valid), release_name(version))
     if not isinstance(value, str) or not all(names):
-        return 'HealthCheckNodeState is %s, %s' % (value if isinstance(value, str) and value.strip() else repr(value), expected)
+        return 'HealthCheckNodeState is %s, %s' % (value if isinstance(value, str) and value else repr(value), expected)
     unknown = [name for name in names if name not in valid]
     if unknown:
         later = ['%s (Slurm %s on)' % (name, release_name(since)) for name, since in HEALTHCHECK_NODE_STATES if name in unknown]
@@ -384,7 +384,8 @@ def support_warnings(version, today=None):
                         % (version_name(version), release_name(NEWEST_KNOWN), release_name(NEWEST_KNOWN)))
     elif now >= found['ends']:
         current = supported_releases(day)
-        reach = [r for r in current if 0 < releases_ahead(release, r) <= upgrade_window(r)]
+        # every current release is newer: all have the same window, and this one's has ended
+        reach = [r for r in current if releases_ahead(release, r) <= upgrade_window(r)]
         warnings.append('Slurm %s is past SchedMD\'s support: %s (released %s) was supported until %s; SchedMD supports %s on %s '
                         '(of the releases this collection knows) and fixes security problems only there; %s'
                         % (version_name(version), found['release'], month_name(found['released']), month_name(found['ends']),

@@ -128,7 +128,7 @@ def test_bad_settings_messages_whole():
 def test_budgets_become_floats_but_not_booleans_or_floats_given():
     merged = rs.healthcheck_settings({'periodic_budget': 12.5, 'prolog_budget': 4})
     assert (merged['periodic_budget'], merged['prolog_budget']) == (12.5, 4.0)
-    assert type(merged['prolog_budget']) is float
+    assert isinstance(merged['prolog_budget'], float)  # (4, an int, became 4.0)
     with pytest.raises(ValueError) as raised:
         rs.healthcheck_settings({'prolog_budget': True})
     assert str(raised.value).startswith('slurm_healthcheck_settings: ')
