@@ -72,6 +72,8 @@ def test_from_the_block_model():
     ('block', TREE, 'default', "lines has 'SwitchName=leaf1 Nodes=gpu-[01-02]', expected BlockName=<name> Nodes= lines and one BlockSizes="),
     ('block', ['BlockSizes=18'], 'default', "expected at least one BlockName= line"),
     ('tree', TREE, 'my topo', "name is 'my topo', expected a topology name"),
+    ('tree', TREE, '', "name is '', expected a topology name of letters, digits, \".\", \"_\" or \"-\""),
+    ('block', BLOCK, None, "name is None, expected a topology name of letters, digits, \".\", \"_\" or \"-\""),
 ])
 def test_bad_input(plugin, lines, name, message):
     with pytest.raises(ValueError) as found:
