@@ -84,9 +84,14 @@ def inner_groups(sid):
     return sorted(set(group for _pid, _parent, group, session in _processes() or [] if session == sid and group != sid))
 
 
-def _live_groups(groups):
-    """Those of ``groups`` that still have a live process (one read of /proc)."""
-    return sorted(set(group for _pid, _parent, group, _session in _processes() or []) & set(groups))
+def _live_groups(groups, sid):
+    """Those of ``groups`` that still have a live process, every one of session ``sid`` (one read of /proc): a job's
+    group may have ended and its number been taken by a group of another session, which must get no signal."""
+    sessions = {}
+    for _pid, _parent, group, session in _processes() or []:
+        if group in groups:
+            sessions.setdefault(group, set()).add(session)
+    return sorted(group for group, found in sessions.items() if found == set([sid]))
 
 
 def _parents_of_groups(pgid, groups):
@@ -129,14 +134,6 @@ def _kill_group(pgid, signum):
     return True
 
 
-def _kill_inner(group, sid, signum):
-    """Signal ``group`` only while every live process of it is still of session ``sid`` (/proc read again just before):
-    a job's group may have ended meanwhile and its number been taken by a group of another session, which must not
-    get the signal.  True when sent."""
-    sessions = set(session for _pid, _parent, each, session in _processes() or [] if each == group)
-    return sessions == set([sid]) and _kill_group(group, signum)
-
-
 def _stop_inner_groups(pgid, grace):
     """Stop the jobs GNU parallel runs in groups of their own before parallel itself.  On SIGTERM parallel sends its
     jobs TERM and KILLs them 375 ms later, which cuts short the EXIT trap in which each enroot download removes its
@@ -151,13 +148,13 @@ def _stop_inner_groups(pgid, grace):
     try:
         inner = inner_groups(pgid)  # again, now that parallel is held: a job it started meanwhile is one of them
         parents = _parents_of_groups(pgid, inner)
-        for group in inner:
-            _kill_inner(group, pgid, signal.SIGTERM)
+        for group in _live_groups(inner, pgid):
+            _kill_group(group, signal.SIGTERM)
         deadline = time.time() + grace
-        while _live_groups(inner) and time.time() < deadline:
+        while _live_groups(inner, pgid) and time.time() < deadline:
             time.sleep(0.05)
-        for group in _live_groups(inner):
-            _kill_inner(group, pgid, signal.SIGKILL)
+        for group in _live_groups(inner, pgid):
+            _kill_group(group, signal.SIGKILL)
         for parent in parents:
             try:
                 os.kill(parent, signal.SIGKILL)

@@ -30,7 +30,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpucluster.bringup.plugins.module_utils._validate_input import is_slurm_name
-from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._drain_tag import MAX_REASON, clean
+from ansible_collections.gpucluster.bringup.plugins.module_utils.slurm._drain_tag import MAX_REASON, clean, format_tag
 
 HOOK_CLASSES = ('all', 'exclusive', 'lastuserjob')
 PHASES = ('prolog', 'epilog')
@@ -239,9 +239,11 @@ def drain_reason(phase, name, rc, timed_out, limit=None, asked=None):
         what = 'killed by signal %d' % -rc
     else:
         what = 'failed (exit %s)' % rc
-    # the hook tag of slurm._drain_tag ("<phase> hook <name> <what>"): format_tag would write these same words (cleaned the
-    # same way) for the names and phases it takes, and the others (never the runner's own hooks) are written as they are
-    return clean('%s hook %s %s' % (phase, name, what))
+    try:
+        return format_tag('hook', name, what, scope=phase)
+    except ValueError:
+        # a name or an exit status no tag holds (never one of the runner's own hooks): the words as they are
+        return clean('%s hook %s %s' % (phase, name, what))
 
 
 def log_line(phase, job_id, name, rc, seconds, status):

@@ -384,8 +384,7 @@ def support_warnings(version, today=None):
                         % (version_name(version), release_name(NEWEST_KNOWN), release_name(NEWEST_KNOWN)))
     elif now >= found['ends']:
         current = supported_releases(day)
-        # every current release is newer: all have the same window, and this one's has ended
-        reach = [r for r in current if releases_ahead(release, r) <= upgrade_window(r)]
+        reach = [r for r in current if 0 < releases_ahead(release, r) <= upgrade_window(r)]
         warnings.append('Slurm %s is past SchedMD\'s support: %s (released %s) was supported until %s; SchedMD supports %s on %s '
                         '(of the releases this collection knows) and fixes security problems only there; %s'
                         % (version_name(version), found['release'], month_name(found['released']), month_name(found['ends']),

@@ -408,15 +408,15 @@ def test_timed_out_keeps_its_time_limit():
 
 
 def test_a_group_is_signalled_only_while_it_is_of_the_session_named():
-    """A job's group number, read seconds before, may have been taken by a group of another session: that group
-    keeps running; one of the session named gets the signal; a group with no process left gets none."""
+    """A job's group number, read seconds before, may have been taken by a group of another session: such a group is
+    no group of the import's to signal; one of the session named is; a group with no process left is none."""
     proc = subprocess.Popen(['sleep', '30'], start_new_session=True)  # group and session: its own pid
     try:
-        assert _enroot_run._kill_inner(proc.pid, proc.pid + 1, signal.SIGTERM) is False
-        assert proc.poll() is None
-        assert _enroot_run._kill_inner(proc.pid, proc.pid, signal.SIGTERM) is True
-        assert proc.wait(timeout=10) == -signal.SIGTERM
-        assert _enroot_run._kill_inner(proc.pid, proc.pid, signal.SIGTERM) is False
+        assert _enroot_run._live_groups([proc.pid], proc.pid + 1) == []
+        assert _enroot_run._live_groups([proc.pid, proc.pid + 1], proc.pid) == [proc.pid]
+        proc.kill()
+        proc.wait()
+        assert _enroot_run._live_groups([proc.pid], proc.pid) == []
     finally:
         if proc.poll() is None:
             proc.kill()
